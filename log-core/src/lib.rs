@@ -1,0 +1,50 @@
+//! `log-core`: the record model, the record codec, the storage traits and the segmented [`Log`] of
+//! logcompact, a toolkit for Kafka-style log compaction.
+//!
+//! A log is a sequence of segments named by their base offset. Appends go to the last, active segment; a
+//! roll seals it and opens a new one. Every record keeps its offset for life: the cleaner (in the `cleaner`
+//! crate) removes superseded records but never renumbers, so a compacted log has gaps and a read at a removed
+//! offset returns the next record that exists. This crate knows no backend: it talks to storage only through
+//! [`SegmentStore`] and [`Segment`], implemented by `storage-mem` and `storage-file`.
+//!
+//! Modules: [`record`] (records), [`codec`] (the checksummed frame), [`storage`] (backend traits),
+//! [`names`] (file names), [`index`] (sparse offset index), [`segment`] (sealed segments, scans, writers),
+//! and the [`Log`] itself with its [`LogSnapshot`] readers and cleaning swap ([`Replacement`]).
+//!
+//! # Example
+//! ```
+//! use std::sync::Arc;
+//! use log_core::{Log, LogConfig};
+//!
+//! let log = Log::open(Arc::new(storage_mem::MemStore::new()), LogConfig::default())?;
+//! let a = log.put(b"user-1", b"alice")?;
+//! log.roll()?;
+//! log.delete(b"user-1")?;
+//! assert_eq!(log.read(a)?.and_then(|r| r.value), Some(b"alice".to_vec()));
+//! assert_eq!(log.next_offset(), 2);
+//! # Ok::<(), log_core::Error>(())
+//! ```
+#![deny(missing_docs)]
+
+mod checkpoint;
+pub mod codec;
+mod config;
+mod error;
+pub mod index;
+mod log;
+pub mod names;
+mod open;
+mod reader;
+pub mod record;
+pub mod segment;
+pub mod storage;
+mod swap;
+
+pub use config::{DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES, LogConfig, SyncPolicy};
+pub use error::{CorruptKind, Error, Result};
+pub use log::{AppendRecord, Log, RecoveryReport, now_ms};
+pub use reader::{LogReader, LogSnapshot};
+pub use record::{Header, Record, RecordRef};
+pub use segment::{SealedSegment, SegmentWriter};
+pub use storage::{Segment, SegmentBytes, SegmentStore};
+pub use swap::Replacement;

@@ -1,0 +1,280 @@
+//! [`Log`]: the segmented, keyed, append-only log.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::codec::{self, EncodeFields};
+use crate::config::{LogConfig, SyncPolicy};
+use crate::error::{CorruptKind, Error, Result};
+use crate::names::{FileKind, file_name};
+use crate::reader::LogSnapshot;
+use crate::record::{Header, Record};
+use crate::segment::{SealedSegment, SegmentSummary};
+use crate::storage::{Segment, SegmentStore};
+
+/// A record to append; the log assigns its offset.
+#[derive(Debug, Clone, Copy)]
+pub struct AppendRecord<'a> {
+    /// Key; `None` stores an unkeyed record, which the cleaner will drop.
+    pub key: Option<&'a [u8]>,
+    /// Value; `None` appends a tombstone.
+    pub value: Option<&'a [u8]>,
+    /// Timestamp in ms since the Unix epoch.
+    pub timestamp: i64,
+    /// Headers in order.
+    pub headers: &'a [Header],
+}
+
+/// What [`Log::open`] repaired.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// A torn or corrupt tail cut off the active segment: file, position cut at, bytes dropped, and why.
+    pub truncated_tail: Option<(String, u64, u64, CorruptKind)>,
+    /// Interrupted cleaning swaps completed (their `.swap` files were all present).
+    pub swaps_completed: usize,
+    /// Interrupted cleaning swaps rolled back (some output was still `.cleaned`): files removed.
+    pub cleaned_files_discarded: usize,
+    /// Empty closed segments removed.
+    pub empty_segments_removed: usize,
+}
+
+/// The segment being appended to.
+#[derive(Debug)]
+pub(crate) struct Active {
+    pub(crate) base: u64,
+    pub(crate) name: String,
+    pub(crate) file: Arc<dyn Segment>,
+    pub(crate) summary: SegmentSummary,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    /// Closed segments, oldest first. Replaced as a whole (copy on write) so that a snapshot taken by a reader
+    /// stays consistent while the cleaner swaps segments.
+    pub(crate) closed: Arc<Vec<Arc<SealedSegment>>>,
+    pub(crate) active: Active,
+    pub(crate) next_offset: u64,
+    /// First dirty offset: everything below it has been through a cleaning pass.
+    pub(crate) checkpoint: u64,
+    pub(crate) unsynced_bytes: u64,
+    pub(crate) scratch: Vec<u8>,
+}
+
+/// A segmented, keyed, append-only log over any [`SegmentStore`].
+///
+/// Invariants: offsets strictly increase across the log and never change; the last segment is the active one
+/// and the only one appended to; closed segments are sealed, never empty, and are replaced only by
+/// [`Log::commit_cleaning`], atomically for readers and for crashes.
+///
+/// All methods take `&self`: appends, rolls and the cleaner's commit take a write lock; reads snapshot the
+/// segment list under a read lock and then read without it.
+#[derive(Debug)]
+pub struct Log {
+    pub(crate) store: Arc<dyn SegmentStore>,
+    pub(crate) config: LogConfig,
+    pub(crate) inner: RwLock<Inner>,
+    pub(crate) poisoned: AtomicBool,
+    pub(crate) recovery: RecoveryReport,
+}
+
+/// Milliseconds since the Unix epoch by the system clock.
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Log {
+    pub(crate) fn read_inner(&self) -> RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn write_inner(&self) -> Result<RwLockWriteGuard<'_, Inner>> {
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(Error::Poisoned);
+        }
+        Ok(self.inner.write().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Marks the log poisoned when `r` failed: after a failed write, sync or rename the durable state is
+    /// unknown, so the log refuses writes until reopened.
+    pub(crate) fn check<T>(&self, r: Result<T>) -> Result<T> {
+        if r.is_err() {
+            self.poisoned.store(true, Ordering::Release);
+        }
+        r
+    }
+
+    /// The storage backend.
+    pub fn store(&self) -> &Arc<dyn SegmentStore> {
+        &self.store
+    }
+
+    /// The configuration the log was opened with.
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// What opening the log repaired.
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.recovery
+    }
+
+    /// True after a failed write, sync or rename.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.load(Ordering::Acquire)
+    }
+
+    /// Offset the next append will get.
+    pub fn next_offset(&self) -> u64 {
+        self.read_inner().next_offset
+    }
+
+    /// Base offset of the active segment: the first offset the cleaner may not touch.
+    pub fn active_base(&self) -> u64 {
+        self.read_inner().active.base
+    }
+
+    /// The cleaner checkpoint: the first dirty offset.
+    pub fn cleaner_checkpoint(&self) -> u64 {
+        self.read_inner().checkpoint
+    }
+
+    /// A consistent view of the segments for reading.
+    pub fn snapshot(&self) -> LogSnapshot {
+        let inner = self.read_inner();
+        LogSnapshot::new(
+            Arc::clone(&inner.closed),
+            inner.active.base,
+            Arc::clone(&inner.active.file),
+            inner.active.file.len(),
+        )
+    }
+
+    /// The first record with an offset `>= offset`, or `None` past the end. A consumer asking for an offset
+    /// that cleaning removed gets the next record that exists.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] or [`Error::Io`] from the segment read.
+    pub fn read(&self, offset: u64) -> Result<Option<Record>> {
+        let (snapshot, active_pos) = {
+            let inner = self.read_inner();
+            let snapshot = LogSnapshot::new(
+                Arc::clone(&inner.closed),
+                inner.active.base,
+                Arc::clone(&inner.active.file),
+                inner.active.file.len(),
+            );
+            (snapshot, inner.active.summary.index.seek(offset))
+        };
+        snapshot.read_from_hint(offset, active_pos)
+    }
+
+    /// Appends a record and returns its offset. Rolls first when the record would take the active segment past
+    /// `segment_bytes`.
+    ///
+    /// # Errors
+    /// [`Error::RecordTooLarge`]; [`Error::Poisoned`]; [`Error::Io`] (which poisons the log).
+    pub fn append(&self, rec: &AppendRecord<'_>) -> Result<u64> {
+        let mut guard = self.write_inner()?;
+        let inner = &mut *guard;
+        let offset = inner.next_offset;
+        let fields =
+            EncodeFields { offset, timestamp: rec.timestamp, key: rec.key, value: rec.value, delete_horizon: None };
+        inner.scratch.clear();
+        let len = codec::encode_with_headers(&fields, rec.headers, &mut inner.scratch)
+            .map_err(|size| Error::RecordTooLarge { size, max: codec::MAX_RECORD_BYTES })?;
+        let size = inner.active.file.len();
+        if size > 0 && size + len as u64 > self.config.segment_bytes {
+            self.roll_locked(inner)?;
+        }
+        let active = &mut inner.active;
+        let pos = self.check(active.file.append(&inner.scratch).map_err(Error::io("append", &active.name)))?;
+        active
+            .summary
+            .note(active.base, offset, None, pos, len as u64)
+            .map_err(|kind| Error::Corrupt { segment: active.name.clone(), position: pos, kind })?;
+        inner.next_offset = offset + 1;
+        inner.unsynced_bytes += len as u64;
+        let due = match self.config.sync {
+            SyncPolicy::EveryAppend => true,
+            SyncPolicy::EveryBytes(n) => inner.unsynced_bytes >= n,
+            SyncPolicy::OnRoll | SyncPolicy::Manual => false,
+        };
+        if due {
+            self.check(active.file.sync().map_err(Error::io("sync", &active.name)))?;
+            inner.unsynced_bytes = 0;
+        }
+        Ok(offset)
+    }
+
+    /// Appends `key = value` stamped with the system clock.
+    ///
+    /// # Errors
+    /// As [`Log::append`].
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<u64> {
+        self.append(&AppendRecord { key: Some(key), value: Some(value), timestamp: now_ms(), headers: &[] })
+    }
+
+    /// Appends a tombstone for `key` stamped with the system clock.
+    ///
+    /// # Errors
+    /// As [`Log::append`].
+    pub fn delete(&self, key: &[u8]) -> Result<u64> {
+        self.append(&AppendRecord { key: Some(key), value: None, timestamp: now_ms(), headers: &[] })
+    }
+
+    /// Seals the active segment and starts a new one at the next offset. A no-op (returning `false`) when the
+    /// active segment is empty, so a log never has an empty closed segment.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`]; [`Error::Io`] (which poisons the log).
+    pub fn roll(&self) -> Result<bool> {
+        let mut guard = self.write_inner()?;
+        self.roll_locked(&mut guard)
+    }
+
+    fn roll_locked(&self, inner: &mut Inner) -> Result<bool> {
+        if inner.active.summary.records == 0 {
+            return Ok(false);
+        }
+        let name = inner.active.name.clone();
+        let file = Arc::clone(&inner.active.file);
+        self.check(file.seal().map_err(Error::io("seal", &name)))?;
+        if self.config.sync != SyncPolicy::Manual {
+            self.check(file.sync().map_err(Error::io("sync", &name)))?;
+            inner.unsynced_bytes = 0;
+        }
+        let bytes = self.check(file.view().map_err(Error::io("map", &name)))?;
+        let new_base = inner.next_offset;
+        let new_name = file_name(new_base, FileKind::Log);
+        let new_file = self.check(self.store.create(&new_name).map_err(Error::io("create", &new_name)))?;
+        self.check(self.store.sync_dir().map_err(Error::io("sync directory", &new_name)))?;
+        let old = std::mem::replace(
+            &mut inner.active,
+            Active {
+                base: new_base,
+                name: new_name,
+                file: new_file,
+                summary: SegmentSummary::new(self.config.index_interval_bytes),
+            },
+        );
+        let sealed = SealedSegment::from_parts(old.base, old.name, old.file, bytes, old.summary);
+        let mut closed = Vec::with_capacity(inner.closed.len() + 1);
+        closed.extend(inner.closed.iter().cloned());
+        closed.push(Arc::new(sealed));
+        inner.closed = Arc::new(closed);
+        Ok(true)
+    }
+
+    /// Syncs the active segment's appends.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`]; [`Error::Io`] (which poisons the log).
+    pub fn sync(&self) -> Result<()> {
+        let mut inner = self.write_inner()?;
+        let active = &inner.active;
+        self.check(active.file.sync().map_err(Error::io("sync", &active.name)))?;
+        inner.unsynced_bytes = 0;
+        Ok(())
+    }
+}

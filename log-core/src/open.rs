@@ -1,0 +1,186 @@
+//! Opening a log: finishing or undoing an interrupted cleaning swap, loading and validating the segments,
+//! and cutting a torn tail off the active segment.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, RwLock};
+
+use crate::checkpoint;
+use crate::config::LogConfig;
+use crate::error::{CorruptKind, Error, Result};
+use crate::log::{Active, Inner, Log, RecoveryReport};
+use crate::names::{CHECKPOINT_TMP_FILE, FileKind, file_name, parse_file_name};
+use crate::segment::{ChunkReader, SealedSegment, SegmentSummary};
+use crate::storage::SegmentStore;
+
+fn delete_if_exists(store: &dyn SegmentStore, name: &str) -> Result<()> {
+    match store.delete(name) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("delete", name)(e)),
+    }
+}
+
+/// Completes or rolls back a cleaning swap that a crash interrupted (the rules of Kafka's `LogLoader`).
+///
+/// The commit point of a swap is "every output file is `.swap` and the directory is synced". So: any
+/// `.cleaned` file left means the commit point was not reached: all `.cleaned` and `.swap` files go and the old
+/// segments stay. Otherwise each `.swap` replaces the `.log` of its base (an empty `.swap` means the segment was
+/// cleaned away). `.deleted` files are always garbage.
+pub(crate) fn recover_swap(store: &dyn SegmentStore, report: &mut RecoveryReport) -> Result<()> {
+    let names = store.list().map_err(Error::io("list", "<store>"))?;
+    let parsed: Vec<(u64, FileKind, &String)> =
+        names.iter().filter_map(|n| parse_file_name(n).map(|(b, k)| (b, k, n))).collect();
+    let any_cleaned = parsed.iter().any(|&(_, k, _)| k == FileKind::Cleaned);
+    let mut changed = false;
+    for &(base, kind, name) in &parsed {
+        match kind {
+            FileKind::Cleaned | FileKind::Swap if any_cleaned => {
+                delete_if_exists(store, name)?;
+                report.cleaned_files_discarded += 1;
+                changed = true;
+            }
+            FileKind::Swap => {
+                let file = store.open(name).map_err(Error::io("open", name))?;
+                let target = file_name(base, FileKind::Log);
+                if file.is_empty() {
+                    delete_if_exists(store, &target)?;
+                    delete_if_exists(store, name)?;
+                } else {
+                    store.rename(name, &target).map_err(Error::io("rename", name))?;
+                }
+                delete_if_exists(store, &file_name(base, FileKind::Index))?;
+                report.swaps_completed += 1;
+                changed = true;
+            }
+            FileKind::Deleted => {
+                delete_if_exists(store, name)?;
+                changed = true;
+            }
+            FileKind::Log | FileKind::Index | FileKind::Cleaned => {}
+        }
+    }
+    if names.iter().any(|n| n == CHECKPOINT_TMP_FILE) {
+        delete_if_exists(store, CHECKPOINT_TMP_FILE)?;
+        changed = true;
+    }
+    if changed {
+        store.sync_dir().map_err(Error::io("sync directory", "<store>"))?;
+    }
+    Ok(())
+}
+
+/// Scans the active segment, cutting a torn or corrupt tail. Returns its summary.
+fn recover_active(
+    active_base: u64,
+    name: &str,
+    file: &Arc<dyn crate::storage::Segment>,
+    floor: Option<u64>,
+    config: &LogConfig,
+    report: &mut RecoveryReport,
+) -> Result<SegmentSummary> {
+    let mut summary = SegmentSummary::new(config.index_interval_bytes);
+    let len = file.len();
+    let mut reader = ChunkReader::new(Arc::clone(file), 0, len);
+    let mut bad: Option<(u64, CorruptKind)> = None;
+    loop {
+        let position = reader.position();
+        match reader.next_frame().map_err(Error::io("read", name))? {
+            None => break,
+            Some(Err(kind)) => {
+                bad = Some((position, kind));
+                break;
+            }
+            Some(Ok((pos, rec, frame_len))) => {
+                if let Some(previous) = floor.filter(|&f| rec.offset <= f) {
+                    bad = Some((pos, CorruptKind::OffsetNotIncreasing { previous, found: rec.offset }));
+                    break;
+                }
+                if let Err(kind) = summary.note(active_base, rec.offset, rec.delete_horizon, pos, frame_len as u64) {
+                    bad = Some((pos, kind));
+                    break;
+                }
+            }
+        }
+    }
+    if let Some((position, kind)) = bad {
+        file.truncate(position).map_err(Error::io("truncate", name))?;
+        file.sync().map_err(Error::io("sync", name))?;
+        report.truncated_tail = Some((name.to_owned(), position, len - position, kind));
+    }
+    Ok(summary)
+}
+
+impl Log {
+    /// Opens the log kept in `store`, creating it when the store is empty.
+    ///
+    /// Recovery: an interrupted cleaning swap is completed or rolled back; every closed segment is validated
+    /// (a bad frame there is an error naming the file and position: nothing is skipped); a torn or corrupt tail
+    /// of the active segment is cut back to the last whole record and reported in
+    /// [`Log::recovery_report`]. Empty closed segments are removed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`]; [`Error::Corrupt`] for a bad closed segment; [`Error::BadCheckpoint`];
+    /// [`Error::Io`].
+    pub fn open(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log> {
+        config.validate()?;
+        let mut report = RecoveryReport::default();
+        recover_swap(&*store, &mut report)?;
+        let names = store.list().map_err(Error::io("list", "<store>"))?;
+        let mut logs: BTreeMap<u64, String> = BTreeMap::new();
+        for name in names {
+            if let Some((base, FileKind::Log)) = parse_file_name(&name) {
+                logs.insert(base, name);
+            }
+        }
+        let (active_base, active_name) = match logs.pop_last() {
+            Some(last) => last,
+            None => {
+                let name = file_name(0, FileKind::Log);
+                store.create(&name).map_err(Error::io("create", &name))?;
+                store.sync_dir().map_err(Error::io("sync directory", &name))?;
+                (0, name)
+            }
+        };
+        let mut closed = Vec::with_capacity(logs.len());
+        let mut previous: Option<u64> = None;
+        for (base, name) in logs {
+            let file = store.open(&name).map_err(Error::io("open", &name))?;
+            if file.is_empty() {
+                store.delete(&name).map_err(Error::io("delete", &name))?;
+                report.empty_segments_removed += 1;
+                continue;
+            }
+            let segment = SealedSegment::load(base, name.clone(), file, config.index_interval_bytes)?;
+            if let (Some(prev), Some(first)) = (previous, segment.summary().first_offset)
+                && first <= prev
+            {
+                let kind = CorruptKind::OffsetNotIncreasing { previous: prev, found: first };
+                return Err(Error::Corrupt { segment: name, position: 0, kind });
+            }
+            previous = segment.last_offset().or(previous);
+            closed.push(Arc::new(segment));
+        }
+        if let Some(prev) = previous.filter(|&p| p >= active_base) {
+            let kind = CorruptKind::OffsetBelowBase { base: active_base, found: prev };
+            return Err(Error::Corrupt { segment: active_name, position: 0, kind });
+        }
+        if report.empty_segments_removed > 0 {
+            store.sync_dir().map_err(Error::io("sync directory", "<store>"))?;
+        }
+        let file = store.open(&active_name).map_err(Error::io("open", &active_name))?;
+        let summary = recover_active(active_base, &active_name, &file, previous, &config, &mut report)?;
+        let next_offset = summary.last_offset.map_or(active_base, |l| l + 1);
+        let checkpoint = checkpoint::read(&*store)?.unwrap_or(0).min(active_base);
+        let inner = Inner {
+            closed: Arc::new(closed),
+            active: Active { base: active_base, name: active_name, file, summary },
+            next_offset,
+            checkpoint,
+            unsynced_bytes: 0,
+            scratch: Vec::new(),
+        };
+        Ok(Log { store, config, inner: RwLock::new(inner), poisoned: AtomicBool::new(false), recovery: report })
+    }
+}

@@ -1,0 +1,332 @@
+//! Segments as the log sees them: a sealed segment with its byte view and index, the record scan over
+//! bytes, and the writer the log and the cleaner both use to build segments.
+
+use std::sync::Arc;
+
+use crate::codec;
+use crate::error::{CorruptKind, Error, Result};
+use crate::index::OffsetIndex;
+use crate::record::RecordRef;
+use crate::storage::{Segment, SegmentBytes};
+
+/// Scans the records of a byte slice in order.
+///
+/// Yields `(position, record, frame length)`; on the first bad frame yields one `Err` naming the segment and
+/// the position, then stops.
+#[derive(Debug, Clone)]
+pub struct RecordIter<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    name: &'a str,
+    failed: bool,
+}
+
+impl<'a> RecordIter<'a> {
+    /// Scans `bytes` (the segment called `name`) from byte `pos`.
+    pub fn new(bytes: &'a [u8], pos: usize, name: &'a str) -> Self {
+        RecordIter { bytes, pos, name, failed: false }
+    }
+
+    /// Byte position of the next frame.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+}
+
+impl<'a> Iterator for RecordIter<'a> {
+    type Item = Result<(u64, RecordRef<'a>, usize)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let rest = self.bytes.get(self.pos..)?;
+        if rest.is_empty() {
+            return None;
+        }
+        match codec::decode(rest) {
+            Ok((rec, len)) => {
+                let at = self.pos as u64;
+                self.pos += len;
+                Some(Ok((at, rec, len)))
+            }
+            Err(kind) => {
+                self.failed = true;
+                Some(Err(Error::Corrupt { segment: self.name.to_owned(), position: self.pos as u64, kind }))
+            }
+        }
+    }
+}
+
+/// What a scan of a segment learned: enough to serve reads without scanning again.
+#[derive(Debug, Clone, Default)]
+pub struct SegmentSummary {
+    /// Sparse offset index.
+    pub index: OffsetIndex,
+    /// Offset of the first record.
+    pub first_offset: Option<u64>,
+    /// Offset of the last record.
+    pub last_offset: Option<u64>,
+    /// Number of records.
+    pub records: u64,
+    /// Largest delete horizon among stamped tombstones.
+    pub max_delete_horizon: Option<i64>,
+}
+
+impl SegmentSummary {
+    pub(crate) fn new(index_interval: u64) -> Self {
+        SegmentSummary { index: OffsetIndex::new(index_interval), ..Default::default() }
+    }
+
+    /// Records a frame; checks that offsets increase and do not fall below `base`.
+    pub(crate) fn note(&mut self, base: u64, offset: u64, horizon: Option<i64>, pos: u64, len: u64) -> Result<(), CorruptKind> {
+        if offset < base {
+            return Err(CorruptKind::OffsetBelowBase { base, found: offset });
+        }
+        if let Some(previous) = self.last_offset
+            && offset <= previous
+        {
+            return Err(CorruptKind::OffsetNotIncreasing { previous, found: offset });
+        }
+        self.index.on_append(offset, pos, len);
+        self.first_offset.get_or_insert(offset);
+        self.last_offset = Some(offset);
+        self.records += 1;
+        if let Some(h) = horizon {
+            self.max_delete_horizon = Some(self.max_delete_horizon.map_or(h, |m| m.max(h)));
+        }
+        Ok(())
+    }
+}
+
+/// A sealed (closed) segment: immutable, read through a zero-copy view.
+#[derive(Debug)]
+pub struct SealedSegment {
+    base: u64,
+    name: String,
+    file: Arc<dyn Segment>,
+    bytes: SegmentBytes,
+    summary: SegmentSummary,
+}
+
+impl SealedSegment {
+    /// Seals `file` if needed and validates every frame, building the index.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] naming `name` and the byte position of the first bad frame; [`Error::Io`].
+    pub fn load(base: u64, name: String, file: Arc<dyn Segment>, index_interval: u64) -> Result<Self> {
+        file.seal().map_err(Error::io("seal", &name))?;
+        let bytes = file.view().map_err(Error::io("map", &name))?;
+        let mut summary = SegmentSummary::new(index_interval);
+        for item in RecordIter::new(&bytes, 0, &name) {
+            let (pos, rec, len) = item?;
+            summary
+                .note(base, rec.offset, rec.delete_horizon, pos, len as u64)
+                .map_err(|kind| Error::Corrupt { segment: name.clone(), position: pos, kind })?;
+        }
+        Ok(SealedSegment { base, name, file, bytes, summary })
+    }
+
+    pub(crate) fn from_parts(base: u64, name: String, file: Arc<dyn Segment>, bytes: SegmentBytes, summary: SegmentSummary) -> Self {
+        SealedSegment { base, name, file, bytes, summary }
+    }
+
+    /// The same segment under a new file name (after a rename).
+    pub(crate) fn renamed(mut self, name: String) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// Base offset (from the file name); records may start above it after cleaning.
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// File name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// All bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    /// The backend file.
+    pub fn file(&self) -> &Arc<dyn Segment> {
+        &self.file
+    }
+
+    /// Offsets, index and counts learned when the segment was loaded or written.
+    pub fn summary(&self) -> &SegmentSummary {
+        &self.summary
+    }
+
+    /// Offset of the last record (`None` only for an empty segment, which a log never keeps).
+    pub fn last_offset(&self) -> Option<u64> {
+        self.summary.last_offset
+    }
+
+    /// Every record, oldest first.
+    pub fn records(&self) -> RecordIter<'_> {
+        RecordIter::new(&self.bytes, 0, &self.name)
+    }
+
+    /// The records from the first one with an offset `>= offset`, found through the sparse index.
+    pub fn records_from(&self, offset: u64) -> impl Iterator<Item = Result<(u64, RecordRef<'_>, usize)>> + '_ {
+        let start = self.summary.index.seek(offset) as usize;
+        RecordIter::new(&self.bytes, start, &self.name)
+            .filter(move |r| !matches!(r, Ok((_, rec, _)) if rec.offset < offset))
+    }
+}
+
+/// Builds a segment by appending whole frames, buffering writes (Kafka's 512 KiB I/O buffer) and keeping the
+/// summary as it goes, so the finished segment never has to be scanned again.
+#[derive(Debug)]
+pub struct SegmentWriter {
+    base: u64,
+    name: String,
+    file: Arc<dyn Segment>,
+    buffer: Vec<u8>,
+    written: u64,
+    summary: SegmentSummary,
+}
+
+/// Size of the writer's buffer.
+pub const WRITE_BUFFER_BYTES: usize = 512 << 10;
+
+impl SegmentWriter {
+    /// A writer appending to the empty `file` called `name` for a segment based at `base`.
+    pub fn new(base: u64, name: String, file: Arc<dyn Segment>, index_interval: u64) -> Self {
+        let written = file.len();
+        SegmentWriter { base, name, file, buffer: Vec::new(), written, summary: SegmentSummary::new(index_interval) }
+    }
+
+    /// Appends one encoded frame holding the record with `offset` (and `delete_horizon`).
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] if the offset does not follow the previous one; [`Error::Io`] from a flush.
+    pub fn append_frame(&mut self, frame: &[u8], offset: u64, delete_horizon: Option<i64>) -> Result<()> {
+        let pos = self.written + self.buffer.len() as u64;
+        self.summary
+            .note(self.base, offset, delete_horizon, pos, frame.len() as u64)
+            .map_err(|kind| Error::Corrupt { segment: self.name.clone(), position: pos, kind })?;
+        if self.buffer.len() + frame.len() > WRITE_BUFFER_BYTES {
+            self.flush()?;
+        }
+        if frame.len() >= WRITE_BUFFER_BYTES {
+            self.file.append(frame).map_err(Error::io("append", &self.name))?;
+            self.written += frame.len() as u64;
+        } else {
+            if self.buffer.capacity() == 0 {
+                self.buffer.reserve_exact(WRITE_BUFFER_BYTES);
+            }
+            self.buffer.extend_from_slice(frame);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if !self.buffer.is_empty() {
+            self.file.append(&self.buffer).map_err(Error::io("append", &self.name))?;
+            self.written += self.buffer.len() as u64;
+            self.buffer.clear();
+        }
+        Ok(())
+    }
+
+    /// Records written so far.
+    pub fn records(&self) -> u64 {
+        self.summary.records
+    }
+
+    /// Bytes written so far, buffered ones included.
+    pub fn size(&self) -> u64 {
+        self.written + self.buffer.len() as u64
+    }
+
+    /// Flushes, seals and syncs the file, and returns the finished segment.
+    ///
+    /// # Errors
+    /// [`Error::Io`] from the backend.
+    pub fn finish(mut self) -> Result<SealedSegment> {
+        self.flush()?;
+        self.file.seal().map_err(Error::io("seal", &self.name))?;
+        self.file.sync().map_err(Error::io("sync", &self.name))?;
+        let bytes = self.file.view().map_err(Error::io("map", &self.name))?;
+        Ok(SealedSegment::from_parts(self.base, self.name, self.file, bytes, self.summary))
+    }
+}
+
+/// Reads frames of a segment that is still being appended to, through [`Segment::read_at`] in chunks.
+#[derive(Debug)]
+pub(crate) struct ChunkReader {
+    file: Arc<dyn Segment>,
+    /// Next position in the file not yet in `buf`.
+    file_pos: u64,
+    end: u64,
+    buf: Vec<u8>,
+    /// Start of the unread part of `buf`.
+    at: usize,
+}
+
+const CHUNK_BYTES: usize = 256 << 10;
+
+impl ChunkReader {
+    pub(crate) fn new(file: Arc<dyn Segment>, start: u64, end: u64) -> Self {
+        ChunkReader { file, file_pos: start, end, buf: Vec::new(), at: 0 }
+    }
+
+    /// Position in the file of the next frame.
+    pub(crate) fn position(&self) -> u64 {
+        self.file_pos - (self.buf.len() - self.at) as u64
+    }
+
+    /// Makes at least `want` unread bytes available if the file has them; returns how many are.
+    fn fill(&mut self, want: usize) -> std::io::Result<usize> {
+        let have = self.buf.len() - self.at;
+        if have >= want || self.file_pos >= self.end {
+            return Ok(have);
+        }
+        self.buf.drain(..self.at);
+        self.at = 0;
+        let left = self.end - self.file_pos;
+        let take = (want.max(CHUNK_BYTES) - have.min(want.max(CHUNK_BYTES))) as u64;
+        let take = take.min(left) as usize;
+        let old = self.buf.len();
+        self.buf.resize(old + take, 0);
+        let read = self.buf.get_mut(old..).unwrap_or_default();
+        self.file.read_at(self.file_pos, read)?;
+        self.file_pos += take as u64;
+        Ok(self.buf.len())
+    }
+
+    /// The next frame: `Ok(None)` at the end, `Err` with the kind of the first bad frame (a torn tail).
+    pub(crate) fn next_frame(&mut self) -> std::io::Result<Option<Result<(u64, RecordRef<'_>, usize), CorruptKind>>> {
+        let pos = self.position();
+        let have = self.fill(codec::FRAME_HEADER_BYTES)?;
+        if have == 0 {
+            return Ok(None);
+        }
+        let head = self.buf.get(self.at..).unwrap_or_default();
+        let frame_len = match codec::frame_header(head) {
+            Ok((len, _)) => len,
+            Err(kind) => return Ok(Some(Err(kind))),
+        };
+        self.fill(frame_len)?;
+        let ChunkReader { buf, at, .. } = self;
+        let rest = buf.get(*at..).unwrap_or_default();
+        match codec::decode(rest) {
+            Ok((rec, len)) => {
+                *at += len;
+                Ok(Some(Ok((pos, rec, len))))
+            }
+            Err(kind) => Ok(Some(Err(kind))),
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! The storage traits every backend implements.
+//!
+//! A backend stores named byte files in one namespace (a directory, for the file backend) and knows nothing
+//! of records: the log layer frames records, checks checksums and reports corruption. Every method takes
+//! `&self` so that a store can be shared between the log, its readers and the cleaner; backends use interior
+//! mutability.
+//!
+//! Who calls what: [`crate::Log`] creates the active segment, appends to it, seals it on roll and syncs it
+//! per its sync policy; the cleaner creates `.cleaned` segments, appends to them, seals and syncs them, and
+//! asks the log to swap them in with [`SegmentStore::rename`] and [`SegmentStore::sync_dir`]. Readers only
+//! use [`Segment::read_at`] and [`Segment::view`].
+
+use std::fmt::Debug;
+use std::io;
+use std::ops::Deref;
+use std::sync::Arc;
+
+/// A namespace of segment files.
+pub trait SegmentStore: Debug + Send + Sync + 'static {
+    /// Creates an empty, writable file. Fails with [`io::ErrorKind::AlreadyExists`] if `name` exists.
+    /// The new name is durable only after [`SegmentStore::sync_dir`].
+    fn create(&self, name: &str) -> io::Result<Arc<dyn Segment>>;
+
+    /// Opens an existing file, positioned for appends at its end. Fails with [`io::ErrorKind::NotFound`]
+    /// if `name` does not exist.
+    fn open(&self, name: &str) -> io::Result<Arc<dyn Segment>>;
+
+    /// All file names, sorted ascending (segment names sort by base offset since they are zero-padded).
+    fn list(&self) -> io::Result<Vec<String>>;
+
+    /// Renames `from` to `to`, atomically replacing `to` if it exists. Handles already open on `from` stay
+    /// valid and keep seeing the same bytes. Durable only after [`SegmentStore::sync_dir`].
+    fn rename(&self, from: &str, to: &str) -> io::Result<()>;
+
+    /// Removes a name. Handles already open stay valid. Durable only after [`SegmentStore::sync_dir`].
+    /// Fails with [`io::ErrorKind::NotFound`] if `name` does not exist.
+    fn delete(&self, name: &str) -> io::Result<()>;
+
+    /// Makes every earlier create, rename and delete durable.
+    fn sync_dir(&self) -> io::Result<()>;
+}
+
+/// One file of a [`SegmentStore`]: appended to while active, then sealed and read through a byte view.
+pub trait Segment: Debug + Send + Sync {
+    /// Current length in bytes, counting appends not yet synced.
+    fn len(&self) -> u64;
+
+    /// True when the file holds no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends `data` at the end; returns the position it was written at. Fails once the segment is sealed.
+    /// The bytes are visible to [`Segment::read_at`] at once and durable after [`Segment::sync`].
+    fn append(&self, data: &[u8]) -> io::Result<u64>;
+
+    /// Fills `out` with the bytes at `pos`. Fails with [`io::ErrorKind::UnexpectedEof`] if
+    /// `pos + out.len()` exceeds [`Segment::len`].
+    fn read_at(&self, pos: u64, out: &mut [u8]) -> io::Result<()>;
+
+    /// Cuts the file to `len` bytes (recovery of a torn tail). Fails once sealed or if `len` exceeds the
+    /// current length.
+    fn truncate(&self, len: u64) -> io::Result<()>;
+
+    /// Makes every appended byte (and a truncation) durable. An error means the durable state is unknown:
+    /// the caller must not retry but poison itself.
+    fn sync(&self) -> io::Result<()>;
+
+    /// Ends appends: flushes buffered bytes to the backend and makes [`Segment::view`] available.
+    /// Idempotent. Does not sync.
+    fn seal(&self) -> io::Result<()>;
+
+    /// True once [`Segment::seal`] has been called.
+    fn is_sealed(&self) -> bool;
+
+    /// A zero-copy view of all bytes of a sealed segment (a `Vec` in memory, a memory map on files).
+    /// Fails with [`io::ErrorKind::InvalidInput`] on a segment that is not sealed.
+    fn view(&self) -> io::Result<SegmentBytes>;
+}
+
+/// Shared, immutable bytes of a sealed segment.
+///
+/// Cloning is cheap (an `Arc`); the bytes live as long as any clone, even after the segment's file has been
+/// renamed or deleted, which is what lets readers finish on old segments while the cleaner swaps in new ones.
+#[derive(Clone)]
+pub struct SegmentBytes(Arc<dyn AsRef<[u8]> + Send + Sync>);
+
+impl SegmentBytes {
+    /// Wraps any owner of bytes (`Vec<u8>`, `Box<[u8]>`, a memory map).
+    pub fn new(owner: impl AsRef<[u8]> + Send + Sync + 'static) -> Self {
+        SegmentBytes(Arc::new(owner))
+    }
+}
+
+impl Deref for SegmentBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
+}
+
+impl AsRef<[u8]> for SegmentBytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl Debug for SegmentBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SegmentBytes({} bytes)", self.len())
+    }
+}
+
+/// Error for an append or truncate on a sealed segment; backends share it so callers can match on it.
+pub fn sealed_error() -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, "segment is sealed")
+}
+
+/// Error for [`Segment::view`] on a segment that is still open for appends.
+pub fn not_sealed_error() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, "segment is not sealed")
+}

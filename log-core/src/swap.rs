@@ -1,0 +1,123 @@
+//! Swapping cleaned segments in: Kafka's `.cleaned` → `.swap` → `.log` protocol, atomic for readers (one
+//! pointer swap under the write lock) and for crashes (see [`crate::open`] for the recovery side).
+
+use std::io;
+use std::sync::Arc;
+
+use crate::checkpoint;
+use crate::error::{Error, Result};
+use crate::log::Log;
+use crate::names::{FileKind, file_name};
+use crate::segment::{SealedSegment, SegmentWriter};
+
+/// The cleaned copy of one closed segment.
+#[derive(Debug)]
+pub struct Replacement {
+    /// The segment that was cleaned, as read from a snapshot.
+    pub old: Arc<SealedSegment>,
+    /// Its cleaned copy, written to `<base>.log.cleaned`, sealed and synced. Empty when nothing survived: the
+    /// segment then disappears.
+    pub new: SealedSegment,
+}
+
+impl Log {
+    /// Starts the cleaned copy of the segment based at `base`: an empty `<base>.log.cleaned` file (a stale one
+    /// from an abandoned pass is replaced).
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`]; [`Error::Io`].
+    pub fn create_cleaned(&self, base: u64) -> Result<SegmentWriter> {
+        if self.is_poisoned() {
+            return Err(Error::Poisoned);
+        }
+        let name = file_name(base, FileKind::Cleaned);
+        match self.store.delete(&name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("delete", name)(e)),
+        }
+        let file = self.store.create(&name).map_err(Error::io("create", &name))?;
+        Ok(SegmentWriter::new(base, name, file, self.config.index_interval_bytes))
+    }
+
+    /// Replaces cleaned segments and then moves the cleaner checkpoint to `checkpoint`.
+    ///
+    /// Crash safety: every `.cleaned` file is renamed to `.swap` and the directory synced (the commit point);
+    /// then each old `.log` is renamed `.deleted` and each `.swap` renamed into place (an empty one is deleted:
+    /// its segment is gone); the directory is synced; the `.deleted` files are removed. A crash before the
+    /// commit point leaves the old log, after it the new one (see [`Log::open`]). The checkpoint is written
+    /// only after the swap, so a crash in between only makes the next pass redo work.
+    ///
+    /// Readers holding a [`crate::LogSnapshot`] keep reading the old segments; new snapshots see only the new.
+    ///
+    /// # Errors
+    /// [`Error::BadReplacement`] when a replacement does not match the log's current segments (nothing is
+    /// changed then); [`Error::Poisoned`]; [`Error::Io`] (which poisons the log).
+    pub fn commit_cleaning(&self, replacements: Vec<Replacement>, checkpoint: u64) -> Result<()> {
+        let mut guard = self.write_inner()?;
+        let inner = &mut *guard;
+        if checkpoint > inner.active.base {
+            return Err(Error::BadReplacement(format!(
+                "checkpoint {checkpoint} is beyond the active segment's base {}",
+                inner.active.base
+            )));
+        }
+        for r in &replacements {
+            let base = r.old.base();
+            let current = inner.closed.iter().find(|s| s.base() == base);
+            if !current.is_some_and(|s| Arc::ptr_eq(s, &r.old)) {
+                return Err(Error::BadReplacement(format!("segment {base} is not a current closed segment")));
+            }
+            if r.new.base() != base || r.new.name() != file_name(base, FileKind::Cleaned) {
+                return Err(Error::BadReplacement(format!("{} does not replace segment {base}", r.new.name())));
+            }
+        }
+        let store = &*self.store;
+        for r in &replacements {
+            let base = r.old.base();
+            let swap = file_name(base, FileKind::Swap);
+            self.check(store.rename(r.new.name(), &swap).map_err(Error::io("rename", &swap)))?;
+        }
+        if !replacements.is_empty() {
+            self.check(store.sync_dir().map_err(Error::io("sync directory", "<store>")))?;
+        }
+        // Committed: from here on a crash completes the swap.
+        let mut replaced = std::collections::HashMap::with_capacity(replacements.len());
+        for r in replacements {
+            let base = r.old.base();
+            let log = file_name(base, FileKind::Log);
+            let swap = file_name(base, FileKind::Swap);
+            let deleted = file_name(base, FileKind::Deleted);
+            self.check(store.rename(&log, &deleted).map_err(Error::io("rename", &log)))?;
+            let new = if r.new.size() == 0 {
+                self.check(store.delete(&swap).map_err(Error::io("delete", &swap)))?;
+                None
+            } else {
+                self.check(store.rename(&swap, &log).map_err(Error::io("rename", &swap)))?;
+                Some(Arc::new(r.new.renamed(log)))
+            };
+            replaced.insert(base, new);
+        }
+        if !replaced.is_empty() {
+            self.check(store.sync_dir().map_err(Error::io("sync directory", "<store>")))?;
+            let closed: Vec<Arc<SealedSegment>> = inner
+                .closed
+                .iter()
+                .filter_map(|s| match replaced.get(&s.base()) {
+                    None => Some(Arc::clone(s)),
+                    Some(new) => new.clone(),
+                })
+                .collect();
+            inner.closed = Arc::new(closed);
+            for &base in replaced.keys() {
+                let deleted = file_name(base, FileKind::Deleted);
+                self.check(store.delete(&deleted).map_err(Error::io("delete", &deleted)))?;
+            }
+        }
+        if checkpoint != inner.checkpoint {
+            self.check(checkpoint::write(store, checkpoint))?;
+            inner.checkpoint = checkpoint;
+        }
+        Ok(())
+    }
+}
