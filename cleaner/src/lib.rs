@@ -1,1 +1,43 @@
-//! x
+//! `cleaner`: Kafka's log cleaner for a [`log_core::Log`]: the [`OffsetMap`] trait and its maps, and the
+//! two-pass [`Cleaner`].
+//!
+//! A pass maps key → latest offset over the dirty section of the log (from the cleaner checkpoint to the
+//! active segment) in a fixed memory budget, then re-copies the closed segments keeping only the latest
+//! record of each key, at its original offset. Tombstones get a delete horizon the first time a pass keeps
+//! them and go on a later pass once it has passed (KIP-534). When the map fills before the dirty section
+//! ends, the pass is partial and the next one continues; repeated passes converge to the full result.
+//!
+//! # Example
+//! ```
+//! use std::sync::Arc;
+//! use cleaner::{Cleaner, CleanerConfig, PassOptions, SystemClock};
+//! use log_core::{Log, LogConfig};
+//!
+//! let log = Log::open(Arc::new(storage_mem::MemStore::new()), LogConfig::default())?;
+//! log.put(b"p", b"1")?;
+//! log.put(b"p", b"2")?;
+//! log.roll()?;
+//! let config = CleanerConfig { dedupe_buffer_bytes: 1 << 20, ..CleanerConfig::default() };
+//! let mut cleaner = Cleaner::new(config.skimpy_map()?, config, Arc::new(SystemClock));
+//! let stats = cleaner.clean(&log, PassOptions::default())?;
+//! assert_eq!(stats.stale_dropped, 1);
+//! assert_eq!(log.read(0)?.map(|r| r.offset), Some(1)); // offset 0 is gone; 1 keeps its offset
+//! # Ok::<(), cleaner::Error>(())
+//! ```
+#![deny(missing_docs)]
+
+mod clock;
+mod config;
+mod error;
+pub mod map;
+mod pass;
+mod stats;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use config::{
+    CleanerConfig, DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_LOAD_FACTOR, min_skimpy_bytes,
+};
+pub use error::{Error, Result};
+pub use map::{MapFull, OffsetMap, SkimpyMap};
+pub use pass::{Cleaner, PassOptions};
+pub use stats::{CleanStats, MapStats, Pass1Stats, Pass2Stats};

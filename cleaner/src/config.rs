@@ -1,0 +1,76 @@
+//! Cleaner settings, under Kafka's names and with Kafka's defaults.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::map::SkimpyMap;
+
+/// Kafka's `log.cleaner.dedupe.buffer.size` default: 128 MiB.
+pub const DEFAULT_DEDUPE_BUFFER_BYTES: usize = 128 << 20;
+/// Kafka's `log.cleaner.io.buffer.load.factor` default.
+pub const DEFAULT_LOAD_FACTOR: f64 = 0.9;
+/// Kafka's `delete.retention.ms` default: one day.
+pub const DEFAULT_DELETE_RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// How a cleaner is set up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CleanerConfig {
+    /// `log.cleaner.dedupe.buffer.size`: bytes of the offset map.
+    pub dedupe_buffer_bytes: usize,
+    /// `log.cleaner.io.buffer.load.factor`: the share of the map's slots that may fill, in `(0, 1]`.
+    pub load_factor: f64,
+    /// `delete.retention.ms`: how long a tombstone lives after the first pass that keeps it.
+    pub delete_retention_ms: i64,
+}
+
+impl Default for CleanerConfig {
+    fn default() -> Self {
+        CleanerConfig {
+            dedupe_buffer_bytes: DEFAULT_DEDUPE_BUFFER_BYTES,
+            load_factor: DEFAULT_LOAD_FACTOR,
+            delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
+        }
+    }
+}
+
+impl CleanerConfig {
+    /// Checks the values and that a skimpy map in the buffer holds at least one key.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] or [`Error::BufferTooSmall`].
+    pub fn validate(&self) -> Result<()> {
+        if !(self.load_factor > 0.0 && self.load_factor <= 1.0) {
+            return Err(Error::InvalidConfig(format!("load factor {} is not in (0, 1]", self.load_factor)));
+        }
+        if self.delete_retention_ms < 0 {
+            return Err(Error::InvalidConfig(format!("delete retention {} ms is negative", self.delete_retention_ms)));
+        }
+        if SkimpyMap::capacity_for(self.dedupe_buffer_bytes, self.load_factor) == 0 {
+            return Err(Error::BufferTooSmall {
+                bytes: self.dedupe_buffer_bytes,
+                load_factor: self.load_factor,
+                map: "skimpy_md5",
+                min_bytes: min_skimpy_bytes(self.load_factor),
+            });
+        }
+        Ok(())
+    }
+
+    /// A skimpy map sized by this configuration.
+    ///
+    /// # Errors
+    /// As [`CleanerConfig::validate`].
+    pub fn skimpy_map(&self) -> Result<SkimpyMap> {
+        self.validate()?;
+        Ok(SkimpyMap::new(self.dedupe_buffer_bytes, self.load_factor))
+    }
+}
+
+/// Smallest buffer in which a skimpy map at `load_factor` holds one key.
+pub fn min_skimpy_bytes(load_factor: f64) -> usize {
+    let mut slots = 1usize;
+    while ((slots as f64) * load_factor).floor() < 1.0 && slots < 1 << 20 {
+        slots += 1;
+    }
+    slots * crate::map::skimpy::SLOT_BYTES
+}

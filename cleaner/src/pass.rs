@@ -1,0 +1,267 @@
+//! One cleaning pass: Kafka's two passes over the closed segments of a log.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use log_core::codec;
+use log_core::segment::RecordIter;
+use log_core::{Log, RecordRef, Replacement, SealedSegment, SegmentWriter};
+
+use crate::clock::Clock;
+use crate::config::CleanerConfig;
+use crate::error::Result;
+use crate::map::OffsetMap;
+use crate::stats::{CleanStats, MapStats};
+
+/// How a pass treats tombstones.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PassOptions {
+    /// Purge: a pass with the clock past every delete horizon stamped by an earlier pass, so every tombstone
+    /// an earlier pass kept goes. A tombstone this pass sees for the first time is still kept and stamped: it
+    /// must survive one pass so that consumers can see the delete.
+    pub purge: bool,
+}
+
+/// What pass 2 does with one record.
+enum Verdict {
+    Keep,
+    /// Keep, re-encoded with this delete horizon (a tombstone kept for the first time).
+    Stamp(i64),
+    Drop,
+}
+
+/// Runs cleaning passes over a [`Log`] with one offset map, reused (cleared) between passes.
+#[derive(Debug)]
+pub struct Cleaner<M: OffsetMap> {
+    map: M,
+    config: CleanerConfig,
+    clock: Arc<dyn Clock>,
+    scratch: Vec<u8>,
+}
+
+impl<M: OffsetMap> Cleaner<M> {
+    /// A cleaner using `map` (sized by the caller), `config` for the delete retention and `clock` for "now".
+    pub fn new(map: M, config: CleanerConfig, clock: Arc<dyn Clock>) -> Self {
+        Cleaner { map, config, clock, scratch: Vec::new() }
+    }
+
+    /// The offset map (as left by the last pass).
+    pub fn map(&self) -> &M {
+        &self.map
+    }
+
+    /// One pass over `log`.
+    ///
+    /// Pass 1 maps key → offset over the dirty section (checkpoint up to the active segment's base), oldest
+    /// first, and stops at the first key the map refuses, which fixes `end_offset`. Pass 2 re-copies every
+    /// closed segment whose base is below `end_offset`, keeping a record iff it lies at or beyond
+    /// `end_offset`, or it has a key and no newer offset is mapped for that key (and, for a tombstone, its
+    /// delete horizon has not passed). Kept records keep offset, timestamp and headers. A segment that needs
+    /// no change is left alone; one left empty disappears. The log then swaps the new segments in and moves
+    /// the checkpoint to `end_offset`. The active segment never takes part.
+    ///
+    /// # Errors
+    /// [`crate::Error::Log`] for I/O or corruption; the log is unchanged then (stray `.cleaned` files are
+    /// removed by the next pass or the next open).
+    pub fn clean(&mut self, log: &Log, options: PassOptions) -> Result<CleanStats> {
+        let started = Instant::now();
+        let snapshot = log.snapshot();
+        let checkpoint = log.cleaner_checkpoint();
+        let now = self.clock.now_ms();
+        let mut stats = CleanStats {
+            map: self.map.kind().to_owned(),
+            purge: options.purge,
+            now_ms: now,
+            first_dirty_offset: checkpoint,
+            active_base: snapshot.active_base(),
+            ..CleanStats::default()
+        };
+        self.map.clear();
+        let closed = snapshot.closed();
+        let end_offset = self.build_map(closed, checkpoint, snapshot.active_base(), &mut stats)?;
+        stats.end_offset = end_offset;
+        self.record_map_stats(&mut stats);
+
+        let pass2 = Instant::now();
+        let horizon = now.saturating_add(self.config.delete_retention_ms);
+        let mut replacements = Vec::new();
+        for segment in closed.iter().take_while(|s| s.base() < end_offset) {
+            let result = self.recopy(log, segment, end_offset, now, horizon, options, &mut stats);
+            match result {
+                Ok(Some(new)) => replacements.push(Replacement { old: Arc::clone(segment), new }),
+                Ok(None) => stats.segments_unchanged += 1,
+                Err(e) => {
+                    discard(log, replacements.iter().map(|r| r.new.name()));
+                    discard(log, [log_core::names::file_name(segment.base(), log_core::names::FileKind::Cleaned).as_str()]);
+                    return Err(e);
+                }
+            }
+        }
+        stats.pass2.seconds = pass2.elapsed().as_secs_f64();
+        self.record_map_stats(&mut stats);
+        for r in &replacements {
+            if r.new.size() == 0 {
+                stats.segments_removed += 1;
+            } else {
+                stats.segments_rewritten += 1;
+            }
+        }
+        let swap = Instant::now();
+        let names: Vec<String> = replacements.iter().map(|r| r.new.name().to_owned()).collect();
+        if let Err(e) = log.commit_cleaning(replacements, end_offset) {
+            if !log.is_poisoned() {
+                discard(log, names.iter().map(String::as_str));
+            }
+            return Err(e.into());
+        }
+        stats.swap_seconds = swap.elapsed().as_secs_f64();
+        stats.total_seconds = started.elapsed().as_secs_f64();
+        Ok(stats)
+    }
+
+    /// Pass 1. Returns `end_offset`: the offset of the first keyed record the map refused, or the active
+    /// segment's base when the whole dirty section was mapped.
+    fn build_map(
+        &mut self,
+        closed: &[Arc<SealedSegment>],
+        checkpoint: u64,
+        active_base: u64,
+        stats: &mut CleanStats,
+    ) -> Result<u64> {
+        let started = Instant::now();
+        let dirty = closed.iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint));
+        for segment in dirty {
+            for item in segment.records_from(checkpoint) {
+                let (_, rec, len) = item?;
+                stats.pass1.records_read += 1;
+                stats.pass1.bytes_read += len as u64;
+                let Some(key) = rec.key else { continue };
+                if self.map.put(key, rec.offset).is_err() {
+                    stats.map_full = true;
+                    stats.pass1.seconds = started.elapsed().as_secs_f64();
+                    return Ok(rec.offset);
+                }
+            }
+        }
+        stats.pass1.seconds = started.elapsed().as_secs_f64();
+        Ok(active_base)
+    }
+
+    fn verdict(&mut self, rec: &RecordRef<'_>, end_offset: u64, now: i64, horizon: i64, options: PassOptions, stats: &mut CleanStats) -> Verdict {
+        if rec.offset >= end_offset {
+            return Verdict::Keep;
+        }
+        let Some(key) = rec.key else {
+            stats.invalid_records += 1;
+            return Verdict::Drop;
+        };
+        if self.map.get(key).is_some_and(|latest| rec.offset < latest) {
+            stats.stale_dropped += 1;
+            return Verdict::Drop;
+        }
+        if !rec.is_tombstone() {
+            return Verdict::Keep;
+        }
+        match rec.delete_horizon {
+            Some(h) if options.purge || now >= h => {
+                stats.tombstones_dropped += 1;
+                Verdict::Drop
+            }
+            Some(_) => {
+                stats.tombstones_kept += 1;
+                Verdict::Keep
+            }
+            None => {
+                stats.tombstones_kept += 1;
+                stats.tombstones_stamped += 1;
+                Verdict::Stamp(horizon)
+            }
+        }
+    }
+
+    /// Pass 2 over one segment. `Ok(None)` when every record is kept as it is (no new file is written).
+    #[allow(clippy::too_many_arguments)]
+    fn recopy(
+        &mut self,
+        log: &Log,
+        segment: &SealedSegment,
+        end_offset: u64,
+        now: i64,
+        horizon: i64,
+        options: PassOptions,
+        stats: &mut CleanStats,
+    ) -> Result<Option<SealedSegment>> {
+        stats.pass2.segments_read += 1;
+        let bytes = segment.bytes();
+        let mut writer: Option<SegmentWriter> = None;
+        for item in segment.records() {
+            let (pos, rec, len) = item?;
+            stats.pass2.records_read += 1;
+            stats.pass2.bytes_read += len as u64;
+            let verdict = self.verdict(&rec, end_offset, now, horizon, options, stats);
+            if writer.is_none() && !matches!(verdict, Verdict::Keep) {
+                writer = Some(start_copy(log, segment, pos as usize)?);
+            }
+            let frame = &bytes[pos as usize..pos as usize + len];
+            match verdict {
+                Verdict::Drop => {}
+                Verdict::Keep => {
+                    stats.pass2.records_kept += 1;
+                    stats.pass2.bytes_kept += len as u64;
+                    if let Some(w) = writer.as_mut() {
+                        w.append_frame(frame, rec.offset, rec.delete_horizon)?;
+                    }
+                }
+                Verdict::Stamp(h) => {
+                    self.scratch.clear();
+                    let n = codec::encode_ref_with_horizon(&rec, Some(h), &mut self.scratch).map_err(|size| {
+                        log_core::Error::RecordTooLarge { size, max: codec::MAX_RECORD_BYTES }
+                    })?;
+                    stats.pass2.records_kept += 1;
+                    stats.pass2.bytes_kept += n as u64;
+                    if let Some(w) = writer.as_mut() {
+                        w.append_frame(&self.scratch, rec.offset, Some(h))?;
+                    }
+                }
+            }
+        }
+        match writer {
+            None => Ok(None),
+            Some(w) => Ok(Some(w.finish()?)),
+        }
+    }
+
+    fn record_map_stats(&self, stats: &mut CleanStats) {
+        let m = &self.map;
+        let lookups = m.lookups();
+        stats.offset_map = MapStats {
+            entries: m.len() as u64,
+            capacity: m.capacity() as u64,
+            slots: m.slots() as u64,
+            utilization: if m.slots() == 0 { 0.0 } else { m.len() as f64 / m.slots() as f64 },
+            memory_bytes: m.memory_bytes() as u64,
+            lookups,
+            probes: m.probes(),
+            probes_per_lookup: if lookups == 0 { 0.0 } else { m.probes() as f64 / lookups as f64 },
+        };
+    }
+}
+
+/// Opens the cleaned copy of `segment` and copies its first `upto` bytes (records all kept so far) into it.
+fn start_copy(log: &Log, segment: &SealedSegment, upto: usize) -> Result<SegmentWriter> {
+    let mut writer = log.create_cleaned(segment.base())?;
+    let prefix = segment.bytes().get(..upto).unwrap_or_default();
+    for item in RecordIter::new(prefix, 0, segment.name()) {
+        let (pos, rec, len) = item?;
+        let frame = &prefix[pos as usize..pos as usize + len];
+        writer.append_frame(frame, rec.offset, rec.delete_horizon)?;
+    }
+    Ok(writer)
+}
+
+/// Best-effort removal of output files of a failed pass (the next pass or open removes any left).
+fn discard<'a>(log: &Log, names: impl IntoIterator<Item = &'a str>) {
+    for name in names {
+        let _ = log.store().delete(name);
+    }
+}

@@ -1,0 +1,75 @@
+//! `logcompact run`: executes a script of the seed's command language against a log.
+
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+
+use cleaner::{Cleaner, CleanerConfig, PassOptions, SkimpyMap, SystemClock};
+use log_core::{Log, LogConfig};
+
+use crate::failure::Failure;
+use crate::format;
+use crate::script::{Command, parse_line};
+
+/// Runs every line of `input` against `log`, printing what `DUMP` and `READ` print to `out` and, when
+/// `stats` is set, one JSON line of statistics per pass to `err`.
+///
+/// # Errors
+/// [`Failure::Script`] for a bad line (naming its number); [`Failure::Runtime`] when the log or the cleaner
+/// fails.
+pub fn run_script(
+    input: impl BufRead,
+    log: &Log,
+    cleaner_config: &CleanerConfig,
+    stats: bool,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> Result<(), Failure> {
+    let map = cleaner_config.skimpy_map().map_err(|e| Failure::Usage(e.to_string()))?;
+    let mut cleaner: Cleaner<SkimpyMap> = Cleaner::new(map, cleaner_config.clone(), Arc::new(SystemClock));
+    for (index, line) in input.lines().enumerate() {
+        let number = index + 1;
+        let line = line.map_err(|e| Failure::Runtime(format!("cannot read line {number}: {e}")))?;
+        let command = match parse_line(&line) {
+            Ok(Some(c)) => c,
+            Ok(None) => continue,
+            Err(e) => return Err(Failure::Script { line: number, message: e.to_string() }),
+        };
+        let at = |e: &dyn std::fmt::Display| Failure::Runtime(format!("line {number}: {e}"));
+        match command {
+            Command::Put { key, value } => {
+                log.put(key.as_bytes(), value.as_bytes()).map_err(|e| at(&e))?;
+            }
+            Command::Del { key } => {
+                log.delete(key.as_bytes()).map_err(|e| at(&e))?;
+            }
+            Command::Roll => {
+                log.roll().map_err(|e| at(&e))?;
+            }
+            Command::Compact { purge } => {
+                let s = cleaner.clean(log, PassOptions { purge }).map_err(|e| at(&e))?;
+                if stats {
+                    let json = serde_json::to_string(&s).map_err(|e| at(&e))?;
+                    writeln!(err, "{json}").map_err(|e| at(&e))?;
+                }
+            }
+            Command::Dump => {
+                for l in format::dump(&log.snapshot()).map_err(|e| at(&e))? {
+                    writeln!(out, "{l}").map_err(|e| at(&e))?;
+                }
+            }
+            Command::Read { offset } => match log.read(offset).map_err(|e| at(&e))? {
+                Some(r) => writeln!(out, "{}", format::record(&r)).map_err(|e| at(&e))?,
+                None => writeln!(out, "END").map_err(|e| at(&e))?,
+            },
+        }
+    }
+    Ok(())
+}
+
+/// Opens an in-memory log with `config`.
+///
+/// # Errors
+/// [`Failure::Usage`] for a bad configuration.
+pub fn open_mem_log(config: LogConfig) -> Result<Log, Failure> {
+    Log::open(Arc::new(storage_mem::MemStore::new()), config).map_err(|e| Failure::Usage(e.to_string()))
+}
