@@ -11,7 +11,9 @@ pub enum Error {
     #[error(transparent)]
     Log(#[from] log_core::Error),
     /// The dedupe buffer cannot hold a single key, so no pass could make progress.
-    #[error("dedupe buffer of {bytes} bytes holds no key at load factor {load_factor}; the {map} map needs at least {min_bytes} bytes")]
+    #[error(
+        "dedupe buffer of {bytes} bytes holds no key at load factor {load_factor}; the {map} map needs at least {min_bytes} bytes"
+    )]
     BufferTooSmall {
         /// Buffer size asked for.
         bytes: usize,

@@ -50,6 +50,11 @@ impl<M: OffsetMap> Cleaner<M> {
         &self.map
     }
 
+    /// The offset map, mutably (its contents after a pass are the dirty section's key → latest offset).
+    pub fn map_mut(&mut self) -> &mut M {
+        &mut self.map
+    }
+
     /// One pass over `log`.
     ///
     /// Pass 1 maps key → offset over the dirty section (checkpoint up to the active segment's base), oldest
@@ -92,7 +97,10 @@ impl<M: OffsetMap> Cleaner<M> {
                 Ok(None) => stats.segments_unchanged += 1,
                 Err(e) => {
                     discard(log, replacements.iter().map(|r| r.new.name()));
-                    discard(log, [log_core::names::file_name(segment.base(), log_core::names::FileKind::Cleaned).as_str()]);
+                    discard(
+                        log,
+                        [log_core::names::file_name(segment.base(), log_core::names::FileKind::Cleaned).as_str()],
+                    );
                     return Err(e);
                 }
             }
@@ -147,7 +155,15 @@ impl<M: OffsetMap> Cleaner<M> {
         Ok(active_base)
     }
 
-    fn verdict(&mut self, rec: &RecordRef<'_>, end_offset: u64, now: i64, horizon: i64, options: PassOptions, stats: &mut CleanStats) -> Verdict {
+    fn verdict(
+        &mut self,
+        rec: &RecordRef<'_>,
+        end_offset: u64,
+        now: i64,
+        horizon: i64,
+        options: PassOptions,
+        stats: &mut CleanStats,
+    ) -> Verdict {
         if rec.offset >= end_offset {
             return Verdict::Keep;
         }
@@ -214,9 +230,8 @@ impl<M: OffsetMap> Cleaner<M> {
                 }
                 Verdict::Stamp(h) => {
                     self.scratch.clear();
-                    let n = codec::encode_ref_with_horizon(&rec, Some(h), &mut self.scratch).map_err(|size| {
-                        log_core::Error::RecordTooLarge { size, max: codec::MAX_RECORD_BYTES }
-                    })?;
+                    let n = codec::encode_ref_with_horizon(&rec, Some(h), &mut self.scratch)
+                        .map_err(|size| log_core::Error::RecordTooLarge { size, max: codec::MAX_RECORD_BYTES })?;
                     stats.pass2.records_kept += 1;
                     stats.pass2.bytes_kept += n as u64;
                     if let Some(w) = writer.as_mut() {

@@ -136,11 +136,7 @@ where
 }
 
 /// Encodes an owned-header record; see [`encode`].
-pub fn encode_with_headers(
-    fields: &EncodeFields<'_>,
-    headers: &[Header],
-    out: &mut Vec<u8>,
-) -> Result<usize, usize> {
+pub fn encode_with_headers(fields: &EncodeFields<'_>, headers: &[Header], out: &mut Vec<u8>) -> Result<usize, usize> {
     encode(fields, headers.iter().map(|h| (h.name.as_str(), h.value.as_slice())), out)
 }
 
@@ -162,14 +158,10 @@ pub fn encode_ref_with_horizon(rec: &RecordRef<'_>, horizon: Option<i64>, out: &
 /// [`CorruptKind::Truncated`] when fewer than 8 bytes are given, [`CorruptKind::BadLength`] when the body
 /// length is below the minimum or above [`MAX_RECORD_BYTES`].
 pub fn frame_header(bytes: &[u8]) -> Result<(usize, u32), CorruptKind> {
-    let (len, rest) = split_u32(bytes).ok_or(CorruptKind::Truncated {
-        needed: FRAME_HEADER_BYTES as u64,
-        available: bytes.len() as u64,
-    })?;
-    let (crc, _) = split_u32(rest).ok_or(CorruptKind::Truncated {
-        needed: FRAME_HEADER_BYTES as u64,
-        available: bytes.len() as u64,
-    })?;
+    let (len, rest) = split_u32(bytes)
+        .ok_or(CorruptKind::Truncated { needed: FRAME_HEADER_BYTES as u64, available: bytes.len() as u64 })?;
+    let (crc, _) = split_u32(rest)
+        .ok_or(CorruptKind::Truncated { needed: FRAME_HEADER_BYTES as u64, available: bytes.len() as u64 })?;
     let body = len as usize;
     if !(MIN_BODY_BYTES..=MAX_RECORD_BYTES).contains(&body) {
         return Err(CorruptKind::BadLength(len));
@@ -185,10 +177,9 @@ pub fn frame_header(bytes: &[u8]) -> Result<(usize, u32), CorruptKind> {
 /// A [`CorruptKind`] saying what is wrong with the frame.
 pub fn decode(bytes: &[u8]) -> Result<(RecordRef<'_>, usize), CorruptKind> {
     let (frame_len, stored) = frame_header(bytes)?;
-    let frame = bytes.get(..frame_len).ok_or(CorruptKind::Truncated {
-        needed: frame_len as u64,
-        available: bytes.len() as u64,
-    })?;
+    let frame = bytes
+        .get(..frame_len)
+        .ok_or(CorruptKind::Truncated { needed: frame_len as u64, available: bytes.len() as u64 })?;
     let body = frame.get(FRAME_HEADER_BYTES..).unwrap_or_default();
     let computed = crc32c::crc32c(body);
     if computed != stored {
@@ -241,15 +232,7 @@ fn decode_body(body: &[u8]) -> Result<RecordRef<'_>, CorruptKind> {
     if !scan.is_empty() {
         return Err(CorruptKind::Malformed("trailing bytes after the headers"));
     }
-    Ok(RecordRef {
-        offset,
-        timestamp: timestamp as i64,
-        key,
-        value,
-        delete_horizon,
-        headers,
-        header_count: count,
-    })
+    Ok(RecordRef { offset, timestamp: timestamp as i64, key, value, delete_horizon, headers, header_count: count })
 }
 
 fn split_u16(b: &[u8]) -> Option<(u16, &[u8])> {

@@ -189,10 +189,11 @@ impl Log {
         }
         let active = &mut inner.active;
         let pos = self.check(active.file.append(&inner.scratch).map_err(Error::io("append", &active.name)))?;
-        active
-            .summary
-            .note(active.base, offset, None, pos, len as u64)
-            .map_err(|kind| Error::Corrupt { segment: active.name.clone(), position: pos, kind })?;
+        active.summary.note(active.base, offset, None, pos, len as u64).map_err(|kind| Error::Corrupt {
+            segment: active.name.clone(),
+            position: pos,
+            kind,
+        })?;
         inner.next_offset = offset + 1;
         inner.unsynced_bytes += len as u64;
         let due = match self.config.sync {

@@ -71,7 +71,14 @@ mod tests {
 
     #[test]
     fn foreign_names_do_not_parse() {
-        for name in ["", "x.log", "0000000000000000000a.log", "00000000000000000004.txt", CHECKPOINT_FILE, "00000000000000000004"] {
+        for name in [
+            "",
+            "x.log",
+            "0000000000000000000a.log",
+            "00000000000000000004.txt",
+            CHECKPOINT_FILE,
+            "00000000000000000004",
+        ] {
             assert_eq!(parse_file_name(name), None, "{name}");
         }
     }

@@ -114,9 +114,8 @@ impl LogReader {
     fn next_active(&mut self) -> Option<Result<Record>> {
         let snap = &self.snap;
         let start = if self.from >= snap.active_base { self.active_pos } else { 0 };
-        let reader = self
-            .active
-            .get_or_insert_with(|| ChunkReader::new(Arc::clone(&snap.active_file), start, snap.active_len));
+        let reader =
+            self.active.get_or_insert_with(|| ChunkReader::new(Arc::clone(&snap.active_file), start, snap.active_len));
         let name = crate::names::file_name(snap.active_base, crate::names::FileKind::Log);
         loop {
             let position = reader.position();

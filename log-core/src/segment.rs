@@ -9,6 +9,9 @@ use crate::index::OffsetIndex;
 use crate::record::RecordRef;
 use crate::storage::{Segment, SegmentBytes};
 
+/// A decoded frame: its byte position, the record, and the frame's length.
+pub type Frame<'a> = (u64, RecordRef<'a>, usize);
+
 /// Scans the records of a byte slice in order.
 ///
 /// Yields `(position, record, frame length)`; on the first bad frame yields one `Err` naming the segment and
@@ -34,7 +37,7 @@ impl<'a> RecordIter<'a> {
 }
 
 impl<'a> Iterator for RecordIter<'a> {
-    type Item = Result<(u64, RecordRef<'a>, usize)>;
+    type Item = Result<Frame<'a>>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed {
@@ -79,7 +82,14 @@ impl SegmentSummary {
     }
 
     /// Records a frame; checks that offsets increase and do not fall below `base`.
-    pub(crate) fn note(&mut self, base: u64, offset: u64, horizon: Option<i64>, pos: u64, len: u64) -> Result<(), CorruptKind> {
+    pub(crate) fn note(
+        &mut self,
+        base: u64,
+        offset: u64,
+        horizon: Option<i64>,
+        pos: u64,
+        len: u64,
+    ) -> Result<(), CorruptKind> {
         if offset < base {
             return Err(CorruptKind::OffsetBelowBase { base, found: offset });
         }
@@ -120,14 +130,22 @@ impl SealedSegment {
         let mut summary = SegmentSummary::new(index_interval);
         for item in RecordIter::new(&bytes, 0, &name) {
             let (pos, rec, len) = item?;
-            summary
-                .note(base, rec.offset, rec.delete_horizon, pos, len as u64)
-                .map_err(|kind| Error::Corrupt { segment: name.clone(), position: pos, kind })?;
+            summary.note(base, rec.offset, rec.delete_horizon, pos, len as u64).map_err(|kind| Error::Corrupt {
+                segment: name.clone(),
+                position: pos,
+                kind,
+            })?;
         }
         Ok(SealedSegment { base, name, file, bytes, summary })
     }
 
-    pub(crate) fn from_parts(base: u64, name: String, file: Arc<dyn Segment>, bytes: SegmentBytes, summary: SegmentSummary) -> Self {
+    pub(crate) fn from_parts(
+        base: u64,
+        name: String,
+        file: Arc<dyn Segment>,
+        bytes: SegmentBytes,
+        summary: SegmentSummary,
+    ) -> Self {
         SealedSegment { base, name, file, bytes, summary }
     }
 
@@ -178,7 +196,7 @@ impl SealedSegment {
     }
 
     /// The records from the first one with an offset `>= offset`, found through the sparse index.
-    pub fn records_from(&self, offset: u64) -> impl Iterator<Item = Result<(u64, RecordRef<'_>, usize)>> + '_ {
+    pub fn records_from(&self, offset: u64) -> impl Iterator<Item = Result<Frame<'_>>> + '_ {
         let start = self.summary.index.seek(offset) as usize;
         RecordIter::new(&self.bytes, start, &self.name)
             .filter(move |r| !matches!(r, Ok((_, rec, _)) if rec.offset < offset))
@@ -307,7 +325,7 @@ impl ChunkReader {
     }
 
     /// The next frame: `Ok(None)` at the end, `Err` with the kind of the first bad frame (a torn tail).
-    pub(crate) fn next_frame(&mut self) -> std::io::Result<Option<Result<(u64, RecordRef<'_>, usize), CorruptKind>>> {
+    pub(crate) fn next_frame(&mut self) -> std::io::Result<Option<Result<Frame<'_>, CorruptKind>>> {
         let pos = self.position();
         let have = self.fill(codec::FRAME_HEADER_BYTES)?;
         if have == 0 {

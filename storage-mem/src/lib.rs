@@ -136,10 +136,8 @@ impl Segment for MemSegment {
         let state = self.read();
         let bytes = state.bytes();
         let start = usize::try_from(pos).map_err(|_| io::ErrorKind::UnexpectedEof)?;
-        let src = start
-            .checked_add(out.len())
-            .and_then(|end| bytes.get(start..end))
-            .ok_or(io::ErrorKind::UnexpectedEof)?;
+        let src =
+            start.checked_add(out.len()).and_then(|end| bytes.get(start..end)).ok_or(io::ErrorKind::UnexpectedEof)?;
         out.copy_from_slice(src);
         Ok(())
     }

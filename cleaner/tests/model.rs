@@ -1,0 +1,251 @@
+//! Model-based property test: random sequences of appends, deletes, rolls, compactions, purges and reads
+//! are applied to a real log and cleaner and to a small reference model of the semantics, and the two are
+//! compared after every step.
+//!
+//! The reference performs a full pass (an unbounded map). The real cleaner runs with dedupe buffers from one
+//! key upwards, so most of its passes are partial; it repeats passes until the dirty section is done, and
+//! after every partial pass the log must still show every key's latest value, and after the last it must be
+//! exactly the reference's log.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use cleaner::{Cleaner, CleanerConfig, ManualClock, PassOptions, SkimpyMap};
+use log_core::{AppendRecord, Header, Log, LogConfig, Record};
+use proptest::prelude::*;
+
+const NOW: i64 = 1_000_000_000;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u8, u8),
+    Del(u8),
+    Roll,
+    Compact { purge: bool, buffer: usize },
+    Read(u64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let buffer = prop_oneof![Just(48usize), Just(72), Just(96), Just(240), Just(1 << 16)];
+    prop_oneof![
+        6 => (0u8..6, any::<u8>()).prop_map(|(k, v)| Op::Put(k, v)),
+        2 => (0u8..6).prop_map(Op::Del),
+        3 => Just(Op::Roll),
+        2 => (any::<bool>(), buffer).prop_map(|(purge, buffer)| Op::Compact { purge, buffer }),
+        1 => (0u64..40).prop_map(Op::Read),
+    ]
+}
+
+/// One record of the model: what a consumer can see, plus whether a pass stamped it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MRec {
+    offset: u64,
+    key: u8,
+    value: Option<u8>,
+    stamped: bool,
+}
+
+#[derive(Debug, Default)]
+struct Model {
+    closed: Vec<(u64, Vec<MRec>)>,
+    active_base: u64,
+    active: Vec<MRec>,
+    next: u64,
+}
+
+impl Model {
+    fn append(&mut self, key: u8, value: Option<u8>) {
+        self.active.push(MRec { offset: self.next, key, value, stamped: false });
+        self.next += 1;
+    }
+
+    fn roll(&mut self) {
+        if !self.active.is_empty() {
+            self.closed.push((self.active_base, std::mem::take(&mut self.active)));
+            self.active_base = self.next;
+        }
+    }
+
+    /// A full pass: keep the latest record of each key among the closed segments; a tombstone kept for the
+    /// first time is stamped; a purge drops tombstones stamped before.
+    fn compact(&mut self, purge: bool) {
+        let mut latest = BTreeMap::new();
+        for (_, seg) in &self.closed {
+            for r in seg {
+                latest.insert(r.key, r.offset);
+            }
+        }
+        for (_, seg) in &mut self.closed {
+            seg.retain(|r| latest[&r.key] == r.offset && !(r.value.is_none() && r.stamped && purge));
+            for r in seg.iter_mut().filter(|r| r.value.is_none()) {
+                r.stamped = true;
+            }
+        }
+        self.closed.retain(|(_, seg)| !seg.is_empty());
+    }
+
+    fn read(&self, offset: u64) -> Option<MRec> {
+        self.closed.iter().flat_map(|(_, s)| s).chain(&self.active).find(|r| r.offset >= offset).cloned()
+    }
+
+    fn segments(&self) -> Vec<(u64, Vec<MRec>)> {
+        let mut all = self.closed.clone();
+        all.push((self.active_base, self.active.clone()));
+        all
+    }
+}
+
+fn to_mrec(r: &Record) -> MRec {
+    assert_eq!(r.timestamp, r.offset as i64 * 7, "timestamp of offset {} changed", r.offset);
+    assert_eq!(r.headers, vec![Header::new("h", r.offset.to_le_bytes())], "headers of offset {} changed", r.offset);
+    let key = r.key.as_deref().expect("the test writes keyed records only");
+    MRec { offset: r.offset, key: key[0], value: r.value.as_deref().map(|v| v[0]), stamped: r.delete_horizon.is_some() }
+}
+
+fn system_segments(log: &Log) -> Vec<(u64, Vec<MRec>)> {
+    let snap = log.snapshot();
+    let mut all: Vec<(u64, Vec<MRec>)> = snap
+        .closed()
+        .iter()
+        .map(|s| {
+            let recs = s.records().map(|r| to_mrec(&r.expect("valid record").1.to_record())).collect();
+            (s.base(), recs)
+        })
+        .collect();
+    let active = snap.active_records().expect("active readable");
+    all.push((snap.active_base(), active.iter().map(to_mrec).collect()));
+    all
+}
+
+/// What a consumer that reads the whole log ends up believing: key → value of its latest record, deleted
+/// keys absent.
+fn value_view(segments: &[(u64, Vec<MRec>)]) -> BTreeMap<u8, u8> {
+    let mut view = BTreeMap::new();
+    for r in segments.iter().flat_map(|(_, s)| s) {
+        match r.value {
+            Some(v) => view.insert(r.key, v),
+            None => view.remove(&r.key),
+        };
+    }
+    view
+}
+
+fn check_partial_pass(before: &[(u64, Vec<MRec>)], after: &[(u64, Vec<MRec>)]) {
+    assert_eq!(value_view(before), value_view(after), "a pass changed what a consumer sees");
+    let old: BTreeMap<u64, &MRec> = before.iter().flat_map(|(_, s)| s).map(|r| (r.offset, r)).collect();
+    let mut previous = None;
+    for r in after.iter().flat_map(|(_, s)| s) {
+        let o = old.get(&r.offset).unwrap_or_else(|| panic!("offset {} appeared from nowhere", r.offset));
+        assert_eq!((o.key, o.value), (r.key, r.value), "record at offset {} changed", r.offset);
+        assert!(previous < Some(r.offset), "offsets out of order");
+        previous = Some(r.offset);
+    }
+    assert_eq!(before.last(), after.last(), "the active segment was touched");
+}
+
+/// Appends to both; the log may roll by size first, and the model follows.
+fn append(log: &Log, model: &mut Model, key: u8, value: Option<u8>) {
+    let o = log.next_offset();
+    let before = log.active_base();
+    let headers = [Header::new("h", o.to_le_bytes())];
+    let value = value.map(|v| [v]);
+    let rec = AppendRecord {
+        key: Some(&[key]),
+        value: value.as_ref().map(|v| &v[..]),
+        timestamp: o as i64 * 7,
+        headers: &headers,
+    };
+    assert_eq!(log.append(&rec).expect("append"), o);
+    if log.active_base() != before {
+        model.roll();
+    }
+    model.append(key, value.map(|v| v[0]));
+}
+
+fn run(ops: &[Op], segment_bytes: u64) {
+    let log = Log::open(
+        Arc::new(storage_mem::MemStore::new()),
+        LogConfig { segment_bytes, index_interval_bytes: 64, ..LogConfig::default() },
+    )
+    .expect("open");
+    let clock = Arc::new(ManualClock::new(NOW));
+    let mut model = Model::default();
+    for op in ops {
+        match *op {
+            Op::Put(k, v) => append(&log, &mut model, k, Some(v)),
+            Op::Del(k) => append(&log, &mut model, k, None),
+            Op::Roll => {
+                log.roll().expect("roll");
+                model.roll();
+            }
+            Op::Compact { purge, buffer } => {
+                let config = CleanerConfig { dedupe_buffer_bytes: buffer, ..CleanerConfig::default() };
+                let map = config.skimpy_map().expect("buffer holds a key");
+                let mut cleaner = Cleaner::new(map, config, Arc::clone(&clock) as Arc<dyn cleaner::Clock>);
+                let mut options = PassOptions { purge };
+                let mut passes = 0;
+                loop {
+                    let before = system_segments(&log);
+                    let stats = cleaner.clean(&log, options).expect("pass");
+                    passes += 1;
+                    assert!(passes < 10_000, "passes do not converge");
+                    check_partial_pass(&before, &system_segments(&log));
+                    assert_eq!(log.cleaner_checkpoint(), stats.end_offset);
+                    if !stats.map_full {
+                        assert_eq!(stats.end_offset, stats.active_base);
+                        break;
+                    }
+                    assert!(stats.end_offset > stats.first_dirty_offset, "a partial pass made no progress");
+                    // Every tombstone an earlier pass kept lies below this pass's end offset, so the first pass
+                    // has done all the purging; the rest continue as ordinary passes at the same clock.
+                    options = PassOptions { purge: false };
+                }
+                model.compact(purge);
+            }
+            Op::Read(o) => {
+                let got = log.read(o).expect("read").map(|r| to_mrec(&r));
+                assert_eq!(got, model.read(o), "READ {o}");
+            }
+        }
+        assert_eq!(system_segments(&log), model.segments(), "after {op:?}");
+        assert_eq!(log.next_offset(), model.next);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn prop_log_and_cleaner_match_the_model(ops in proptest::collection::vec(op(), 1..80)) {
+        run(&ops, 1 << 30);
+    }
+
+    #[test]
+    fn prop_model_holds_with_size_based_rolls(ops in proptest::collection::vec(op(), 1..80), seg in 40u64..200) {
+        run(&ops, seg);
+    }
+}
+
+#[test]
+fn one_key_buffer_converges_on_a_long_log() {
+    let mut ops = Vec::new();
+    for i in 0..200u32 {
+        ops.push(Op::Put((i % 5) as u8, i as u8));
+        if i % 7 == 0 {
+            ops.push(Op::Del((i % 3) as u8));
+        }
+        if i % 13 == 0 {
+            ops.push(Op::Roll);
+        }
+    }
+    ops.push(Op::Roll);
+    ops.push(Op::Compact { purge: false, buffer: 48 });
+    ops.push(Op::Compact { purge: true, buffer: 48 });
+    run(&ops, 1 << 30);
+}
+
+#[test]
+fn skimpy_map_type_is_what_the_config_builds() {
+    let map: SkimpyMap = CleanerConfig::default().skimpy_map().expect("default buffer");
+    assert_eq!(cleaner::OffsetMap::capacity(&map), 5_033_164);
+}
