@@ -68,6 +68,13 @@ impl Error {
     }
 }
 
+impl From<io::Error> for Error {
+    /// For callers driving a backend directly; the log itself always names the operation and file.
+    fn from(source: io::Error) -> Self {
+        Error::Io { op: "storage", name: String::new(), source }
+    }
+}
+
 /// The ways a stored frame can be bad.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

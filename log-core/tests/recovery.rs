@@ -1,0 +1,139 @@
+//! Opening a log after trouble: a torn active tail is cut, a corrupt closed segment is an error naming the
+//! file and byte position, and an interrupted cleaning swap is completed or rolled back.
+
+use std::sync::Arc;
+
+use log_core::names::{FileKind, file_name};
+use log_core::{CorruptKind, Error, Log, LogConfig, SegmentStore};
+use storage_mem::MemStore;
+
+fn open(store: &Arc<MemStore>) -> Result<Log, Error> {
+    Log::open(Arc::clone(store) as Arc<dyn SegmentStore>, LogConfig::default())
+}
+
+/// A copy of every file of `src`, with the bytes of file `flip.0` at `flip.1` inverted.
+fn copy_store(src: &MemStore, flip: Option<(&str, usize)>) -> Arc<MemStore> {
+    let dst = Arc::new(MemStore::new());
+    for name in src.list().expect("list") {
+        let from = src.open(&name).expect("open");
+        let mut bytes = vec![0; from.len() as usize];
+        from.read_at(0, &mut bytes).expect("read");
+        if let Some((n, at)) = flip
+            && n == name
+        {
+            bytes[at] ^= 0xff;
+        }
+        dst.create(&name).expect("create").append(&bytes).expect("append");
+    }
+    dst
+}
+
+fn three_segments() -> Arc<MemStore> {
+    let store = Arc::new(MemStore::new());
+    let log = open(&store).expect("open");
+    for seg in 0..3u8 {
+        for i in 0..4u8 {
+            log.put(&[b'k', i], &[seg]).expect("put");
+        }
+        if seg < 2 {
+            log.roll().expect("roll");
+        }
+    }
+    store
+}
+
+#[test]
+fn a_torn_tail_of_the_active_segment_is_cut_and_reported() -> Result<(), Error> {
+    let store = three_segments();
+    let active = file_name(8, FileKind::Log);
+    let good_len = store.open(&active)?.len();
+    // Half a frame: a crash in the middle of an append.
+    store.open(&active)?.append(&[20, 0, 0, 0, 1, 2, 3])?;
+    let log = open(&store)?;
+    let (name, at, dropped, kind) = log.recovery_report().truncated_tail.clone().expect("reported");
+    assert_eq!((name.as_str(), at, dropped), (active.as_str(), good_len, 7));
+    assert!(matches!(kind, CorruptKind::Truncated { .. }), "{kind:?}");
+    assert_eq!(store.open(&active)?.len(), good_len);
+    assert_eq!(log.next_offset(), 12);
+    assert_eq!(log.put(b"new", b"x")?, 12);
+    Ok(())
+}
+
+#[test]
+fn garbage_after_the_last_record_is_cut() -> Result<(), Error> {
+    let store = three_segments();
+    let active = file_name(8, FileKind::Log);
+    store.open(&active)?.append(&[0xAB; 100])?;
+    let log = open(&store)?;
+    assert!(log.recovery_report().truncated_tail.is_some());
+    assert_eq!(log.next_offset(), 12);
+    Ok(())
+}
+
+#[test]
+fn a_flipped_byte_in_a_closed_segment_is_an_error_naming_file_and_position() {
+    let src = three_segments();
+    let name = file_name(4, FileKind::Log);
+    let second_frame = {
+        let seg = src.open(&name).expect("open");
+        let mut head = [0u8; 4];
+        seg.read_at(0, &mut head).expect("read");
+        8 + u32::from_le_bytes(head) as usize
+    };
+    let store = copy_store(&src, Some((&name, second_frame + 12)));
+    let err = open(&store).expect_err("corruption must not be skipped");
+    match err {
+        Error::Corrupt { segment, position, kind } => {
+            assert_eq!((segment.as_str(), position), (name.as_str(), second_frame as u64));
+            assert!(matches!(kind, CorruptKind::ChecksumMismatch { .. }), "{kind:?}");
+        }
+        other => panic!("wrong error {other}"),
+    }
+    // The files are untouched: nothing stored is lost.
+    assert!(store.list().expect("list").contains(&name));
+}
+
+/// Sets up the files a cleaning swap of segment 0 leaves at each of its steps, and checks what open does.
+#[test]
+fn an_interrupted_swap_is_rolled_back_before_the_commit_point() -> Result<(), Error> {
+    let store = three_segments();
+    // Crash while writing the cleaned copies: one `.cleaned` (half written), one already `.swap`.
+    store.create(&file_name(0, FileKind::Cleaned))?.append(b"half")?;
+    store.create(&file_name(4, FileKind::Swap))?.append(b"whatever")?;
+    let log = open(&store)?;
+    assert_eq!(log.recovery_report().cleaned_files_discarded, 2);
+    assert_eq!(log.snapshot().reader(0).count(), 12, "the old segments stay");
+    let names = store.list()?;
+    assert!(names.iter().all(|n| !n.ends_with(".cleaned") && !n.ends_with(".swap")), "{names:?}");
+    Ok(())
+}
+
+#[test]
+fn an_interrupted_swap_is_completed_after_the_commit_point() -> Result<(), Error> {
+    let src = three_segments();
+    // The cleaned copy of segment 4 keeps only its last record; segment 0 was cleaned away (empty .swap).
+    let seg4 = src.open(&file_name(4, FileKind::Log))?;
+    let mut bytes = vec![0; seg4.len() as usize];
+    seg4.read_at(0, &mut bytes)?;
+    let mut pos = 0;
+    let mut last = 0;
+    while pos < bytes.len() {
+        last = pos;
+        pos += 8 + u32::from_le_bytes(bytes[pos..pos + 4].try_into().expect("4 bytes")) as usize;
+    }
+    let store = copy_store(&src, None);
+    store.create(&file_name(4, FileKind::Swap))?.append(&bytes[last..])?;
+    store.create(&file_name(0, FileKind::Swap))?;
+    // Crash after segment 0 was renamed `.deleted`.
+    store.rename(&file_name(0, FileKind::Log), &file_name(0, FileKind::Deleted))?;
+    let log = open(&store)?;
+    assert_eq!(log.recovery_report().swaps_completed, 2);
+    let snap = log.snapshot();
+    let bases: Vec<u64> = snap.closed().iter().map(|s| s.base()).collect();
+    assert_eq!(bases, vec![4]);
+    let offsets: Vec<u64> = snap.reader(0).map(|r| r.map(|r| r.offset)).collect::<Result<_, _>>()?;
+    assert_eq!(offsets, vec![7, 8, 9, 10, 11]);
+    let names = store.list()?;
+    assert!(names.iter().all(|n| n.ends_with(".log")), "{names:?}");
+    Ok(())
+}
