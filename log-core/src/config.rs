@@ -10,11 +10,15 @@ pub enum SyncPolicy {
     EveryAppend,
     /// Once at least this many bytes were appended since the last sync, and on roll.
     EveryBytes(u64),
+    /// On an append at least this many ms after the last sync, and on roll (there is no background
+    /// flusher: an idle log keeps its unsynced tail until the next append, roll or [`crate::Log::sync`]).
+    EveryMillis(u64),
     /// When a segment is sealed by a roll, and when [`crate::Log::sync`] is called (the default: like Kafka,
     /// which leaves flushing to the OS and replication, a crash may lose the unsynced tail of the active
     /// segment, never a sealed segment).
     OnRoll,
-    /// Only when [`crate::Log::sync`] is called.
+    /// Only when [`crate::Log::sync`] is called, and for the sealed segment on roll (sealed segments are
+    /// always synced).
     Manual,
 }
 

@@ -16,6 +16,18 @@ impl OffsetIndex {
         OffsetIndex { entries: Vec::new(), interval: interval.max(1), since_last: 0 }
     }
 
+    /// An index from saved entries; `None` unless they are sorted by offset and by position.
+    pub fn from_entries(interval: u64, entries: Vec<(u64, u64)>) -> Option<Self> {
+        let sorted = entries.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1);
+        // `since_last` is irrelevant for a sealed segment, which gets no more appends.
+        sorted.then_some(OffsetIndex { entries, interval: interval.max(1), since_last: 0 })
+    }
+
+    /// Bytes between entries.
+    pub fn interval(&self) -> u64 {
+        self.interval
+    }
+
     /// Notes a record of `frame_len` bytes with `offset` written at `position`.
     pub fn on_append(&mut self, offset: u64, position: u64, frame_len: u64) {
         if self.entries.is_empty() || self.since_last >= self.interval {

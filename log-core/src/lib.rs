@@ -31,6 +31,7 @@ pub mod codec;
 mod config;
 mod error;
 pub mod index;
+mod index_file;
 mod log;
 pub mod names;
 mod open;

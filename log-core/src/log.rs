@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::codec::{self, EncodeFields};
 use crate::config::{LogConfig, SyncPolicy};
@@ -37,6 +37,8 @@ pub struct RecoveryReport {
     pub cleaned_files_discarded: usize,
     /// Empty closed segments removed.
     pub empty_segments_removed: usize,
+    /// Closed segments whose `.index` hint was missing, stale or damaged, so they were scanned and validated.
+    pub indexes_rebuilt: usize,
 }
 
 /// The segment being appended to.
@@ -58,6 +60,7 @@ pub(crate) struct Inner {
     /// First dirty offset: everything below it has been through a cleaning pass.
     pub(crate) checkpoint: u64,
     pub(crate) unsynced_bytes: u64,
+    pub(crate) last_sync: Instant,
     pub(crate) scratch: Vec<u8>,
 }
 
@@ -199,11 +202,13 @@ impl Log {
         let due = match self.config.sync {
             SyncPolicy::EveryAppend => true,
             SyncPolicy::EveryBytes(n) => inner.unsynced_bytes >= n,
+            SyncPolicy::EveryMillis(ms) => inner.last_sync.elapsed().as_millis() >= u128::from(ms),
             SyncPolicy::OnRoll | SyncPolicy::Manual => false,
         };
         if due {
             self.check(active.file.sync().map_err(Error::io("sync", &active.name)))?;
             inner.unsynced_bytes = 0;
+            inner.last_sync = Instant::now();
         }
         Ok(offset)
     }
@@ -241,10 +246,10 @@ impl Log {
         let name = inner.active.name.clone();
         let file = Arc::clone(&inner.active.file);
         self.check(file.seal().map_err(Error::io("seal", &name)))?;
-        if self.config.sync != SyncPolicy::Manual {
-            self.check(file.sync().map_err(Error::io("sync", &name)))?;
-            inner.unsynced_bytes = 0;
-        }
+        // A sealed segment is always synced: recovery cuts torn tails only off the active segment.
+        self.check(file.sync().map_err(Error::io("sync", &name)))?;
+        inner.unsynced_bytes = 0;
+        inner.last_sync = Instant::now();
         let bytes = self.check(file.view().map_err(Error::io("map", &name)))?;
         let new_base = inner.next_offset;
         let new_name = file_name(new_base, FileKind::Log);
@@ -260,6 +265,7 @@ impl Log {
             },
         );
         let sealed = SealedSegment::from_parts(old.base, old.name, old.file, bytes, old.summary);
+        sealed.write_hint(&*self.store);
         let mut closed = Vec::with_capacity(inner.closed.len() + 1);
         closed.extend(inner.closed.iter().cloned());
         closed.push(Arc::new(sealed));
@@ -276,6 +282,7 @@ impl Log {
         let active = &inner.active;
         self.check(active.file.sync().map_err(Error::io("sync", &active.name)))?;
         inner.unsynced_bytes = 0;
+        inner.last_sync = Instant::now();
         Ok(())
     }
 }

@@ -129,9 +129,21 @@ impl Log {
         recover_swap(&*store, &mut report)?;
         let names = store.list().map_err(Error::io("list", "<store>"))?;
         let mut logs: BTreeMap<u64, String> = BTreeMap::new();
+        let mut indexes = Vec::new();
         for name in names {
-            if let Some((base, FileKind::Log)) = parse_file_name(&name) {
-                logs.insert(base, name);
+            match parse_file_name(&name) {
+                Some((base, FileKind::Log)) => {
+                    logs.insert(base, name);
+                }
+                Some((base, FileKind::Index)) => indexes.push((base, name)),
+                _ => {}
+            }
+        }
+        // An index without its segment, or one for the active segment (which has none), is left over.
+        let active_base = logs.last_key_value().map(|(&b, _)| b);
+        for (base, name) in indexes {
+            if !logs.contains_key(&base) || Some(base) == active_base {
+                delete_if_exists(&*store, &name)?;
             }
         }
         let (active_base, active_name) = match logs.pop_last() {
@@ -152,7 +164,9 @@ impl Log {
                 report.empty_segments_removed += 1;
                 continue;
             }
-            let segment = SealedSegment::load(base, name.clone(), file, config.index_interval_bytes)?;
+            let (segment, rebuilt) =
+                SealedSegment::open_with_hint(&*store, base, name.clone(), file, config.index_interval_bytes)?;
+            report.indexes_rebuilt += usize::from(rebuilt);
             if let (Some(prev), Some(first)) = (previous, segment.summary().first_offset)
                 && first <= prev
             {
@@ -179,6 +193,7 @@ impl Log {
             next_offset,
             checkpoint,
             unsynced_bytes: 0,
+            last_sync: std::time::Instant::now(),
             scratch: Vec::new(),
         };
         Ok(Log { store, config, inner: RwLock::new(inner), poisoned: AtomicBool::new(false), recovery: report })

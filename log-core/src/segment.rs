@@ -6,8 +6,23 @@ use std::sync::Arc;
 use crate::codec;
 use crate::error::{CorruptKind, Error, Result};
 use crate::index::OffsetIndex;
+use crate::index_file;
+use crate::names::{FileKind, file_name};
 use crate::record::RecordRef;
-use crate::storage::{Segment, SegmentBytes};
+use crate::storage::{Segment, SegmentBytes, SegmentStore};
+
+/// Reads the `.index` hint of the segment based at `base` with `len` bytes; `None` if missing or unusable.
+fn read_hint(store: &dyn SegmentStore, base: u64, len: u64) -> Option<SegmentSummary> {
+    let file = store.open(&file_name(base, FileKind::Index)).ok()?;
+    let size = usize::try_from(file.len()).ok()?;
+    // An index holds at most one 16-byte entry per frame; anything larger is not an index of this segment.
+    if size as u64 > 128 + len.saturating_mul(2) {
+        return None;
+    }
+    let mut bytes = vec![0; size];
+    file.read_at(0, &mut bytes).ok()?;
+    index_file::decode(&bytes, base, len).ok()
+}
 
 /// A decoded frame: its byte position, the record, and the frame's length.
 pub type Frame<'a> = (u64, RecordRef<'a>, usize);
@@ -137,6 +152,39 @@ impl SealedSegment {
             })?;
         }
         Ok(SealedSegment { base, name, file, bytes, summary })
+    }
+
+    /// Opens a sealed segment using its `.index` hint when it checks out (no scan), else scanning and
+    /// validating every frame as [`SealedSegment::load`] does and rewriting the hint. Returns the segment and
+    /// whether the hint was rebuilt.
+    ///
+    /// # Errors
+    /// As [`SealedSegment::load`].
+    pub fn open_with_hint(
+        store: &dyn SegmentStore,
+        base: u64,
+        name: String,
+        file: Arc<dyn Segment>,
+        index_interval: u64,
+    ) -> Result<(Self, bool)> {
+        file.seal().map_err(Error::io("seal", &name))?;
+        let bytes = file.view().map_err(Error::io("map", &name))?;
+        if let Some(summary) = read_hint(store, base, bytes.len() as u64) {
+            return Ok((SealedSegment { base, name, file, bytes, summary }, false));
+        }
+        let segment = SealedSegment::load(base, name, file, index_interval)?;
+        segment.write_hint(store);
+        Ok((segment, true))
+    }
+
+    /// Writes the `.index` hint of this segment. Failures are ignored: the hint is rebuilt when missing.
+    pub fn write_hint(&self, store: &dyn SegmentStore) {
+        let name = file_name(self.base, FileKind::Index);
+        let _ = store.delete(&name);
+        if let Ok(file) = store.create(&name) {
+            let _ = file.append(&index_file::encode(self.base, self.size(), &self.summary));
+            let _ = file.seal();
+        }
     }
 
     pub(crate) fn from_parts(

@@ -78,6 +78,15 @@ impl Log {
             let swap = file_name(base, FileKind::Swap);
             self.check(store.rename(r.new.name(), &swap).map_err(Error::io("rename", &swap)))?;
         }
+        // The old segments' index hints go first, durably, so that no hint can describe a segment's successor.
+        for r in &replacements {
+            let index = file_name(r.old.base(), FileKind::Index);
+            match store.delete(&index) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return self.check(Err(Error::io("delete", index)(e))),
+            }
+        }
         if !replacements.is_empty() {
             self.check(store.sync_dir().map_err(Error::io("sync directory", "<store>")))?;
         }
@@ -94,7 +103,9 @@ impl Log {
                 None
             } else {
                 self.check(store.rename(&swap, &log).map_err(Error::io("rename", &swap)))?;
-                Some(Arc::new(r.new.renamed(log)))
+                let segment = r.new.renamed(log);
+                segment.write_hint(store);
+                Some(Arc::new(segment))
             };
             replaced.insert(base, new);
         }

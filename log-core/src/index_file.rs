@@ -1,0 +1,141 @@
+//! The `.index` file of a sealed segment: its [`SegmentSummary`] (sparse index, offsets, counts) saved so
+//! that opening a log need not scan the segment. It is only a hint: it is used when it checks out (magic,
+//! version, CRC, and the segment's current length) and rebuilt from the segment otherwise.
+//!
+//! Layout, little-endian: `b"LCIX"`, u8 version (1), 3 zero bytes, u64 segment length, u64 base, u64 index
+//! interval, u64 records, u8 flags (bit 0 first/last offsets present, bit 1 max horizon present), 7 zero
+//! bytes, u64 first offset, u64 last offset, i64 max delete horizon, u64 entry count, entries of (u64 offset,
+//! u64 position), then u32 CRC-32C of everything before it.
+
+use crate::index::OffsetIndex;
+use crate::segment::SegmentSummary;
+
+const MAGIC: &[u8; 4] = b"LCIX";
+const VERSION: u8 = 1;
+const FIXED: usize = 4 + 4 + 8 * 4 + 8 + 8 * 3 + 8;
+
+/// Encodes the summary of a segment of `segment_len` bytes based at `base`.
+pub(crate) fn encode(base: u64, segment_len: u64, s: &SegmentSummary) -> Vec<u8> {
+    let entries = s.index.entries();
+    let mut out = Vec::with_capacity(FIXED + entries.len() * 16 + 4);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&[VERSION, 0, 0, 0]);
+    out.extend_from_slice(&segment_len.to_le_bytes());
+    out.extend_from_slice(&base.to_le_bytes());
+    out.extend_from_slice(&s.index.interval().to_le_bytes());
+    out.extend_from_slice(&s.records.to_le_bytes());
+    let mut flags = 0u8;
+    if s.first_offset.is_some() {
+        flags |= 1;
+    }
+    if s.max_delete_horizon.is_some() {
+        flags |= 2;
+    }
+    out.extend_from_slice(&[flags, 0, 0, 0, 0, 0, 0, 0]);
+    out.extend_from_slice(&s.first_offset.unwrap_or(0).to_le_bytes());
+    out.extend_from_slice(&s.last_offset.unwrap_or(0).to_le_bytes());
+    out.extend_from_slice(&s.max_delete_horizon.unwrap_or(0).to_le_bytes());
+    out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    for &(o, p) in entries {
+        out.extend_from_slice(&o.to_le_bytes());
+        out.extend_from_slice(&p.to_le_bytes());
+    }
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Why an index file was not used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexProblem {
+    /// Too short, bad magic, version or CRC.
+    Unreadable,
+    /// It describes another segment (base or length differ).
+    Stale,
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    b.get(at..at + 8).and_then(|s| s.try_into().ok()).map(u64::from_le_bytes)
+}
+
+/// Decodes an index file for the segment based at `base` that now has `segment_len` bytes.
+pub(crate) fn decode(bytes: &[u8], base: u64, segment_len: u64) -> Result<SegmentSummary, IndexProblem> {
+    use IndexProblem::{Stale, Unreadable};
+    let body_len = bytes.len().checked_sub(4).ok_or(Unreadable)?;
+    let (body, crc) = bytes.split_at(body_len);
+    let crc = u32::from_le_bytes(crc.try_into().map_err(|_| Unreadable)?);
+    if body.len() < FIXED || crc32c::crc32c(body) != crc || &body[..4] != MAGIC || body[4] != VERSION {
+        return Err(Unreadable);
+    }
+    let field = |at| u64_at(body, at).ok_or(Unreadable);
+    if field(8)? != segment_len || field(16)? != base {
+        return Err(Stale);
+    }
+    let interval = field(24)?;
+    let records = field(32)?;
+    let flags = body[40];
+    let first = field(48)?;
+    let last = field(56)?;
+    let horizon = field(64)? as i64;
+    let count = field(72)?;
+    let expected = (count as usize).checked_mul(16).and_then(|n| n.checked_add(FIXED)).ok_or(Unreadable)?;
+    if expected != body.len() {
+        return Err(Unreadable);
+    }
+    let mut entries = Vec::with_capacity(count as usize);
+    for i in 0..count as usize {
+        let at = FIXED + i * 16;
+        entries.push((field(at)?, field(at + 8)?));
+    }
+    let index = OffsetIndex::from_entries(interval, entries).ok_or(Unreadable)?;
+    Ok(SegmentSummary {
+        index,
+        first_offset: (flags & 1 != 0).then_some(first),
+        last_offset: (flags & 1 != 0).then_some(last),
+        records,
+        max_delete_horizon: (flags & 2 != 0).then_some(horizon),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary() -> SegmentSummary {
+        let mut s = SegmentSummary::new(100);
+        for i in 0..50u64 {
+            s.note(10, 10 + i * 2, (i == 7).then_some(99), i * 40, 40).expect("increasing");
+        }
+        s
+    }
+
+    #[test]
+    fn round_trip() {
+        let s = summary();
+        let bytes = encode(10, 2000, &s);
+        let back = decode(&bytes, 10, 2000).expect("valid");
+        assert_eq!(back.index.entries(), s.index.entries());
+        assert_eq!((back.first_offset, back.last_offset, back.records), (Some(10), Some(108), 50));
+        assert_eq!(back.max_delete_horizon, Some(99));
+    }
+
+    #[test]
+    fn a_hint_for_another_length_or_base_is_stale() {
+        let bytes = encode(10, 2000, &summary());
+        assert_eq!(decode(&bytes, 10, 1999).map(|_| ()), Err(IndexProblem::Stale));
+        assert_eq!(decode(&bytes, 11, 2000).map(|_| ()), Err(IndexProblem::Stale));
+    }
+
+    #[test]
+    fn damaged_hints_are_unreadable() {
+        let bytes = encode(10, 2000, &summary());
+        for cut in [0, 3, 10, bytes.len() - 1] {
+            assert_eq!(decode(&bytes[..cut], 10, 2000).map(|_| ()), Err(IndexProblem::Unreadable));
+        }
+        for at in [0, 9, 60, bytes.len() - 2] {
+            let mut b = bytes.clone();
+            b[at] ^= 1;
+            assert!(decode(&b, 10, 2000).is_err());
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! The one error type of `storage-file` (the storage traits themselves return `io::Result`).
+
+use std::io;
+use std::path::PathBuf;
+
+/// Result with [`Error`] as the default error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a directory cannot be opened as a store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file system call failed.
+    #[error("{op} {path:?}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The path concerned.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// Another process (or another store in this one) has the directory open.
+    #[error("{dir:?} is in use by another logcompact process (lock file {lock:?})")]
+    Locked {
+        /// The directory.
+        dir: PathBuf,
+        /// Its lock file.
+        lock: PathBuf,
+    },
+    /// The path exists and is not a directory.
+    #[error("{0:?} is not a directory")]
+    NotADirectory(PathBuf),
+}
+
+impl From<Error> for io::Error {
+    fn from(e: Error) -> io::Error {
+        match e {
+            Error::Io { source, .. } => source,
+            other => io::Error::other(other.to_string()),
+        }
+    }
+}
