@@ -5,6 +5,9 @@
 //! survives the process. Tests and the `logcompact run` default use it; the crash-simulating store of the
 //! file backend's tests builds on it.
 //!
+//! With the `crash-sim` feature, the `crash` module adds `CrashStore`, a backend that models a page cache
+//! over a disk (live and durable images of files and names) and crashes at a chosen sync point.
+//!
 //! # Example
 //! ```
 //! use log_core::{SegmentStore, Segment};
@@ -23,6 +26,9 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use log_core::storage::{not_sealed_error, sealed_error};
 use log_core::{Segment, SegmentBytes, SegmentStore};
+
+#[cfg(feature = "crash-sim")]
+pub mod crash;
 
 /// An in-memory [`SegmentStore`].
 #[derive(Debug, Default)]
