@@ -39,5 +39,5 @@ pub use config::{
 };
 pub use error::{Error, Result};
 pub use map::{MapFull, OffsetMap, SkimpyMap};
-pub use pass::{Cleaner, PassOptions};
+pub use pass::{Cleaner, PassOptions, Phase, Progress, ProgressFn};
 pub use stats::{CleanStats, MapStats, Pass1Stats, Pass2Stats};

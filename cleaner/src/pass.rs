@@ -30,19 +30,59 @@ enum Verdict {
     Drop,
 }
 
+/// Which of the two passes a [`Progress`] report is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Building the offset map.
+    Map,
+    /// Re-copying segments.
+    Copy,
+}
+
+/// A progress report, sent after each segment of each pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// The pass.
+    pub phase: Phase,
+    /// Segment bytes done in this phase.
+    pub bytes_done: u64,
+    /// Segment bytes this phase may read at most.
+    pub bytes_total: u64,
+}
+
+/// A progress callback.
+pub type ProgressFn = Box<dyn FnMut(Progress) + Send>;
+
 /// Runs cleaning passes over a [`Log`] with one offset map, reused (cleared) between passes.
-#[derive(Debug)]
 pub struct Cleaner<M: OffsetMap> {
     map: M,
     config: CleanerConfig,
     clock: Arc<dyn Clock>,
     scratch: Vec<u8>,
+    progress: Option<ProgressFn>,
+}
+
+impl<M: OffsetMap + std::fmt::Debug> std::fmt::Debug for Cleaner<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cleaner").field("map", &self.map).field("config", &self.config).finish_non_exhaustive()
+    }
 }
 
 impl<M: OffsetMap> Cleaner<M> {
     /// A cleaner using `map` (sized by the caller), `config` for the delete retention and `clock` for "now".
     pub fn new(map: M, config: CleanerConfig, clock: Arc<dyn Clock>) -> Self {
-        Cleaner { map, config, clock, scratch: Vec::new() }
+        Cleaner { map, config, clock, scratch: Vec::new(), progress: None }
+    }
+
+    /// Calls `f` after each segment of each pass (for progress bars).
+    pub fn on_progress(&mut self, f: impl FnMut(Progress) + Send + 'static) {
+        self.progress = Some(Box::new(f));
+    }
+
+    fn report(&mut self, phase: Phase, bytes_done: u64, bytes_total: u64) {
+        if let Some(f) = self.progress.as_mut() {
+            f(Progress { phase, bytes_done, bytes_total });
+        }
     }
 
     /// The offset map (as left by the last pass).
@@ -90,8 +130,12 @@ impl<M: OffsetMap> Cleaner<M> {
         let pass2 = Instant::now();
         let horizon = now.saturating_add(self.config.delete_retention_ms);
         let mut replacements = Vec::new();
+        let copy_total: u64 = closed.iter().take_while(|s| s.base() < end_offset).map(|s| s.size()).sum();
+        let mut copy_done = 0;
         for segment in closed.iter().take_while(|s| s.base() < end_offset) {
             let result = self.recopy(log, segment, end_offset, now, horizon, options, &mut stats);
+            copy_done += segment.size();
+            self.report(Phase::Copy, copy_done, copy_total);
             match result {
                 Ok(Some(new)) => replacements.push(Replacement { old: Arc::clone(segment), new }),
                 Ok(None) => stats.segments_unchanged += 1,
@@ -137,8 +181,12 @@ impl<M: OffsetMap> Cleaner<M> {
         stats: &mut CleanStats,
     ) -> Result<u64> {
         let started = Instant::now();
-        let dirty = closed.iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint));
-        for segment in dirty {
+        let dirty = || closed.iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint));
+        let total: u64 = dirty().map(|s| s.size()).sum();
+        let mut done = 0;
+        for segment in dirty() {
+            done += segment.size();
+            self.report(Phase::Map, done, total);
             for item in segment.records_from(checkpoint) {
                 let (_, rec, len) = item?;
                 stats.pass1.records_read += 1;

@@ -26,6 +26,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod check;
 mod checkpoint;
 pub mod codec;
 mod config;
@@ -40,6 +41,7 @@ pub mod record;
 pub mod segment;
 pub mod storage;
 mod swap;
+pub mod workload;
 
 pub use config::{DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES, LogConfig, SyncPolicy};
 pub use error::{CorruptKind, Error, Result};
