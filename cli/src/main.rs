@@ -1,8 +1,12 @@
 //! `logcompact`: the command line of the logcompact toolkit. It only parses arguments and calls the
 //! libraries (`log-core`, the storage backends and `cleaner`).
 
+mod backend;
 mod failure;
 mod format;
+mod json;
+mod ops;
+mod progress;
 mod run;
 mod script;
 mod size;
@@ -15,7 +19,9 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use cleaner::{CleanerConfig, DEFAULT_DELETE_RETENTION_MS, DEFAULT_LOAD_FACTOR};
 use log_core::LogConfig;
+use log_core::workload::Workload;
 
+use backend::Backend;
 use failure::Failure;
 
 /// Kafka-style log compaction: a segmented keyed log, its two-pass cleaner and its offset maps.
@@ -36,6 +42,16 @@ enum Commands {
     ///   printf 'PUT a 1\nPUT a 2\nROLL\nCOMPACT\nDUMP\n' | logcompact run -
     #[command(verbatim_doc_comment)]
     Run(RunArgs),
+    /// Append a deterministic synthetic workload to the log in a directory; prints a JSON summary.
+    Gen(GenArgs),
+    /// Clean the log in a directory; prints each pass's statistics as one JSON line.
+    Compact(CompactArgs),
+    /// Print the log in a directory, as DUMP does or as JSON.
+    Dump(DumpArgs),
+    /// Verify every checksum and invariant of the log in a directory without changing it.
+    ///
+    /// Exits 0 with a JSON report, or 1 naming the file and byte position of the first problem.
+    Check(CheckArgs),
 }
 
 /// Options shared by every command that cleans.
@@ -79,12 +95,77 @@ struct RunArgs {
     /// Print each pass's statistics as one JSON line on standard error.
     #[arg(long)]
     stats: bool,
+    /// Where the log lives: in memory (gone at exit) or in files under --dir (created or reopened, so a
+    /// second run continues the first).
+    #[arg(long, value_enum, default_value_t = Backend::Mem)]
+    backend: Backend,
+    /// The log's directory, for --backend file.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct GenArgs {
+    /// The log's directory (created if missing; appends continue an existing log).
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    /// Records to append.
+    #[arg(long, value_name = "N")]
+    records: u64,
+    /// Distinct keys, drawn uniformly.
+    #[arg(long, value_name = "K")]
+    keys: u64,
+    /// Bytes per value.
+    #[arg(long, value_name = "B", default_value_t = 100)]
+    value_bytes: usize,
+    /// Share of appends that are tombstones, in [0, 1].
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
+    tombstones: f64,
+    /// Roll segments at this size (segment.bytes).
+    #[arg(long, value_name = "S", default_value = "1GiB", value_parser = size::parse_bytes)]
+    segment_bytes: u64,
+    /// Generator seed: the same seed appends the same records.
+    #[arg(long, value_name = "X", default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Debug, Args)]
+struct CompactArgs {
+    /// The log's directory.
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    #[command(flatten)]
+    cleaner: CleanerArgs,
+    /// Purge: tombstones kept by an earlier pass go now, whatever their delete horizon.
+    #[arg(long)]
+    purge: bool,
+    /// Repeat passes until the whole dirty section has been cleaned.
+    #[arg(long)]
+    until_clean: bool,
+}
+
+#[derive(Debug, Args)]
+struct DumpArgs {
+    /// The log's directory.
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    /// Print JSON: a list of segments with base, state and records.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct CheckArgs {
+    /// The log's directory.
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
 }
 
 fn run(args: &RunArgs) -> Result<(), Failure> {
     let cleaner_config = args.cleaner.config()?;
     let log_config = LogConfig { segment_bytes: args.segment_bytes, ..LogConfig::default() };
-    let log = run::open_mem_log(log_config)?;
+    let store = backend::open_store(args.backend, args.dir.as_deref())?;
+    let log = backend::open_log(store, log_config)?;
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut err = io::stderr();
@@ -96,13 +177,29 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
         run::run_script(BufReader::new(file), &log, &cleaner_config, args.stats, &mut out, &mut err)
     };
     out.flush().map_err(|e| Failure::Runtime(format!("cannot write output: {e}")))?;
-    result
+    result?;
+    // Everything the script wrote is durable when the run ends.
+    log.sync().map_err(|e| Failure::Runtime(format!("cannot sync the log: {e}")))
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Commands::Run(args) => run(args),
+        Commands::Gen(a) => {
+            let workload = Workload {
+                records: a.records,
+                keys: a.keys,
+                value_bytes: a.value_bytes,
+                tombstone_fraction: a.tombstones,
+                seed: a.seed,
+            };
+            let config = LogConfig { segment_bytes: a.segment_bytes, ..LogConfig::default() };
+            ops::generate(&a.dir, workload, config)
+        }
+        Commands::Compact(a) => a.cleaner.config().and_then(|c| ops::compact(&a.dir, &c, a.purge, a.until_clean)),
+        Commands::Dump(a) => ops::dump(&a.dir, a.json),
+        Commands::Check(a) => ops::check(&a.dir),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

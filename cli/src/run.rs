@@ -4,7 +4,7 @@ use std::io::{BufRead, Write};
 use std::sync::Arc;
 
 use cleaner::{Cleaner, CleanerConfig, PassOptions, SkimpyMap, SystemClock};
-use log_core::{Log, LogConfig};
+use log_core::Log;
 
 use crate::failure::Failure;
 use crate::format;
@@ -66,10 +66,3 @@ pub fn run_script(
     Ok(())
 }
 
-/// Opens an in-memory log with `config`.
-///
-/// # Errors
-/// [`Failure::Usage`] for a bad configuration.
-pub fn open_mem_log(config: LogConfig) -> Result<Log, Failure> {
-    Log::open(Arc::new(storage_mem::MemStore::new()), config).map_err(|e| Failure::Usage(e.to_string()))
-}

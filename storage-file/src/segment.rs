@@ -61,6 +61,14 @@ impl FileSegment {
     }
 }
 
+impl Drop for FileSegment {
+    /// Writes buffered appends to the file (not synced): a clean shutdown loses nothing to the buffer.
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = state.flush();
+    }
+}
+
 impl Segment for FileSegment {
     fn len(&self) -> u64 {
         let s = self.read();

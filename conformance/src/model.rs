@@ -1,31 +1,50 @@
-//! Model-based property test: random sequences of appends, deletes, rolls, compactions, purges and reads
-//! are applied to a real log and cleaner and to a small reference model of the semantics, and the two are
-//! compared after every step.
+//! Model-based property test: random sequences of appends, deletes, rolls, compactions, purges, reads,
+//! restarts and crashes are applied to a real log and cleaner on any backend and to a small reference model
+//! of the semantics, and the two are compared after every step.
 //!
 //! The reference performs a full pass (an unbounded map). The real cleaner runs with dedupe buffers from one
 //! key upwards, so most of its passes are partial; it repeats passes until the dirty section is done, and
 //! after every partial pass the log must still show every key's latest value, and after the last it must be
-//! exactly the reference's log.
+//! exactly the reference's log. The log syncs every append, so a crash between two operations (on the
+//! crash-simulating backend; a clean restart elsewhere) must lose nothing.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use cleaner::{Cleaner, CleanerConfig, ManualClock, PassOptions, SkimpyMap};
-use log_core::{AppendRecord, Header, Log, LogConfig, Record};
+use cleaner::{Cleaner, CleanerConfig, ManualClock, PassOptions};
+use log_core::{AppendRecord, Header, Log, LogConfig, Record, SyncPolicy};
 use proptest::prelude::*;
+
+use crate::harness::Harness;
 
 const NOW: i64 = 1_000_000_000;
 
+/// One step of a test sequence.
 #[derive(Debug, Clone)]
-enum Op {
+pub enum Op {
+    /// `PUT key value`.
     Put(u8, u8),
+    /// `DEL key`.
     Del(u8),
+    /// `ROLL`.
     Roll,
-    Compact { purge: bool, buffer: usize },
+    /// Passes with a dedupe buffer of `buffer` bytes until the dirty section is clean.
+    Compact {
+        /// A purge pass first.
+        purge: bool,
+        /// Dedupe buffer bytes.
+        buffer: usize,
+    },
+    /// `READ offset`.
     Read(u64),
+    /// Drop the log and open it again.
+    Reopen,
+    /// Crash (torn tail from this seed) and open again.
+    Crash(u64),
 }
 
-fn op() -> impl Strategy<Value = Op> {
+/// Random operations, weighted towards appends.
+pub fn op() -> impl Strategy<Value = Op> {
     let buffer = prop_oneof![Just(48usize), Just(72), Just(96), Just(240), Just(1 << 16)];
     prop_oneof![
         6 => (0u8..6, any::<u8>()).prop_map(|(k, v)| Op::Put(k, v)),
@@ -33,6 +52,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => Just(Op::Roll),
         2 => (any::<bool>(), buffer).prop_map(|(purge, buffer)| Op::Compact { purge, buffer }),
         1 => (0u64..40).prop_map(Op::Read),
+        1 => Just(Op::Reopen),
+        1 => any::<u64>().prop_map(Op::Crash),
     ]
 }
 
@@ -162,12 +183,14 @@ fn append(log: &Log, model: &mut Model, key: u8, value: Option<u8>) {
     model.append(key, value.map(|v| v[0]));
 }
 
-fn run(ops: &[Op], segment_bytes: u64) {
-    let log = Log::open(
-        Arc::new(storage_mem::MemStore::new()),
-        LogConfig { segment_bytes, index_interval_bytes: 64, ..LogConfig::default() },
-    )
-    .expect("open");
+/// Applies `ops` to a log on `harness` and to the model, comparing after every step.
+///
+/// # Panics
+/// When the log and the model disagree.
+pub fn run(harness: &dyn Harness, ops: &[Op], segment_bytes: u64) {
+    let config = LogConfig { segment_bytes, index_interval_bytes: 64, sync: SyncPolicy::EveryAppend };
+    let mut fixture = harness.fixture();
+    let mut log = Log::open(fixture.open_store(), config.clone()).expect("open");
     let clock = Arc::new(ManualClock::new(NOW));
     let mut model = Model::default();
     for op in ops {
@@ -202,50 +225,22 @@ fn run(ops: &[Op], segment_bytes: u64) {
                 }
                 model.compact(purge);
             }
+            Op::Reopen => {
+                drop(log);
+                log = Log::open(fixture.open_store(), config.clone()).expect("reopen");
+            }
+            Op::Crash(seed) => {
+                drop(log);
+                fixture.crash(seed);
+                log = Log::open(fixture.open_store(), config.clone()).expect("open after a crash");
+            }
             Op::Read(o) => {
                 let got = log.read(o).expect("read").map(|r| to_mrec(&r));
                 assert_eq!(got, model.read(o), "READ {o}");
             }
         }
-        assert_eq!(system_segments(&log), model.segments(), "after {op:?}");
+        assert_eq!(system_segments(&log), model.segments(), "after {op:?} on {}", harness.name());
         assert_eq!(log.next_offset(), model.next);
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
-
-    #[test]
-    fn prop_log_and_cleaner_match_the_model(ops in proptest::collection::vec(op(), 1..80)) {
-        run(&ops, 1 << 30);
-    }
-
-    #[test]
-    fn prop_model_holds_with_size_based_rolls(ops in proptest::collection::vec(op(), 1..80), seg in 40u64..200) {
-        run(&ops, seg);
-    }
-}
-
-#[test]
-fn one_key_buffer_converges_on_a_long_log() {
-    let mut ops = Vec::new();
-    for i in 0..200u32 {
-        ops.push(Op::Put((i % 5) as u8, i as u8));
-        if i % 7 == 0 {
-            ops.push(Op::Del((i % 3) as u8));
-        }
-        if i % 13 == 0 {
-            ops.push(Op::Roll);
-        }
-    }
-    ops.push(Op::Roll);
-    ops.push(Op::Compact { purge: false, buffer: 48 });
-    ops.push(Op::Compact { purge: true, buffer: 48 });
-    run(&ops, 1 << 30);
-}
-
-#[test]
-fn skimpy_map_type_is_what_the_config_builds() {
-    let map: SkimpyMap = CleanerConfig::default().skimpy_map().expect("default buffer");
-    assert_eq!(cleaner::OffsetMap::capacity(&map), 5_033_164);
-}

@@ -1,0 +1,203 @@
+//! Scenarios every backend must pass, written once over the storage traits.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use cleaner::{Cleaner, CleanerConfig, ManualClock, PassOptions, SkimpyMap};
+use log_core::names::{FileKind, file_name};
+use log_core::{Log, LogConfig, SegmentStore};
+
+use crate::harness::Harness;
+
+/// `(base, ["offset key=value"], closed)` per segment, oldest first.
+pub type Segments = Vec<(u64, Vec<String>, bool)>;
+
+/// The log as the seed's DUMP shows it.
+pub fn segments(log: &Log) -> Segments {
+    let snap = log.snapshot();
+    let show = |r: &log_core::Record| {
+        let key = String::from_utf8_lossy(r.key.as_deref().unwrap_or_default()).into_owned();
+        let value = r.value.as_deref().map_or("TOMBSTONE".into(), |v| String::from_utf8_lossy(v).into_owned());
+        format!("{} {key}={value}", r.offset)
+    };
+    let mut out: Segments = snap
+        .closed()
+        .iter()
+        .map(|s| (s.base(), s.records().map(|r| show(&r.expect("valid").1.to_record())).collect(), true))
+        .collect();
+    out.push((snap.active_base(), snap.active_records().expect("active").iter().map(show).collect(), false));
+    out
+}
+
+/// Key → value of its latest record, deleted keys absent: what a consumer reading everything believes.
+pub fn value_view(log: &Log) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut view = BTreeMap::new();
+    for r in log.snapshot().reader(0) {
+        let r = r.expect("readable");
+        let key = r.key.expect("keyed");
+        match r.value {
+            Some(v) => view.insert(key, v),
+            None => view.remove(&key),
+        };
+    }
+    view
+}
+
+fn seg(base: u64, recs: &[&str], closed: bool) -> (u64, Vec<String>, bool) {
+    (base, recs.iter().map(|s| (*s).to_owned()).collect(), closed)
+}
+
+fn cleaner(clock: &Arc<ManualClock>, buffer: usize) -> Cleaner<SkimpyMap> {
+    let config = CleanerConfig { dedupe_buffer_bytes: buffer, ..CleanerConfig::default() };
+    Cleaner::new(config.skimpy_map().expect("map"), config, Arc::clone(clock) as Arc<dyn cleaner::Clock>)
+}
+
+/// The seed's worked trace, then a restart in the middle of it.
+pub fn seed_trace(h: &dyn Harness) {
+    let mut fx = h.fixture();
+    let clock = Arc::new(ManualClock::new(1_000));
+    {
+        let log = Log::open(fx.open_store(), LogConfig::default()).expect("open");
+        for (k, v) in [("p", Some("1")), ("q", Some("1"))] {
+            log.put(k.as_bytes(), v.unwrap_or_default().as_bytes()).expect("put");
+        }
+        log.roll().expect("roll");
+        log.put(b"p", b"2").expect("put");
+        log.delete(b"q").expect("del");
+        log.roll().expect("roll");
+        log.put(b"r", b"1").expect("put");
+        log.sync().expect("sync");
+        assert_eq!(
+            segments(&log),
+            vec![seg(0, &["0 p=1", "1 q=1"], true), seg(2, &["2 p=2", "3 q=TOMBSTONE"], true), seg(4, &["4 r=1"], false)]
+        );
+        cleaner(&clock, 1 << 16).clean(&log, PassOptions::default()).expect("compact");
+        assert_eq!(segments(&log), vec![seg(2, &["2 p=2", "3 q=TOMBSTONE"], true), seg(4, &["4 r=1"], false)]);
+    }
+    // The tombstone's horizon, the checkpoint and the gaps survive a restart; the purge then removes it.
+    let log = Log::open(fx.open_store(), LogConfig::default()).expect("reopen");
+    assert_eq!(segments(&log), vec![seg(2, &["2 p=2", "3 q=TOMBSTONE"], true), seg(4, &["4 r=1"], false)]);
+    assert_eq!((log.cleaner_checkpoint(), log.next_offset()), (4, 5));
+    let tomb = log.read(3).expect("read").expect("tombstone");
+    assert_eq!(tomb.delete_horizon, Some(1_000 + cleaner::DEFAULT_DELETE_RETENTION_MS), "on {}", h.name());
+    cleaner(&clock, 1 << 16).clean(&log, PassOptions { purge: true }).expect("purge");
+    assert_eq!(segments(&log), vec![seg(2, &["2 p=2"], true), seg(4, &["4 r=1"], false)]);
+    assert_eq!(log.read(0).expect("read").map(|r| r.offset), Some(2));
+}
+
+/// Partial passes continue across restarts and converge.
+pub fn partial_passes_continue_after_restart(h: &dyn Harness) {
+    let mut fx = h.fixture();
+    let clock = Arc::new(ManualClock::new(1_000));
+    let expected;
+    {
+        let log = Log::open(fx.open_store(), LogConfig { segment_bytes: 600, ..LogConfig::default() }).expect("open");
+        for i in 0..300u32 {
+            log.put(format!("k{}", i % 23).as_bytes(), format!("v{i}").as_bytes()).expect("put");
+        }
+        log.roll().expect("roll");
+        expected = value_view(&log);
+        let stats = cleaner(&clock, 24 * 6).clean(&log, PassOptions::default()).expect("pass");
+        assert!(stats.map_full);
+        assert_eq!(value_view(&log), expected);
+    }
+    let mut passes = 0;
+    loop {
+        let log = Log::open(fx.open_store(), LogConfig::default()).expect("reopen");
+        assert_eq!(value_view(&log), expected, "after {passes} passes on {}", h.name());
+        let stats = cleaner(&clock, 24 * 6).clean(&log, PassOptions::default()).expect("pass");
+        passes += 1;
+        if !stats.map_full {
+            assert_eq!(log.snapshot().reader(0).count(), 23, "one record per key is left");
+            assert_eq!(log_core::check::check_store(&**log.store()), check_ok(&log));
+            break;
+        }
+        assert!(passes < 100);
+    }
+}
+
+fn check_ok(log: &Log) -> Result<log_core::check::CheckReport, log_core::check::Problem> {
+    log_core::check::check_store(&**log.store())
+}
+
+/// A torn tail of the active segment is cut back to the last whole record on open.
+pub fn torn_tail_is_cut(h: &dyn Harness) {
+    let mut fx = h.fixture();
+    {
+        let log = Log::open(fx.open_store(), LogConfig::default()).expect("open");
+        for i in 0..10u8 {
+            log.put(&[b'k', i], b"value").expect("put");
+        }
+        log.sync().expect("sync");
+        log.store().open(&file_name(0, FileKind::Log)).expect("open file").append(&[40, 0, 0, 0, 9, 9]).expect("tear");
+    }
+    let log = Log::open(fx.open_store(), LogConfig::default()).expect("reopen");
+    let report = log.recovery_report().truncated_tail.clone().expect("reported");
+    assert_eq!(report.2, 6, "six torn bytes cut on {}", h.name());
+    assert_eq!(log.next_offset(), 10);
+    assert_eq!(log.put(b"after", b"x").expect("put"), 10);
+    assert!(check_ok(&log).is_ok());
+}
+
+/// Damaged or missing index hints are rebuilt; `check` reports a damaged one.
+pub fn index_hints_are_rebuilt(h: &dyn Harness) {
+    let mut fx = h.fixture();
+    {
+        let log = Log::open(fx.open_store(), LogConfig { index_interval_bytes: 64, ..LogConfig::default() })
+            .expect("open");
+        for i in 0..200u32 {
+            log.put(format!("k{i}").as_bytes(), b"value").expect("put");
+            if i % 50 == 49 {
+                log.roll().expect("roll");
+            }
+        }
+        assert_eq!(check_ok(&log).map(|r| r.indexes_verified), Ok(4));
+        let store = log.store();
+        let damaged = file_name(50, FileKind::Index);
+        store.delete(&damaged).expect("delete");
+        store.create(&damaged).expect("create").append(b"LCIX garbage").expect("write");
+        store.delete(&file_name(100, FileKind::Index)).expect("delete");
+        let problem = check_ok(&log).expect_err("a damaged hint is a problem");
+        assert_eq!(problem.file, damaged);
+    }
+    let log = Log::open(fx.open_store(), LogConfig::default()).expect("reopen");
+    assert_eq!(log.recovery_report().indexes_rebuilt, 2, "on {}", h.name());
+    for o in [0, 49, 50, 77, 100, 150, 199] {
+        assert_eq!(log.read(o).expect("read").map(|r| r.offset), Some(o));
+    }
+    assert_eq!(check_ok(&log).map(|r| r.indexes_verified), Ok(4));
+}
+
+/// A flipped byte in a closed segment: `check` names the file and the frame's position; reads fail with a
+/// typed error and nothing is changed.
+pub fn flipped_byte_is_found(h: &dyn Harness) {
+    let mut fx = h.fixture();
+    let name = file_name(0, FileKind::Log);
+    let (bytes, second) = {
+        let log = Log::open(fx.open_store(), LogConfig::default()).expect("open");
+        for i in 0..5u8 {
+            log.put(&[b'k', i], b"value").expect("put");
+        }
+        log.roll().expect("roll");
+        let seg = Arc::clone(&log.snapshot().closed()[0]);
+        let second = seg.records().nth(1).expect("two records").expect("valid").0;
+        (seg.bytes().to_vec(), second)
+    };
+    {
+        // Rewrite the closed segment with one byte flipped inside its second record.
+        let store: Arc<dyn SegmentStore> = fx.open_store();
+        let mut bad = bytes.clone();
+        bad[second as usize + 20] ^= 0x10;
+        store.delete(&name).expect("delete");
+        store.create(&name).expect("create").append(&bad).expect("write");
+        let problem = log_core::check::check_store(&*store).expect_err("check must fail");
+        assert_eq!((problem.file.as_str(), problem.position), (name.as_str(), Some(second)), "on {}", h.name());
+    }
+    let log = Log::open(fx.open_store(), LogConfig::default()).expect("a valid index hint spares the scan");
+    let err = log.snapshot().reader(0).find_map(Result::err).expect("the read fails");
+    assert!(matches!(err, log_core::Error::Corrupt { ref segment, position, .. } if *segment == name && position == second));
+    let clock = Arc::new(ManualClock::new(1_000));
+    let pass = cleaner(&clock, 1 << 16).clean(&log, PassOptions::default());
+    assert!(pass.is_err(), "a pass over a corrupt segment fails");
+    assert_eq!(log.store().list().expect("list").iter().filter(|n| n.ends_with(".cleaned")).count(), 0);
+}

@@ -1,0 +1,2 @@
+//! The conformance suite on storage-mem.
+conformance::conformance_tests!(conformance::Mem, 300);
