@@ -290,7 +290,7 @@ impl<M: OffsetMap> Cleaner<M> {
         }
         match writer {
             None => Ok(None),
-            Some(w) => Ok(Some(w.finish()?)),
+            Some(w) => Ok(Some(log.finish_cleaned(w)?)),
         }
     }
 

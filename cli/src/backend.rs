@@ -1,6 +1,6 @@
 //! Choosing and opening the storage backend.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use log_core::{Log, LogConfig, SegmentStore};
@@ -37,7 +37,7 @@ pub fn open_store(backend: Backend, dir: Option<&Path>) -> Result<Arc<dyn Segmen
 ///
 /// # Errors
 /// As [`open_store`]; [`Failure::Runtime`] when the log cannot be opened (corruption names file and position).
-pub fn open_dir_log(dir: &PathBuf, config: LogConfig) -> Result<Log, Failure> {
+pub fn open_dir_log(dir: &Path, config: LogConfig) -> Result<Log, Failure> {
     open_log(open_store(Backend::File, Some(dir))?, config)
 }
 

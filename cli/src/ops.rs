@@ -1,7 +1,7 @@
 //! `gen`, `compact`, `dump` and `check`: the commands that work on a log directory.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -44,7 +44,7 @@ struct GenSummary {
 ///
 /// # Errors
 /// [`Failure::Runtime`] when the log fails.
-pub fn generate(dir: &PathBuf, workload: Workload, config: LogConfig) -> Result<(), Failure> {
+pub fn generate(dir: &Path, workload: Workload, config: LogConfig) -> Result<(), Failure> {
     if workload.keys == 0 {
         return Err(Failure::Usage("--keys must be at least 1".into()));
     }
@@ -75,7 +75,7 @@ pub fn generate(dir: &PathBuf, workload: Workload, config: LogConfig) -> Result<
 ///
 /// # Errors
 /// [`Failure::Usage`] for a bad configuration; [`Failure::Runtime`] when the log or the pass fails.
-pub fn compact(dir: &PathBuf, config: &CleanerConfig, purge: bool, until_clean: bool) -> Result<(), Failure> {
+pub fn compact(dir: &Path, config: &CleanerConfig, purge: bool, until_clean: bool) -> Result<(), Failure> {
     let log = open_dir_log(dir, LogConfig::default())?;
     let map = config.skimpy_map().map_err(|e| Failure::Usage(e.to_string()))?;
     let mut cleaner = Cleaner::new(map, config.clone(), Arc::new(SystemClock));
@@ -105,7 +105,7 @@ pub fn compact(dir: &PathBuf, config: &CleanerConfig, purge: bool, until_clean: 
 ///
 /// # Errors
 /// [`Failure::Runtime`] when the log cannot be read.
-pub fn dump(dir: &PathBuf, as_json: bool) -> Result<(), Failure> {
+pub fn dump(dir: &Path, as_json: bool) -> Result<(), Failure> {
     let log = open_dir_log(dir, LogConfig::default())?;
     let snapshot = log.snapshot();
     if as_json {
@@ -122,7 +122,7 @@ pub fn dump(dir: &PathBuf, as_json: bool) -> Result<(), Failure> {
 ///
 /// # Errors
 /// [`Failure::Runtime`] naming the file and position of the first problem.
-pub fn check(dir: &PathBuf) -> Result<(), Failure> {
+pub fn check(dir: &Path) -> Result<(), Failure> {
     if !dir.is_dir() {
         return Err(Failure::Usage(format!("{dir:?} is not a directory")));
     }

@@ -65,4 +65,3 @@ pub fn run_script(
     }
     Ok(())
 }
-

@@ -243,4 +243,3 @@ pub fn run(harness: &dyn Harness, ops: &[Op], segment_bytes: u64) {
         assert_eq!(log.next_offset(), model.next);
     }
 }
-

@@ -69,7 +69,11 @@ pub fn seed_trace(h: &dyn Harness) {
         log.sync().expect("sync");
         assert_eq!(
             segments(&log),
-            vec![seg(0, &["0 p=1", "1 q=1"], true), seg(2, &["2 p=2", "3 q=TOMBSTONE"], true), seg(4, &["4 r=1"], false)]
+            vec![
+                seg(0, &["0 p=1", "1 q=1"], true),
+                seg(2, &["2 p=2", "3 q=TOMBSTONE"], true),
+                seg(4, &["4 r=1"], false)
+            ]
         );
         cleaner(&clock, 1 << 16).clean(&log, PassOptions::default()).expect("compact");
         assert_eq!(segments(&log), vec![seg(2, &["2 p=2", "3 q=TOMBSTONE"], true), seg(4, &["4 r=1"], false)]);
@@ -143,8 +147,8 @@ pub fn torn_tail_is_cut(h: &dyn Harness) {
 pub fn index_hints_are_rebuilt(h: &dyn Harness) {
     let mut fx = h.fixture();
     {
-        let log = Log::open(fx.open_store(), LogConfig { index_interval_bytes: 64, ..LogConfig::default() })
-            .expect("open");
+        let log =
+            Log::open(fx.open_store(), LogConfig { index_interval_bytes: 64, ..LogConfig::default() }).expect("open");
         for i in 0..200u32 {
             log.put(format!("k{i}").as_bytes(), b"value").expect("put");
             if i % 50 == 49 {
@@ -195,7 +199,9 @@ pub fn flipped_byte_is_found(h: &dyn Harness) {
     }
     let log = Log::open(fx.open_store(), LogConfig::default()).expect("a valid index hint spares the scan");
     let err = log.snapshot().reader(0).find_map(Result::err).expect("the read fails");
-    assert!(matches!(err, log_core::Error::Corrupt { ref segment, position, .. } if *segment == name && position == second));
+    assert!(
+        matches!(err, log_core::Error::Corrupt { ref segment, position, .. } if *segment == name && position == second)
+    );
     let clock = Arc::new(ManualClock::new(1_000));
     let pass = cleaner(&clock, 1 << 16).clean(&log, PassOptions::default());
     assert!(pass.is_err(), "a pass over a corrupt segment fails");

@@ -183,7 +183,30 @@ impl Log {
         if report.empty_segments_removed > 0 {
             store.sync_dir().map_err(Error::io("sync directory", "<store>"))?;
         }
-        let file = store.open(&active_name).map_err(Error::io("open", &active_name))?;
+        let mut file = store.open(&active_name).map_err(Error::io("open", &active_name))?;
+        let (mut active_base, mut active_name) = (active_base, active_name);
+        if file.is_sealed() {
+            // A store that outlives the process (storage-mem reused in one process) can hand back the last
+            // segment sealed by a roll that failed half-way. A sealed file is never appended to again: it
+            // becomes a closed segment (or goes, if empty) and a new active segment starts after it.
+            if file.is_empty() {
+                store.delete(&active_name).map_err(Error::io("delete", &active_name))?;
+            } else {
+                let (segment, _) = SealedSegment::open_with_hint(
+                    &*store,
+                    active_base,
+                    active_name.clone(),
+                    file,
+                    config.index_interval_bytes,
+                )?;
+                previous = segment.last_offset().or(previous);
+                closed.push(Arc::new(segment));
+            }
+            active_base = previous.map_or(active_base, |p| p + 1);
+            active_name = file_name(active_base, FileKind::Log);
+            file = store.create(&active_name).map_err(Error::io("create", &active_name))?;
+            store.sync_dir().map_err(Error::io("sync directory", &active_name))?;
+        }
         let summary = recover_active(active_base, &active_name, &file, previous, &config, &mut report)?;
         let next_offset = summary.last_offset.map_or(active_base, |l| l + 1);
         let checkpoint = checkpoint::read(&*store)?.unwrap_or(0).min(active_base);

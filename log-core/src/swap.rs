@@ -40,6 +40,15 @@ impl Log {
         Ok(SegmentWriter::new(base, name, file, self.config.index_interval_bytes))
     }
 
+    /// Finishes a cleaned copy started with [`Log::create_cleaned`]: flushes, seals and syncs it. A failed
+    /// sync poisons the log like any other (an fsync is never retried).
+    ///
+    /// # Errors
+    /// [`Error::Io`] (which poisons the log).
+    pub fn finish_cleaned(&self, writer: SegmentWriter) -> Result<SealedSegment> {
+        self.check(writer.finish())
+    }
+
     /// Replaces cleaned segments and then moves the cleaner checkpoint to `checkpoint`.
     ///
     /// Crash safety: every `.cleaned` file is renamed to `.swap` and the directory synced (the commit point);
