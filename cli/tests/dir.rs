@@ -1,0 +1,160 @@
+//! `logcompact` on a directory: `run --backend file` continued across runs, `gen`, `compact`, `dump`, `check`.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn logcompact(args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_logcompact"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn logcompact");
+    match child.stdin.take().expect("stdin").write_all(stdin.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("write stdin: {e}"),
+        _ => {}
+    }
+    child.wait_with_output().expect("wait")
+}
+
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "exit {:?}: {}", o.status, String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout.clone()).expect("utf-8")
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+#[test]
+fn a_script_continued_by_a_second_run_prints_what_one_run_prints() {
+    let script = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/seed-trace.txt"))
+        .expect("example script");
+    let lines: Vec<&str> = script.lines().collect();
+    let (first, second) = lines.split_at(lines.len() / 2);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("log");
+    let args = ["run", "--backend", "file", "--dir", path(&dir), "-"];
+    let mut split = ok(&logcompact(&args, &(first.join("\n") + "\n")));
+    split += &ok(&logcompact(&args, &(second.join("\n") + "\n")));
+    let whole = ok(&logcompact(&["run", "-"], &script));
+    assert_eq!(split, whole);
+    assert!(whole.contains("segment 2: 2 p=2 (closed)"));
+}
+
+#[test]
+fn run_needs_a_dir_for_the_file_backend() {
+    let out = logcompact(&["run", "--backend", "file", "-"], "DUMP\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--dir"));
+}
+
+#[test]
+fn gen_compact_dump_and_check_on_a_directory() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let a = tmp.path().join("a");
+    let b = tmp.path().join("b");
+    let gen_args = |d: &Path| {
+        [
+            "gen",
+            "--dir",
+            path(d),
+            "--records",
+            "5000",
+            "--keys",
+            "300",
+            "--value-bytes",
+            "40",
+            "--tombstones",
+            "0.1",
+            "--segment-bytes",
+            "32KiB",
+            "--seed",
+            "9",
+        ]
+        .map(str::to_owned)
+    };
+    let summary: serde_json::Value =
+        serde_json::from_str(&ok(&logcompact(&gen_args(&a).iter().map(String::as_str).collect::<Vec<_>>(), "")))
+            .expect("gen prints JSON");
+    assert_eq!(summary["records"], 5000);
+    assert!(summary["tombstones"].as_u64().is_some_and(|t| t > 300 && t < 700), "{summary}");
+    ok(&logcompact(&gen_args(&b).iter().map(String::as_str).collect::<Vec<_>>(), ""));
+    // The same seed gives the same records (timestamps aside).
+    let strip = |d: &Path| {
+        let v: serde_json::Value =
+            serde_json::from_str(&ok(&logcompact(&["dump", "--dir", path(d), "--json"], ""))).expect("dump --json");
+        v.as_array()
+            .expect("segments")
+            .iter()
+            .flat_map(|s| s["records"].as_array().expect("records").clone())
+            .map(|r| (r["offset"].clone(), r["key"].clone(), r["value"].clone()))
+            .collect::<Vec<_>>()
+    };
+    let before = strip(&a);
+    assert_eq!(before, strip(&b));
+    assert_eq!(before.len(), 5000);
+
+    let report: serde_json::Value =
+        serde_json::from_str(&ok(&logcompact(&["check", "--dir", path(&a)], ""))).expect("check prints JSON");
+    assert_eq!(report["records"], 5000);
+
+    // A small buffer: several passes, one JSON line each.
+    let out = ok(&logcompact(&["compact", "--dir", path(&a), "--dedupe-buffer", "4KiB", "--until-clean"], ""));
+    let passes: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
+    assert!(passes.len() > 1, "{out}");
+    assert_eq!(passes.last().expect("a pass")["map_full"], false);
+    assert!(passes.iter().all(|p| p["map"] == "skimpy_md5"));
+    ok(&logcompact(&["check", "--dir", path(&a)], ""));
+
+    // Every key still has its latest value, at its original offset.
+    let latest = |records: &[(serde_json::Value, serde_json::Value, serde_json::Value)]| {
+        let mut m = std::collections::BTreeMap::new();
+        for (o, k, v) in records {
+            m.insert(k.to_string(), (o.clone(), v.clone()));
+        }
+        m
+    };
+    let after = strip(&a);
+    assert!(after.len() < before.len() / 2);
+    assert_eq!(latest(&after), latest(&before));
+
+    // Text dump: one line per segment, the active one last.
+    let text = ok(&logcompact(&["dump", "--dir", path(&a)], ""));
+    assert!(text.lines().all(|l| l.starts_with("segment ")));
+    assert!(text.trim_end().ends_with("(active)"));
+}
+
+#[test]
+fn check_names_the_file_and_position_of_a_flipped_byte() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("log");
+    ok(&logcompact(
+        &["run", "--backend", "file", "--dir", path(&dir), "-"],
+        "PUT a 1\nPUT b 2\nPUT c 3\nROLL\nPUT d 4\n",
+    ));
+    let seg = dir.join("00000000000000000000.log");
+    let mut bytes = std::fs::read(&seg).expect("segment");
+    let second = 8 + u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as usize;
+    bytes[second + 25] ^= 0x01;
+    std::fs::write(&seg, &bytes).expect("write");
+    let out = logcompact(&["check", "--dir", path(&dir)], "");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("00000000000000000000.log") && err.contains(&format!("byte {second}")), "{err}");
+    assert!(err.contains("checksum"), "{err}");
+}
+
+#[test]
+fn check_fails_on_a_missing_directory_and_a_second_process_is_locked_out() {
+    let out = logcompact(&["check", "--dir", "/nonexistent/logcompact"], "");
+    assert_eq!(out.status.code(), Some(2));
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("log");
+    let _held = storage_file::FileStore::open(&dir).expect("lock the directory");
+    let out = logcompact(&["dump", "--dir", path(&dir)], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("in use"));
+}
