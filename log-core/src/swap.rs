@@ -133,6 +133,7 @@ impl Log {
                 let deleted = file_name(base, FileKind::Deleted);
                 self.check(store.delete(&deleted).map_err(Error::io("delete", &deleted)))?;
             }
+            self.check(store.sync_dir().map_err(Error::io("sync directory", "<store>")))?;
         }
         if checkpoint != inner.checkpoint {
             self.check(checkpoint::write(store, checkpoint))?;
