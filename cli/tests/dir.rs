@@ -1,23 +1,10 @@
 //! `logcompact` on a directory: `run --backend file` continued across runs, `gen`, `compact`, `dump`, `check`.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-fn logcompact(args: &[&str], stdin: &str) -> Output {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_logcompact"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn logcompact");
-    match child.stdin.take().expect("stdin").write_all(stdin.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("write stdin: {e}"),
-        _ => {}
-    }
-    child.wait_with_output().expect("wait")
-}
+mod common;
+use common::logcompact;
 
 fn ok(o: &Output) -> String {
     assert!(o.status.success(), "exit {:?}: {}", o.status, String::from_utf8_lossy(&o.stderr));
