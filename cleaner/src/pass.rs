@@ -110,6 +110,7 @@ impl<M: OffsetMap> Cleaner<M> {
     /// removed by the next pass or the next open).
     pub fn clean(&mut self, log: &Log, options: PassOptions) -> Result<CleanStats> {
         let started = Instant::now();
+        let _exclusive = log.begin_cleaning();
         let snapshot = log.snapshot();
         let checkpoint = log.cleaner_checkpoint();
         let now = self.clock.now_ms();

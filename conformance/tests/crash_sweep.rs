@@ -141,11 +141,24 @@ fn until_clean(log: &Log, clock: &Arc<ManualClock>) -> Segments {
     segments(log)
 }
 
-fn sweep_pass(buffer: usize, purge: bool) {
+/// Output of an earlier pass that failed without cleaning up: a `.cleaned` file recovery must not mistake
+/// for this pass's.
+fn leave_stray(store: &CrashStore) {
+    let name = log_core::names::file_name(99, log_core::names::FileKind::Cleaned);
+    let file = store.create(&name).expect("create stray");
+    file.append(b"left by a failed pass").expect("write stray");
+    file.sync().expect("sync stray");
+    store.sync_dir().expect("sync directory");
+}
+
+fn sweep_pass(buffer: usize, purge: bool, stray: bool) {
     let clock = Arc::new(ManualClock::new(NOW));
     // Dry run: the states before and after the pass, the final state, and the pass's sync points.
     let dry = Arc::new(CrashStore::new());
     let log = build(&dry, &clock);
+    if stray {
+        leave_stray(&dry);
+    }
     let (before, checkpoint_before, view) = (segments(&log), log.cleaner_checkpoint(), value_view(&log));
     let first = dry.sync_points();
     let stats = pass(&log, &clock, buffer, purge).expect("pass");
@@ -160,6 +173,9 @@ fn sweep_pass(buffer: usize, purge: bool) {
         for torn in [None, Some(k)] {
             let store = Arc::new(CrashStore::new());
             let log = build(&store, &clock);
+            if stray {
+                leave_stray(&store);
+            }
             store.crash_at(k);
             let result = pass(&log, &clock, buffer, purge);
             assert_eq!(result.is_ok(), k == last, "crash at {k}");
@@ -189,17 +205,22 @@ fn sweep_pass(buffer: usize, purge: bool) {
 
 #[test]
 fn crash_at_every_sync_point_of_a_full_pass() {
-    sweep_pass(1 << 12, false);
+    sweep_pass(1 << 12, false, false);
+}
+
+#[test]
+fn crash_at_every_sync_point_of_a_pass_with_stray_output_of_a_failed_one() {
+    sweep_pass(1 << 12, false, true);
 }
 
 #[test]
 fn crash_at_every_sync_point_of_a_partial_pass() {
-    sweep_pass(24 * 6, false);
+    sweep_pass(24 * 6, false, false);
 }
 
 #[test]
 fn crash_at_every_sync_point_of_a_purge_pass() {
-    sweep_pass(1 << 12, true);
+    sweep_pass(1 << 12, true, false);
 }
 
 /// A memory store whose sync, sync_dir or rename fails once when armed.

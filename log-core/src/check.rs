@@ -112,6 +112,14 @@ pub fn check_store(store: &dyn SegmentStore) -> Result<CheckReport, Problem> {
                 }
             }
         }
+        if is_active && let Some(prev) = previous.filter(|&p| p >= base) {
+            let kind = CorruptKind::OffsetBelowBase { base, found: prev };
+            return Err(problem(
+                name,
+                None,
+                format!("the active segment's base is not above the closed segments: {kind}"),
+            ));
+        }
         previous = summary.last_offset.or(previous);
         report.segments += 1;
         report.records += summary.records;
@@ -158,8 +166,12 @@ fn verify_index(
     let mut bytes = vec![0; size];
     file.read_at(0, &mut bytes).map_err(|e| problem(name, None, format!("cannot read: {e}")))?;
     let hint = index_file::decode(&bytes, base, len).map_err(|p| match p {
-        IndexProblem::Unreadable => problem(name, None, "index hint is damaged (bad magic, version or checksum)"),
-        IndexProblem::Stale => problem(name, None, "index hint describes another version of its segment"),
+        IndexProblem::Unreadable => {
+            problem(name, None, "index hint is damaged (bad magic, version or checksum); opening the log rebuilds it")
+        }
+        IndexProblem::Stale => {
+            problem(name, None, "index hint describes another version of its segment; opening the log rebuilds it")
+        }
     })?;
     if (hint.first_offset, hint.last_offset, hint.records)
         != (scanned.first_offset, scanned.last_offset, scanned.records)

@@ -25,7 +25,10 @@ pub(crate) fn read(store: &dyn SegmentStore) -> Result<Option<u64>> {
     let text = std::str::from_utf8(&buf).map_err(|_| bad("not UTF-8"))?;
     let rest = text.strip_prefix(HEADER).ok_or(bad("missing header line"))?;
     let line = rest.strip_suffix('\n').ok_or(bad("missing final newline"))?;
-    line.parse().map(Some).map_err(|_| bad("offset is not a number"))
+    if line.is_empty() || !line.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad("offset is not a decimal number"));
+    }
+    line.parse().map(Some).map_err(|_| bad("offset is out of range"))
 }
 
 /// Writes the checkpoint: temporary file, sync, rename over the old one, directory sync.

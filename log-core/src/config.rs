@@ -13,13 +13,11 @@ pub enum SyncPolicy {
     /// On an append at least this many ms after the last sync, and on roll (there is no background
     /// flusher: an idle log keeps its unsynced tail until the next append, roll or [`crate::Log::sync`]).
     EveryMillis(u64),
-    /// When a segment is sealed by a roll, and when [`crate::Log::sync`] is called (the default: like Kafka,
-    /// which leaves flushing to the OS and replication, a crash may lose the unsynced tail of the active
-    /// segment, never a sealed segment).
+    /// Only when asked ([`crate::Log::sync`]) and when a roll seals a segment (the default). A sealed segment is
+    /// always synced before it counts as closed, so recovery only ever has to cut a torn tail off the active
+    /// segment; between rolls, like Kafka, which leaves flushing to the OS and to replication, a crash may
+    /// lose the unsynced tail of the active segment.
     OnRoll,
-    /// Only when [`crate::Log::sync`] is called, and for the sealed segment on roll (sealed segments are
-    /// always synced).
-    Manual,
 }
 
 /// Settings of a log.

@@ -42,8 +42,9 @@ pub enum Error {
         /// [`crate::codec::MAX_RECORD_BYTES`].
         max: usize,
     },
-    /// An earlier sync or rename failed; the log refuses writes until it is reopened.
-    #[error("the log is poisoned by an earlier failed sync or rename; reopen it")]
+    /// An earlier write to storage (an append, sync, create, rename or delete) failed, so the durable state is
+    /// unknown; the log refuses writes until it is reopened.
+    #[error("the log is poisoned by an earlier failed write, sync or rename; reopen it")]
     Poisoned,
     /// A configuration value is out of range.
     #[error("invalid configuration: {0}")]

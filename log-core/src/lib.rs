@@ -50,4 +50,4 @@ pub use reader::{LogReader, LogSnapshot};
 pub use record::{Header, Record, RecordRef};
 pub use segment::{SealedSegment, SegmentWriter};
 pub use storage::{Segment, SegmentBytes, SegmentStore};
-pub use swap::Replacement;
+pub use swap::{CleaningGuard, Replacement};

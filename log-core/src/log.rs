@@ -79,6 +79,8 @@ pub struct Log {
     pub(crate) inner: RwLock<Inner>,
     pub(crate) poisoned: AtomicBool,
     pub(crate) recovery: RecoveryReport,
+    /// Serialises cleaning passes (see [`Log::begin_cleaning`]).
+    pub(crate) cleaning: std::sync::Mutex<()>,
 }
 
 /// Milliseconds since the Unix epoch by the system clock.
@@ -184,8 +186,9 @@ impl Log {
         let fields =
             EncodeFields { offset, timestamp: rec.timestamp, key: rec.key, value: rec.value, delete_horizon: None };
         inner.scratch.clear();
-        let len = codec::encode_with_headers(&fields, rec.headers, &mut inner.scratch)
-            .map_err(|size| Error::RecordTooLarge { size, max: codec::MAX_RECORD_BYTES })?;
+        let len = codec::encode_with_headers(&fields, rec.headers, &mut inner.scratch).map_err(|size| {
+            Error::RecordTooLarge { size: size.saturating_sub(codec::FRAME_HEADER_BYTES), max: codec::MAX_RECORD_BYTES }
+        })?;
         let size = inner.active.file.len();
         if size > 0 && size + len as u64 > self.config.segment_bytes {
             self.roll_locked(inner)?;
@@ -203,7 +206,7 @@ impl Log {
             SyncPolicy::EveryAppend => true,
             SyncPolicy::EveryBytes(n) => inner.unsynced_bytes >= n,
             SyncPolicy::EveryMillis(ms) => inner.last_sync.elapsed().as_millis() >= u128::from(ms),
-            SyncPolicy::OnRoll | SyncPolicy::Manual => false,
+            SyncPolicy::OnRoll => false,
         };
         if due {
             self.check(active.file.sync().map_err(Error::io("sync", &active.name)))?;
@@ -254,18 +257,16 @@ impl Log {
         let new_base = inner.next_offset;
         let new_name = file_name(new_base, FileKind::Log);
         let new_file = self.check(self.store.create(&new_name).map_err(Error::io("create", &new_name)))?;
+        let summary = std::mem::take(&mut inner.active.summary);
+        let sealed = SealedSegment::from_parts(inner.active.base, name, file, bytes, summary);
+        self.check(sealed.write_hint(&*self.store))?;
         self.check(self.store.sync_dir().map_err(Error::io("sync directory", &new_name)))?;
-        let old = std::mem::replace(
-            &mut inner.active,
-            Active {
-                base: new_base,
-                name: new_name,
-                file: new_file,
-                summary: SegmentSummary::new(self.config.index_interval_bytes),
-            },
-        );
-        let sealed = SealedSegment::from_parts(old.base, old.name, old.file, bytes, old.summary);
-        sealed.write_hint(&*self.store);
+        inner.active = Active {
+            base: new_base,
+            name: new_name,
+            file: new_file,
+            summary: SegmentSummary::new(self.config.index_interval_bytes),
+        };
         let mut closed = Vec::with_capacity(inner.closed.len() + 1);
         closed.extend(inner.closed.iter().cloned());
         closed.push(Arc::new(sealed));

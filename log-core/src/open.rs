@@ -34,13 +34,20 @@ pub(crate) fn recover_swap(store: &dyn SegmentStore, report: &mut RecoveryReport
         names.iter().filter_map(|n| parse_file_name(n).map(|(b, k)| (b, k, n))).collect();
     let any_cleaned = parsed.iter().any(|&(_, k, _)| k == FileKind::Cleaned);
     let mut changed = false;
-    for &(base, kind, name) in &parsed {
-        match kind {
-            FileKind::Cleaned | FileKind::Swap if any_cleaned => {
+    if any_cleaned {
+        // Roll back: the `.swap` files go first, durably, so that a crash half-way through the rollback can
+        // never leave `.swap` files without the `.cleaned` ones that mark the swap uncommitted.
+        for kind in [FileKind::Swap, FileKind::Cleaned] {
+            for &(_, _, name) in parsed.iter().filter(|&&(_, k, _)| k == kind) {
                 delete_if_exists(store, name)?;
                 report.cleaned_files_discarded += 1;
-                changed = true;
             }
+            store.sync_dir().map_err(Error::io("sync directory", "<store>"))?;
+        }
+    }
+    for &(base, kind, name) in &parsed {
+        match kind {
+            FileKind::Cleaned | FileKind::Swap if any_cleaned => {}
             FileKind::Swap => {
                 let file = store.open(name).map_err(Error::io("open", name))?;
                 let target = file_name(base, FileKind::Log);
@@ -88,6 +95,11 @@ fn recover_active(
         let position = reader.position();
         match reader.next_frame().map_err(Error::io("read", name))? {
             None => break,
+            Some(Err(CorruptKind::UnknownVersion(v))) => {
+                // Not a torn write but a record from a newer format: refuse rather than cut it away.
+                let kind = CorruptKind::UnknownVersion(v);
+                return Err(Error::Corrupt { segment: name.to_owned(), position, kind });
+            }
             Some(Err(kind)) => {
                 bad = Some((position, kind));
                 break;
@@ -115,10 +127,12 @@ fn recover_active(
 impl Log {
     /// Opens the log kept in `store`, creating it when the store is empty.
     ///
-    /// Recovery: an interrupted cleaning swap is completed or rolled back; every closed segment is validated
-    /// (a bad frame there is an error naming the file and position: nothing is skipped); a torn or corrupt tail
-    /// of the active segment is cut back to the last whole record and reported in
-    /// [`Log::recovery_report`]. Empty closed segments are removed.
+    /// Recovery: an interrupted cleaning swap is completed or rolled back; a closed segment whose `.index`
+    /// hint checks out is trusted without a scan (its checksums are verified on every read and cleaning
+    /// pass), any other is scanned and validated (a bad frame there is an error naming the file and
+    /// position: nothing is skipped); a torn or corrupt tail of the active segment is cut back to the last
+    /// whole record and reported in [`Log::recovery_report`], except a record of an unknown format version,
+    /// which is refused. Empty closed segments are removed.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`]; [`Error::Corrupt`] for a bad closed segment; [`Error::BadCheckpoint`];
@@ -161,6 +175,7 @@ impl Log {
             let file = store.open(&name).map_err(Error::io("open", &name))?;
             if file.is_empty() {
                 store.delete(&name).map_err(Error::io("delete", &name))?;
+                delete_if_exists(&*store, &file_name(base, FileKind::Index))?;
                 report.empty_segments_removed += 1;
                 continue;
             }
@@ -219,6 +234,13 @@ impl Log {
             last_sync: std::time::Instant::now(),
             scratch: Vec::new(),
         };
-        Ok(Log { store, config, inner: RwLock::new(inner), poisoned: AtomicBool::new(false), recovery: report })
+        Ok(Log {
+            store,
+            config,
+            inner: RwLock::new(inner),
+            poisoned: AtomicBool::new(false),
+            recovery: report,
+            cleaning: std::sync::Mutex::new(()),
+        })
     }
 }

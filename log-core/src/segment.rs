@@ -173,18 +173,26 @@ impl SealedSegment {
             return Ok((SealedSegment { base, name, file, bytes, summary }, false));
         }
         let segment = SealedSegment::load(base, name, file, index_interval)?;
-        segment.write_hint(store);
+        segment.write_hint(store)?;
         Ok((segment, true))
     }
 
-    /// Writes the `.index` hint of this segment. Failures are ignored: the hint is rebuilt when missing.
-    pub fn write_hint(&self, store: &dyn SegmentStore) {
+    /// Writes and syncs the `.index` hint of this segment (its name becomes durable with the caller's next
+    /// directory sync). A hint that is never written, or torn by a crash, is rebuilt on open, but a failed
+    /// write or sync is still an error: the log treats every failed sync alike.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the index file.
+    pub fn write_hint(&self, store: &dyn SegmentStore) -> Result<()> {
         let name = file_name(self.base, FileKind::Index);
-        let _ = store.delete(&name);
-        if let Ok(file) = store.create(&name) {
-            let _ = file.append(&index_file::encode(self.base, self.size(), &self.summary));
-            let _ = file.seal();
+        match store.delete(&name) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io("delete", name)(e)),
+            _ => {}
         }
+        let file = store.create(&name).map_err(Error::io("create", &name))?;
+        file.append(&index_file::encode(self.base, self.size(), &self.summary)).map_err(Error::io("append", &name))?;
+        file.sync().map_err(Error::io("sync", &name))?;
+        file.seal().map_err(Error::io("seal", &name))
     }
 
     pub(crate) fn from_parts(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::checkpoint;
 use crate::error::{Error, Result};
 use crate::log::Log;
-use crate::names::{FileKind, file_name};
+use crate::names::{FileKind, file_name, parse_file_name};
 use crate::segment::{SealedSegment, SegmentWriter};
 
 /// The cleaned copy of one closed segment.
@@ -20,7 +20,39 @@ pub struct Replacement {
     pub new: SealedSegment,
 }
 
+/// Held by a cleaning pass from its snapshot to its commit: one pass at a time per log.
+#[derive(Debug)]
+pub struct CleaningGuard<'a>(#[allow(dead_code)] std::sync::MutexGuard<'a, ()>);
+
 impl Log {
+    /// Waits until no other pass is cleaning this log and reserves it for the caller's pass.
+    pub fn begin_cleaning(&self) -> CleaningGuard<'_> {
+        CleaningGuard(self.cleaning.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Removes `.cleaned` and `.swap` files that this commit does not own (left by a pass that failed and
+    /// could not clean up), durably, so that recovery can never mistake them for part of this swap.
+    fn remove_strays(&self, replacements: &[Replacement]) -> Result<()> {
+        let store = &*self.store;
+        let names = self.check(store.list().map_err(Error::io("list", "<store>")))?;
+        let mut removed = false;
+        for name in names {
+            let stray = match parse_file_name(&name) {
+                Some((_, FileKind::Swap)) => true,
+                Some((_, FileKind::Cleaned)) => !replacements.iter().any(|r| r.new.name() == name),
+                _ => false,
+            };
+            if stray {
+                self.check(store.delete(&name).map_err(Error::io("delete", &name)))?;
+                removed = true;
+            }
+        }
+        if removed {
+            self.check(store.sync_dir().map_err(Error::io("sync directory", "<store>")))?;
+        }
+        Ok(())
+    }
+
     /// Starts the cleaned copy of the segment based at `base`: an empty `<base>.log.cleaned` file (a stale one
     /// from an abandoned pass is replaced).
     ///
@@ -82,6 +114,7 @@ impl Log {
             }
         }
         let store = &*self.store;
+        self.remove_strays(&replacements)?;
         for r in &replacements {
             let base = r.old.base();
             let swap = file_name(base, FileKind::Swap);
@@ -107,13 +140,14 @@ impl Log {
             let swap = file_name(base, FileKind::Swap);
             let deleted = file_name(base, FileKind::Deleted);
             self.check(store.rename(&log, &deleted).map_err(Error::io("rename", &log)))?;
+            // An empty `.swap` (the segment is gone) stays until the renames are durable: it is what tells
+            // recovery to finish removing the segment.
             let new = if r.new.size() == 0 {
-                self.check(store.delete(&swap).map_err(Error::io("delete", &swap)))?;
                 None
             } else {
                 self.check(store.rename(&swap, &log).map_err(Error::io("rename", &swap)))?;
                 let segment = r.new.renamed(log);
-                segment.write_hint(store);
+                self.check(segment.write_hint(store))?;
                 Some(Arc::new(segment))
             };
             replaced.insert(base, new);
@@ -129,9 +163,13 @@ impl Log {
                 })
                 .collect();
             inner.closed = Arc::new(closed);
-            for &base in replaced.keys() {
+            for (&base, new) in &replaced {
                 let deleted = file_name(base, FileKind::Deleted);
                 self.check(store.delete(&deleted).map_err(Error::io("delete", &deleted)))?;
+                if new.is_none() {
+                    let swap = file_name(base, FileKind::Swap);
+                    self.check(store.delete(&swap).map_err(Error::io("delete", &swap)))?;
+                }
             }
             self.check(store.sync_dir().map_err(Error::io("sync directory", "<store>")))?;
         }

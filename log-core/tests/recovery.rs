@@ -144,3 +144,39 @@ fn an_interrupted_swap_is_completed_after_the_commit_point() -> Result<(), Error
     assert!(names.iter().all(|n| n.ends_with(".log") || n.ends_with(".index")), "{names:?}");
     Ok(())
 }
+
+#[test]
+fn a_record_of_an_unknown_format_version_in_the_active_segment_is_refused_not_cut() -> Result<(), Error> {
+    let store = three_segments();
+    let active = file_name(8, FileKind::Log);
+    // A well-formed frame with a correct checksum but format version 9.
+    let mut body = vec![9u8, 0];
+    body.extend_from_slice(&12u64.to_le_bytes());
+    body.extend_from_slice(&0i64.to_le_bytes());
+    body.extend_from_slice(&[0, 0]);
+    let mut frame = (body.len() as u32).to_le_bytes().to_vec();
+    frame.extend_from_slice(&crc32c_of(&body).to_le_bytes());
+    frame.extend_from_slice(&body);
+    let len = store.open(&active)?.len();
+    store.open(&active)?.append(&frame)?;
+    match open(&store) {
+        Err(Error::Corrupt { segment, position, kind: CorruptKind::UnknownVersion(9) }) => {
+            assert_eq!((segment, position), (active.clone(), len));
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(store.open(&active)?.len(), len + frame.len() as u64, "nothing was cut");
+    Ok(())
+}
+
+/// CRC-32C (Castagnoli), bit by bit: an independent check of the codec's checksum.
+fn crc32c_of(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0x82F6_3B78 } else { crc >> 1 };
+        }
+    }
+    !crc
+}

@@ -147,11 +147,12 @@ impl Segment for FileSegment {
         let bytes = if s.flushed == 0 {
             SegmentBytes::new(Vec::new())
         } else {
-            // SAFETY: a sealed segment is never written again: this type refuses appends and truncation once
-            // sealed, the log never reopens a sealed segment for writing, and the store's directory lock keeps
-            // other logcompact processes out. The mapping therefore stays valid and unchanged for as long as
-            // it lives (renaming or unlinking the file does not affect it). Truncation by a foreign process
-            // would violate this; docs/format.md states the assumption.
+            // SAFETY: the mapped file is not modified while the mapping lives. This handle refuses appends and
+            // truncation once sealed; `FileStore` hands out one handle per file, so no other handle of this
+            // process can write it; its directory lock (an exclusive lock on the lock file, which also
+            // excludes a second `FileStore` in this process) keeps other logcompact processes out. Renaming
+            // or unlinking the file does not affect the mapping. A foreign process that truncates the file
+            // anyway violates the documented assumption (docs/format.md) and would fault on access.
             #[expect(unsafe_code, reason = "memory-mapping a sealed segment; see SAFETY")]
             let map = unsafe { Mmap::map(&s.file) }.map_err(|e| self.with_path(e))?;
             SegmentBytes::new(map)

@@ -1,9 +1,10 @@
 //! [`FileStore`]: a directory of segment files.
 
+use std::collections::HashMap;
 use std::fs::{self, File, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use log_core::{Segment, SegmentStore};
 
@@ -19,11 +20,17 @@ pub const LOCK_FILE: &str = "logcompact.lock";
 /// replaces its target; `fsync` of a file makes its data durable and `fsync` of the directory makes creates,
 /// renames and deletes durable; nobody else writes or truncates the files while the store is open (the lock
 /// file keeps other logcompact processes out; a mapped file truncated by someone else would fault).
+///
+/// The store hands out one handle per file: opening a name that is already open returns the same handle, so
+/// a file that is sealed (memory-mapped) can never be written through a second handle of this process, and
+/// the directory lock keeps every other process (and every other store) out.
 #[derive(Debug)]
 pub struct FileStore {
     dir: PathBuf,
     /// Held open for the lifetime of the store: its exclusive lock is the directory lock.
     _lock: File,
+    /// Live handles by file name.
+    handles: Mutex<HashMap<String, Weak<FileSegment>>>,
 }
 
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
@@ -68,7 +75,7 @@ impl FileStore {
             Err(TryLockError::WouldBlock) => return Err(Error::Locked { dir, lock: lock_path }),
             Err(TryLockError::Error(e)) => return Err(io_err("lock", &lock_path)(e)),
         }
-        Ok(FileStore { dir, _lock: lock })
+        Ok(FileStore { dir, _lock: lock, handles: Mutex::new(HashMap::new()) })
     }
 
     /// The directory.
@@ -79,20 +86,34 @@ impl FileStore {
     fn path(&self, name: &str) -> io::Result<PathBuf> {
         Ok(self.dir.join(checked(name)?))
     }
+
+    fn handles(&self) -> MutexGuard<'_, HashMap<String, Weak<FileSegment>>> {
+        self.handles.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 impl SegmentStore for FileStore {
     fn create(&self, name: &str) -> io::Result<Arc<dyn Segment>> {
         let path = self.path(name)?;
+        let mut handles = self.handles();
         let file = File::options().read(true).write(true).create_new(true).open(&path)?;
-        Ok(Arc::new(FileSegment::new(file, path, 0)))
+        let segment = Arc::new(FileSegment::new(file, path, 0));
+        handles.insert(name.to_owned(), Arc::downgrade(&segment));
+        Ok(segment)
     }
 
     fn open(&self, name: &str) -> io::Result<Arc<dyn Segment>> {
         let path = self.path(name)?;
+        let mut handles = self.handles();
+        if let Some(live) = handles.get(name).and_then(Weak::upgrade) {
+            return Ok(live);
+        }
         let file = File::options().read(true).write(true).open(&path)?;
         let len = file.metadata()?.len();
-        Ok(Arc::new(FileSegment::new(file, path, len)))
+        let segment = Arc::new(FileSegment::new(file, path, len));
+        handles.retain(|_, h| h.strong_count() > 0);
+        handles.insert(name.to_owned(), Arc::downgrade(&segment));
+        Ok(segment)
     }
 
     fn list(&self) -> io::Result<Vec<String>> {
@@ -111,11 +132,20 @@ impl SegmentStore for FileStore {
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        fs::rename(self.path(from)?, self.path(to)?)
+        let mut handles = self.handles();
+        fs::rename(self.path(from)?, self.path(to)?)?;
+        match handles.remove(from) {
+            Some(h) => handles.insert(to.to_owned(), h),
+            None => handles.remove(to),
+        };
+        Ok(())
     }
 
     fn delete(&self, name: &str) -> io::Result<()> {
-        fs::remove_file(self.path(name)?)
+        let mut handles = self.handles();
+        fs::remove_file(self.path(name)?)?;
+        handles.remove(name);
+        Ok(())
     }
 
     fn sync_dir(&self) -> io::Result<()> {
