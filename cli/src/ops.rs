@@ -18,6 +18,11 @@ fn runtime(e: impl std::fmt::Display) -> Failure {
     Failure::Runtime(e.to_string())
 }
 
+/// Commands that read a log refuse to create one.
+fn existing(dir: &Path) -> Result<(), Failure> {
+    if dir.is_dir() { Ok(()) } else { Err(Failure::Usage(format!("{} is not a log directory", dir.display()))) }
+}
+
 fn print_json(value: &impl Serialize) -> Result<(), Failure> {
     let text = serde_json::to_string(value).map_err(runtime)?;
     let mut out = std::io::stdout().lock();
@@ -76,6 +81,7 @@ pub fn generate(dir: &Path, workload: Workload, config: LogConfig) -> Result<(),
 /// # Errors
 /// [`Failure::Usage`] for a bad configuration; [`Failure::Runtime`] when the log or the pass fails.
 pub fn compact(dir: &Path, config: &CleanerConfig, purge: bool, until_clean: bool) -> Result<(), Failure> {
+    existing(dir)?;
     let log = open_dir_log(dir, LogConfig::default())?;
     let map = config.skimpy_map().map_err(|e| Failure::Usage(e.to_string()))?;
     let mut cleaner = Cleaner::new(map, config.clone(), Arc::new(SystemClock));
@@ -106,6 +112,7 @@ pub fn compact(dir: &Path, config: &CleanerConfig, purge: bool, until_clean: boo
 /// # Errors
 /// [`Failure::Runtime`] when the log cannot be read.
 pub fn dump(dir: &Path, as_json: bool) -> Result<(), Failure> {
+    existing(dir)?;
     let log = open_dir_log(dir, LogConfig::default())?;
     let snapshot = log.snapshot();
     if as_json {
@@ -123,9 +130,7 @@ pub fn dump(dir: &Path, as_json: bool) -> Result<(), Failure> {
 /// # Errors
 /// [`Failure::Runtime`] naming the file and position of the first problem.
 pub fn check(dir: &Path) -> Result<(), Failure> {
-    if !dir.is_dir() {
-        return Err(Failure::Usage(format!("{dir:?} is not a directory")));
-    }
+    existing(dir)?;
     let store: Arc<dyn SegmentStore> = open_store(Backend::File, Some(dir))?;
     match log_core::check::check_store(&*store) {
         Ok(report) => print_json(&report),
