@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use log_core::codec;
 use log_core::segment::RecordIter;
-use log_core::{Log, RecordRef, Replacement, SealedSegment, SegmentWriter};
+use log_core::{CleaningGuard, Log, RecordRef, Replacement, SealedSegment, SegmentWriter};
 
 use crate::clock::Clock;
 use crate::config::CleanerConfig;
@@ -110,7 +110,7 @@ impl<M: OffsetMap> Cleaner<M> {
     /// removed by the next pass or the next open).
     pub fn clean(&mut self, log: &Log, options: PassOptions) -> Result<CleanStats> {
         let started = Instant::now();
-        let _exclusive = log.begin_cleaning();
+        let exclusive = log.begin_cleaning();
         let snapshot = log.snapshot();
         let checkpoint = log.cleaner_checkpoint();
         let now = self.clock.now_ms();
@@ -134,7 +134,7 @@ impl<M: OffsetMap> Cleaner<M> {
         let copy_total: u64 = closed.iter().take_while(|s| s.base() < end_offset).map(|s| s.size()).sum();
         let mut copy_done = 0;
         for segment in closed.iter().take_while(|s| s.base() < end_offset) {
-            let result = self.recopy(log, segment, end_offset, now, horizon, options, &mut stats);
+            let result = self.recopy(log, &exclusive, segment, end_offset, now, horizon, options, &mut stats);
             copy_done += segment.size();
             self.report(Phase::Copy, copy_done, copy_total);
             match result {
@@ -161,7 +161,7 @@ impl<M: OffsetMap> Cleaner<M> {
         }
         let swap = Instant::now();
         let names: Vec<String> = replacements.iter().map(|r| r.new.name().to_owned()).collect();
-        if let Err(e) = log.commit_cleaning(replacements, end_offset) {
+        if let Err(e) = log.commit_cleaning(&exclusive, replacements, end_offset) {
             if !log.is_poisoned() {
                 discard(log, names.iter().map(String::as_str));
             }
@@ -249,6 +249,7 @@ impl<M: OffsetMap> Cleaner<M> {
     fn recopy(
         &mut self,
         log: &Log,
+        exclusive: &CleaningGuard<'_>,
         segment: &SealedSegment,
         end_offset: u64,
         now: i64,
@@ -265,7 +266,7 @@ impl<M: OffsetMap> Cleaner<M> {
             stats.pass2.bytes_read += len as u64;
             let verdict = self.verdict(&rec, end_offset, now, horizon, options, stats);
             if writer.is_none() && !matches!(verdict, Verdict::Keep) {
-                writer = Some(start_copy(log, segment, pos as usize)?);
+                writer = Some(start_copy(log, exclusive, segment, pos as usize)?);
             }
             let frame = &bytes[pos as usize..pos as usize + len];
             match verdict {
@@ -312,8 +313,8 @@ impl<M: OffsetMap> Cleaner<M> {
 }
 
 /// Opens the cleaned copy of `segment` and copies its first `upto` bytes (records all kept so far) into it.
-fn start_copy(log: &Log, segment: &SealedSegment, upto: usize) -> Result<SegmentWriter> {
-    let mut writer = log.create_cleaned(segment.base())?;
+fn start_copy(log: &Log, exclusive: &CleaningGuard<'_>, segment: &SealedSegment, upto: usize) -> Result<SegmentWriter> {
+    let mut writer = log.create_cleaned(exclusive, segment.base())?;
     let prefix = segment.bytes().get(..upto).unwrap_or_default();
     for item in RecordIter::new(prefix, 0, segment.name()) {
         let (pos, rec, len) = item?;

@@ -52,7 +52,9 @@ pub(crate) fn recover_swap(store: &dyn SegmentStore, report: &mut RecoveryReport
                 let file = store.open(name).map_err(Error::io("open", name))?;
                 let target = file_name(base, FileKind::Log);
                 if file.is_empty() {
+                    // The segment goes before its marker, durably: a crash in between must not bring it back.
                     delete_if_exists(store, &target)?;
+                    store.sync_dir().map_err(Error::io("sync directory", "<store>"))?;
                     delete_if_exists(store, name)?;
                 } else {
                     store.rename(name, &target).map_err(Error::io("rename", name))?;
@@ -135,8 +137,8 @@ impl Log {
     /// which is refused. Empty closed segments are removed.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`]; [`Error::Corrupt`] for a bad closed segment; [`Error::BadCheckpoint`];
-    /// [`Error::Io`].
+    /// [`Error::InvalidConfig`]; [`Error::Corrupt`] for a bad closed segment or a record of an unknown format
+    /// version in the active one; [`Error::BadCheckpoint`]; [`Error::Io`].
     pub fn open(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log> {
         config.validate()?;
         let mut report = RecoveryReport::default();

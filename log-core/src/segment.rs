@@ -173,7 +173,9 @@ impl SealedSegment {
             return Ok((SealedSegment { base, name, file, bytes, summary }, false));
         }
         let segment = SealedSegment::load(base, name, file, index_interval)?;
-        segment.write_hint(store)?;
+        // The hint is optional: failing to save it (a full disk) must not keep the log from opening; the log
+        // is not live yet, so nothing waits on this write, and the next open tries again.
+        let _ = segment.write_hint(store);
         Ok((segment, true))
     }
 

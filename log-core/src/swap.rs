@@ -20,14 +20,28 @@ pub struct Replacement {
     pub new: SealedSegment,
 }
 
-/// Held by a cleaning pass from its snapshot to its commit: one pass at a time per log.
+/// Held by a cleaning pass from its snapshot to its commit: one pass at a time per log. Creating and
+/// committing cleaned segments require it.
 #[derive(Debug)]
-pub struct CleaningGuard<'a>(#[allow(dead_code)] std::sync::MutexGuard<'a, ()>);
+pub struct CleaningGuard<'a> {
+    _exclusive: std::sync::MutexGuard<'a, ()>,
+    log: &'a Log,
+}
+
+impl CleaningGuard<'_> {
+    fn check_for(&self, log: &Log) -> Result<()> {
+        if std::ptr::eq(self.log, log) {
+            Ok(())
+        } else {
+            Err(Error::BadReplacement("the cleaning guard belongs to another log".into()))
+        }
+    }
+}
 
 impl Log {
     /// Waits until no other pass is cleaning this log and reserves it for the caller's pass.
     pub fn begin_cleaning(&self) -> CleaningGuard<'_> {
-        CleaningGuard(self.cleaning.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+        CleaningGuard { _exclusive: self.cleaning.lock().unwrap_or_else(std::sync::PoisonError::into_inner), log: self }
     }
 
     /// Removes `.cleaned` and `.swap` files that this commit does not own (left by a pass that failed and
@@ -58,7 +72,8 @@ impl Log {
     ///
     /// # Errors
     /// [`Error::Poisoned`]; [`Error::Io`].
-    pub fn create_cleaned(&self, base: u64) -> Result<SegmentWriter> {
+    pub fn create_cleaned(&self, guard: &CleaningGuard<'_>, base: u64) -> Result<SegmentWriter> {
+        guard.check_for(self)?;
         if self.is_poisoned() {
             return Err(Error::Poisoned);
         }
@@ -83,9 +98,10 @@ impl Log {
 
     /// Replaces cleaned segments and then moves the cleaner checkpoint to `checkpoint`.
     ///
-    /// Crash safety: every `.cleaned` file is renamed to `.swap` and the directory synced (the commit point);
-    /// then each old `.log` is renamed `.deleted` and each `.swap` renamed into place (an empty one is deleted:
-    /// its segment is gone); the directory is synced; the `.deleted` files are removed. A crash before the
+    /// Crash safety: stray `.cleaned`/`.swap` files of failed passes are removed (durably); every `.cleaned`
+    /// file is renamed to `.swap` and the directory synced (the commit point); then each old `.log` is renamed
+    /// `.deleted` and each non-empty `.swap` renamed into place; the directory is synced; the `.deleted` files
+    /// and the empty `.swap` files (segments cleaned away) are removed and the directory synced again. A crash before the
     /// commit point leaves the old log, after it the new one (see [`Log::open`]). The checkpoint is written
     /// only after the swap, so a crash in between only makes the next pass redo work.
     ///
@@ -94,7 +110,13 @@ impl Log {
     /// # Errors
     /// [`Error::BadReplacement`] when a replacement does not match the log's current segments (nothing is
     /// changed then); [`Error::Poisoned`]; [`Error::Io`] (which poisons the log).
-    pub fn commit_cleaning(&self, replacements: Vec<Replacement>, checkpoint: u64) -> Result<()> {
+    pub fn commit_cleaning(
+        &self,
+        cleaning: &CleaningGuard<'_>,
+        replacements: Vec<Replacement>,
+        checkpoint: u64,
+    ) -> Result<()> {
+        cleaning.check_for(self)?;
         let mut guard = self.write_inner()?;
         let inner = &mut *guard;
         if checkpoint > inner.active.base {
@@ -102,6 +124,11 @@ impl Log {
                 "checkpoint {checkpoint} is beyond the active segment's base {}",
                 inner.active.base
             )));
+        }
+        let mut bases: Vec<u64> = replacements.iter().map(|r| r.old.base()).collect();
+        bases.sort_unstable();
+        if let Some(w) = bases.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::BadReplacement(format!("segment {} is replaced twice", w[0])));
         }
         for r in &replacements {
             let base = r.old.base();
