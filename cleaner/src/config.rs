@@ -66,11 +66,31 @@ impl CleanerConfig {
     }
 }
 
-/// Smallest buffer in which a skimpy map at `load_factor` holds one key.
+/// Smallest buffer in which a skimpy map at `load_factor` (in `(0, 1]`) holds one key: `ceil(1 / load_factor)`
+/// slots, corrected for rounding.
 pub fn min_skimpy_bytes(load_factor: f64) -> usize {
-    let mut slots = 1usize;
-    while ((slots as f64) * load_factor).floor() < 1.0 && slots < 1 << 20 {
+    let holds = |slots: usize| ((slots as f64) * load_factor).floor() >= 1.0;
+    let mut slots = (1.0 / load_factor).ceil().clamp(1.0, 1e15) as usize;
+    while slots > 1 && holds(slots - 1) {
+        slots -= 1;
+    }
+    while !holds(slots) {
         slots += 1;
     }
     slots * crate::map::skimpy::SLOT_BYTES
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_minimum_buffer_holds_exactly_one_key() {
+        for lf in [1.0, 0.95, 0.9, 0.5, 0.1, 0.01, 1e-7] {
+            let min = min_skimpy_bytes(lf);
+            assert_eq!(SkimpyMap::capacity_for(min, lf), 1, "load factor {lf}");
+            assert_eq!(SkimpyMap::capacity_for(min - 1, lf), 0, "load factor {lf}");
+        }
+        assert_eq!(min_skimpy_bytes(0.9), 48);
+    }
 }

@@ -109,6 +109,15 @@ impl<M: OffsetMap> Cleaner<M> {
     /// [`crate::Error::Log`] for I/O or corruption; the log is unchanged then (stray `.cleaned` files are
     /// removed by the next pass or the next open).
     pub fn clean(&mut self, log: &Log, options: PassOptions) -> Result<CleanStats> {
+        if self.map.capacity() == 0 {
+            // A map that takes no key would leave every pass stuck at the checkpoint.
+            return Err(crate::Error::BufferTooSmall {
+                bytes: self.map.memory_bytes(),
+                load_factor: self.config.load_factor,
+                map: self.map.kind(),
+                min_bytes: crate::config::min_skimpy_bytes(self.config.load_factor),
+            });
+        }
         let started = Instant::now();
         let exclusive = log.begin_cleaning();
         let snapshot = log.snapshot();
@@ -280,8 +289,12 @@ impl<M: OffsetMap> Cleaner<M> {
                 }
                 Verdict::Stamp(h) => {
                     self.scratch.clear();
-                    let n = codec::encode_ref_with_horizon(&rec, Some(h), &mut self.scratch)
-                        .map_err(|size| log_core::Error::RecordTooLarge { size, max: codec::MAX_RECORD_BYTES })?;
+                    let n = codec::encode_ref_with_horizon(&rec, Some(h), &mut self.scratch).map_err(|size| {
+                        log_core::Error::RecordTooLarge {
+                            size: size.saturating_sub(codec::FRAME_HEADER_BYTES),
+                            max: codec::MAX_RECORD_BYTES,
+                        }
+                    })?;
                     stats.pass2.records_kept += 1;
                     stats.pass2.bytes_kept += n as u64;
                     if let Some(w) = writer.as_mut() {

@@ -52,8 +52,9 @@ pub struct EncodeFields<'a> {
     pub delete_horizon: Option<i64>,
 }
 
-/// Size of the frame that [`encode`] would write, or `Err` with that size when it exceeds
-/// [`MAX_RECORD_BYTES`] or a field's length prefix.
+/// Size of the frame that [`encode`] would write, or `Err` with that size when its body, counting the 8 bytes
+/// of a delete horizon whether present or not, exceeds [`MAX_RECORD_BYTES`], or a field exceeds its length
+/// prefix.
 pub fn encoded_len<'h>(
     fields: &EncodeFields<'_>,
     headers: impl Iterator<Item = (&'h str, &'h [u8])>,
@@ -74,7 +75,10 @@ pub fn encoded_len<'h>(
         body = body.saturating_add(2 + name.len() + 4 + value.len());
     }
     ok &= u16::try_from(count).is_ok();
-    if ok && body <= MAX_RECORD_BYTES {
+    // Room for a delete horizon is always reserved, so that the cleaner can stamp any tombstone it keeps
+    // without growing it past the limit.
+    let with_horizon = if fields.delete_horizon.is_some() { body } else { body.saturating_add(8) };
+    if ok && with_horizon <= MAX_RECORD_BYTES {
         Ok(FRAME_HEADER_BYTES + body)
     } else {
         Err(FRAME_HEADER_BYTES.saturating_add(body))
@@ -351,6 +355,26 @@ mod tests {
         frame.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
         frame.extend_from_slice(&body);
         assert!(matches!(decode(&frame), Err(CorruptKind::Malformed(_))));
+    }
+
+    #[test]
+    fn every_accepted_tombstone_can_still_be_stamped() {
+        // The largest tombstone that encodes without a horizon also encodes with one.
+        let headers = [Header::new("h", vec![0u8; MAX_RECORD_BYTES - 64])];
+        let mut extra = 0;
+        let fields =
+            |pad: &[u8]| EncodeFields { offset: 0, timestamp: 0, key: Some(pad), value: None, delete_horizon: None };
+        let mut out = Vec::new();
+        while encode_with_headers(&fields(&vec![0; extra + 1]), &headers, &mut out).is_ok() {
+            extra += 1;
+            out.clear();
+        }
+        let key = vec![0; extra];
+        let plain = fields(&key);
+        assert!(encode_with_headers(&plain, &headers, &mut out).is_ok());
+        let stamped = EncodeFields { delete_horizon: Some(1), ..plain };
+        out.clear();
+        assert!(encode_with_headers(&stamped, &headers, &mut out).is_ok(), "stamping must not overflow the limit");
     }
 
     #[test]

@@ -63,9 +63,10 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn io(op: &'static str, name: impl Into<String>) -> impl FnOnce(io::Error) -> Error {
-        let name = name.into();
-        move |source| Error::Io { op, name, source }
+    /// Wraps an I/O error of `op` on `name`; the name is copied only when there is an error, so the happy
+    /// path (one append per record) allocates nothing.
+    pub(crate) fn io<'a>(op: &'static str, name: &'a str) -> impl FnOnce(io::Error) -> Error + 'a {
+        move |source| Error::Io { op, name: name.to_owned(), source }
     }
 }
 

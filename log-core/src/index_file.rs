@@ -87,6 +87,10 @@ pub(crate) fn decode(bytes: &[u8], base: u64, segment_len: u64) -> Result<Segmen
         let at = FIXED + i * 16;
         entries.push((field(at)?, field(at + 8)?));
     }
+    // Every entry must point inside the segment, and the first at its start.
+    if entries.iter().any(|&(_, p)| p >= segment_len) || entries.first().is_some_and(|&(_, p)| p != 0) {
+        return Err(Unreadable);
+    }
     let index = OffsetIndex::from_entries(interval, entries).ok_or(Unreadable)?;
     Ok(SegmentSummary {
         index,
@@ -124,6 +128,14 @@ mod tests {
         let bytes = encode(10, 2000, &summary());
         assert_eq!(decode(&bytes, 10, 1999).map(|_| ()), Err(IndexProblem::Stale));
         assert_eq!(decode(&bytes, 11, 2000).map(|_| ()), Err(IndexProblem::Stale));
+    }
+
+    #[test]
+    fn entries_outside_the_segment_are_refused() {
+        let mut s = summary();
+        s.index = OffsetIndex::from_entries(100, vec![(10, 0), (20, 5000)]).expect("sorted");
+        let bytes = encode(10, 2000, &s);
+        assert_eq!(decode(&bytes, 10, 2000).map(|_| ()), Err(IndexProblem::Unreadable));
     }
 
     #[test]

@@ -207,19 +207,22 @@ impl Log {
             // segment sealed by a roll that failed half-way. A sealed file is never appended to again: it
             // becomes a closed segment (or goes, if empty) and a new active segment starts after it.
             if file.is_empty() {
+                // Recreated under the same base: offsets below it may have been handed out and cleaned away.
                 store.delete(&active_name).map_err(Error::io("delete", &active_name))?;
             } else {
-                let (segment, _) = SealedSegment::open_with_hint(
+                let (segment, rebuilt) = SealedSegment::open_with_hint(
                     &*store,
                     active_base,
                     active_name.clone(),
                     file,
                     config.index_interval_bytes,
                 )?;
+                report.indexes_rebuilt += usize::from(rebuilt);
+                // A segment that was active has never been cleaned: its last record is the last offset given.
+                active_base = segment.last_offset().map_or(active_base, |l| l + 1);
                 previous = segment.last_offset().or(previous);
                 closed.push(Arc::new(segment));
             }
-            active_base = previous.map_or(active_base, |p| p + 1);
             active_name = file_name(active_base, FileKind::Log);
             file = store.create(&active_name).map_err(Error::io("create", &active_name))?;
             store.sync_dir().map_err(Error::io("sync directory", &active_name))?;

@@ -116,13 +116,14 @@ impl LogReader {
         let start = if self.from >= snap.active_base { self.active_pos } else { 0 };
         let reader =
             self.active.get_or_insert_with(|| ChunkReader::new(Arc::clone(&snap.active_file), start, snap.active_len));
-        let name = crate::names::file_name(snap.active_base, crate::names::FileKind::Log);
+        // The segment's name is built only for an error: reading allocates nothing per record but the record.
+        let name = || crate::names::file_name(snap.active_base, crate::names::FileKind::Log);
         loop {
             let position = reader.position();
             match reader.next_frame() {
-                Err(e) => return Some(Err(Error::io("read", name)(e))),
+                Err(e) => return Some(Err(Error::io("read", &name())(e))),
                 Ok(None) => return None,
-                Ok(Some(Err(kind))) => return Some(Err(Error::Corrupt { segment: name, position, kind })),
+                Ok(Some(Err(kind))) => return Some(Err(Error::Corrupt { segment: name(), position, kind })),
                 Ok(Some(Ok((_, rec, _)))) if rec.offset < self.from => continue,
                 Ok(Some(Ok((_, rec, _)))) => return Some(Ok(rec.to_record())),
             }

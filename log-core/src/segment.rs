@@ -58,7 +58,12 @@ impl<'a> Iterator for RecordIter<'a> {
         if self.failed {
             return None;
         }
-        let rest = self.bytes.get(self.pos..)?;
+        let Some(rest) = self.bytes.get(self.pos..) else {
+            // A start position past the end (from a bad index entry) is an error, never an empty segment.
+            self.failed = true;
+            let kind = CorruptKind::Truncated { needed: self.pos as u64, available: self.bytes.len() as u64 };
+            return Some(Err(Error::Corrupt { segment: self.name.to_owned(), position: self.pos as u64, kind }));
+        };
         if rest.is_empty() {
             return None;
         }
@@ -188,7 +193,7 @@ impl SealedSegment {
     pub fn write_hint(&self, store: &dyn SegmentStore) -> Result<()> {
         let name = file_name(self.base, FileKind::Index);
         match store.delete(&name) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io("delete", name)(e)),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io("delete", &name)(e)),
             _ => {}
         }
         let file = store.create(&name).map_err(Error::io("create", &name))?;

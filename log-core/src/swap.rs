@@ -81,7 +81,7 @@ impl Log {
         match self.store.delete(&name) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io("delete", name)(e)),
+            Err(e) => return Err(Error::io("delete", &name)(e)),
         }
         let file = self.store.create(&name).map_err(Error::io("create", &name))?;
         Ok(SegmentWriter::new(base, name, file, self.config.index_interval_bytes))
@@ -153,7 +153,7 @@ impl Log {
             match store.delete(&index) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return self.check(Err(Error::io("delete", index)(e))),
+                Err(e) => return self.check(Err(Error::io("delete", &index)(e))),
             }
         }
         if !replacements.is_empty() {

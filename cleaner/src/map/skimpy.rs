@@ -21,7 +21,6 @@ const WINDOW_ATTEMPTS: usize = DIGEST_BYTES - 4;
 /// digest is all zeros is stored with its first byte set to 1 so that it cannot look empty.
 ///
 /// The map is full at `floor(slots × load_factor)` keys (Kafka's `log.cleaner.io.buffer.load.factor`).
-#[derive(Debug)]
 pub struct SkimpyMap {
     buf: Vec<u8>,
     slots: usize,
@@ -30,6 +29,19 @@ pub struct SkimpyMap {
     latest: Option<u64>,
     lookups: u64,
     probes: u64,
+}
+
+impl std::fmt::Debug for SkimpyMap {
+    /// The geometry and counters, not the buffer (128 MiB by default).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkimpyMap")
+            .field("slots", &self.slots)
+            .field("capacity", &self.capacity)
+            .field("entries", &self.entries)
+            .field("lookups", &self.lookups)
+            .field("probes", &self.probes)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SkimpyMap {
