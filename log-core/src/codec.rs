@@ -359,22 +359,26 @@ mod tests {
 
     #[test]
     fn every_accepted_tombstone_can_still_be_stamped() {
-        // The largest tombstone that encodes without a horizon also encodes with one.
+        // Body = 20 fixed + (4 + key) + (2 + 1 + 4 + header value) = MAX + key - 33 here: a 25-byte key is the
+        // largest accepted, because 8 bytes stay reserved for the horizon.
         let headers = [Header::new("h", vec![0u8; MAX_RECORD_BYTES - 64])];
-        let mut extra = 0;
-        let fields =
-            |pad: &[u8]| EncodeFields { offset: 0, timestamp: 0, key: Some(pad), value: None, delete_horizon: None };
         let mut out = Vec::new();
-        while encode_with_headers(&fields(&vec![0; extra + 1]), &headers, &mut out).is_ok() {
-            extra += 1;
-            out.clear();
-        }
-        let key = vec![0; extra];
-        let plain = fields(&key);
-        assert!(encode_with_headers(&plain, &headers, &mut out).is_ok());
-        let stamped = EncodeFields { delete_horizon: Some(1), ..plain };
+        let tombstone = |k: &'static [u8]| EncodeFields {
+            offset: 0,
+            timestamp: 0,
+            key: Some(k),
+            value: None,
+            delete_horizon: None,
+        };
+        static KEY: [u8; 26] = [0; 26];
+        assert!(encode_with_headers(&tombstone(&KEY), &headers, &mut out).is_err(), "a 26-byte key is too many");
         out.clear();
+        let largest = tombstone(&KEY[..25]);
+        assert!(encode_with_headers(&largest, &headers, &mut out).is_ok());
+        out.clear();
+        let stamped = EncodeFields { delete_horizon: Some(1), ..largest };
         assert!(encode_with_headers(&stamped, &headers, &mut out).is_ok(), "stamping must not overflow the limit");
+        assert_eq!(out.len(), FRAME_HEADER_BYTES + MAX_RECORD_BYTES);
     }
 
     #[test]
