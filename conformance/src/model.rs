@@ -6,7 +6,8 @@
 //! key upwards, so most of its passes are partial; it repeats passes until the dirty section is done, and
 //! after every partial pass the log must still show every key's latest value, and after the last it must be
 //! exactly the reference's log. The log syncs every append, so a crash between two operations (on the
-//! crash-simulating backend; a clean restart elsewhere) must lose nothing.
+//! crash-simulating backend; a clean restart elsewhere) must lose nothing. Unkeyed records (dropped by any
+//! pass that reaches them) and a clock that moves past delete horizons are part of the sequences.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,6 +19,8 @@ use proptest::prelude::*;
 use crate::harness::Harness;
 
 const NOW: i64 = 1_000_000_000;
+const HOUR: i64 = 3_600_000;
+const RETENTION: i64 = cleaner::DEFAULT_DELETE_RETENTION_MS;
 
 /// One step of a test sequence.
 #[derive(Debug, Clone)]
@@ -26,6 +29,10 @@ pub enum Op {
     Put(u8, u8),
     /// `DEL key`.
     Del(u8),
+    /// A record without a key (value given).
+    PutUnkeyed(u8),
+    /// Move the cleaner's clock forward by this many ms.
+    Advance(i64),
     /// `ROLL`.
     Roll,
     /// Passes with a dedupe buffer of `buffer` bytes until the dirty section is clean.
@@ -49,6 +56,8 @@ pub fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (0u8..6, any::<u8>()).prop_map(|(k, v)| Op::Put(k, v)),
         2 => (0u8..6).prop_map(Op::Del),
+        1 => any::<u8>().prop_map(Op::PutUnkeyed),
+        1 => prop_oneof![Just(HOUR), Just(12 * HOUR), Just(RETENTION), Just(2 * RETENTION)].prop_map(Op::Advance),
         3 => Just(Op::Roll),
         2 => (any::<bool>(), buffer).prop_map(|(purge, buffer)| Op::Compact { purge, buffer }),
         1 => (0u64..40).prop_map(Op::Read),
@@ -57,26 +66,27 @@ pub fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// One record of the model: what a consumer can see, plus whether a pass stamped it.
+/// One record of the model: what a consumer can see, plus the delete horizon a pass stamped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct MRec {
     offset: u64,
-    key: u8,
+    key: Option<u8>,
     value: Option<u8>,
-    stamped: bool,
+    horizon: Option<i64>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Model {
     closed: Vec<(u64, Vec<MRec>)>,
     active_base: u64,
     active: Vec<MRec>,
     next: u64,
+    now: i64,
 }
 
 impl Model {
-    fn append(&mut self, key: u8, value: Option<u8>) {
-        self.active.push(MRec { offset: self.next, key, value, stamped: false });
+    fn append(&mut self, key: Option<u8>, value: Option<u8>) {
+        self.active.push(MRec { offset: self.next, key, value, horizon: None });
         self.next += 1;
     }
 
@@ -87,26 +97,33 @@ impl Model {
         }
     }
 
-    /// A full pass: keep the latest record of each key among the closed segments; a tombstone kept for the
-    /// first time is stamped; a purge drops tombstones stamped before.
+    /// A full pass: keep the latest record of each key among the closed segments, drop unkeyed records; a
+    /// tombstone kept for the first time is stamped with now + retention; one stamped before goes once its
+    /// horizon has passed, or on a purge whatever its horizon.
     fn compact(&mut self, purge: bool) {
         let mut latest = BTreeMap::new();
         for (_, seg) in &self.closed {
             for r in seg {
-                latest.insert(r.key, r.offset);
+                if let Some(k) = r.key {
+                    latest.insert(k, r.offset);
+                }
             }
         }
+        let now = self.now;
         for (_, seg) in &mut self.closed {
-            seg.retain(|r| latest[&r.key] == r.offset && !(r.value.is_none() && r.stamped && purge));
-            for r in seg.iter_mut().filter(|r| r.value.is_none()) {
-                r.stamped = true;
+            seg.retain(|r| {
+                let expired = r.value.is_none() && r.horizon.is_some_and(|h| purge || now >= h);
+                r.key.is_some_and(|k| latest[&k] == r.offset) && !expired
+            });
+            for r in seg.iter_mut().filter(|r| r.value.is_none() && r.horizon.is_none()) {
+                r.horizon = Some(now + RETENTION);
             }
         }
         self.closed.retain(|(_, seg)| !seg.is_empty());
     }
 
-    fn read(&self, offset: u64) -> Option<MRec> {
-        self.closed.iter().flat_map(|(_, s)| s).chain(&self.active).find(|r| r.offset >= offset).cloned()
+    fn read_from(&self, offset: u64) -> Vec<MRec> {
+        self.closed.iter().flat_map(|(_, s)| s).chain(&self.active).filter(|r| r.offset >= offset).cloned().collect()
     }
 
     fn segments(&self) -> Vec<(u64, Vec<MRec>)> {
@@ -119,8 +136,12 @@ impl Model {
 fn to_mrec(r: &Record) -> MRec {
     assert_eq!(r.timestamp, r.offset as i64 * 7, "timestamp of offset {} changed", r.offset);
     assert_eq!(r.headers, vec![Header::new("h", r.offset.to_le_bytes())], "headers of offset {} changed", r.offset);
-    let key = r.key.as_deref().expect("the test writes keyed records only");
-    MRec { offset: r.offset, key: key[0], value: r.value.as_deref().map(|v| v[0]), stamped: r.delete_horizon.is_some() }
+    MRec {
+        offset: r.offset,
+        key: r.key.as_deref().map(|k| k[0]),
+        value: r.value.as_deref().map(|v| v[0]),
+        horizon: r.delete_horizon,
+    }
 }
 
 fn system_segments(log: &Log) -> Vec<(u64, Vec<MRec>)> {
@@ -143,9 +164,10 @@ fn system_segments(log: &Log) -> Vec<(u64, Vec<MRec>)> {
 fn value_view(segments: &[(u64, Vec<MRec>)]) -> BTreeMap<u8, u8> {
     let mut view = BTreeMap::new();
     for r in segments.iter().flat_map(|(_, s)| s) {
+        let Some(key) = r.key else { continue };
         match r.value {
-            Some(v) => view.insert(r.key, v),
-            None => view.remove(&r.key),
+            Some(v) => view.insert(key, v),
+            None => view.remove(&key),
         };
     }
     view
@@ -165,13 +187,14 @@ fn check_partial_pass(before: &[(u64, Vec<MRec>)], after: &[(u64, Vec<MRec>)]) {
 }
 
 /// Appends to both; the log may roll by size first, and the model follows.
-fn append(log: &Log, model: &mut Model, key: u8, value: Option<u8>) {
+fn append(log: &Log, model: &mut Model, key: Option<u8>, value: Option<u8>) {
     let o = log.next_offset();
     let before = log.active_base();
     let headers = [Header::new("h", o.to_le_bytes())];
     let value = value.map(|v| [v]);
+    let key_bytes = key.map(|k| [k]);
     let rec = AppendRecord {
-        key: Some(&[key]),
+        key: key_bytes.as_ref().map(|k| &k[..]),
         value: value.as_ref().map(|v| &v[..]),
         timestamp: o as i64 * 7,
         headers: &headers,
@@ -192,11 +215,16 @@ pub fn run(harness: &dyn Harness, ops: &[Op], segment_bytes: u64) {
     let mut fixture = harness.fixture();
     let mut log = Log::open(fixture.open_store(), config.clone()).expect("open");
     let clock = Arc::new(ManualClock::new(NOW));
-    let mut model = Model::default();
+    let mut model = Model { closed: Vec::new(), active_base: 0, active: Vec::new(), next: 0, now: NOW };
     for op in ops {
         match *op {
-            Op::Put(k, v) => append(&log, &mut model, k, Some(v)),
-            Op::Del(k) => append(&log, &mut model, k, None),
+            Op::Put(k, v) => append(&log, &mut model, Some(k), Some(v)),
+            Op::Del(k) => append(&log, &mut model, Some(k), None),
+            Op::PutUnkeyed(v) => append(&log, &mut model, None, Some(v)),
+            Op::Advance(ms) => {
+                clock.advance(ms);
+                model.now += ms;
+            }
             Op::Roll => {
                 log.roll().expect("roll");
                 model.roll();
@@ -235,8 +263,12 @@ pub fn run(harness: &dyn Harness, ops: &[Op], segment_bytes: u64) {
                 log = Log::open(fixture.open_store(), config.clone()).expect("open after a crash");
             }
             Op::Read(o) => {
-                let got = log.read(o).expect("read").map(|r| to_mrec(&r));
-                assert_eq!(got, model.read(o), "READ {o}");
+                let first = log.read(o).expect("read").map(|r| to_mrec(&r));
+                let all: Vec<MRec> =
+                    log.snapshot().reader(o).map(|r| r.map(|r| to_mrec(&r))).collect::<Result<_, _>>().expect("read");
+                let want = model.read_from(o);
+                assert_eq!(first.as_ref(), want.first(), "READ {o}");
+                assert_eq!(all, want, "reading everything from {o}");
             }
         }
         assert_eq!(system_segments(&log), model.segments(), "after {op:?} on {}", harness.name());
