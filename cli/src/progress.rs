@@ -8,7 +8,7 @@ pub fn bar(total: u64, what: &str, bytes: bool) -> ProgressBar {
     let template = if bytes {
         "{msg:>8} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})"
     } else {
-        "{msg:>8} [{bar:40}] {human_pos}/{human_len} ({per_sec}, {eta})"
+        "{msg:>8} [{bar:40}] {human_pos}/{human_len} ({elapsed}, {eta} left)"
     };
     if let Ok(style) = ProgressStyle::with_template(template) {
         bar.set_style(style.progress_chars("=> "));
