@@ -106,6 +106,8 @@ impl Log {
     /// only after the swap, so a crash in between only makes the next pass redo work.
     ///
     /// Readers holding a [`crate::LogSnapshot`] keep reading the old segments; new snapshots see only the new.
+    /// The write lock is taken only to publish the new segment list, not across the file work and its syncs,
+    /// so appends and reads are not stalled by a commit.
     ///
     /// # Errors
     /// [`Error::BadReplacement`] when a replacement does not match the log's current segments (nothing is
@@ -117,29 +119,37 @@ impl Log {
         checkpoint: u64,
     ) -> Result<()> {
         cleaning.check_for(self)?;
-        let mut guard = self.write_inner()?;
-        let inner = &mut *guard;
-        if checkpoint > inner.active.base {
-            return Err(Error::BadReplacement(format!(
-                "checkpoint {checkpoint} is beyond the active segment's base {}",
-                inner.active.base
-            )));
-        }
-        let mut bases: Vec<u64> = replacements.iter().map(|r| r.old.base()).collect();
-        bases.sort_unstable();
-        if let Some(w) = bases.windows(2).find(|w| w[0] == w[1]) {
-            return Err(Error::BadReplacement(format!("segment {} is replaced twice", w[0])));
-        }
-        for r in &replacements {
-            let base = r.old.base();
-            let current = inner.closed.iter().find(|s| s.base() == base);
-            if !current.is_some_and(|s| Arc::ptr_eq(s, &r.old)) {
-                return Err(Error::BadReplacement(format!("segment {base} is not a current closed segment")));
+        // Validate under the read lock, then do the file work without holding any lock (appends, rolls and
+        // reads go on: they touch neither these files nor the closed list), and take the write lock only to
+        // publish the new list. The cleaning guard keeps any other commit out meanwhile.
+        let previous_checkpoint = {
+            let inner = self.read_inner();
+            if self.is_poisoned() {
+                return Err(Error::Poisoned);
             }
-            if r.new.base() != base || r.new.name() != file_name(base, FileKind::Cleaned) {
-                return Err(Error::BadReplacement(format!("{} does not replace segment {base}", r.new.name())));
+            if checkpoint > inner.active.base {
+                return Err(Error::BadReplacement(format!(
+                    "checkpoint {checkpoint} is beyond the active segment's base {}",
+                    inner.active.base
+                )));
             }
-        }
+            let mut bases: Vec<u64> = replacements.iter().map(|r| r.old.base()).collect();
+            bases.sort_unstable();
+            if let Some(w) = bases.windows(2).find(|w| w[0] == w[1]) {
+                return Err(Error::BadReplacement(format!("segment {} is replaced twice", w[0])));
+            }
+            for r in &replacements {
+                let base = r.old.base();
+                let current = inner.closed.iter().find(|s| s.base() == base);
+                if !current.is_some_and(|s| Arc::ptr_eq(s, &r.old)) {
+                    return Err(Error::BadReplacement(format!("segment {base} is not a current closed segment")));
+                }
+                if r.new.base() != base || r.new.name() != file_name(base, FileKind::Cleaned) {
+                    return Err(Error::BadReplacement(format!("{} does not replace segment {base}", r.new.name())));
+                }
+            }
+            inner.checkpoint
+        };
         let store = &*self.store;
         self.remove_strays(&replacements)?;
         for r in &replacements {
@@ -181,6 +191,7 @@ impl Log {
         }
         if !replaced.is_empty() {
             self.check(store.sync_dir().map_err(Error::io("sync directory", "<store>")))?;
+            let mut inner = self.write_inner()?;
             let closed: Vec<Arc<SealedSegment>> = inner
                 .closed
                 .iter()
@@ -190,6 +201,7 @@ impl Log {
                 })
                 .collect();
             inner.closed = Arc::new(closed);
+            drop(inner);
             for (&base, new) in &replaced {
                 let deleted = file_name(base, FileKind::Deleted);
                 self.check(store.delete(&deleted).map_err(Error::io("delete", &deleted)))?;
@@ -200,9 +212,9 @@ impl Log {
             }
             self.check(store.sync_dir().map_err(Error::io("sync directory", "<store>")))?;
         }
-        if checkpoint != inner.checkpoint {
+        if checkpoint != previous_checkpoint {
             self.check(checkpoint::write(store, checkpoint))?;
-            inner.checkpoint = checkpoint;
+            self.write_inner()?.checkpoint = checkpoint;
         }
         Ok(())
     }
