@@ -4,8 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use log_core::codec;
-use log_core::segment::RecordIter;
-use log_core::{CleaningGuard, Log, RecordRef, Replacement, SealedSegment, SegmentWriter};
+use log_core::{CleaningGuard, Log, RecordRef, Replacement, SealedSegment};
 
 use crate::clock::Clock;
 use crate::config::CleanerConfig;
@@ -268,24 +267,18 @@ impl<M: OffsetMap> Cleaner<M> {
     ) -> Result<Option<SealedSegment>> {
         stats.pass2.segments_read += 1;
         let bytes = segment.bytes();
-        let mut writer: Option<SegmentWriter> = None;
+        let mut copy = log.cleaned_copy(exclusive, segment);
         for item in segment.records() {
             let (pos, rec, len) = item?;
             stats.pass2.records_read += 1;
             stats.pass2.bytes_read += len as u64;
-            let verdict = self.verdict(&rec, end_offset, now, horizon, options, stats);
-            if writer.is_none() && !matches!(verdict, Verdict::Keep) {
-                writer = Some(start_copy(log, exclusive, segment, pos as usize)?);
-            }
             let frame = &bytes[pos as usize..pos as usize + len];
-            match verdict {
-                Verdict::Drop => {}
+            match self.verdict(&rec, end_offset, now, horizon, options, stats) {
+                Verdict::Drop => copy.drop_record()?,
                 Verdict::Keep => {
                     stats.pass2.records_kept += 1;
                     stats.pass2.bytes_kept += len as u64;
-                    if let Some(w) = writer.as_mut() {
-                        w.append_frame(frame, rec.offset, rec.delete_horizon)?;
-                    }
+                    copy.keep(pos, frame, rec.offset, rec.delete_horizon)?;
                 }
                 Verdict::Stamp(h) => {
                     self.scratch.clear();
@@ -297,16 +290,11 @@ impl<M: OffsetMap> Cleaner<M> {
                     })?;
                     stats.pass2.records_kept += 1;
                     stats.pass2.bytes_kept += n as u64;
-                    if let Some(w) = writer.as_mut() {
-                        w.append_frame(&self.scratch, rec.offset, Some(h))?;
-                    }
+                    copy.keep_changed(&self.scratch, rec.offset, Some(h))?;
                 }
             }
         }
-        match writer {
-            None => Ok(None),
-            Some(w) => Ok(Some(log.finish_cleaned(w)?)),
-        }
+        Ok(copy.finish()?)
     }
 
     fn record_map_stats(&self, stats: &mut CleanStats) {
@@ -323,18 +311,6 @@ impl<M: OffsetMap> Cleaner<M> {
             probes_per_lookup: if lookups == 0 { 0.0 } else { m.probes() as f64 / lookups as f64 },
         };
     }
-}
-
-/// Opens the cleaned copy of `segment` and copies its first `upto` bytes (records all kept so far) into it.
-fn start_copy(log: &Log, exclusive: &CleaningGuard<'_>, segment: &SealedSegment, upto: usize) -> Result<SegmentWriter> {
-    let mut writer = log.create_cleaned(exclusive, segment.base())?;
-    let prefix = segment.bytes().get(..upto).unwrap_or_default();
-    for item in RecordIter::new(prefix, 0, segment.name()) {
-        let (pos, rec, len) = item?;
-        let frame = &prefix[pos as usize..pos as usize + len];
-        writer.append_frame(frame, rec.offset, rec.delete_horizon)?;
-    }
-    Ok(writer)
 }
 
 /// Best-effort removal of output files of a failed pass (the next pass or open removes any left).

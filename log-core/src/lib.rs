@@ -28,6 +28,7 @@
 
 pub mod check;
 mod checkpoint;
+mod cleaned_copy;
 pub mod codec;
 mod config;
 mod error;
@@ -43,6 +44,7 @@ pub mod storage;
 mod swap;
 pub mod workload;
 
+pub use cleaned_copy::CleanedCopy;
 pub use config::{DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES, LogConfig, SyncPolicy};
 pub use error::{CorruptKind, Error, Result};
 pub use log::{AppendRecord, Log, RecoveryReport, now_ms};

@@ -288,6 +288,21 @@ impl SegmentWriter {
         SegmentWriter { base, name, file, buffer: Vec::new(), written, summary: SegmentSummary::new(index_interval) }
     }
 
+    /// Appends, in one block, the first bytes of another segment whose records all stay as they are, with
+    /// the summary already built for them. Only valid on a writer that has written nothing yet.
+    ///
+    /// # Errors
+    /// [`Error::Io`] from the backend.
+    pub(crate) fn append_prefix(&mut self, bytes: &[u8], summary: SegmentSummary) -> Result<()> {
+        debug_assert_eq!(self.size(), 0, "a prefix goes first");
+        if !bytes.is_empty() {
+            self.file.append(bytes).map_err(Error::io("append", &self.name))?;
+            self.written += bytes.len() as u64;
+        }
+        self.summary = summary;
+        Ok(())
+    }
+
     /// Appends one encoded frame holding the record with `offset` (and `delete_horizon`).
     ///
     /// # Errors
