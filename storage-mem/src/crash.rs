@@ -360,13 +360,7 @@ impl Segment for CrashSegment {
     }
 
     fn read_at(&self, pos: u64, out: &mut [u8]) -> io::Result<()> {
-        let state = self.file.read();
-        let bytes = state.live_bytes();
-        let start = usize::try_from(pos).map_err(|_| io::ErrorKind::UnexpectedEof)?;
-        let src =
-            start.checked_add(out.len()).and_then(|end| bytes.get(start..end)).ok_or(io::ErrorKind::UnexpectedEof)?;
-        out.copy_from_slice(src);
-        Ok(())
+        crate::copy_out(self.file.read().live_bytes(), pos, out)
     }
 
     fn truncate(&self, len: u64) -> io::Result<()> {

@@ -30,6 +30,14 @@ use log_core::{Segment, SegmentBytes, SegmentStore};
 #[cfg(feature = "crash-sim")]
 pub mod crash;
 
+/// Fills `out` from `bytes` at `pos`, the bounds rule of [`Segment::read_at`] for every in-memory file.
+pub(crate) fn copy_out(bytes: &[u8], pos: u64, out: &mut [u8]) -> io::Result<()> {
+    let start = usize::try_from(pos).map_err(|_| io::ErrorKind::UnexpectedEof)?;
+    let src = start.checked_add(out.len()).and_then(|end| bytes.get(start..end)).ok_or(io::ErrorKind::UnexpectedEof)?;
+    out.copy_from_slice(src);
+    Ok(())
+}
+
 /// An in-memory [`SegmentStore`].
 #[derive(Debug, Default)]
 pub struct MemStore {
@@ -139,13 +147,7 @@ impl Segment for MemSegment {
     }
 
     fn read_at(&self, pos: u64, out: &mut [u8]) -> io::Result<()> {
-        let state = self.read();
-        let bytes = state.bytes();
-        let start = usize::try_from(pos).map_err(|_| io::ErrorKind::UnexpectedEof)?;
-        let src =
-            start.checked_add(out.len()).and_then(|end| bytes.get(start..end)).ok_or(io::ErrorKind::UnexpectedEof)?;
-        out.copy_from_slice(src);
-        Ok(())
+        copy_out(self.read().bytes(), pos, out)
     }
 
     fn truncate(&self, len: u64) -> io::Result<()> {

@@ -1,12 +1,11 @@
 //! The worked trace of the log compaction lesson (`shared/seeds/`) and one test for each "common mistake"
-//! it lists, on the library API.
+//! it lists, on the library API over the in-memory backend.
 
 use std::sync::Arc;
 
 use cleaner::{Cleaner, CleanerConfig, ManualClock, PassOptions, SkimpyMap};
+use conformance::scenarios::segments;
 use log_core::{Log, LogConfig};
-
-type Segments = Vec<(u64, Vec<String>, bool)>;
 
 fn new_log() -> Log {
     Log::open(Arc::new(storage_mem::MemStore::new()), LogConfig::default()).expect("open")
@@ -15,23 +14,6 @@ fn new_log() -> Log {
 fn cleaner(clock: &Arc<ManualClock>) -> Cleaner<SkimpyMap> {
     let config = CleanerConfig { dedupe_buffer_bytes: 1 << 16, ..CleanerConfig::default() };
     Cleaner::new(config.skimpy_map().expect("map"), config, Arc::clone(clock) as Arc<dyn cleaner::Clock>)
-}
-
-/// `(base, ["offset key=value"], closed)` for every segment.
-fn segments(log: &Log) -> Segments {
-    let snap = log.snapshot();
-    let show = |r: &log_core::Record| {
-        let key = String::from_utf8_lossy(r.key.as_deref().unwrap_or_default()).into_owned();
-        let value = r.value.as_deref().map_or("TOMBSTONE".into(), |v| String::from_utf8_lossy(v).into_owned());
-        format!("{} {key}={value}", r.offset)
-    };
-    let mut out: Segments = snap
-        .closed()
-        .iter()
-        .map(|s| (s.base(), s.records().map(|r| show(&r.expect("valid").1.to_record())).collect(), true))
-        .collect();
-    out.push((snap.active_base(), snap.active_records().expect("active").iter().map(show).collect(), false));
-    out
 }
 
 fn seg(base: u64, recs: &[&str], closed: bool) -> (u64, Vec<String>, bool) {
