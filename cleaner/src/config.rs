@@ -9,6 +9,9 @@ use crate::map::SkimpyMap;
 pub const DEFAULT_DEDUPE_BUFFER_BYTES: usize = 128 << 20;
 /// Kafka's `log.cleaner.io.buffer.load.factor` default.
 pub const DEFAULT_LOAD_FACTOR: f64 = 0.9;
+/// Smallest load factor accepted: below it a map wastes nearly all its memory, and the slot count needed to
+/// hold one key grows without bound.
+pub const MIN_LOAD_FACTOR: f64 = 0.01;
 /// Kafka's `delete.retention.ms` default: one day.
 pub const DEFAULT_DELETE_RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
 
@@ -17,7 +20,8 @@ pub const DEFAULT_DELETE_RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
 pub struct CleanerConfig {
     /// `log.cleaner.dedupe.buffer.size`: bytes of the offset map.
     pub dedupe_buffer_bytes: usize,
-    /// `log.cleaner.io.buffer.load.factor`: the share of the map's slots that may fill, in `(0, 1]`.
+    /// `log.cleaner.io.buffer.load.factor`: the share of the map's slots that may fill, in
+    /// `[MIN_LOAD_FACTOR, 1]`.
     pub load_factor: f64,
     /// `delete.retention.ms`: how long a tombstone lives after the first pass that keeps it.
     pub delete_retention_ms: i64,
@@ -39,8 +43,11 @@ impl CleanerConfig {
     /// # Errors
     /// [`Error::InvalidConfig`] or [`Error::BufferTooSmall`].
     pub fn validate(&self) -> Result<()> {
-        if !(self.load_factor > 0.0 && self.load_factor <= 1.0) {
-            return Err(Error::InvalidConfig(format!("load factor {} is not in (0, 1]", self.load_factor)));
+        if !(MIN_LOAD_FACTOR..=1.0).contains(&self.load_factor) {
+            return Err(Error::InvalidConfig(format!(
+                "load factor {} is not in [{MIN_LOAD_FACTOR}, 1]",
+                self.load_factor
+            )));
         }
         if self.delete_retention_ms < 0 {
             return Err(Error::InvalidConfig(format!("delete retention {} ms is negative", self.delete_retention_ms)));
@@ -62,13 +69,15 @@ impl CleanerConfig {
     /// As [`CleanerConfig::validate`].
     pub fn skimpy_map(&self) -> Result<SkimpyMap> {
         self.validate()?;
-        Ok(SkimpyMap::new(self.dedupe_buffer_bytes, self.load_factor))
+        SkimpyMap::new(self.dedupe_buffer_bytes, self.load_factor)
+            .map_err(|source| Error::OutOfMemory { bytes: self.dedupe_buffer_bytes, source })
     }
 }
 
-/// Smallest buffer in which a skimpy map at `load_factor` (in `(0, 1]`) holds one key: `ceil(1 / load_factor)`
-/// slots, corrected for rounding.
+/// Smallest buffer in which a skimpy map at `load_factor` (in `[MIN_LOAD_FACTOR, 1]`; others are clamped)
+/// holds one key: `ceil(1 / load_factor)` slots, corrected for rounding.
 pub fn min_skimpy_bytes(load_factor: f64) -> usize {
+    let load_factor = if load_factor.is_nan() { 1.0 } else { load_factor.clamp(MIN_LOAD_FACTOR, 1.0) };
     let holds = |slots: usize| ((slots as f64) * load_factor).floor() >= 1.0;
     let mut slots = (1.0 / load_factor).ceil().clamp(1.0, 1e15) as usize;
     while slots > 1 && holds(slots - 1) {
@@ -86,11 +95,26 @@ mod tests {
 
     #[test]
     fn the_minimum_buffer_holds_exactly_one_key() {
-        for lf in [1.0, 0.95, 0.9, 0.5, 0.1, 0.01, 1e-7] {
+        for lf in [1.0, 0.95, 0.9, 0.5, 0.1, 0.01] {
             let min = min_skimpy_bytes(lf);
             assert_eq!(SkimpyMap::capacity_for(min, lf), 1, "load factor {lf}");
             assert_eq!(SkimpyMap::capacity_for(min - 1, lf), 0, "load factor {lf}");
         }
         assert_eq!(min_skimpy_bytes(0.9), 48);
+    }
+
+    #[test]
+    fn load_factors_outside_the_range_are_refused() {
+        for lf in [0.0, 1e-300, 0.009, 1.0001, f64::NAN, f64::INFINITY, -0.5] {
+            let c = CleanerConfig { load_factor: lf, ..CleanerConfig::default() };
+            assert!(matches!(c.validate(), Err(Error::InvalidConfig(_))), "{lf}");
+        }
+        assert_eq!(min_skimpy_bytes(1e-300), min_skimpy_bytes(MIN_LOAD_FACTOR), "clamped, never a long loop");
+    }
+
+    #[test]
+    fn a_budget_the_machine_cannot_map_is_an_error() {
+        let c = CleanerConfig { dedupe_buffer_bytes: usize::MAX / 2, ..CleanerConfig::default() };
+        assert!(matches!(c.skimpy_map(), Err(Error::OutOfMemory { .. })));
     }
 }

@@ -24,6 +24,15 @@ pub enum Error {
         /// Smallest buffer that holds one key.
         min_bytes: usize,
     },
+    /// The machine cannot give the offset map its budget.
+    #[error("cannot allocate a dedupe buffer of {bytes} bytes: {source}")]
+    OutOfMemory {
+        /// The budget asked for.
+        bytes: usize,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A configuration value is out of range.
     #[error("invalid cleaner configuration: {0}")]
     InvalidConfig(String),

@@ -35,7 +35,8 @@ mod stats;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{
-    CleanerConfig, DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_LOAD_FACTOR, min_skimpy_bytes,
+    CleanerConfig, DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_LOAD_FACTOR, MIN_LOAD_FACTOR,
+    min_skimpy_bytes,
 };
 pub use error::{Error, Result};
 pub use map::{MapFull, OffsetMap, SkimpyMap};

@@ -161,7 +161,7 @@ impl<M: OffsetMap> Cleaner<M> {
         stats.pass2.seconds = pass2.elapsed().as_secs_f64();
         self.record_map_stats(&mut stats);
         for r in &replacements {
-            if r.new.size() == 0 {
+            if r.new.is_removal() {
                 stats.segments_removed += 1;
             } else {
                 stats.segments_rewritten += 1;
@@ -306,6 +306,7 @@ impl<M: OffsetMap> Cleaner<M> {
             slots: m.slots() as u64,
             utilization: if m.slots() == 0 { 0.0 } else { m.len() as f64 / m.slots() as f64 },
             memory_bytes: m.memory_bytes() as u64,
+            touched_bytes: m.touched_bytes() as u64,
             lookups,
             probes: m.probes(),
             probes_per_lookup: if lookups == 0 { 0.0 } else { m.probes() as f64 / lookups as f64 },

@@ -86,8 +86,10 @@ pub struct MapStats {
     pub slots: u64,
     /// `entries / slots`, Kafka's "buffer utilization".
     pub utilization: f64,
-    /// Bytes of the map.
+    /// Bytes of the map (its budget).
     pub memory_bytes: u64,
+    /// Bytes of the map this pass touched (resident memory; what clearing costs).
+    pub touched_bytes: u64,
     /// Puts and gets in both passes.
     pub lookups: u64,
     /// Slots inspected by them.

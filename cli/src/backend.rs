@@ -1,9 +1,10 @@
-//! Choosing and opening the storage backend.
+//! Choosing and opening the storage backend and the log on it.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use log_core::{Log, LogConfig, SegmentStore};
+use log_core::layout::Layout;
+use log_core::{Log, LogConfig, RecoveryReport, SegmentStore};
 
 use crate::failure::Failure;
 
@@ -16,46 +17,108 @@ pub enum Backend {
     File,
 }
 
-/// Opens the store for `backend`; the file backend needs `dir`.
+fn store_failure(e: storage_file::Error) -> Failure {
+    match e {
+        storage_file::Error::NotFound(_) | storage_file::Error::NotADirectory(_) => Failure::Usage(e.to_string()),
+        _ => Failure::Runtime(e.to_string()),
+    }
+}
+
+/// Opens the store for `backend`; the file backend needs `dir`, which is created if missing (for commands
+/// whose job is to write a log: `run`, `gen`).
 ///
 /// # Errors
 /// [`Failure::Usage`] when `--dir` is missing or given to the memory backend; [`Failure::Runtime`] when the
-/// directory cannot be opened or is locked.
+/// directory cannot be opened or another writer holds it.
 pub fn open_store(backend: Backend, dir: Option<&Path>) -> Result<Arc<dyn SegmentStore>, Failure> {
     match (backend, dir) {
         (Backend::Mem, None) => Ok(Arc::new(storage_mem::MemStore::new())),
         (Backend::Mem, Some(_)) => Err(Failure::Usage("--dir needs --backend file".into())),
-        (Backend::File, Some(dir)) => {
-            let store = storage_file::FileStore::open(dir).map_err(|e| Failure::Runtime(e.to_string()))?;
-            Ok(Arc::new(store))
-        }
+        (Backend::File, Some(dir)) => Ok(Arc::new(storage_file::FileStore::open(dir).map_err(store_failure)?)),
         (Backend::File, None) => Err(Failure::Usage("--backend file needs --dir DIR".into())),
     }
 }
 
-/// Opens the log in directory `dir`, reporting on standard error what recovery repaired.
+/// Opens the existing directory `dir` for writing, refusing one that holds no log: commands that change a
+/// log (`compact`, `repair`) never create one.
 ///
 /// # Errors
-/// As [`open_store`]; [`Failure::Runtime`] when the log cannot be opened (corruption names file and position).
-pub fn open_dir_log(dir: &Path, config: LogConfig) -> Result<Log, Failure> {
-    open_log(open_store(Backend::File, Some(dir))?, config)
+/// [`Failure::Usage`] when `dir` is missing or holds no log; [`Failure::Runtime`] when it cannot be opened or
+/// another writer holds it.
+pub fn open_existing_store(dir: &Path) -> Result<Arc<dyn SegmentStore>, Failure> {
+    let store: Arc<dyn SegmentStore> = Arc::new(storage_file::FileStore::open_existing(dir).map_err(store_failure)?);
+    refuse_empty(dir, &*store)?;
+    Ok(store)
 }
 
-/// Opens a log on `store`, reporting on standard error what recovery repaired.
+/// Opens `dir` read-only: no lock, nothing created or changed.
 ///
 /// # Errors
-/// [`Failure::Runtime`] when the log cannot be opened.
-pub fn open_log(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log, Failure> {
-    let log = Log::open(store, config).map_err(|e| Failure::Runtime(format!("cannot open the log: {e}")))?;
-    let r = log.recovery_report();
-    if let Some((name, at, dropped, kind)) = &r.truncated_tail {
-        eprintln!("recovery: cut {dropped} bytes off {name} at byte {at} ({kind})");
+/// [`Failure::Usage`] when `dir` is missing; [`Failure::Runtime`] when it cannot be read.
+pub fn open_read_only_store(dir: &Path) -> Result<Arc<dyn SegmentStore>, Failure> {
+    Ok(Arc::new(storage_file::FileStore::open_read_only(dir).map_err(store_failure)?))
+}
+
+fn refuse_empty(dir: &Path, store: &dyn SegmentStore) -> Result<(), Failure> {
+    let layout = Layout::scan(store).map_err(|e| Failure::from_log("cannot list the directory", &e))?;
+    if let Some(found) = layout.foreign_format(store) {
+        return Err(Failure::Usage(format!("{} is not a logcompact log: it holds {found}", dir.display())));
+    }
+    if layout.has_no_segments() {
+        return Err(Failure::Usage(format!("{} holds no log: {}", dir.display(), layout.describe())));
+    }
+    Ok(())
+}
+
+/// Lines describing what a recovery report says was repaired (`done`) or will be (`!done`).
+pub fn describe_recovery(r: &RecoveryReport, done: bool) -> Vec<String> {
+    let (did, will) = if done { ("", "") } else { ("the next open ", "will ") };
+    let mut lines = Vec::new();
+    if let Some(t) = &r.truncated_tail {
+        let verb = if done { "cut" } else { "will cut" };
+        lines.push(format!(
+            "recovery: {did}{verb} a torn tail of {} bytes off {} at byte {} ({})",
+            t.bytes, t.segment, t.position, t.kind
+        ));
     }
     if r.swaps_completed > 0 {
-        eprintln!("recovery: completed an interrupted cleaning swap ({} segments)", r.swaps_completed);
+        let verb = if done { "completed" } else { "complete" };
+        lines
+            .push(format!("recovery: {did}{will}{verb} an interrupted cleaning swap ({} segments)", r.swaps_completed));
     }
     if r.cleaned_files_discarded > 0 {
-        eprintln!("recovery: rolled back an interrupted cleaning swap ({} files)", r.cleaned_files_discarded);
+        let verb = if done { "rolled back" } else { "roll back" };
+        lines.push(format!(
+            "recovery: {did}{will}{verb} an interrupted cleaning swap ({} files)",
+            r.cleaned_files_discarded
+        ));
+    }
+    if let Some(c) = r.checkpoint_reset {
+        lines.push(format!(
+            "recovery: the cleaner checkpoint {} is past the end of the log; cleaning restarts from offset {}",
+            c.found, c.reset_to
+        ));
+    }
+    lines
+}
+
+/// Opens a log on `store` for writing, reporting on standard error what recovery repaired.
+///
+/// # Errors
+/// [`Failure::Corruption`] when stored data is damaged (nothing is changed then); [`Failure::Runtime`] when
+/// the log cannot be opened.
+pub fn open_log(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log, Failure> {
+    let log = Log::open(store, config).map_err(|e| Failure::from_log("cannot open the log", &e))?;
+    for line in describe_recovery(log.recovery_report(), true) {
+        eprintln!("{line}");
     }
     Ok(log)
+}
+
+/// Opens a log on `store` for reading only.
+///
+/// # Errors
+/// As [`open_log`]; [`Failure::Usage`] when the store holds no log of this format.
+pub fn open_log_read_only(store: Arc<dyn SegmentStore>) -> Result<Log, Failure> {
+    Log::open_read_only(store, LogConfig::default()).map_err(|e| Failure::from_log("cannot read the log", &e))
 }

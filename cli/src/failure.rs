@@ -1,7 +1,22 @@
-//! How a command fails, and the exit code for each way.
+//! How a command fails, and the exit code for each way. The same codes for every command:
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success (a log with only recoverable leftovers of a crash checks out as 0) |
+//! | 1 | corruption or loss: stored data is damaged or cannot be reached |
+//! | 2 | usage: bad options, a bad script line, a directory that holds no log of this format |
+//! | 3 | the command could not be carried out: an I/O error, a directory in use by a writer, too little memory |
 
 use std::fmt;
 use std::process::ExitCode;
+
+/// The exit codes, as `--help` and the README give them.
+pub const EXIT_CODES: &str = "\
+Exit codes (the same for every command):
+  0  success (a log whose only findings are leftovers of a crash that the next open repairs is intact)
+  1  corruption or loss: stored data is damaged or cannot be reached
+  2  usage: bad options, a bad script line, or a directory that holds no log of this format
+  3  the command could not be carried out: an I/O error, the directory is in use by a writer, too little memory";
 
 /// A failed command.
 #[derive(Debug)]
@@ -15,7 +30,9 @@ pub enum Failure {
         /// What is wrong.
         message: String,
     },
-    /// The log, the cleaner or I/O failed: exit code 1.
+    /// Stored data is damaged or lost: exit code 1.
+    Corruption(String),
+    /// I/O, a lock held by another writer, memory: exit code 3.
     Runtime(String),
 }
 
@@ -23,8 +40,34 @@ impl Failure {
     /// The process exit code.
     pub fn exit_code(&self) -> ExitCode {
         match self {
+            Failure::Corruption(_) => ExitCode::from(1),
             Failure::Usage(_) | Failure::Script { .. } => ExitCode::from(2),
-            Failure::Runtime(_) => ExitCode::from(1),
+            Failure::Runtime(_) => ExitCode::from(3),
+        }
+    }
+
+    /// The failure for an error of the log, with `context` in front of its message.
+    pub fn from_log(context: &str, e: &log_core::Error) -> Failure {
+        let message = if context.is_empty() { e.to_string() } else { format!("{context}: {e}") };
+        match e {
+            _ if e.is_corruption() => Failure::Corruption(format!(
+                "{message}\n(nothing was changed; `logcompact check` describes the damage and `logcompact repair` \
+                 can drop it, keeping a copy)"
+            )),
+            log_core::Error::UnusableName { .. } => Failure::Corruption(message),
+            log_core::Error::NotALog { .. } | log_core::Error::InvalidConfig(_) => Failure::Usage(message),
+            _ => Failure::Runtime(message),
+        }
+    }
+
+    /// The failure for an error of a cleaning pass.
+    pub fn from_cleaner(context: &str, e: &cleaner::Error) -> Failure {
+        match e {
+            cleaner::Error::Log(e) => Failure::from_log(context, e),
+            cleaner::Error::BufferTooSmall { .. } | cleaner::Error::InvalidConfig(_) => {
+                Failure::Usage(format!("{context}: {e}"))
+            }
+            _ => Failure::Runtime(format!("{context}: {e}")),
         }
     }
 }
@@ -32,9 +75,8 @@ impl Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Failure::Usage(m) => write!(f, "error: {m}"),
+            Failure::Usage(m) | Failure::Corruption(m) | Failure::Runtime(m) => write!(f, "error: {m}"),
             Failure::Script { line, message } => write!(f, "error: line {line}: {message}"),
-            Failure::Runtime(m) => write!(f, "error: {m}"),
         }
     }
 }

@@ -1,8 +1,10 @@
 //! How `DUMP` and `READ` print records.
 
-use std::fmt::Write;
+use std::io::Write;
 
 use log_core::{LogSnapshot, Record};
+
+use crate::failure::Failure;
 
 /// `OFFSET KEY=VALUE`, with `TOMBSTONE` for a null value and `<no key>` for an unkeyed record. Bytes that are
 /// not UTF-8 are shown with the replacement character.
@@ -12,27 +14,28 @@ pub fn record(r: &Record) -> String {
     format!("{} {key}={value}", r.offset)
 }
 
-/// One line per segment, oldest first: `segment BASE: OFFSET KEY=VALUE ... (closed)`, the active segment
-/// last with `(active)`.
+fn write_failed(e: std::io::Error) -> Failure {
+    Failure::Runtime(format!("cannot write output: {e}"))
+}
+
+/// Writes one line per segment, oldest first: `segment BASE: OFFSET KEY=VALUE ... (closed)`, the active
+/// segment last with `(active)`.
 ///
 /// # Errors
-/// A read error of the log.
-pub fn dump(snapshot: &LogSnapshot) -> log_core::Result<Vec<String>> {
-    let mut lines = Vec::new();
+/// A read error of the log, or a failed write.
+pub fn dump(snapshot: &LogSnapshot, out: &mut impl Write) -> Result<(), Failure> {
+    let read = |e: log_core::Error| Failure::from_log("cannot read the log", &e);
     for segment in snapshot.closed() {
-        let mut line = format!("segment {}:", segment.base());
+        write!(out, "segment {}:", segment.base()).map_err(write_failed)?;
         for item in segment.records() {
-            let (_, rec, _) = item?;
-            let _ = write!(line, " {}", record(&rec.to_record()));
+            let (_, rec, _) = item.map_err(read)?;
+            write!(out, " {}", record(&rec.to_record())).map_err(write_failed)?;
         }
-        line.push_str(" (closed)");
-        lines.push(line);
+        writeln!(out, " (closed)").map_err(write_failed)?;
     }
-    let mut line = format!("segment {}:", snapshot.active_base());
-    for rec in snapshot.active_records()? {
-        let _ = write!(line, " {}", record(&rec));
+    write!(out, "segment {}:", snapshot.active_base()).map_err(write_failed)?;
+    for rec in snapshot.active_records().map_err(read)? {
+        write!(out, " {}", record(&rec)).map_err(write_failed)?;
     }
-    line.push_str(" (active)");
-    lines.push(line);
-    Ok(lines)
+    writeln!(out, " (active)").map_err(write_failed)
 }

@@ -6,6 +6,7 @@ mod failure;
 mod format;
 mod json;
 mod ops;
+mod out;
 mod progress;
 mod run;
 mod script;
@@ -26,7 +27,7 @@ use failure::Failure;
 
 /// Kafka-style log compaction: a segmented keyed log, its two-pass cleaner and its offset maps.
 #[derive(Debug, Parser)]
-#[command(name = "logcompact", version, about, long_about = None)]
+#[command(name = "logcompact", version, about, long_about = None, after_help = failure::EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Commands,
@@ -46,26 +47,38 @@ enum Commands {
     Gen(GenArgs),
     /// Clean the log in a directory; prints each pass's statistics as one JSON line.
     Compact(CompactArgs),
-    /// Print the log in a directory, as DUMP does or as JSON.
+    /// Print the log in a directory, as DUMP does or as JSON. Reads only: takes no lock, changes nothing.
+    #[command(after_help = failure::EXIT_CODES)]
     Dump(DumpArgs),
-    /// Verify every checksum and invariant of the log in a directory without changing it.
+    /// Verify every checksum and invariant of the log in a directory without changing anything.
     ///
-    /// Exits 0 with a JSON report, or 1 naming the file and byte position of the first problem.
+    /// Takes no lock, so it works beside a running writer and on a read-only mount. Exits 0 with a JSON
+    /// report when every record is intact (notices on standard error tell what a crash left for the next open
+    /// to repair), or 1 naming the file and byte position of the first problem.
+    #[command(after_help = failure::EXIT_CODES)]
     Check(CheckArgs),
+    /// Show what a repair of a damaged log would drop, or with --apply do it.
+    ///
+    /// A repair drops damaged byte ranges of segments while keeping every valid record around them, sets
+    /// aside a .swap file that is not a valid cleaned segment (restoring the segment it replaced), and sets
+    /// aside an unreadable checkpoint. A copy of every cut byte is kept in repair-<time>.* files in the
+    /// directory. Without --apply nothing is changed.
+    #[command(after_help = failure::EXIT_CODES)]
+    Repair(RepairArgs),
 }
 
 /// Options shared by every command that cleans.
 #[derive(Debug, Args)]
 struct CleanerArgs {
-    /// Offset map memory (log.cleaner.dedupe.buffer.size), e.g. 4096, 64KiB, 128MiB. Small buffers give
-    /// partial passes; the buffer must hold at least one key (48 bytes at load factor 0.9).
-    #[arg(long, value_name = "BYTES", default_value = "128MiB", value_parser = size::parse_bytes)]
+    /// Offset map memory (log.cleaner.dedupe.buffer.size), e.g. 4096, 64KiB, 128MiB, 1.5GiB. Small buffers
+    /// give partial passes; the buffer must hold at least one key (48 bytes at load factor 0.9).
+    #[arg(long, value_name = "BYTES", default_value = "128MiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
     dedupe_buffer: u64,
-    /// Share of the map's slots that may fill (log.cleaner.io.buffer.load.factor), in (0, 1].
-    #[arg(long, value_name = "F", default_value_t = DEFAULT_LOAD_FACTOR)]
+    /// Share of the map's slots that may fill (log.cleaner.io.buffer.load.factor), in [0.01, 1].
+    #[arg(long, value_name = "F", default_value_t = DEFAULT_LOAD_FACTOR, allow_hyphen_values = true)]
     load_factor: f64,
     /// How long a tombstone lives after the first pass that keeps it (delete.retention.ms).
-    #[arg(long, value_name = "MS", default_value_t = DEFAULT_DELETE_RETENTION_MS)]
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_DELETE_RETENTION_MS, allow_hyphen_values = true)]
     delete_retention_ms: i64,
 }
 
@@ -73,11 +86,11 @@ impl CleanerArgs {
     fn config(&self) -> Result<CleanerConfig, Failure> {
         let config = CleanerConfig {
             dedupe_buffer_bytes: usize::try_from(self.dedupe_buffer)
-                .map_err(|_| Failure::Usage("--dedupe-buffer is too large".into()))?,
+                .map_err(|_| Failure::Usage("--dedupe-buffer is too large for this machine's address space".into()))?,
             load_factor: self.load_factor,
             delete_retention_ms: self.delete_retention_ms,
         };
-        config.validate().map_err(|e| Failure::Usage(e.to_string()))?;
+        config.validate().map_err(|e| Failure::from_cleaner("bad cleaner settings", &e))?;
         Ok(config)
     }
 }
@@ -90,7 +103,7 @@ struct RunArgs {
     #[command(flatten)]
     cleaner: CleanerArgs,
     /// Roll the active segment before an append would take it past this size (segment.bytes).
-    #[arg(long, value_name = "BYTES", default_value = "1GiB", value_parser = size::parse_bytes)]
+    #[arg(long, value_name = "BYTES", default_value = "1GiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
     segment_bytes: u64,
     /// Print each pass's statistics as one JSON line on standard error.
     #[arg(long)]
@@ -110,19 +123,19 @@ struct GenArgs {
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
     /// Records to append.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     records: u64,
     /// Distinct keys, drawn uniformly.
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", allow_hyphen_values = true)]
     keys: u64,
-    /// Bytes per value.
-    #[arg(long, value_name = "B", default_value_t = 100)]
-    value_bytes: usize,
+    /// Bytes per value (at most 64 MiB).
+    #[arg(long, value_name = "B", default_value = "100", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    value_bytes: u64,
     /// Share of appends that are tombstones, in [0, 1].
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
+    #[arg(long, value_name = "FRACTION", default_value = "0", value_parser = size::parse_fraction, allow_hyphen_values = true)]
     tombstones: f64,
     /// Roll segments at this size (segment.bytes).
-    #[arg(long, value_name = "S", default_value = "1GiB", value_parser = size::parse_bytes)]
+    #[arg(long, value_name = "S", default_value = "1GiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
     segment_bytes: u64,
     /// Generator seed: the same seed appends the same records.
     #[arg(long, value_name = "X", default_value_t = 1)]
@@ -161,13 +174,26 @@ struct CheckArgs {
     dir: PathBuf,
 }
 
+#[derive(Debug, Args)]
+struct RepairArgs {
+    /// The log's directory.
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    /// Carry the repair out (without it, only show what it would drop).
+    #[arg(long)]
+    apply: bool,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
 fn run(args: &RunArgs) -> Result<(), Failure> {
     let cleaner_config = args.cleaner.config()?;
     let log_config = LogConfig { segment_bytes: args.segment_bytes, ..LogConfig::default() };
     let store = backend::open_store(args.backend, args.dir.as_deref())?;
     let log = backend::open_log(store, log_config)?;
     let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    let mut out = out::QuietPipe::new(BufWriter::new(stdout.lock()));
     let mut err = io::stderr();
     let result = if args.script == "-" {
         run::run_script(io::stdin().lock(), &log, &cleaner_config, args.stats, &mut out, &mut err)
@@ -179,27 +205,31 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     out.flush().map_err(|e| Failure::Runtime(format!("cannot write output: {e}")))?;
     result?;
     // Everything the script wrote is durable when the run ends.
-    log.sync().map_err(|e| Failure::Runtime(format!("cannot sync the log: {e}")))
+    log.sync().map_err(|e| Failure::from_log("cannot sync the log", &e))
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Commands::Run(args) => run(args),
-        Commands::Gen(a) => {
-            let workload = Workload {
-                records: a.records,
-                keys: a.keys,
-                value_bytes: a.value_bytes,
-                tombstone_fraction: a.tombstones,
-                seed: a.seed,
-            };
-            let config = LogConfig { segment_bytes: a.segment_bytes, ..LogConfig::default() };
-            ops::generate(&a.dir, workload, config)
-        }
+        Commands::Gen(a) => match usize::try_from(a.value_bytes) {
+            Err(_) => Err(Failure::Usage(format!("--value-bytes {} is too large", a.value_bytes))),
+            Ok(value_bytes) => {
+                let workload = Workload {
+                    records: a.records,
+                    keys: a.keys,
+                    value_bytes,
+                    tombstone_fraction: a.tombstones,
+                    seed: a.seed,
+                };
+                let config = LogConfig { segment_bytes: a.segment_bytes, ..LogConfig::default() };
+                ops::generate(&a.dir, workload, config)
+            }
+        },
         Commands::Compact(a) => a.cleaner.config().and_then(|c| ops::compact(&a.dir, &c, a.purge, a.until_clean)),
         Commands::Dump(a) => ops::dump(&a.dir, a.json),
         Commands::Check(a) => ops::check(&a.dir),
+        Commands::Repair(a) => ops::repair(&a.dir, a.apply, a.json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,4 +1,4 @@
-//! `gen`, `compact`, `dump` and `check`: the commands that work on a log directory.
+//! `gen`, `compact`, `dump`, `check` and `repair`: the commands that work on a log directory.
 
 use std::io::Write;
 use std::path::Path;
@@ -6,31 +6,25 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cleaner::{Cleaner, CleanerConfig, PassOptions, Phase, SystemClock};
+use log_core::LogConfig;
+use log_core::repair::{RepairAction, RepairPlan};
 use log_core::workload::Workload;
-use log_core::{LogConfig, SegmentStore};
 use serde::Serialize;
 
-use crate::backend::{Backend, open_dir_log, open_store};
+use crate::backend::{self, describe_recovery};
 use crate::failure::Failure;
+use crate::out::QuietPipe;
 use crate::{format, json, progress};
 
-fn runtime(e: impl std::fmt::Display) -> Failure {
-    Failure::Runtime(e.to_string())
+fn write_failed(e: impl std::fmt::Display) -> Failure {
+    Failure::Runtime(format!("cannot write output: {e}"))
 }
 
-/// Commands that read a log refuse to create one.
-fn existing(dir: &Path) -> Result<(), Failure> {
-    if dir.is_dir() { Ok(()) } else { Err(Failure::Usage(format!("{} is not a log directory", dir.display()))) }
-}
-
-fn print_json(value: &impl Serialize) -> Result<(), Failure> {
-    let text = serde_json::to_string(value).map_err(runtime)?;
-    let mut out = std::io::stdout().lock();
-    match writeln!(out, "{text}") {
-        // A reader that stopped early (`| head`) is not an error.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.map_err(runtime),
-    }
+/// Prints `value` as one JSON line on standard output (quietly nothing once the reader has gone).
+pub fn print_json(value: &impl Serialize) -> Result<(), Failure> {
+    let text = serde_json::to_string(value).map_err(write_failed)?;
+    let mut out = QuietPipe::new(std::io::stdout().lock());
+    writeln!(out, "{text}").and_then(|()| out.flush()).map_err(write_failed)
 }
 
 /// What `gen` did.
@@ -48,19 +42,28 @@ struct GenSummary {
 /// Appends a synthetic workload to the log in `dir` and prints a JSON summary.
 ///
 /// # Errors
-/// [`Failure::Runtime`] when the log fails.
+/// [`Failure::Usage`] for a workload that cannot be written (checked before anything is allocated or
+/// written); otherwise as the log fails.
 pub fn generate(dir: &Path, workload: Workload, config: LogConfig) -> Result<(), Failure> {
     if workload.keys == 0 {
         return Err(Failure::Usage("--keys must be at least 1".into()));
     }
-    if !(0.0..=1.0).contains(&workload.tombstone_fraction) {
-        return Err(Failure::Usage(format!("--tombstones {} is not in [0, 1]", workload.tombstone_fraction)));
+    // The largest value a record of the workload's 16-byte keys can carry, before a byte is allocated.
+    let limit = log_core::codec::MAX_RECORD_BYTES - 64;
+    if workload.value_bytes > limit {
+        return Err(Failure::Usage(format!(
+            "--value-bytes {} is larger than a record can be ({limit} bytes of value at most)",
+            workload.value_bytes
+        )));
     }
-    let log = open_dir_log(dir, config)?;
+    config.validate().map_err(|e| Failure::Usage(e.to_string()))?;
+    let log = backend::open_log(backend::open_store(backend::Backend::File, Some(dir))?, config)?;
     let bar = progress::bar(workload.records, "gen", false);
     let started = Instant::now();
-    let tombstones = workload.append_to(&log, log_core::now_ms(), |n| bar.set_position(n)).map_err(runtime)?;
-    log.sync().map_err(runtime)?;
+    let tombstones = workload
+        .append_to(&log, log_core::now_ms(), |n| bar.set_position(n))
+        .map_err(|e| Failure::from_log("cannot append", &e))?;
+    log.sync().map_err(|e| Failure::from_log("cannot sync the log", &e))?;
     let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
     let summary = GenSummary {
@@ -79,11 +82,11 @@ pub fn generate(dir: &Path, workload: Workload, config: LogConfig) -> Result<(),
 /// one JSON line.
 ///
 /// # Errors
-/// [`Failure::Usage`] for a bad configuration; [`Failure::Runtime`] when the log or the pass fails.
+/// [`Failure::Usage`] for a bad configuration or a directory without a log; [`Failure::Corruption`] when
+/// stored data is damaged; [`Failure::Runtime`] when the pass fails otherwise.
 pub fn compact(dir: &Path, config: &CleanerConfig, purge: bool, until_clean: bool) -> Result<(), Failure> {
-    existing(dir)?;
-    let log = open_dir_log(dir, LogConfig::default())?;
-    let map = config.skimpy_map().map_err(|e| Failure::Usage(e.to_string()))?;
+    let map = config.skimpy_map().map_err(|e| Failure::from_cleaner("cannot build the offset map", &e))?;
+    let log = backend::open_log(backend::open_existing_store(dir)?, LogConfig::default())?;
     let mut cleaner = Cleaner::new(map, config.clone(), Arc::new(SystemClock));
     let bar = progress::bar(0, "map", true);
     let shown = bar.clone();
@@ -94,7 +97,7 @@ pub fn compact(dir: &Path, config: &CleanerConfig, purge: bool, until_clean: boo
     });
     let mut options = PassOptions { purge };
     loop {
-        let stats = cleaner.clean(&log, options).map_err(runtime)?;
+        let stats = cleaner.clean(&log, options).map_err(|e| Failure::from_cleaner("cleaning pass failed", &e))?;
         bar.suspend(|| print_json(&stats))?;
         if !until_clean || !stats.map_full {
             break;
@@ -107,33 +110,122 @@ pub fn compact(dir: &Path, config: &CleanerConfig, purge: bool, until_clean: boo
     Ok(())
 }
 
-/// Prints the log in `dir` as `DUMP` does, or as JSON.
+/// Prints the log in `dir` as `DUMP` does, or as JSON. Reads only: nothing is written, created or locked.
 ///
 /// # Errors
-/// [`Failure::Runtime`] when the log cannot be read.
+/// [`Failure::Usage`] for a directory that holds no log; [`Failure::Corruption`] when stored data is damaged.
 pub fn dump(dir: &Path, as_json: bool) -> Result<(), Failure> {
-    existing(dir)?;
-    let log = open_dir_log(dir, LogConfig::default())?;
+    let log = backend::open_log_read_only(backend::open_read_only_store(dir)?)?;
     let snapshot = log.snapshot();
     if as_json {
-        return print_json(&json::segments(&snapshot).map_err(runtime)?);
+        return print_json(&json::segments(&snapshot).map_err(|e| Failure::from_log("cannot read the log", &e))?);
     }
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    for line in format::dump(&snapshot).map_err(runtime)? {
-        writeln!(out, "{line}").map_err(runtime)?;
-    }
-    out.flush().map_err(runtime)
+    let mut out = QuietPipe::new(std::io::BufWriter::new(std::io::stdout().lock()));
+    format::dump(&snapshot, &mut out)?;
+    out.flush().map_err(write_failed)
 }
 
-/// Verifies the log in `dir` without changing it; prints a JSON report, or the first problem (exit code 1).
+/// Verifies the log in `dir` without changing it; prints a JSON report (exit 0 when every record is intact,
+/// whatever a crash left for the next open to repair), or the first problem (exit 1).
 ///
 /// # Errors
-/// [`Failure::Runtime`] naming the file and position of the first problem.
+/// [`Failure::Corruption`] naming the file and position of the first problem; [`Failure::Usage`] for a
+/// directory that holds no log of this format.
 pub fn check(dir: &Path) -> Result<(), Failure> {
-    existing(dir)?;
-    let store: Arc<dyn SegmentStore> = open_store(Backend::File, Some(dir))?;
-    match log_core::check::check_store(&*store) {
-        Ok(report) => print_json(&report),
-        Err(problem) => Err(Failure::Runtime(format!("check failed: {problem}"))),
+    let store = backend::open_read_only_store(dir)?;
+    match log_core::check::check_store(store) {
+        Ok(report) => {
+            for n in &report.notices {
+                eprintln!("notice: {}: {}", n.file, n.what);
+            }
+            print_json(&report)
+        }
+        Err(problem) => Err(match problem.class {
+            log_core::check::ProblemClass::Corruption => Failure::Corruption(format!(
+                "check failed: {problem}\n(`logcompact repair --dir {}` shows what a repair would drop)",
+                dir.display()
+            )),
+            log_core::check::ProblemClass::NotALog => Failure::Usage(format!("{}: {}", dir.display(), problem.what)),
+            log_core::check::ProblemClass::Unreadable => Failure::Runtime(format!("check failed: {problem}")),
+        }),
+    }
+}
+
+fn describe(action: &RepairAction) -> String {
+    match action {
+        RepairAction::CutRanges { segment, ranges, bytes, records_kept, active } => {
+            let list: Vec<String> = ranges.iter().map(|(s, e)| format!("{s}..{e}")).collect();
+            let which = if *active { "active segment" } else { "segment" };
+            format!(
+                "cut {bytes} damaged bytes from {which} {segment} (byte ranges {}), keeping its {records_kept} valid records",
+                list.join(", ")
+            )
+        }
+        RepairAction::DiscardSwap { file, reason, segment } => {
+            format!("set aside {file}, which is not a valid cleaned segment ({reason}); {segment}")
+        }
+        RepairAction::ResetCheckpoint { reason } => {
+            format!("set aside the cleaner checkpoint ({reason}); cleaning restarts from the log's start")
+        }
+        RepairAction::DropHint { file, reason } => format!("delete the index hint {file} ({reason})"),
+    }
+}
+
+/// Shows what a repair of the log in `dir` would drop, or with `apply` does it (keeping a copy of every cut
+/// byte), then opens the log once so that recovery finishes what it repairs on its own.
+///
+/// # Errors
+/// [`Failure::Corruption`] when something cannot be repaired; [`Failure::Runtime`] when the repair fails.
+pub fn repair(dir: &Path, apply: bool, as_json: bool) -> Result<(), Failure> {
+    let read = |e: log_core::Error| Failure::from_log("cannot read the log", &e);
+    let plan: RepairPlan = if apply {
+        let store = backend::open_existing_store(dir)?;
+        let plan = log_core::repair::plan(&*store).map_err(read)?;
+        let stamp = u64::try_from(log_core::now_ms()).unwrap_or(0);
+        let outcome =
+            log_core::repair::apply(&*store, &plan, stamp).map_err(|e| Failure::from_log("repair failed", &e))?;
+        for name in &outcome.backups {
+            eprintln!("kept a copy of what was cut in {}", dir.join(name).display());
+        }
+        if plan.cannot_fix.is_empty() {
+            // Let the open finish what it repairs by itself (a torn tail, an interrupted swap).
+            let log = backend::open_log(store, LogConfig::default())?;
+            drop(log);
+        }
+        plan
+    } else {
+        let store = backend::open_read_only_store(dir)?;
+        let plan = log_core::repair::plan(&*store).map_err(read)?;
+        let log = backend::open_log_read_only(Arc::clone(&store));
+        if let Ok(log) = &log {
+            for line in describe_recovery(log.recovery_report(), false) {
+                eprintln!("{line}");
+            }
+        }
+        plan
+    };
+    if as_json {
+        print_json(&plan)?;
+    } else {
+        let mut out = QuietPipe::new(std::io::stdout().lock());
+        let verb = if apply { "repaired" } else { "a repair would" };
+        if plan.actions.is_empty() {
+            writeln!(out, "nothing to repair by hand in {}", dir.display()).map_err(write_failed)?;
+        }
+        for action in &plan.actions {
+            writeln!(out, "{verb}: {}", describe(action)).map_err(write_failed)?;
+        }
+        if !apply && !plan.actions.is_empty() {
+            writeln!(
+                out,
+                "run `logcompact repair --dir {} --apply` to do it; a copy of every cut byte is kept in repair-<time>.* files",
+                dir.display()
+            )
+            .map_err(write_failed)?;
+        }
+    }
+    match plan.cannot_fix.first() {
+        Some(_) => Err(Failure::Corruption(format!("cannot repair: {}", plan.cannot_fix.join("; ")))),
+        None => Ok(()),
     }
 }

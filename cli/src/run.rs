@@ -24,7 +24,7 @@ pub fn run_script(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> Result<(), Failure> {
-    let map = cleaner_config.skimpy_map().map_err(|e| Failure::Usage(e.to_string()))?;
+    let map = cleaner_config.skimpy_map().map_err(|e| Failure::from_cleaner("cannot build the offset map", &e))?;
     let mut cleaner: Cleaner<SkimpyMap> = Cleaner::new(map, cleaner_config.clone(), Arc::new(SystemClock));
     for (index, line) in input.lines().enumerate() {
         let number = index + 1;
@@ -35,29 +35,28 @@ pub fn run_script(
             Err(e) => return Err(Failure::Script { line: number, message: e.to_string() }),
         };
         let at = |e: &dyn std::fmt::Display| Failure::Runtime(format!("line {number}: {e}"));
+        let log_err = |e: log_core::Error| Failure::from_log(&format!("line {number}"), &e);
         match command {
             Command::Put { key, value } => {
-                log.put(key.as_bytes(), value.as_bytes()).map_err(|e| at(&e))?;
+                log.put(key.as_bytes(), value.as_bytes()).map_err(log_err)?;
             }
             Command::Del { key } => {
-                log.delete(key.as_bytes()).map_err(|e| at(&e))?;
+                log.delete(key.as_bytes()).map_err(log_err)?;
             }
             Command::Roll => {
-                log.roll().map_err(|e| at(&e))?;
+                log.roll().map_err(log_err)?;
             }
             Command::Compact { purge } => {
-                let s = cleaner.clean(log, PassOptions { purge }).map_err(|e| at(&e))?;
+                let s = cleaner
+                    .clean(log, PassOptions { purge })
+                    .map_err(|e| Failure::from_cleaner(&format!("line {number}"), &e))?;
                 if stats {
                     let json = serde_json::to_string(&s).map_err(|e| at(&e))?;
                     writeln!(err, "{json}").map_err(|e| at(&e))?;
                 }
             }
-            Command::Dump => {
-                for l in format::dump(&log.snapshot()).map_err(|e| at(&e))? {
-                    writeln!(out, "{l}").map_err(|e| at(&e))?;
-                }
-            }
-            Command::Read { offset } => match log.read(offset).map_err(|e| at(&e))? {
+            Command::Dump => format::dump(&log.snapshot(), out)?,
+            Command::Read { offset } => match log.read(offset).map_err(log_err)? {
                 Some(r) => writeln!(out, "{}", format::record(&r)).map_err(|e| at(&e))?,
                 None => writeln!(out, "END").map_err(|e| at(&e))?,
             },

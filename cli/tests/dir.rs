@@ -135,13 +135,25 @@ fn check_names_the_file_and_position_of_a_flipped_byte() {
 }
 
 #[test]
-fn check_fails_on_a_missing_directory_and_a_second_process_is_locked_out() {
+fn readers_work_beside_a_writer_and_a_second_writer_is_locked_out() {
     let out = logcompact(&["check", "--dir", "/nonexistent/logcompact"], "");
     assert_eq!(out.status.code(), Some(2));
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("log");
-    let _held = storage_file::FileStore::open(&dir).expect("lock the directory");
-    let out = logcompact(&["dump", "--dir", path(&dir)], "");
-    assert_eq!(out.status.code(), Some(1));
+    let store = std::sync::Arc::new(storage_file::FileStore::open(&dir).expect("lock the directory"));
+    let log = log_core::Log::open(store, log_core::LogConfig::default()).expect("open");
+    log.put(b"a", b"1").expect("put");
+    log.roll().expect("roll");
+    log.put(b"b", b"2").expect("put");
+    log.sync().expect("sync");
+    // Readers take no lock: they see the log while its writer holds it.
+    assert_eq!(
+        ok(&logcompact(&["dump", "--dir", path(&dir)], "")),
+        "segment 0: 0 a=1 (closed)\nsegment 1: 1 b=2 (active)\n"
+    );
+    ok(&logcompact(&["check", "--dir", path(&dir)], ""));
+    // A second writer is refused: exit 3, the directory is in use.
+    let out = logcompact(&["compact", "--dir", path(&dir)], "");
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("in use"));
 }

@@ -1,20 +1,29 @@
 //! `check`: a read-only verification of every file of a log, for operators (`logcompact check`).
 //!
-//! Unlike [`crate::Log::open`], which repairs what a crash leaves (torn tails, interrupted swaps), this
-//! changes nothing and reports the first problem with its file and byte position.
+//! It opens the log with [`Log::open_read_only`] (so it changes nothing, takes no lock and works beside a
+//! running writer), then scans every frame of every segment whatever the hints say and verifies every hint
+//! against its segment. What it finds falls in two classes:
+//!
+//! - a [`Problem`]: stored data is damaged or cannot be reached (a bad frame in a closed segment, a bad frame
+//!   followed by valid ones in the active segment, a `.swap` that would replace a segment with garbage, a
+//!   name the log cannot use, an unreadable checkpoint). `check` reports the first one.
+//! - a [`Notice`]: something the next writable open repairs on its own without losing a record (an
+//!   interrupted cleaning swap, a torn tail, a missing or wrong hint, leftovers of a pass, a checkpoint past
+//!   the end). A log with notices only is intact.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::checkpoint;
-use crate::error::CorruptKind;
+use crate::config::LogConfig;
+use crate::error::Error;
 use crate::index_file::{self, IndexProblem};
-use crate::names::{CHECKPOINT_TMP_FILE, FileKind, parse_file_name};
-use crate::segment::{ChunkReader, SegmentSummary};
-use crate::storage::{Segment, SegmentStore};
+use crate::layout::Layout;
+use crate::log::Log;
+use crate::names::{FileKind, file_name};
+use crate::segment::{RecordIter, SealedSegment};
+use crate::storage::SegmentStore;
 
-/// What a clean check saw.
+/// What a check saw when it found no problem.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CheckReport {
     /// Segments (the active one included).
@@ -25,15 +34,41 @@ pub struct CheckReport {
     pub bytes: u64,
     /// Index hints present and verified.
     pub indexes_verified: u64,
-    /// Closed segments without an index hint (allowed: it is rebuilt on open).
+    /// Closed segments without a usable index hint (allowed: it is rebuilt on open).
     pub indexes_missing: u64,
     /// The cleaner checkpoint, if one was written.
     pub checkpoint: Option<u64>,
+    /// What the next writable open repairs on its own; none of it loses a record.
+    pub notices: Vec<Notice>,
+    /// Files in the store that are not part of the log (ignored by it).
+    pub other_files: Vec<String>,
+}
+
+/// Something the next writable open repairs by itself.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Notice {
+    /// The file concerned (or `<store>`).
+    pub file: String,
+    /// What is there and what the next open does about it.
+    pub what: String,
+}
+
+/// How bad a [`Problem`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum ProblemClass {
+    /// Stored data is damaged or cannot be reached.
+    Corruption,
+    /// The store does not hold a log of this format.
+    NotALog,
+    /// The store could not be read (an I/O error) or kept changing.
+    Unreadable,
 }
 
 /// The first problem found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
+    /// How bad it is.
+    pub class: ProblemClass,
     /// File name.
     pub file: String,
     /// Byte position in the file, where it applies.
@@ -53,144 +88,186 @@ impl fmt::Display for Problem {
 
 impl std::error::Error for Problem {}
 
-fn problem(file: &str, position: Option<u64>, what: impl Into<String>) -> Problem {
-    Problem { file: file.to_owned(), position, what: what.into() }
+fn corruption(file: &str, position: Option<u64>, what: impl Into<String>) -> Problem {
+    Problem { class: ProblemClass::Corruption, file: file.to_owned(), position, what: what.into() }
 }
 
-/// Verifies every checksum and invariant of the log in `store`: frames decode and their CRCs match; offsets
-/// strictly increase within and across segments and never fall below the base offset in the file name; no
-/// closed segment is empty; every index hint matches its segment; no interrupted swap is pending; the
+fn notice(file: &str, what: impl Into<String>) -> Notice {
+    Notice { file: file.to_owned(), what: what.into() }
+}
+
+impl From<Error> for Problem {
+    fn from(e: Error) -> Problem {
+        let what = e.to_string();
+        match e {
+            Error::Corrupt { segment, position, kind } => corruption(&segment, Some(position), kind.to_string()),
+            Error::CorruptNotTorn { segment, position, .. } => corruption(&segment, Some(position), what),
+            Error::UnusableName { name, .. } => corruption(&name, None, what),
+            Error::BadCheckpoint { name, reason } => corruption(&name, None, reason),
+            Error::NotALog { .. } => {
+                Problem { class: ProblemClass::NotALog, file: "<store>".into(), position: None, what }
+            }
+            Error::Io { name, .. } => Problem { class: ProblemClass::Unreadable, file: name, position: None, what },
+            _ => Problem { class: ProblemClass::Unreadable, file: "<store>".into(), position: None, what },
+        }
+    }
+}
+
+/// Verifies every checksum and invariant of the log in `store` without changing anything: frames decode and
+/// their CRCs match; offsets strictly increase within and across segments and never fall below the base in
+/// the file name; every hint matches its segment; a pending swap would complete with valid segments; the
 /// checkpoint parses.
 ///
 /// # Errors
 /// The first [`Problem`] found.
-pub fn check_store(store: &dyn SegmentStore) -> Result<CheckReport, Problem> {
-    let names = store.list().map_err(|e| problem("<store>", None, format!("cannot list: {e}")))?;
-    let mut logs = BTreeMap::new();
-    let mut indexes = BTreeMap::new();
-    for name in &names {
-        match parse_file_name(name) {
-            Some((base, FileKind::Log)) => {
-                logs.insert(base, name.clone());
-            }
-            Some((base, FileKind::Index)) => {
-                indexes.insert(base, name.clone());
-            }
-            Some((_, FileKind::Cleaned | FileKind::Swap | FileKind::Deleted)) => {
-                return Err(problem(name, None, "left by an interrupted cleaning swap; opening the log recovers it"));
-            }
-            None if name == CHECKPOINT_TMP_FILE => {
-                return Err(problem(name, None, "left by an interrupted checkpoint write; opening the log removes it"));
-            }
-            None => {}
-        }
-    }
+pub fn check_store(store: Arc<dyn SegmentStore>) -> Result<CheckReport, Problem> {
+    let log = Log::open_read_only(Arc::clone(&store), LogConfig::default())?;
+    let layout = Layout::scan(&*store)?;
+    let snapshot = log.snapshot();
     let mut report = CheckReport {
-        checkpoint: checkpoint::read(store).map_err(|e| problem(crate::names::CHECKPOINT_FILE, None, e.to_string()))?,
+        checkpoint: crate::checkpoint::read(&*store)?,
+        other_files: layout.foreign.clone(),
+        notices: pending_notices(&log),
         ..CheckReport::default()
     };
-    let active_base = logs.last_key_value().map(|(&b, _)| b);
-    if let Some((&base, name)) = indexes.iter().find(|(b, _)| !logs.contains_key(b) || Some(**b) == active_base) {
-        let what =
-            if Some(base) == active_base { "index hint for the active segment" } else { "index without a segment" };
-        return Err(problem(name, None, what));
-    }
-    let mut previous: Option<u64> = None;
-    for (&base, name) in &logs {
-        let file = store.open(name).map_err(|e| problem(name, None, format!("cannot open: {e}")))?;
-        let summary = scan(name, base, &file, previous)?;
-        let is_active = Some(base) == active_base;
-        if summary.records == 0 && !is_active {
-            return Err(problem(name, None, "closed segment is empty"));
-        }
-        if !is_active {
-            match indexes.get(&base) {
-                None => report.indexes_missing += 1,
-                Some(index_name) => {
-                    verify_index(store, index_name, base, &file, &summary)?;
-                    report.indexes_verified += 1;
+    for segment in snapshot.closed() {
+        scan_closed(segment)?;
+        let hint = file_name(segment.base(), FileKind::Index);
+        if layout.hints.contains_key(&segment.base()) {
+            match verify_hint(&*store, &hint, segment) {
+                Ok(()) => report.indexes_verified += 1,
+                Err(what) => {
+                    report.indexes_missing += 1;
+                    report.notices.push(notice(&hint, what));
                 }
             }
+        } else {
+            report.indexes_missing += 1;
         }
-        if is_active && let Some(prev) = previous.filter(|&p| p >= base) {
-            let kind = CorruptKind::OffsetBelowBase { base, found: prev };
-            return Err(problem(
-                name,
-                None,
-                format!("the active segment's base is not above the closed segments: {kind}"),
-            ));
-        }
-        previous = summary.last_offset.or(previous);
         report.segments += 1;
-        report.records += summary.records;
-        report.bytes += file.len();
+        report.records += segment.summary().records;
+        report.bytes += segment.size();
     }
+    // The active segment was scanned frame by frame by the open (a bad frame with valid ones after it fails
+    // it); its records are the snapshot's.
+    report.segments += 1;
+    report.records += log.read_inner().active.summary.records;
+    report.bytes += snapshot.active_len();
     Ok(report)
 }
 
-fn scan(name: &str, base: u64, file: &Arc<dyn Segment>, floor: Option<u64>) -> Result<SegmentSummary, Problem> {
-    let mut summary = SegmentSummary::new(crate::config::DEFAULT_INDEX_INTERVAL_BYTES);
-    let mut reader = ChunkReader::new(Arc::clone(file), 0, file.len());
-    loop {
-        let position = reader.position();
-        let frame = reader.next_frame().map_err(|e| problem(name, Some(position), format!("cannot read: {e}")))?;
-        match frame {
-            None => return Ok(summary),
-            Some(Err(kind)) => return Err(problem(name, Some(position), kind.to_string())),
-            Some(Ok((pos, rec, len))) => {
-                if let Some(previous) = floor.filter(|&f| rec.offset <= f) {
-                    let kind = CorruptKind::OffsetNotIncreasing { previous, found: rec.offset };
-                    return Err(problem(name, Some(pos), kind.to_string()));
-                }
-                summary
-                    .note(base, rec.offset, rec.delete_horizon, pos, len as u64)
-                    .map_err(|kind| problem(name, Some(pos), kind.to_string()))?;
-            }
-        }
+/// Notices for what the next writable open will repair, from the read-only open's report.
+fn pending_notices(log: &Log) -> Vec<Notice> {
+    let r = log.recovery_report();
+    let mut out = Vec::new();
+    if let Some(t) = &r.truncated_tail {
+        out.push(notice(
+            &t.segment,
+            format!(
+                "torn tail of {} bytes at byte {} ({}), left by an unsynced write; no valid record follows it and \
+                 the next open cuts it",
+                t.bytes, t.position, t.kind
+            ),
+        ));
     }
+    if r.swaps_completed > 0 {
+        out.push(notice(
+            "<store>",
+            format!(
+                "an interrupted cleaning swap is committed; the next open completes it ({} segments)",
+                r.swaps_completed
+            ),
+        ));
+    }
+    if r.cleaned_files_discarded > 0 {
+        out.push(notice(
+            "<store>",
+            format!(
+                "an interrupted cleaning swap did not reach its commit point; the next open discards its {} files",
+                r.cleaned_files_discarded
+            ),
+        ));
+    }
+    if r.empty_segments_removed > 0 {
+        out.push(notice(
+            "<store>",
+            format!("{} empty closed segments; the next open removes them", r.empty_segments_removed),
+        ));
+    }
+    if r.stray_files_removed > 0 {
+        out.push(notice(
+            "<store>",
+            format!("{} leftover files of earlier passes; the next open removes them", r.stray_files_removed),
+        ));
+    }
+    if let Some(c) = r.checkpoint_reset {
+        out.push(notice(
+            crate::names::CHECKPOINT_FILE,
+            format!("checkpoint {} is past the end of the log; cleaning restarts from offset {}", c.found, c.reset_to),
+        ));
+    }
+    out
 }
 
-fn verify_index(
-    store: &dyn SegmentStore,
-    name: &str,
-    base: u64,
-    segment: &Arc<dyn Segment>,
-    scanned: &SegmentSummary,
-) -> Result<(), Problem> {
-    let len = segment.len();
-    let file = store.open(name).map_err(|e| problem(name, None, format!("cannot open: {e}")))?;
-    let size = usize::try_from(file.len()).map_err(|_| problem(name, None, "too large"))?;
-    if size as u64 > 128 + len.saturating_mul(2) {
-        return Err(problem(name, None, "index hint is larger than any index of its segment"));
+fn scan_closed(segment: &SealedSegment) -> Result<(), Problem> {
+    let mut previous = None;
+    for item in segment.records() {
+        let (pos, rec, _) = item?;
+        if previous.is_some_and(|p| rec.offset <= p) || rec.offset < segment.base() {
+            let what =
+                format!("offset {} does not follow {previous:?} in a segment based at {}", rec.offset, segment.base());
+            return Err(corruption(segment.name(), Some(pos), what));
+        }
+        previous = Some(rec.offset);
+    }
+    Ok(())
+}
+
+/// Why the hint `name` does not describe `segment` (which was fully scanned), if it does not.
+pub(crate) fn verify_hint(store: &dyn SegmentStore, name: &str, segment: &SealedSegment) -> Result<(), String> {
+    let file = store.open(name).map_err(|e| format!("cannot open: {e}"))?;
+    let size = usize::try_from(file.len()).map_err(|_| "too large".to_owned())?;
+    if size as u64 > 128 + segment.size().saturating_mul(2) {
+        return Err("index hint is larger than any index of its segment; the next open rebuilds it".into());
     }
     let mut bytes = vec![0; size];
-    file.read_at(0, &mut bytes).map_err(|e| problem(name, None, format!("cannot read: {e}")))?;
-    let hint = index_file::decode(&bytes, base, len).map_err(|p| match p {
-        IndexProblem::Unreadable => {
-            problem(name, None, "index hint is damaged (bad magic, version or checksum); opening the log rebuilds it")
-        }
-        IndexProblem::Stale => {
-            problem(name, None, "index hint describes another version of its segment; opening the log rebuilds it")
-        }
+    file.read_at(0, &mut bytes).map_err(|e| format!("cannot read: {e}"))?;
+    let hint = index_file::decode(&bytes, segment.base(), segment.size()).map_err(|p| match p {
+        IndexProblem::Unreadable => "index hint is damaged (bad magic, version or checksum); the next open rebuilds it",
+        IndexProblem::Stale => "index hint describes another version of its segment; the next open rebuilds it",
     })?;
-    if (hint.first_offset, hint.last_offset, hint.records)
-        != (scanned.first_offset, scanned.last_offset, scanned.records)
-    {
-        return Err(problem(name, None, "index hint's offsets or record count disagree with its segment"));
-    }
-    // Every entry must point at the start of the record with that offset.
-    let mut frame = Vec::new();
-    for &(offset, position) in hint.index.entries() {
-        let wrong = || problem(name, None, format!("index entry ({offset}, byte {position}) points at no such record"));
-        let mut head = [0u8; crate::codec::FRAME_HEADER_BYTES];
-        segment.read_at(position, &mut head).map_err(|_| wrong())?;
-        let (frame_len, _) = crate::codec::frame_header(&head).map_err(|_| wrong())?;
-        frame.resize(frame_len, 0);
-        segment.read_at(position, &mut frame).map_err(|_| wrong())?;
-        match crate::codec::decode(&frame) {
-            Ok((rec, _)) if rec.offset == offset => {}
-            _ => return Err(wrong()),
+    let mut records = 0;
+    let mut last = None;
+    let mut first = None;
+    let mut entries = hint.index.entries().iter().peekable();
+    for item in RecordIter::new(segment.bytes(), 0, segment.name()) {
+        let (pos, rec, _) = item.map_err(|e| e.to_string())?;
+        records += 1;
+        first.get_or_insert(rec.offset);
+        last = Some(rec.offset);
+        while let Some(&&(offset, position)) = entries.peek() {
+            if position > pos {
+                break;
+            }
+            if position < pos || offset != rec.offset {
+                return Err(format!(
+                    "index entry ({offset}, byte {position}) points at no such record; reads ignore it and \
+                     `logcompact repair` rewrites the hint"
+                ));
+            }
+            entries.next();
         }
+    }
+    if let Some(&(offset, position)) = entries.next() {
+        return Err(format!(
+            "index entry ({offset}, byte {position}) points past the last record; reads ignore it and \
+             `logcompact repair` rewrites the hint"
+        ));
+    }
+    if (hint.first_offset, hint.last_offset, hint.records) != (first, last, records) {
+        return Err(
+            "index hint's offsets or record count disagree with its segment; `logcompact repair` rewrites it".into()
+        );
     }
     Ok(())
 }

@@ -51,7 +51,8 @@ impl CleanedCopy<'_> {
             self.prefix_end += frame.len();
             return Ok(());
         }
-        self.writer()?.append_frame(frame, offset, delete_horizon)
+        let r = self.writer()?.append_frame(frame, offset, delete_horizon);
+        self.log.check(r)
     }
 
     /// Keeps a record in a new encoding (a tombstone stamped with its delete horizon).
@@ -59,7 +60,8 @@ impl CleanedCopy<'_> {
     /// # Errors
     /// As [`CleanedCopy::keep`].
     pub fn keep_changed(&mut self, frame: &[u8], offset: u64, delete_horizon: Option<i64>) -> Result<()> {
-        self.writer()?.append_frame(frame, offset, delete_horizon)
+        let r = self.writer()?.append_frame(frame, offset, delete_horizon);
+        self.log.check(r)
     }
 
     /// Drops the current record.
@@ -77,7 +79,7 @@ impl CleanedCopy<'_> {
             None => {
                 let mut w = self.log.create_cleaned(self.guard, self.source.base())?;
                 let prefix = self.source.bytes().get(..self.prefix_end).unwrap_or_default();
-                w.append_prefix(prefix, std::mem::take(&mut self.prefix))?;
+                self.log.check(w.append_prefix(prefix, std::mem::take(&mut self.prefix)))?;
                 w
             }
         };
@@ -85,13 +87,17 @@ impl CleanedCopy<'_> {
     }
 
     /// Ends the copy: `None` when every record was kept unchanged (no file was written), else the finished,
-    /// synced `.cleaned` segment, possibly empty.
+    /// synced `.cleaned` segment, or a removal marker when no record was kept.
     ///
     /// # Errors
     /// [`crate::Error::Io`] (a failed sync poisons the log).
     pub fn finish(self) -> Result<Option<SealedSegment>> {
         match self.writer {
             None => Ok(None),
+            Some(w) if w.records() == 0 => {
+                let end = self.source.last_offset().map_or(self.source.base(), |l| l + 1);
+                self.log.check(w.finish_removal(end)).map(Some)
+            }
             Some(w) => self.log.finish_cleaned(w).map(Some),
         }
     }

@@ -173,6 +173,23 @@ pub fn frame_header(bytes: &[u8]) -> Result<(usize, u32), CorruptKind> {
     Ok((FRAME_HEADER_BYTES + body, crc))
 }
 
+/// Bytes a frame start must offer for [`plausible_frame_start`]: the frame header, version, flags and offset.
+pub const PROBE_BYTES: usize = FRAME_HEADER_BYTES + 1 + 1 + 8;
+
+/// A cheap test of whether a frame of the current version with an offset above `floor` could start at
+/// `head`, with `room` bytes left in the segment from there: a plausible length, version, flags and offset.
+/// Returns the frame's length when it could; only then is the checksum worth computing. Garbage and zero
+/// fill almost never pass, which keeps a search for valid frames after a damaged region fast.
+pub fn plausible_frame_start(head: &[u8], room: u64, floor: Option<u64>) -> Option<usize> {
+    let probe = head.get(..PROBE_BYTES)?;
+    let (frame_len, _) = frame_header(probe).ok()?;
+    let (version, flags) = (probe[FRAME_HEADER_BYTES], probe[FRAME_HEADER_BYTES + 1]);
+    let (offset, _) = split_u64(&probe[FRAME_HEADER_BYTES + 2..])?;
+    let fits = frame_len as u64 <= room;
+    let offset_ok = floor.is_none_or(|f| offset > f) && offset < crate::names::MAX_OFFSET;
+    (fits && version == FORMAT_VERSION && flags & !KNOWN_FLAGS == 0 && offset_ok).then_some(frame_len)
+}
+
 /// Decodes the frame at the start of `bytes`. Returns the record and the frame's length.
 ///
 /// Never panics and never allocates, whatever the input.

@@ -34,6 +34,56 @@ pub enum Error {
         /// What is wrong there.
         kind: CorruptKind,
     },
+    /// A bad frame inside the active segment with valid records after it. A torn write leaves no valid
+    /// record after the damage, so this is corruption: open refuses the log and cuts nothing (an explicit
+    /// repair can drop the damaged bytes, keeping a copy).
+    #[error(
+        "corrupt segment {segment:?} at byte {position}: {kind}; valid records follow at byte {resumes_at}, so this \
+         is not a torn write and nothing was cut"
+    )]
+    CorruptNotTorn {
+        /// File name of the segment.
+        segment: String,
+        /// Byte position of the first bad frame.
+        position: u64,
+        /// What is wrong there.
+        kind: CorruptKind,
+        /// Position of the first valid frame after the damage.
+        resumes_at: u64,
+    },
+    /// A name in the store looks like one of the log's files but cannot be used; the log is refused rather
+    /// than opened without it (a segment left out could hold records whose offsets would be handed out again).
+    #[error("{name:?} cannot be part of the log: {reason}")]
+    UnusableName {
+        /// The name.
+        name: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// The store holds no log of this format (found when a command that only reads opens it).
+    #[error("no logcompact log here: {found}")]
+    NotALog {
+        /// What the store holds instead.
+        found: String,
+    },
+    /// The log was opened read-only.
+    #[error("the log is open read-only")]
+    ReadOnly,
+    /// The next offset would pass [`crate::names::MAX_OFFSET`]; nothing was written.
+    #[error("offset space exhausted: the next offset {next} would pass the largest offset {max}")]
+    OffsetSpaceExhausted {
+        /// The offset the append would have taken.
+        next: u64,
+        /// [`crate::names::MAX_OFFSET`].
+        max: u64,
+    },
+    /// A reader that takes no lock saw the log change under it (a writer rolled or a cleaning swap
+    /// committed) every time it tried to load a snapshot.
+    #[error("the log kept changing while it was being read ({attempts} attempts); try again")]
+    Changing {
+        /// Loads tried.
+        attempts: u32,
+    },
     /// A record is too large to be framed.
     #[error("record of {size} bytes exceeds the limit of {max} bytes")]
     RecordTooLarge {
@@ -63,6 +113,12 @@ pub enum Error {
 }
 
 impl Error {
+    /// True for every kind of corruption or loss of stored data (as opposed to I/O failures, bad input and
+    /// misuse): what `logcompact` reports with exit code 1.
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corrupt { .. } | Error::CorruptNotTorn { .. } | Error::BadCheckpoint { .. })
+    }
+
     /// Wraps an I/O error of `op` on `name`; the name is copied only when there is an error, so the happy
     /// path (one append per record) allocates nothing.
     pub(crate) fn io<'a>(op: &'static str, name: &'a str) -> impl FnOnce(io::Error) -> Error + 'a {
@@ -115,6 +171,17 @@ pub enum CorruptKind {
         /// The offending record's offset.
         found: u64,
     },
+    /// A record's offset is at or beyond [`crate::names::MAX_OFFSET`].
+    OffsetOutOfRange(u64),
+    /// A record's offset lies at or beyond the base of the segment that follows.
+    OffsetBeyondNextSegment {
+        /// Base offset of the next segment.
+        next_base: u64,
+        /// The offending record's offset.
+        found: u64,
+    },
+    /// A `.swap` file that should mark a removed segment is not a valid removal marker.
+    BadRemovalMarker(&'static str),
 }
 
 impl fmt::Display for CorruptKind {
@@ -135,6 +202,11 @@ impl fmt::Display for CorruptKind {
             CorruptKind::OffsetBelowBase { base, found } => {
                 write!(f, "offset {found} is below the segment's base offset {base}")
             }
+            CorruptKind::OffsetOutOfRange(o) => write!(f, "offset {o} is beyond the largest offset (2^63 - 1)"),
+            CorruptKind::OffsetBeyondNextSegment { next_base, found } => {
+                write!(f, "offset {found} is not below the next segment's base offset {next_base}")
+            }
+            CorruptKind::BadRemovalMarker(what) => write!(f, "bad removal marker: {what}"),
         }
     }
 }

@@ -40,11 +40,13 @@ impl OffsetIndex {
     /// The position to start scanning from to find the first record with an offset `>= offset`: the
     /// position of the last entry whose offset is `<= offset`, or 0.
     pub fn seek(&self, offset: u64) -> u64 {
+        self.seek_entry(offset).map_or(0, |(_, p)| p)
+    }
+
+    /// The last entry `(offset, position)` whose offset is `<= offset`, if any.
+    pub fn seek_entry(&self, offset: u64) -> Option<(u64, u64)> {
         let i = self.entries.partition_point(|&(o, _)| o <= offset);
-        match i {
-            0 => 0,
-            _ => self.entries.get(i - 1).map_or(0, |&(_, p)| p),
-        }
+        i.checked_sub(1).and_then(|i| self.entries.get(i)).copied()
     }
 
     /// Number of entries.
@@ -77,11 +79,11 @@ mod tests {
         }
         assert!(idx.len() > 5 && idx.len() < 50);
         for target in 0..120u64 {
-            let p = idx.seek(target);
-            let entry = idx.entries().iter().rev().find(|&&(_, ep)| ep == p).copied();
-            let (o, _) = entry.expect("seek returns an entry's position");
-            assert!(o <= target.max(idx.entries()[0].0));
+            // The greatest entry at or below the target, exactly: an index that seeks to 0 is no index.
+            let want = idx.entries().iter().rev().find(|&&(o, _)| o <= target).map_or(0, |&(_, p)| p);
+            assert_eq!(idx.seek(target), want, "target {target}");
         }
         assert_eq!(idx.seek(0), 0);
+        assert!(idx.seek(99) > 0);
     }
 }

@@ -6,12 +6,13 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::codec::{self, EncodeFields};
 use crate::config::{LogConfig, SyncPolicy};
-use crate::error::{CorruptKind, Error, Result};
+use crate::error::{Error, Result};
 use crate::names::{FileKind, file_name};
 use crate::reader::LogSnapshot;
 use crate::record::{Header, Record};
 use crate::segment::{SealedSegment, SegmentSummary};
 use crate::storage::{Segment, SegmentStore};
+use crate::tail::TornTail;
 
 /// A record to append; the log assigns its offset.
 #[derive(Debug, Clone, Copy)]
@@ -26,19 +27,41 @@ pub struct AppendRecord<'a> {
     pub headers: &'a [Header],
 }
 
-/// What [`Log::open`] repaired.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What [`Log::open`] repaired, or, for a log opened with [`Log::open_read_only`], what the next writable
+/// open will repair (nothing was changed then).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RecoveryReport {
-    /// A torn or corrupt tail cut off the active segment: file, position cut at, bytes dropped, and why.
-    pub truncated_tail: Option<(String, u64, u64, CorruptKind)>,
-    /// Interrupted cleaning swaps completed (their `.swap` files were all present).
+    /// A torn tail of the active segment (a bad region with no valid record after it): cut, or to be cut.
+    pub truncated_tail: Option<TornTail>,
+    /// `.swap` files of an interrupted cleaning swap that were (or will be) completed.
     pub swaps_completed: usize,
-    /// Interrupted cleaning swaps rolled back (some output was still `.cleaned`): files removed.
+    /// Files of an interrupted swap rolled back (some output was still `.cleaned`): removed, or to be.
     pub cleaned_files_discarded: usize,
-    /// Empty closed segments removed.
+    /// Empty closed segments removed (or to be).
     pub empty_segments_removed: usize,
-    /// Closed segments whose `.index` hint was missing, stale or damaged, so they were scanned and validated.
+    /// Closed segments whose `.lcindex` hint was missing, stale or damaged, so they were scanned and
+    /// validated (and the hint rewritten, by a writable open).
     pub indexes_rebuilt: usize,
+    /// Leftovers removed (or to be): `.deleted` segments, an interrupted checkpoint write, stray hints.
+    pub stray_files_removed: usize,
+    /// A checkpoint past the end of the log, reset to the log's start (as Kafka does).
+    pub checkpoint_reset: Option<CheckpointReset>,
+}
+
+impl RecoveryReport {
+    /// True when there was nothing to repair.
+    pub fn is_empty(&self) -> bool {
+        *self == RecoveryReport::default()
+    }
+}
+
+/// A cleaner checkpoint that pointed past the end of the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct CheckpointReset {
+    /// The offset the checkpoint file held.
+    pub found: u64,
+    /// The offset cleaning starts from instead: the log's start.
+    pub reset_to: u64,
 }
 
 /// The segment being appended to.
@@ -48,6 +71,16 @@ pub(crate) struct Active {
     pub(crate) name: String,
     pub(crate) file: Arc<dyn Segment>,
     pub(crate) summary: SegmentSummary,
+    /// For a log opened read-only: the bytes of the file that belong to the view (a torn tail and whatever
+    /// a writer appends later are left out). `None` for a writable log, which reads up to the file's length.
+    pub(crate) frozen_len: Option<u64>,
+}
+
+impl Active {
+    /// Bytes of the active segment that readers see.
+    pub(crate) fn readable_len(&self) -> u64 {
+        self.frozen_len.unwrap_or_else(|| self.file.len())
+    }
 }
 
 #[derive(Debug)]
@@ -78,6 +111,8 @@ pub struct Log {
     pub(crate) config: LogConfig,
     pub(crate) inner: RwLock<Inner>,
     pub(crate) poisoned: AtomicBool,
+    /// Opened with [`Log::open_read_only`]: every write fails with [`Error::ReadOnly`].
+    pub(crate) read_only: bool,
     pub(crate) recovery: RecoveryReport,
     /// Serialises cleaning passes (see [`Log::begin_cleaning`]).
     pub(crate) cleaning: std::sync::Mutex<()>,
@@ -94,10 +129,24 @@ impl Log {
     }
 
     pub(crate) fn write_inner(&self) -> Result<RwLockWriteGuard<'_, Inner>> {
+        self.writable()?;
+        Ok(self.inner.write().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// `Ok` when the log may be written: not opened read-only, not poisoned.
+    pub(crate) fn writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
         if self.poisoned.load(Ordering::Acquire) {
             return Err(Error::Poisoned);
         }
-        Ok(self.inner.write().unwrap_or_else(std::sync::PoisonError::into_inner))
+        Ok(())
+    }
+
+    /// True for a log opened with [`Log::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// Marks the log poisoned when `r` failed: after a failed write, sync or rename the durable state is
@@ -119,7 +168,7 @@ impl Log {
         &self.config
     }
 
-    /// What opening the log repaired.
+    /// What opening the log repaired (for a read-only log: what the next writable open will repair).
     pub fn recovery_report(&self) -> &RecoveryReport {
         &self.recovery
     }
@@ -151,7 +200,7 @@ impl Log {
             Arc::clone(&inner.closed),
             inner.active.base,
             Arc::clone(&inner.active.file),
-            inner.active.file.len(),
+            inner.active.readable_len(),
         )
     }
 
@@ -167,7 +216,7 @@ impl Log {
                 Arc::clone(&inner.closed),
                 inner.active.base,
                 Arc::clone(&inner.active.file),
-                inner.active.file.len(),
+                inner.active.readable_len(),
             );
             (snapshot, inner.active.summary.index.seek(offset))
         };
@@ -178,11 +227,15 @@ impl Log {
     /// `segment_bytes`.
     ///
     /// # Errors
-    /// [`Error::RecordTooLarge`]; [`Error::Poisoned`]; [`Error::Io`] (which poisons the log).
+    /// [`Error::RecordTooLarge`] and [`Error::OffsetSpaceExhausted`] (nothing is written then);
+    /// [`Error::Poisoned`]; [`Error::ReadOnly`]; [`Error::Io`] (which poisons the log).
     pub fn append(&self, rec: &AppendRecord<'_>) -> Result<u64> {
         let mut guard = self.write_inner()?;
         let inner = &mut *guard;
         let offset = inner.next_offset;
+        if offset >= crate::names::MAX_OFFSET {
+            return Err(Error::OffsetSpaceExhausted { next: offset, max: crate::names::MAX_OFFSET });
+        }
         let fields =
             EncodeFields { offset, timestamp: rec.timestamp, key: rec.key, value: rec.value, delete_horizon: None };
         inner.scratch.clear();
@@ -266,6 +319,7 @@ impl Log {
             name: new_name,
             file: new_file,
             summary: SegmentSummary::new(self.config.index_interval_bytes),
+            frozen_len: None,
         };
         let mut closed = Vec::with_capacity(inner.closed.len() + 1);
         closed.extend(inner.closed.iter().cloned());

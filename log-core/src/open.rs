@@ -1,5 +1,7 @@
-//! Opening a log: finishing or undoing an interrupted cleaning swap, loading and validating the segments,
-//! and cutting a torn tail off the active segment.
+//! Opening a log. The writable open finishes or undoes an interrupted cleaning swap, loads and validates the
+//! segments and cuts a torn tail off the active segment. The read-only open does the same in memory only:
+//! it writes, creates and removes nothing, takes no lock, and returns what the next writable open would
+//! repair as its [`RecoveryReport`].
 
 use std::collections::BTreeMap;
 use std::io;
@@ -9,10 +11,12 @@ use std::sync::{Arc, RwLock};
 use crate::checkpoint;
 use crate::config::LogConfig;
 use crate::error::{CorruptKind, Error, Result};
-use crate::log::{Active, Inner, Log, RecoveryReport};
-use crate::names::{CHECKPOINT_TMP_FILE, FileKind, file_name, parse_file_name};
-use crate::segment::{ChunkReader, SealedSegment, SegmentSummary};
-use crate::storage::SegmentStore;
+use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, next_base_after};
+use crate::log::{Active, CheckpointReset, Inner, Log, RecoveryReport};
+use crate::names::{CHECKPOINT_TMP_FILE, FileKind, file_name};
+use crate::segment::SealedSegment;
+use crate::storage::{Segment, SegmentStore};
+use crate::tail;
 
 fn delete_if_exists(store: &dyn SegmentStore, name: &str) -> Result<()> {
     match store.delete(name) {
@@ -22,39 +26,49 @@ fn delete_if_exists(store: &dyn SegmentStore, name: &str) -> Result<()> {
     }
 }
 
-/// Completes or rolls back a cleaning swap that a crash interrupted (the rules of Kafka's `LogLoader`).
+fn sync_dir(store: &dyn SegmentStore) -> Result<()> {
+    store.sync_dir().map_err(Error::io("sync directory", "<store>"))
+}
+
+/// Completes or rolls back a cleaning swap that a crash interrupted (the rules of [`PendingSwap`]).
 ///
-/// The commit point of a swap is "every output file is `.swap` and the directory is synced". So: any
-/// `.cleaned` file left means the commit point was not reached: all `.cleaned` and `.swap` files go and the old
-/// segments stay. Otherwise each `.swap` replaces the `.log` of its base (an empty `.swap` means the segment was
-/// cleaned away). `.deleted` files are always garbage.
-pub(crate) fn recover_swap(store: &dyn SegmentStore, report: &mut RecoveryReport) -> Result<()> {
-    let names = store.list().map_err(Error::io("list", "<store>"))?;
-    let parsed: Vec<(u64, FileKind, &String)> =
-        names.iter().filter_map(|n| parse_file_name(n).map(|(b, k)| (b, k, n))).collect();
-    let any_cleaned = parsed.iter().any(|&(_, k, _)| k == FileKind::Cleaned);
+/// Every `.swap` to be completed is validated first ([`load_swap`]), so a damaged or foreign `.swap` never
+/// replaces a good segment: the open fails naming it and nothing is changed. `.deleted` files are always
+/// garbage.
+fn recover_swap(
+    store: &dyn SegmentStore,
+    layout: &Layout,
+    config: &LogConfig,
+    report: &mut RecoveryReport,
+) -> Result<()> {
     let mut changed = false;
-    if any_cleaned {
-        // Roll back: the `.swap` files go first, durably, so that a crash half-way through the rollback can
-        // never leave `.swap` files without the `.cleaned` ones that mark the swap uncommitted.
-        for kind in [FileKind::Swap, FileKind::Cleaned] {
-            for &(_, _, name) in parsed.iter().filter(|&&(_, k, _)| k == kind) {
-                delete_if_exists(store, name)?;
-                report.cleaned_files_discarded += 1;
+    match layout.pending_swap() {
+        PendingSwap::None => {}
+        PendingSwap::RollBack => {
+            // The `.swap` files go first, durably, so that a crash half-way through the rollback can never
+            // leave `.swap` files without the `.cleaned` ones that mark the swap uncommitted.
+            for names in [&layout.swaps, &layout.cleaned] {
+                for name in names.values() {
+                    delete_if_exists(store, name)?;
+                    report.cleaned_files_discarded += 1;
+                }
+                sync_dir(store)?;
             }
-            store.sync_dir().map_err(Error::io("sync directory", "<store>"))?;
         }
-    }
-    for &(base, kind, name) in &parsed {
-        match kind {
-            FileKind::Cleaned | FileKind::Swap if any_cleaned => {}
-            FileKind::Swap => {
-                let file = store.open(name).map_err(Error::io("open", name))?;
+        PendingSwap::Complete => {
+            let mut validated = Vec::with_capacity(layout.swaps.len());
+            for (&base, name) in &layout.swaps {
+                let next = next_base_after(layout, base);
+                let removed =
+                    matches!(load_swap(store, base, name, next, config.index_interval_bytes)?, SwapContent::Removed);
+                validated.push((base, name, removed));
+            }
+            for (base, name, removed) in validated {
                 let target = file_name(base, FileKind::Log);
-                if file.is_empty() {
+                if removed {
                     // The segment goes before its marker, durably: a crash in between must not bring it back.
                     delete_if_exists(store, &target)?;
-                    store.sync_dir().map_err(Error::io("sync directory", "<store>"))?;
+                    sync_dir(store)?;
                     delete_if_exists(store, name)?;
                 } else {
                     store.rename(name, &target).map_err(Error::io("rename", name))?;
@@ -63,142 +77,195 @@ pub(crate) fn recover_swap(store: &dyn SegmentStore, report: &mut RecoveryReport
                 report.swaps_completed += 1;
                 changed = true;
             }
-            FileKind::Deleted => {
-                delete_if_exists(store, name)?;
-                changed = true;
-            }
-            FileKind::Log | FileKind::Index | FileKind::Cleaned => {}
         }
     }
-    if names.iter().any(|n| n == CHECKPOINT_TMP_FILE) {
+    for name in layout.deleted.values() {
+        delete_if_exists(store, name)?;
+        report.stray_files_removed += 1;
+        changed = true;
+    }
+    if layout.checkpoint_tmp {
         delete_if_exists(store, CHECKPOINT_TMP_FILE)?;
+        report.stray_files_removed += 1;
         changed = true;
     }
     if changed {
-        store.sync_dir().map_err(Error::io("sync directory", "<store>"))?;
+        sync_dir(store)?;
     }
     Ok(())
 }
 
-/// Scans the active segment, cutting a torn or corrupt tail. Returns its summary.
-fn recover_active(
-    active_base: u64,
-    name: &str,
-    file: &Arc<dyn crate::storage::Segment>,
-    floor: Option<u64>,
-    config: &LogConfig,
-    report: &mut RecoveryReport,
-) -> Result<SegmentSummary> {
-    let mut summary = SegmentSummary::new(config.index_interval_bytes);
-    let len = file.len();
-    let mut reader = ChunkReader::new(Arc::clone(file), 0, len);
-    let mut bad: Option<(u64, CorruptKind)> = None;
-    loop {
-        let position = reader.position();
-        match reader.next_frame().map_err(Error::io("read", name))? {
-            None => break,
-            Some(Err(CorruptKind::UnknownVersion(v))) => {
-                // Not a torn write but a record from a newer format: refuse rather than cut it away.
-                let kind = CorruptKind::UnknownVersion(v);
-                return Err(Error::Corrupt { segment: name.to_owned(), position, kind });
-            }
-            Some(Err(kind)) => {
-                bad = Some((position, kind));
-                break;
-            }
-            Some(Ok((pos, rec, frame_len))) => {
-                if let Some(previous) = floor.filter(|&f| rec.offset <= f) {
-                    bad = Some((pos, CorruptKind::OffsetNotIncreasing { previous, found: rec.offset }));
-                    break;
-                }
-                if let Err(kind) = summary.note(active_base, rec.offset, rec.delete_horizon, pos, frame_len as u64) {
-                    bad = Some((pos, kind));
-                    break;
-                }
-            }
-        }
-    }
-    if let Some((position, kind)) = bad {
-        file.truncate(position).map_err(Error::io("truncate", name))?;
-        file.sync().map_err(Error::io("sync", name))?;
-        report.truncated_tail = Some((name.to_owned(), position, len - position, kind));
-    }
-    Ok(summary)
+/// One segment to load: its base and its file.
+struct Source {
+    base: u64,
+    name: String,
+    file: Arc<dyn Segment>,
+    /// Already loaded (a validated `.swap` seen by a read-only open).
+    loaded: Option<SealedSegment>,
 }
 
+/// Loads the closed segments in base order and checks that their offsets increase across them. Empty ones
+/// are skipped and counted (the writable open deletes them). Returns the segments and the last offset.
+fn load_closed(
+    store: &dyn SegmentStore,
+    sources: Vec<Source>,
+    config: &LogConfig,
+    writable: bool,
+    report: &mut RecoveryReport,
+) -> Result<(Vec<Arc<SealedSegment>>, Option<u64>)> {
+    let mut closed = Vec::with_capacity(sources.len());
+    let mut previous: Option<u64> = None;
+    for Source { base, name, file, loaded } in sources {
+        if file.is_empty() {
+            if writable {
+                store.delete(&name).map_err(Error::io("delete", &name))?;
+                delete_if_exists(store, &file_name(base, FileKind::Index))?;
+            }
+            report.empty_segments_removed += 1;
+            continue;
+        }
+        let segment = match loaded {
+            Some(s) => s,
+            None => {
+                let (segment, rebuilt) = SealedSegment::open_with_hint(
+                    store,
+                    base,
+                    name.clone(),
+                    file,
+                    config.index_interval_bytes,
+                    writable,
+                )?;
+                report.indexes_rebuilt += usize::from(rebuilt);
+                segment
+            }
+        };
+        if let (Some(prev), Some(first)) = (previous, segment.summary().first_offset)
+            && first <= prev
+        {
+            let kind = CorruptKind::OffsetNotIncreasing { previous: prev, found: first };
+            return Err(Error::Corrupt { segment: name, position: 0, kind });
+        }
+        previous = segment.last_offset().or(previous);
+        closed.push(Arc::new(segment));
+    }
+    if writable && report.empty_segments_removed > 0 {
+        sync_dir(store)?;
+    }
+    Ok((closed, previous))
+}
+
+/// Reads the checkpoint and keeps it within the log: one past the log's end is reset to the log's start, as
+/// Kafka resets an invalid cleaner checkpoint; one inside the active segment is capped at its base.
+fn checkpoint_within(
+    store: &dyn SegmentStore,
+    log_start: u64,
+    active_base: u64,
+    next_offset: u64,
+    report: &mut RecoveryReport,
+) -> Result<u64> {
+    let found = checkpoint::read(store)?.unwrap_or(log_start);
+    if found > next_offset {
+        report.checkpoint_reset = Some(CheckpointReset { found, reset_to: log_start });
+        return Ok(log_start);
+    }
+    Ok(found.min(active_base))
+}
+
+fn build(store: Arc<dyn SegmentStore>, config: LogConfig, parts: Parts, read_only: bool) -> Log {
+    let Parts { closed, active, next_offset, checkpoint, report } = parts;
+    let inner = Inner {
+        closed: Arc::new(closed),
+        active,
+        next_offset,
+        checkpoint,
+        unsynced_bytes: 0,
+        last_sync: std::time::Instant::now(),
+        scratch: Vec::new(),
+    };
+    Log {
+        store,
+        config,
+        inner: RwLock::new(inner),
+        poisoned: AtomicBool::new(false),
+        read_only,
+        recovery: report,
+        cleaning: std::sync::Mutex::new(()),
+    }
+}
+
+struct Parts {
+    closed: Vec<Arc<SealedSegment>>,
+    active: Active,
+    next_offset: u64,
+    checkpoint: u64,
+    report: RecoveryReport,
+}
+
+/// Refuses a store whose names the log cannot use, or that holds another format.
+fn usable(store: &dyn SegmentStore, layout: &Layout) -> Result<()> {
+    layout.check_usable()?;
+    match layout.foreign_format(store) {
+        Some(found) => Err(Error::NotALog { found }),
+        None => Ok(()),
+    }
+}
+
+/// Attempts of a read-only open before it gives up on a log that keeps changing.
+const READ_ONLY_ATTEMPTS: u32 = 50;
+
 impl Log {
-    /// Opens the log kept in `store`, creating it when the store is empty.
+    /// Opens the log kept in `store` for reading and writing, creating it when the store holds no segment.
     ///
-    /// Recovery: an interrupted cleaning swap is completed or rolled back; a closed segment whose `.index`
-    /// hint checks out is trusted without a scan (its checksums are verified on every read and cleaning
-    /// pass), any other is scanned and validated (a bad frame there is an error naming the file and
-    /// position: nothing is skipped); a torn or corrupt tail of the active segment is cut back to the last
-    /// whole record and reported in [`Log::recovery_report`], except a record of an unknown format version,
-    /// which is refused. Empty closed segments are removed.
+    /// Recovery: an interrupted cleaning swap is completed (after validating every `.swap`) or rolled back; a
+    /// closed segment whose `.lcindex` hint checks out is trusted without a full scan (its checksums are
+    /// verified on every read and cleaning pass), any other is scanned and validated (a bad frame there is an
+    /// error naming the file and position: nothing is skipped); a torn tail of the active segment (a bad
+    /// region with no valid record after it, all a torn write can leave) is cut back to the last whole record
+    /// and reported in [`Log::recovery_report`]; a bad frame with valid records after it is corruption and
+    /// nothing is cut. Empty closed segments are removed. A checkpoint past the end of the log is reset to
+    /// its start.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`]; [`Error::Corrupt`] for a bad closed segment or a record of an unknown format
-    /// version in the active one; [`Error::BadCheckpoint`]; [`Error::Io`].
+    /// [`Error::InvalidConfig`]; [`Error::UnusableName`] for a segment-like name the log cannot use;
+    /// [`Error::NotALog`] for a store holding another format (a Kafka partition); [`Error::Corrupt`] or
+    /// [`Error::CorruptNotTorn`] naming file and position; [`Error::BadCheckpoint`]; [`Error::Io`].
     pub fn open(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log> {
         config.validate()?;
+        if store.is_read_only() {
+            return Err(Error::ReadOnly);
+        }
         let mut report = RecoveryReport::default();
-        recover_swap(&*store, &mut report)?;
-        let names = store.list().map_err(Error::io("list", "<store>"))?;
-        let mut logs: BTreeMap<u64, String> = BTreeMap::new();
-        let mut indexes = Vec::new();
-        for name in names {
-            match parse_file_name(&name) {
-                Some((base, FileKind::Log)) => {
-                    logs.insert(base, name);
-                }
-                Some((base, FileKind::Index)) => indexes.push((base, name)),
-                _ => {}
+        let layout = Layout::scan(&*store)?;
+        usable(&*store, &layout)?;
+        recover_swap(&*store, &layout, &config, &mut report)?;
+        let layout = Layout::scan(&*store)?;
+        // A hint without its segment, or one for the active segment (which has none), is left over.
+        let active_base = layout.logs.last_key_value().map(|(&b, _)| b);
+        for (&base, name) in &layout.hints {
+            if !layout.logs.contains_key(&base) || Some(base) == active_base {
+                delete_if_exists(&*store, name)?;
+                report.stray_files_removed += 1;
             }
         }
-        // An index without its segment, or one for the active segment (which has none), is left over.
-        let active_base = logs.last_key_value().map(|(&b, _)| b);
-        for (base, name) in indexes {
-            if !logs.contains_key(&base) || Some(base) == active_base {
-                delete_if_exists(&*store, &name)?;
-            }
-        }
+        let mut logs = layout.logs;
         let (active_base, active_name) = match logs.pop_last() {
             Some(last) => last,
             None => {
                 let name = file_name(0, FileKind::Log);
                 store.create(&name).map_err(Error::io("create", &name))?;
-                store.sync_dir().map_err(Error::io("sync directory", &name))?;
+                sync_dir(&*store)?;
                 (0, name)
             }
         };
-        let mut closed = Vec::with_capacity(logs.len());
-        let mut previous: Option<u64> = None;
+        let mut sources = Vec::with_capacity(logs.len());
         for (base, name) in logs {
             let file = store.open(&name).map_err(Error::io("open", &name))?;
-            if file.is_empty() {
-                store.delete(&name).map_err(Error::io("delete", &name))?;
-                delete_if_exists(&*store, &file_name(base, FileKind::Index))?;
-                report.empty_segments_removed += 1;
-                continue;
-            }
-            let (segment, rebuilt) =
-                SealedSegment::open_with_hint(&*store, base, name.clone(), file, config.index_interval_bytes)?;
-            report.indexes_rebuilt += usize::from(rebuilt);
-            if let (Some(prev), Some(first)) = (previous, segment.summary().first_offset)
-                && first <= prev
-            {
-                let kind = CorruptKind::OffsetNotIncreasing { previous: prev, found: first };
-                return Err(Error::Corrupt { segment: name, position: 0, kind });
-            }
-            previous = segment.last_offset().or(previous);
-            closed.push(Arc::new(segment));
+            sources.push(Source { base, name, file, loaded: None });
         }
+        let (mut closed, mut previous) = load_closed(&*store, sources, &config, true, &mut report)?;
         if let Some(prev) = previous.filter(|&p| p >= active_base) {
             let kind = CorruptKind::OffsetBelowBase { base: active_base, found: prev };
             return Err(Error::Corrupt { segment: active_name, position: 0, kind });
-        }
-        if report.empty_segments_removed > 0 {
-            store.sync_dir().map_err(Error::io("sync directory", "<store>"))?;
         }
         let mut file = store.open(&active_name).map_err(Error::io("open", &active_name))?;
         let (mut active_base, mut active_name) = (active_base, active_name);
@@ -216,6 +283,7 @@ impl Log {
                     active_name.clone(),
                     file,
                     config.index_interval_bytes,
+                    true,
                 )?;
                 report.indexes_rebuilt += usize::from(rebuilt);
                 // A segment that was active has never been cleaned: its last record is the last offset given.
@@ -225,27 +293,131 @@ impl Log {
             }
             active_name = file_name(active_base, FileKind::Log);
             file = store.create(&active_name).map_err(Error::io("create", &active_name))?;
-            store.sync_dir().map_err(Error::io("sync directory", &active_name))?;
+            sync_dir(&*store)?;
         }
-        let summary = recover_active(active_base, &active_name, &file, previous, &config, &mut report)?;
+        let (summary, torn) =
+            tail::scan_active(active_base, &active_name, &file, previous, config.index_interval_bytes)?;
+        if let Some(torn) = &torn {
+            file.truncate(torn.position).map_err(Error::io("truncate", &active_name))?;
+            file.sync().map_err(Error::io("sync", &active_name))?;
+        }
+        report.truncated_tail = torn;
         let next_offset = summary.last_offset.map_or(active_base, |l| l + 1);
-        let checkpoint = checkpoint::read(&*store)?.unwrap_or(0).min(active_base);
-        let inner = Inner {
-            closed: Arc::new(closed),
-            active: Active { base: active_base, name: active_name, file, summary },
-            next_offset,
-            checkpoint,
-            unsynced_bytes: 0,
-            last_sync: std::time::Instant::now(),
-            scratch: Vec::new(),
-        };
-        Ok(Log {
-            store,
-            config,
-            inner: RwLock::new(inner),
-            poisoned: AtomicBool::new(false),
-            recovery: report,
-            cleaning: std::sync::Mutex::new(()),
-        })
+        let log_start = closed.first().map_or(active_base, |s| s.base());
+        let checkpoint = checkpoint_within(&*store, log_start, active_base, next_offset, &mut report)?;
+        let active = Active { base: active_base, name: active_name, file, summary, frozen_len: None };
+        let parts = Parts { closed, active, next_offset, checkpoint, report };
+        Ok(build(store, config, parts, false))
     }
+
+    /// Opens the log kept in `store` for reading only: nothing is written, created, cut or removed and no lock
+    /// is taken, so this works on a read-only store and beside a running writer or cleaning pass.
+    ///
+    /// It sees the log as the next writable open would leave it, without doing the work: an interrupted
+    /// swap is resolved in memory (a `.swap` to complete is validated and read in place of its segment), a
+    /// torn tail is left out of the view, hints that do not check out are not rewritten (the segment is
+    /// scanned instead). [`Log::recovery_report`] tells what that open would repair. Every write fails with
+    /// [`Error::ReadOnly`].
+    ///
+    /// Consistency without a lock: after loading, the names are listed again and every segment's file
+    /// identity compared with the file loaded; if a cleaning swap or a roll changed anything in between, the
+    /// load is retried, so the view is the log as it was at one instant.
+    ///
+    /// # Errors
+    /// [`Error::NotALog`] when the store holds no segment or another format; otherwise as [`Log::open`], and
+    /// [`Error::Changing`] if the log never held still.
+    pub fn open_read_only(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log> {
+        config.validate()?;
+        for attempt in 1..=READ_ONLY_ATTEMPTS {
+            match load_read_only(&store, &config) {
+                Ok(Some(parts)) => return Ok(build(store, config, parts, true)),
+                Ok(None) => {}
+                // A file renamed or removed between the listing and its open: the log changed.
+                Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(u64::from(attempt.min(20))));
+        }
+        Err(Error::Changing { attempts: READ_ONLY_ATTEMPTS })
+    }
+}
+
+/// One attempt of a read-only open: `Ok(None)` when the log changed while it was being loaded.
+fn load_read_only(store: &Arc<dyn SegmentStore>, config: &LogConfig) -> Result<Option<Parts>> {
+    let store_ref: &dyn SegmentStore = &**store;
+    let layout = Layout::scan(store_ref)?;
+    usable(store_ref, &layout)?;
+    let mut report = RecoveryReport::default();
+    let mut names: BTreeMap<u64, (String, Option<SealedSegment>)> =
+        layout.logs.iter().map(|(&b, n)| (b, (n.clone(), None))).collect();
+    match layout.pending_swap() {
+        PendingSwap::None => {}
+        PendingSwap::RollBack => report.cleaned_files_discarded = layout.cleaned.len() + layout.swaps.len(),
+        PendingSwap::Complete => {
+            for (&base, name) in &layout.swaps {
+                let next = next_base_after(&layout, base);
+                match load_swap(store_ref, base, name, next, config.index_interval_bytes)? {
+                    SwapContent::Removed => {
+                        names.remove(&base);
+                    }
+                    SwapContent::Segment(s) => {
+                        names.insert(base, (name.clone(), Some(s)));
+                    }
+                }
+                report.swaps_completed += 1;
+            }
+        }
+    }
+    report.stray_files_removed = layout.deleted.len() + usize::from(layout.checkpoint_tmp);
+    let Some((active_base, (active_name, active_loaded))) = names.pop_last() else {
+        return Err(Error::NotALog { found: layout.describe() });
+    };
+    let mut sources = Vec::with_capacity(names.len());
+    for (base, (name, loaded)) in names {
+        let file = match &loaded {
+            Some(s) => Arc::clone(s.file()),
+            None => store.open(&name).map_err(Error::io("open", &name))?,
+        };
+        sources.push(Source { base, name, file, loaded });
+    }
+    let (closed, previous) = load_closed(store_ref, sources, config, false, &mut report)?;
+    if let Some(prev) = previous.filter(|&p| p >= active_base) {
+        let kind = CorruptKind::OffsetBelowBase { base: active_base, found: prev };
+        return Err(Error::Corrupt { segment: active_name, position: 0, kind });
+    }
+    let file = match &active_loaded {
+        Some(s) => Arc::clone(s.file()),
+        None => store.open(&active_name).map_err(Error::io("open", &active_name))?,
+    };
+    let (summary, torn) = tail::scan_active(active_base, &active_name, &file, previous, config.index_interval_bytes)?;
+    let frozen_len = torn.as_ref().map_or(file.len(), |t| t.position);
+    report.truncated_tail = torn;
+    let next_offset = summary.last_offset.map_or(active_base, |l| l + 1);
+    let log_start = closed.first().map_or(active_base, |s| s.base());
+    let checkpoint = checkpoint_within(store_ref, log_start, active_base, next_offset, &mut report)?;
+    // Did anything change while we loaded? Every file we hold must still be the one under its name, and the
+    // names must resolve to the same segments.
+    let again = Layout::scan(store_ref)?;
+    let same_files = closed
+        .iter()
+        .map(|s| (s.name(), s.file()))
+        .chain(std::iter::once((active_name.as_str(), &file)))
+        .all(|(name, f)| store.file_id(name).is_ok_and(|id| id == f.file_id()));
+    if !same_files || !same_up_to(&again, &layout, active_base) {
+        return Ok(None);
+    }
+    let active = Active { base: active_base, name: active_name, file, summary, frozen_len: Some(frozen_len) };
+    Ok(Some(Parts { closed, active, next_offset, checkpoint, report }))
+}
+
+/// True when two listings agree on everything up to the segment based at `active_base`: a roll after the
+/// first listing (a new active segment, the old one's hint) leaves the loaded view a consistent prefix.
+fn same_up_to(now: &Layout, then: &Layout, active_base: u64) -> bool {
+    let upto =
+        |m: &BTreeMap<u64, String>, limit: u64| m.range(..limit).map(|(&b, n)| (b, n.clone())).collect::<Vec<_>>();
+    upto(&now.logs, active_base + 1) == upto(&then.logs, active_base + 1)
+        && upto(&now.hints, active_base) == upto(&then.hints, active_base)
+        && now.cleaned == then.cleaned
+        && now.swaps == then.swaps
+        && now.unusable == then.unusable
 }

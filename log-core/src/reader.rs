@@ -93,7 +93,7 @@ pub struct LogReader {
 impl LogReader {
     fn next_closed(&mut self) -> Option<Result<Record>> {
         while let Some(segment) = self.snap.closed.get(self.seg) {
-            let pos = *self.pos.get_or_insert_with(|| segment.summary().index.seek(self.from) as usize);
+            let pos = *self.pos.get_or_insert_with(|| segment.seek(self.from));
             let mut iter = crate::segment::RecordIter::new(segment.bytes(), pos, segment.name());
             for item in iter.by_ref() {
                 match item {

@@ -11,17 +11,43 @@ use crate::names::{FileKind, file_name};
 use crate::record::RecordRef;
 use crate::storage::{Segment, SegmentBytes, SegmentStore};
 
-/// Reads the `.index` hint of the segment based at `base` with `len` bytes; `None` if missing or unusable.
-fn read_hint(store: &dyn SegmentStore, base: u64, len: u64) -> Option<SegmentSummary> {
+/// Reads the `.lcindex` hint of the segment based at `base` whose bytes are `bytes`; `None` if missing or
+/// unusable. A hint that decodes is trusted only if it matches the segment where that is cheap to see: its
+/// first entry is the first frame and carries the first offset, and the frames from its last entry on chain
+/// to the end of the segment and end at its last offset. The other entries are checked when a read uses
+/// one ([`SealedSegment::records_from`]), so a crafted hint can never make a read skip records.
+fn read_hint(store: &dyn SegmentStore, base: u64, bytes: &[u8]) -> Option<SegmentSummary> {
     let file = store.open(&file_name(base, FileKind::Index)).ok()?;
     let size = usize::try_from(file.len()).ok()?;
     // An index holds at most one 16-byte entry per frame; anything larger is not an index of this segment.
-    if size as u64 > 128 + len.saturating_mul(2) {
+    if size as u64 > 128 + (bytes.len() as u64).saturating_mul(2) {
         return None;
     }
-    let mut bytes = vec![0; size];
-    file.read_at(0, &mut bytes).ok()?;
-    index_file::decode(&bytes, base, len).ok()
+    let mut raw = vec![0; size];
+    file.read_at(0, &mut raw).ok()?;
+    let summary = index_file::decode(&raw, base, bytes.len() as u64).ok()?;
+    hint_matches(&summary, base, bytes).then_some(summary)
+}
+
+/// The cheap part of trusting a hint (see [`read_hint`]).
+pub(crate) fn hint_matches(summary: &SegmentSummary, base: u64, bytes: &[u8]) -> bool {
+    let entries = summary.index.entries();
+    let (Some(&(first, 0)), Some(&(_, tail))) = (entries.first(), entries.last()) else {
+        return bytes.is_empty() && summary.records == 0;
+    };
+    let first_ok = matches!(codec::decode(bytes), Ok((rec, _)) if rec.offset == first && first >= base);
+    if !first_ok || summary.first_offset != Some(first) {
+        return false;
+    }
+    let Ok(tail) = usize::try_from(tail) else { return false };
+    let mut last = None;
+    for item in RecordIter::new(bytes, tail, "") {
+        match item {
+            Ok((_, rec, _)) if last.is_none_or(|l| rec.offset > l) => last = Some(rec.offset),
+            _ => return false,
+        }
+    }
+    last == summary.last_offset
 }
 
 /// A decoded frame: its byte position, the record, and the frame's length.
@@ -113,6 +139,9 @@ impl SegmentSummary {
         if offset < base {
             return Err(CorruptKind::OffsetBelowBase { base, found: offset });
         }
+        if offset >= crate::names::MAX_OFFSET {
+            return Err(CorruptKind::OffsetOutOfRange(offset));
+        }
         if let Some(previous) = self.last_offset
             && offset <= previous
         {
@@ -147,21 +176,37 @@ impl SealedSegment {
     pub fn load(base: u64, name: String, file: Arc<dyn Segment>, index_interval: u64) -> Result<Self> {
         file.seal().map_err(Error::io("seal", &name))?;
         let bytes = file.view().map_err(Error::io("map", &name))?;
+        let summary = Self::summarize(base, &name, &bytes, index_interval)?;
+        Ok(SealedSegment { base, name, file, bytes, summary })
+    }
+
+    /// A segment over bytes read into memory (the file itself is not sealed), validated as
+    /// [`SealedSegment::load`] validates.
+    ///
+    /// # Errors
+    /// As [`SealedSegment::load`].
+    pub(crate) fn from_bytes(base: u64, name: String, file: Arc<dyn Segment>, bytes: Vec<u8>) -> Result<Self> {
+        let bytes = SegmentBytes::new(bytes);
+        let summary = Self::summarize(base, &name, &bytes, crate::DEFAULT_INDEX_INTERVAL_BYTES)?;
+        Ok(SealedSegment { base, name, file, bytes, summary })
+    }
+
+    fn summarize(base: u64, name: &str, bytes: &[u8], index_interval: u64) -> Result<SegmentSummary> {
         let mut summary = SegmentSummary::new(index_interval);
-        for item in RecordIter::new(&bytes, 0, &name) {
+        for item in RecordIter::new(bytes, 0, name) {
             let (pos, rec, len) = item?;
             summary.note(base, rec.offset, rec.delete_horizon, pos, len as u64).map_err(|kind| Error::Corrupt {
-                segment: name.clone(),
+                segment: name.to_owned(),
                 position: pos,
                 kind,
             })?;
         }
-        Ok(SealedSegment { base, name, file, bytes, summary })
+        Ok(summary)
     }
 
-    /// Opens a sealed segment using its `.index` hint when it checks out (no scan), else scanning and
-    /// validating every frame as [`SealedSegment::load`] does and rewriting the hint. Returns the segment and
-    /// whether the hint was rebuilt.
+    /// Opens a sealed segment using its `.lcindex` hint when it checks out (no scan), else scanning and
+    /// validating every frame as [`SealedSegment::load`] does, rewriting the hint when `rewrite_hint` is set
+    /// (a log opened read-only leaves it alone). Returns the segment and whether the hint had to be rebuilt.
     ///
     /// # Errors
     /// As [`SealedSegment::load`].
@@ -171,20 +216,23 @@ impl SealedSegment {
         name: String,
         file: Arc<dyn Segment>,
         index_interval: u64,
+        rewrite_hint: bool,
     ) -> Result<(Self, bool)> {
         file.seal().map_err(Error::io("seal", &name))?;
         let bytes = file.view().map_err(Error::io("map", &name))?;
-        if let Some(summary) = read_hint(store, base, bytes.len() as u64) {
+        if let Some(summary) = read_hint(store, base, &bytes) {
             return Ok((SealedSegment { base, name, file, bytes, summary }, false));
         }
         let segment = SealedSegment::load(base, name, file, index_interval)?;
-        // The hint is optional: failing to save it (a full disk) must not keep the log from opening; the log
-        // is not live yet, so nothing waits on this write, and the next open tries again.
-        let _ = segment.write_hint(store);
+        if rewrite_hint {
+            // The hint is optional: failing to save it (a full disk) must not keep the log from opening; the
+            // log is not live yet, so nothing waits on this write, and the next open tries again.
+            let _ = segment.write_hint(store);
+        }
         Ok((segment, true))
     }
 
-    /// Writes and syncs the `.index` hint of this segment (its name becomes durable with the caller's next
+    /// Writes and syncs the `.lcindex` hint of this segment (its name becomes durable with the caller's next
     /// directory sync). A hint that is never written, or torn by a crash, is rebuilt on open, but a failed
     /// write or sync is still an error: the log treats every failed sync alike.
     ///
@@ -248,6 +296,12 @@ impl SealedSegment {
         &self.summary
     }
 
+    /// True for the output of a cleaning pass that kept no record of its segment: it holds a removal marker,
+    /// not frames, and removes the segment when swapped in.
+    pub fn is_removal(&self) -> bool {
+        self.summary.records == 0
+    }
+
     /// Offset of the last record (`None` only for an empty segment, which a log never keeps).
     pub fn last_offset(&self) -> Option<u64> {
         self.summary.last_offset
@@ -260,9 +314,21 @@ impl SealedSegment {
 
     /// The records from the first one with an offset `>= offset`, found through the sparse index.
     pub fn records_from(&self, offset: u64) -> impl Iterator<Item = Result<Frame<'_>>> + '_ {
-        let start = self.summary.index.seek(offset) as usize;
+        let start = self.seek(offset);
         RecordIter::new(&self.bytes, start, &self.name)
             .filter(move |r| !matches!(r, Ok((_, rec, _)) if rec.offset < offset))
+    }
+
+    /// The byte position to scan from for the first record with an offset `>= offset`: the index entry at or
+    /// below it when that entry points at a valid frame carrying its offset, else the segment's start (an
+    /// index loaded from a damaged hint costs a longer scan, never a skipped record).
+    pub fn seek(&self, offset: u64) -> usize {
+        let Some((entry, pos)) = self.summary.index.seek_entry(offset) else { return 0 };
+        let Ok(at) = usize::try_from(pos) else { return 0 };
+        match self.bytes.get(at..).map(codec::decode) {
+            Some(Ok((rec, _))) if rec.offset == entry => at,
+            _ => 0,
+        }
     }
 }
 
@@ -344,6 +410,24 @@ impl SegmentWriter {
     /// Bytes written so far, buffered ones included.
     pub fn size(&self) -> u64 {
         self.written + self.buffer.len() as u64
+    }
+
+    /// Ends a copy that kept no record: writes a removal marker for the segment (whose records all lay below
+    /// `end`) instead of leaving an empty file, seals and syncs it. The result stands for "this segment is
+    /// removed" in a cleaning swap; it holds no frame.
+    ///
+    /// # Errors
+    /// [`Error::Io`] from the backend.
+    pub fn finish_removal(mut self, end: u64) -> Result<SealedSegment> {
+        debug_assert_eq!(self.summary.records, 0);
+        self.buffer.clear();
+        if self.written > 0 {
+            self.file.truncate(0).map_err(Error::io("truncate", &self.name))?;
+            self.written = 0;
+        }
+        self.buffer.extend_from_slice(&crate::removal::encode(self.base, end));
+        self.summary = SegmentSummary::new(self.summary.index.interval());
+        self.finish()
     }
 
     /// Flushes, seals and syncs the file, and returns the finished segment.

@@ -25,8 +25,23 @@ pub trait SegmentStore: Debug + Send + Sync + 'static {
     /// if `name` does not exist.
     fn open(&self, name: &str) -> io::Result<Arc<dyn Segment>>;
 
-    /// All file names, sorted ascending (segment names sort by base offset since they are zero-padded).
+    /// All entry names, sorted ascending (segment names sort by base offset since they are zero-padded).
+    /// Entries that are not regular files (directories, symbolic links) are listed too, so that the log can
+    /// refuse a segment-like name it cannot use instead of silently skipping it; [`SegmentStore::open`]
+    /// refuses them.
     fn list(&self) -> io::Result<Vec<String>>;
+
+    /// The identity of the file currently under `name` (an inode number, say): it stays the same while the
+    /// name is only renamed and differs for a new file put under the same name while the old one is still
+    /// open. Readers that take no lock compare identities before and after loading a snapshot to know that
+    /// no cleaning swap replaced a segment meanwhile. Fails with [`io::ErrorKind::NotFound`] if there is no
+    /// such name.
+    fn file_id(&self, name: &str) -> io::Result<u64>;
+
+    /// True when the store refuses every change (opened read-only).
+    fn is_read_only(&self) -> bool {
+        false
+    }
 
     /// Renames `from` to `to`, atomically replacing `to` if it exists. Handles already open on `from` stay
     /// valid and keep seeing the same bytes. Durable only after [`SegmentStore::sync_dir`].
@@ -76,6 +91,9 @@ pub trait Segment: Debug + Send + Sync {
     /// A zero-copy view of all bytes of a sealed segment (a `Vec` in memory, a memory map on files).
     /// Fails with [`io::ErrorKind::InvalidInput`] on a segment that is not sealed.
     fn view(&self) -> io::Result<SegmentBytes>;
+
+    /// The identity of this file, as [`SegmentStore::file_id`] reports it for its current name.
+    fn file_id(&self) -> u64;
 }
 
 /// Shared, immutable bytes of a sealed segment.
@@ -115,6 +133,11 @@ impl Debug for SegmentBytes {
 /// Error for an append or truncate on a sealed segment; backends share it so callers can match on it.
 pub fn sealed_error() -> io::Error {
     io::Error::new(io::ErrorKind::PermissionDenied, "segment is sealed")
+}
+
+/// Error for any change asked of a store opened read-only; backends share it so callers can match on it.
+pub fn read_only_error() -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, "the store is open read-only")
 }
 
 /// Error for [`Segment::view`] on a segment that is still open for appends.

@@ -15,8 +15,8 @@ use crate::segment::{SealedSegment, SegmentWriter};
 pub struct Replacement {
     /// The segment that was cleaned, as read from a snapshot.
     pub old: Arc<SealedSegment>,
-    /// Its cleaned copy, written to `<base>.log.cleaned`, sealed and synced. Empty when nothing survived: the
-    /// segment then disappears.
+    /// Its cleaned copy, written to `<base>.log.cleaned`, sealed and synced. A removal marker
+    /// ([`SealedSegment::is_removal`]) when nothing survived: the segment then disappears.
     pub new: SealedSegment,
 }
 
@@ -71,19 +71,19 @@ impl Log {
     /// from an abandoned pass is replaced).
     ///
     /// # Errors
-    /// [`Error::Poisoned`]; [`Error::Io`].
+    /// [`Error::Poisoned`]; [`Error::ReadOnly`]; [`Error::Io`] (which poisons the log, as every failed change
+    /// of storage does).
     pub fn create_cleaned(&self, guard: &CleaningGuard<'_>, base: u64) -> Result<SegmentWriter> {
         guard.check_for(self)?;
-        if self.is_poisoned() {
-            return Err(Error::Poisoned);
-        }
+        self.writable()?;
         let name = file_name(base, FileKind::Cleaned);
-        match self.store.delete(&name) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io("delete", &name)(e)),
-        }
-        let file = self.store.create(&name).map_err(Error::io("create", &name))?;
+        let file = self.check(
+            match self.store.delete(&name) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(Error::io("delete", &name)(e)),
+                _ => Ok(()),
+            }
+            .and_then(|()| self.store.create(&name).map_err(Error::io("create", &name))),
+        )?;
         Ok(SegmentWriter::new(base, name, file, self.config.index_interval_bytes))
     }
 
@@ -100,9 +100,10 @@ impl Log {
     ///
     /// Crash safety: stray `.cleaned`/`.swap` files of failed passes are removed (durably); every `.cleaned`
     /// file is renamed to `.swap` and the directory synced (the commit point); then each old `.log` is renamed
-    /// `.deleted` and each non-empty `.swap` renamed into place; the directory is synced; the `.deleted` files
-    /// and the empty `.swap` files (segments cleaned away) are removed and the directory synced again. A crash before the
-    /// commit point leaves the old log, after it the new one (see [`Log::open`]). The checkpoint is written
+    /// `.deleted` and each `.swap` holding a segment renamed into place; the directory is synced; the
+    /// `.deleted` files and the `.swap` files holding removal markers (segments cleaned away) are removed and
+    /// the directory synced again. A crash before the commit point leaves the old log, after it the new one
+    /// (see [`Log::open`], which validates every `.swap` before it replaces anything). The checkpoint is written
     /// only after the swap, so a crash in between only makes the next pass redo work.
     ///
     /// Readers holding a [`crate::LogSnapshot`] keep reading the old segments; new snapshots see only the new.
@@ -124,9 +125,7 @@ impl Log {
         // publish the new list. The cleaning guard keeps any other commit out meanwhile.
         let previous_checkpoint = {
             let inner = self.read_inner();
-            if self.is_poisoned() {
-                return Err(Error::Poisoned);
-            }
+            self.writable()?;
             if checkpoint > inner.active.base {
                 return Err(Error::BadReplacement(format!(
                     "checkpoint {checkpoint} is beyond the active segment's base {}",
@@ -177,9 +176,9 @@ impl Log {
             let swap = file_name(base, FileKind::Swap);
             let deleted = file_name(base, FileKind::Deleted);
             self.check(store.rename(&log, &deleted).map_err(Error::io("rename", &log)))?;
-            // An empty `.swap` (the segment is gone) stays until the renames are durable: it is what tells
-            // recovery to finish removing the segment.
-            let new = if r.new.size() == 0 {
+            // A removal marker's `.swap` (the segment is gone) stays until the renames are durable: it is what
+            // tells recovery to finish removing the segment.
+            let new = if r.new.is_removal() {
                 None
             } else {
                 self.check(store.rename(&swap, &log).map_err(Error::io("rename", &swap)))?;

@@ -7,8 +7,12 @@ use log_core::names::{FileKind, file_name};
 use log_core::{CorruptKind, Error, Log, LogConfig, SegmentStore};
 use storage_mem::MemStore;
 
+/// A dense index (an entry per record), so the hint's cheap checks at open look only at the last record.
 fn open(store: &Arc<MemStore>) -> Result<Log, Error> {
-    Log::open(Arc::clone(store) as Arc<dyn SegmentStore>, LogConfig::default())
+    Log::open(
+        Arc::clone(store) as Arc<dyn SegmentStore>,
+        LogConfig { index_interval_bytes: 16, ..LogConfig::default() },
+    )
 }
 
 /// A copy of every file of `src`, with the bytes of file `flip.0` at `flip.1` inverted.
@@ -50,9 +54,9 @@ fn a_torn_tail_of_the_active_segment_is_cut_and_reported() -> Result<(), Error> 
     // Half a frame: a crash in the middle of an append.
     store.open(&active)?.append(&[20, 0, 0, 0, 1, 2, 3])?;
     let log = open(&store)?;
-    let (name, at, dropped, kind) = log.recovery_report().truncated_tail.clone().expect("reported");
-    assert_eq!((name.as_str(), at, dropped), (active.as_str(), good_len, 7));
-    assert!(matches!(kind, CorruptKind::Truncated { .. }), "{kind:?}");
+    let torn = log.recovery_report().truncated_tail.clone().expect("reported");
+    assert_eq!((torn.segment.as_str(), torn.position, torn.bytes), (active.as_str(), good_len, 7));
+    assert!(matches!(torn.kind, CorruptKind::Truncated { .. }), "{:?}", torn.kind);
     assert_eq!(store.open(&active)?.len(), good_len);
     assert_eq!(log.next_offset(), 12);
     assert_eq!(log.put(b"new", b"x")?, 12);
@@ -118,7 +122,7 @@ fn an_interrupted_swap_is_rolled_back_before_the_commit_point() -> Result<(), Er
 #[test]
 fn an_interrupted_swap_is_completed_after_the_commit_point() -> Result<(), Error> {
     let src = three_segments();
-    // The cleaned copy of segment 4 keeps only its last record; segment 0 was cleaned away (empty .swap).
+    // The cleaned copy of segment 4 keeps only its last record; segment 0 was cleaned away (a removal marker).
     let seg4 = src.open(&file_name(4, FileKind::Log))?;
     let mut bytes = vec![0; seg4.len() as usize];
     seg4.read_at(0, &mut bytes)?;
@@ -130,7 +134,7 @@ fn an_interrupted_swap_is_completed_after_the_commit_point() -> Result<(), Error
     }
     let store = copy_store(&src, None);
     store.create(&file_name(4, FileKind::Swap))?.append(&bytes[last..])?;
-    store.create(&file_name(0, FileKind::Swap))?;
+    store.create(&file_name(0, FileKind::Swap))?.append(&log_core::removal::encode(0, 4))?;
     // Crash after segment 0 was renamed `.deleted`.
     store.rename(&file_name(0, FileKind::Log), &file_name(0, FileKind::Deleted))?;
     let log = open(&store)?;
@@ -141,7 +145,7 @@ fn an_interrupted_swap_is_completed_after_the_commit_point() -> Result<(), Error
     let offsets: Vec<u64> = snap.reader(0).map(|r| r.map(|r| r.offset)).collect::<Result<_, _>>()?;
     assert_eq!(offsets, vec![7, 8, 9, 10, 11]);
     let names = store.list()?;
-    assert!(names.iter().all(|n| n.ends_with(".log") || n.ends_with(".index")), "{names:?}");
+    assert!(names.iter().all(|n| n.ends_with(".log") || n.ends_with(".lcindex")), "{names:?}");
     Ok(())
 }
 

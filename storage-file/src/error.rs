@@ -21,17 +21,18 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
-    /// Another process (or another store in this one) has the directory open.
-    #[error("{dir:?} is in use by another logcompact process (lock file {lock:?})")]
+    /// Another writer (another process, or another store in this one) has the directory open.
+    #[error("{dir:?} is in use by another logcompact process that writes to it")]
     Locked {
         /// The directory.
         dir: PathBuf,
-        /// Its lock file.
-        lock: PathBuf,
     },
     /// The path exists and is not a directory.
     #[error("{0:?} is not a directory")]
     NotADirectory(PathBuf),
+    /// The directory does not exist (and the command does not create one).
+    #[error("{0:?} does not exist")]
+    NotFound(PathBuf),
 }
 
 impl From<Error> for io::Error {

@@ -4,8 +4,10 @@
 //! base>.log`, its `.index` hint, the `.cleaned`/`.swap`/`.deleted` files of a cleaning swap and the cleaner
 //! checkpoint). The active segment is appended through a write buffer that is flushed on sync and on seal;
 //! sealed segments are memory-mapped, so the cleaner and readers scan them without copying. Directory
-//! changes are made durable by fsyncing the directory. A lock file keeps a second process out of the
-//! directory while the store is open. The byte layout is in `docs/format.md`.
+//! changes are made durable by fsyncing the directory. A writable store holds an exclusive `flock` on the
+//! directory itself, which keeps a second writer out; a read-only store ([`FileStore::open_read_only`])
+//! takes no lock and changes nothing, so it works on a read-only mount and beside a running writer. The byte
+//! layout is in `docs/format.md`.
 //!
 //! # Example
 //! ```
@@ -30,4 +32,4 @@ mod store;
 
 pub use error::{Error, Result};
 pub use segment::FileSegment;
-pub use store::{FileStore, LOCK_FILE};
+pub use store::{Access, FileStore, LOCK_FILE};

@@ -6,7 +6,7 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use log_core::storage::{not_sealed_error, sealed_error};
+use log_core::storage::{not_sealed_error, read_only_error, sealed_error};
 use log_core::{Segment, SegmentBytes};
 use memmap2::Mmap;
 
@@ -18,6 +18,10 @@ const WRITE_BUFFER_BYTES: usize = 64 << 10;
 #[derive(Debug)]
 pub struct FileSegment {
     path: PathBuf,
+    /// The inode number: the file's identity (see `SegmentStore::file_id`).
+    id: u64,
+    /// Opened read-only: every change is refused.
+    read_only: bool,
     state: RwLock<State>,
 }
 
@@ -44,8 +48,13 @@ impl State {
 }
 
 impl FileSegment {
-    pub(crate) fn new(file: File, path: PathBuf, len: u64) -> Self {
-        FileSegment { path, state: RwLock::new(State { file, flushed: len, buffer: Vec::new(), sealed: None }) }
+    pub(crate) fn new(file: File, path: PathBuf, len: u64, id: u64, read_only: bool) -> Self {
+        let state = State { file, flushed: len, buffer: Vec::new(), sealed: None };
+        FileSegment { path, id, read_only, state: RwLock::new(state) }
+    }
+
+    fn writable(&self) -> io::Result<()> {
+        if self.read_only { Err(read_only_error()) } else { Ok(()) }
     }
 
     fn read(&self) -> RwLockReadGuard<'_, State> {
@@ -76,6 +85,7 @@ impl Segment for FileSegment {
     }
 
     fn append(&self, data: &[u8]) -> io::Result<u64> {
+        self.writable()?;
         let mut s = self.write();
         if s.sealed.is_some() {
             return Err(sealed_error());
@@ -119,6 +129,7 @@ impl Segment for FileSegment {
     }
 
     fn truncate(&self, len: u64) -> io::Result<()> {
+        self.writable()?;
         let mut s = self.write();
         if s.sealed.is_some() {
             return Err(sealed_error());
@@ -133,6 +144,7 @@ impl Segment for FileSegment {
     }
 
     fn sync(&self) -> io::Result<()> {
+        self.writable()?;
         let mut s = self.write();
         s.flush().map_err(|e| self.with_path(e))?;
         s.file.sync_data().map_err(|e| self.with_path(e))
@@ -147,12 +159,14 @@ impl Segment for FileSegment {
         let bytes = if s.flushed == 0 {
             SegmentBytes::new(Vec::new())
         } else {
-            // SAFETY: the mapped file is not modified while the mapping lives. This handle refuses appends and
-            // truncation once sealed; `FileStore` hands out one handle per file, so no other handle of this
-            // process can write it; its directory lock (an exclusive lock on the lock file, which also
-            // excludes a second `FileStore` in this process) keeps other logcompact processes out. Renaming
-            // or unlinking the file does not affect the mapping. A foreign process that truncates the file
-            // anyway violates the documented assumption (docs/format.md) and would fault on access.
+            // SAFETY: the mapped file is not modified while the mapping lives. Only sealed segments are mapped,
+            // and the log never writes a sealed segment again: it only renames or deletes it, which does not
+            // affect the mapping. This handle refuses appends and truncation once sealed; `FileStore` hands out
+            // one handle per file, so no other handle of this process can write it; a writable store holds an
+            // exclusive lock on the directory, which keeps every other logcompact writer out, and readers
+            // (read-only stores) map only segments that are closed, which no writer changes either. A foreign
+            // process that truncates the file anyway violates the documented assumption (docs/format.md) and
+            // would fault on access.
             #[expect(unsafe_code, reason = "memory-mapping a sealed segment; see SAFETY")]
             let map = unsafe { Mmap::map(&s.file) }.map_err(|e| self.with_path(e))?;
             SegmentBytes::new(map)
@@ -167,5 +181,9 @@ impl Segment for FileSegment {
 
     fn view(&self) -> io::Result<SegmentBytes> {
         self.read().sealed.clone().ok_or_else(not_sealed_error)
+    }
+
+    fn file_id(&self) -> u64 {
+        self.id
     }
 }

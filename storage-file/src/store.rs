@@ -3,32 +3,49 @@
 use std::collections::HashMap;
 use std::fs::{self, File, TryLockError};
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use log_core::storage::read_only_error;
 use log_core::{Segment, SegmentStore};
 
 use crate::error::{Error, Result};
 use crate::segment::FileSegment;
 
-/// Name of the lock file in a store's directory.
+/// Name of the lock file that earlier versions kept in a store's directory. The lock is now taken on the
+/// directory itself (a file can be deleted under a running writer, the directory cannot), so the file is no
+/// longer created; one left by an earlier version is not listed.
 pub const LOCK_FILE: &str = "logcompact.lock";
+
+/// How a [`FileStore`] opens its directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Changes allowed; the directory is locked exclusively (one writer at a time).
+    ReadWrite,
+    /// No change of any kind, no lock: works on a read-only mount, as a user who may only read, and beside a
+    /// running writer. Readers that want a consistent view compare [`SegmentStore::file_id`]s (log-core's
+    /// read-only open does).
+    ReadOnly,
+}
 
 /// A [`SegmentStore`] over one directory.
 ///
 /// Assumptions about the file system (see `docs/format.md`): `rename` within a directory is atomic and
 /// replaces its target; `fsync` of a file makes its data durable and `fsync` of the directory makes creates,
-/// renames and deletes durable; nobody else writes or truncates the files while the store is open (the lock
-/// file keeps other logcompact processes out; a mapped file truncated by someone else would fault).
+/// renames and deletes durable; nobody else writes or truncates the files while the store is open (the
+/// directory lock keeps other logcompact writers out; a mapped file truncated by someone else would fault).
 ///
 /// The store hands out one handle per file: opening a name that is already open returns the same handle, so
 /// a file that is sealed (memory-mapped) can never be written through a second handle of this process, and
-/// the directory lock keeps every other process (and every other store) out.
+/// the directory lock keeps every other writer (and every other writable store) out.
 #[derive(Debug)]
 pub struct FileStore {
     dir: PathBuf,
-    /// Held open for the lifetime of the store: its exclusive lock is the directory lock.
-    _lock: File,
+    access: Access,
+    /// For a writable store, the directory held open with an exclusive `flock`: the lock lasts as long as
+    /// the store and cannot be removed by deleting a file.
+    _lock: Option<File>,
     /// Live handles by file name.
     handles: Mutex<HashMap<String, Weak<FileSegment>>>,
 }
@@ -47,10 +64,10 @@ fn checked(name: &str) -> io::Result<&str> {
 }
 
 impl FileStore {
-    /// Opens `dir` as a store, creating it (and its parents) if missing, and locks it.
+    /// Opens `dir` for reading and writing, creating it (and its parents) if missing, and locks it.
     ///
     /// # Errors
-    /// [`Error::Locked`] when another store holds the directory; [`Error::NotADirectory`]; [`Error::Io`].
+    /// [`Error::Locked`] when another writer holds the directory; [`Error::NotADirectory`]; [`Error::Io`].
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref().to_path_buf();
         if dir.exists() && !dir.is_dir() {
@@ -62,20 +79,42 @@ impl FileStore {
             // Make the new directory's own name durable.
             File::open(parent).and_then(|f| f.sync_all()).map_err(io_err("sync directory", parent))?;
         }
-        let lock_path = dir.join(LOCK_FILE);
-        let lock = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock_path)
-            .map_err(io_err("open lock file", &lock_path))?;
+        Self::open_existing(dir)
+    }
+
+    /// Opens the existing directory `dir` for reading and writing and locks it; nothing is created.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when `dir` does not exist; otherwise as [`FileStore::open`].
+    pub fn open_existing(dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = Self::existing_dir(dir.as_ref())?;
+        let lock = File::open(&dir).map_err(io_err("open directory", &dir))?;
         match lock.try_lock() {
             Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(Error::Locked { dir, lock: lock_path }),
-            Err(TryLockError::Error(e)) => return Err(io_err("lock", &lock_path)(e)),
+            Err(TryLockError::WouldBlock) => return Err(Error::Locked { dir }),
+            Err(TryLockError::Error(e)) => return Err(io_err("lock", &dir)(e)),
         }
-        Ok(FileStore { dir, _lock: lock, handles: Mutex::new(HashMap::new()) })
+        Ok(FileStore { dir, access: Access::ReadWrite, _lock: Some(lock), handles: Mutex::new(HashMap::new()) })
+    }
+
+    /// Opens the existing directory `dir` read-only: no lock is taken and nothing is ever created, changed or
+    /// removed; every change fails with [`io::ErrorKind::PermissionDenied`].
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] or [`Error::NotADirectory`]; [`Error::Io`] when it cannot be read.
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = Self::existing_dir(dir.as_ref())?;
+        fs::read_dir(&dir).map_err(io_err("read directory", &dir))?;
+        Ok(FileStore { dir, access: Access::ReadOnly, _lock: None, handles: Mutex::new(HashMap::new()) })
+    }
+
+    fn existing_dir(dir: &Path) -> Result<PathBuf> {
+        match fs::metadata(dir) {
+            Ok(m) if m.is_dir() => Ok(dir.to_path_buf()),
+            Ok(_) => Err(Error::NotADirectory(dir.to_path_buf())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Error::NotFound(dir.to_path_buf())),
+            Err(e) => Err(io_err("stat", dir)(e)),
+        }
     }
 
     /// The directory.
@@ -83,8 +122,20 @@ impl FileStore {
         &self.dir
     }
 
+    /// How the directory was opened.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
     fn path(&self, name: &str) -> io::Result<PathBuf> {
         Ok(self.dir.join(checked(name)?))
+    }
+
+    fn writable(&self) -> io::Result<()> {
+        match self.access {
+            Access::ReadWrite => Ok(()),
+            Access::ReadOnly => Err(read_only_error()),
+        }
     }
 
     fn handles(&self) -> MutexGuard<'_, HashMap<String, Weak<FileSegment>>> {
@@ -92,12 +143,26 @@ impl FileStore {
     }
 }
 
+/// Refuses anything but a regular file: a symbolic link or a directory under a segment's name is never
+/// followed or read as a segment.
+fn regular_file(path: &Path) -> io::Result<fs::Metadata> {
+    let meta = fs::symlink_metadata(path)?;
+    if meta.file_type().is_file() {
+        Ok(meta)
+    } else {
+        let what = if meta.file_type().is_symlink() { "a symbolic link" } else { "not a regular file" };
+        Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is {what}", path.display())))
+    }
+}
+
 impl SegmentStore for FileStore {
     fn create(&self, name: &str) -> io::Result<Arc<dyn Segment>> {
+        self.writable()?;
         let path = self.path(name)?;
         let mut handles = self.handles();
         let file = File::options().read(true).write(true).create_new(true).open(&path)?;
-        let segment = Arc::new(FileSegment::new(file, path, 0));
+        let id = file.metadata()?.ino();
+        let segment = Arc::new(FileSegment::new(file, path, 0, id, false));
         handles.insert(name.to_owned(), Arc::downgrade(&segment));
         Ok(segment)
     }
@@ -108,9 +173,18 @@ impl SegmentStore for FileStore {
         if let Some(live) = handles.get(name).and_then(Weak::upgrade) {
             return Ok(live);
         }
-        let file = File::options().read(true).write(true).open(&path)?;
-        let len = file.metadata()?.len();
-        let segment = Arc::new(FileSegment::new(file, path, len));
+        let before = regular_file(&path)?;
+        let read_only = self.access == Access::ReadOnly;
+        let file = File::options().read(true).write(!read_only).open(&path)?;
+        let meta = file.metadata()?;
+        if meta.ino() != before.ino() || meta.dev() != before.dev() {
+            // Replaced between the check and the open (a symbolic link put there, say).
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} changed while opening", path.display()),
+            ));
+        }
+        let segment = Arc::new(FileSegment::new(file, path, meta.len(), meta.ino(), read_only));
         handles.retain(|_, h| h.strong_count() > 0);
         handles.insert(name.to_owned(), Arc::downgrade(&segment));
         Ok(segment)
@@ -120,8 +194,8 @@ impl SegmentStore for FileStore {
         let mut names = Vec::new();
         for entry in fs::read_dir(&self.dir)? {
             let entry = entry?;
-            if entry.file_type()?.is_file()
-                && let Ok(name) = entry.file_name().into_string()
+            // Names that are not UTF-8 cannot be any of the log's names.
+            if let Ok(name) = entry.file_name().into_string()
                 && name != LOCK_FILE
             {
                 names.push(name);
@@ -131,7 +205,16 @@ impl SegmentStore for FileStore {
         Ok(names)
     }
 
+    fn file_id(&self, name: &str) -> io::Result<u64> {
+        Ok(regular_file(&self.path(name)?)?.ino())
+    }
+
+    fn is_read_only(&self) -> bool {
+        self.access == Access::ReadOnly
+    }
+
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        self.writable()?;
         let mut handles = self.handles();
         fs::rename(self.path(from)?, self.path(to)?)?;
         match handles.remove(from) {
@@ -142,6 +225,7 @@ impl SegmentStore for FileStore {
     }
 
     fn delete(&self, name: &str) -> io::Result<()> {
+        self.writable()?;
         let mut handles = self.handles();
         fs::remove_file(self.path(name)?)?;
         handles.remove(name);
@@ -149,6 +233,74 @@ impl SegmentStore for FileStore {
     }
 
     fn sync_dir(&self) -> io::Result<()> {
+        self.writable()?;
         File::open(&self.dir)?.sync_all()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_writer_is_locked_out_even_without_a_lock_file() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let first = FileStore::open(tmp.path()).expect("first writer");
+        assert!(matches!(FileStore::open_existing(tmp.path()), Err(Error::Locked { .. })));
+        // Nothing in the directory to delete to get around the lock.
+        assert_eq!(first.list().expect("list"), Vec::<String>::new());
+        assert!(FileStore::open_read_only(tmp.path()).is_ok(), "readers take no lock");
+        drop(first);
+        assert!(FileStore::open_existing(tmp.path()).is_ok(), "the lock goes with the store");
+    }
+
+    #[test]
+    fn a_read_only_store_changes_nothing() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        {
+            let w = FileStore::open(tmp.path()).expect("writer");
+            w.create("a").expect("create").append(b"abc").expect("append");
+        }
+        let r = FileStore::open_read_only(tmp.path()).expect("reader");
+        assert!(r.is_read_only());
+        let denied = |e: io::Error| e.kind() == io::ErrorKind::PermissionDenied;
+        assert!(r.create("b").err().is_some_and(denied));
+        assert!(r.rename("a", "b").err().is_some_and(denied));
+        assert!(r.delete("a").err().is_some_and(denied));
+        assert!(r.sync_dir().err().is_some_and(denied));
+        let a = r.open("a").expect("open");
+        assert!(a.append(b"x").err().is_some_and(denied));
+        assert!(a.truncate(0).err().is_some_and(denied));
+        assert!(a.sync().err().is_some_and(denied));
+        let mut out = [0u8; 3];
+        a.read_at(0, &mut out).expect("read");
+        assert_eq!(&out, b"abc");
+        assert_eq!(r.list().expect("list"), vec!["a".to_owned()]);
+        assert!(matches!(FileStore::open_read_only(tmp.path().join("missing")), Err(Error::NotFound(_))));
+    }
+
+    #[test]
+    fn symbolic_links_are_listed_but_never_opened() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        std::fs::write(tmp.path().join("target"), b"x").expect("write");
+        std::os::unix::fs::symlink(tmp.path().join("target"), tmp.path().join("00000000000000000000.log"))
+            .expect("symlink");
+        let s = FileStore::open(tmp.path()).expect("open");
+        assert!(s.list().expect("list").contains(&"00000000000000000000.log".to_owned()));
+        assert_eq!(s.open("00000000000000000000.log").err().map(|e| e.kind()), Some(io::ErrorKind::InvalidInput));
+        assert!(s.file_id("00000000000000000000.log").is_err());
+    }
+
+    #[test]
+    fn file_ids_follow_renames_and_differ_for_a_new_file() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let s = FileStore::open(tmp.path()).expect("open");
+        let a = s.create("a").expect("create");
+        let id = s.file_id("a").expect("id");
+        assert_eq!(a.file_id(), id);
+        s.rename("a", "b").expect("rename");
+        assert_eq!(s.file_id("b").expect("id"), id);
+        let _c = s.create("a").expect("create again");
+        assert_ne!(s.file_id("a").expect("id"), id);
     }
 }

@@ -303,6 +303,11 @@ impl SegmentStore for CrashStore {
         Ok(dir.live.keys().cloned().collect())
     }
 
+    fn file_id(&self, name: &str) -> io::Result<u64> {
+        let dir = self.dir();
+        dir.live.get(name).map(|f| Arc::as_ptr(f) as usize as u64).ok_or_else(|| not_found(name))
+    }
+
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
         let mut dir = self.dir();
         dir.check()?;
@@ -405,6 +410,10 @@ impl Segment for CrashSegment {
 
     fn view(&self) -> io::Result<SegmentBytes> {
         self.file.read().sealed.clone().ok_or_else(not_sealed_error)
+    }
+
+    fn file_id(&self) -> u64 {
+        Arc::as_ptr(&self.file) as usize as u64
     }
 }
 

@@ -6,7 +6,8 @@
 //! file backend's tests builds on it.
 //!
 //! With the `crash-sim` feature, the `crash` module adds `CrashStore`, a backend that models a page cache
-//! over a disk (live and durable images of files and names) and crashes at a chosen sync point.
+//! over a disk (live and durable images of files and names) and crashes at a chosen sync point, and the
+//! `fault` module adds `FaultStore`, a wrapper over any store that fails one chosen operation.
 //!
 //! # Example
 //! ```
@@ -29,6 +30,8 @@ use log_core::{Segment, SegmentBytes, SegmentStore};
 
 #[cfg(feature = "crash-sim")]
 pub mod crash;
+#[cfg(feature = "crash-sim")]
+pub mod fault;
 
 /// Fills `out` from `bytes` at `pos`, the bounds rule of [`Segment::read_at`] for every in-memory file.
 pub(crate) fn copy_out(bytes: &[u8], pos: u64, out: &mut [u8]) -> io::Result<()> {
@@ -78,6 +81,10 @@ impl SegmentStore for MemStore {
 
     fn list(&self) -> io::Result<Vec<String>> {
         Ok(self.files().keys().cloned().collect())
+    }
+
+    fn file_id(&self, name: &str) -> io::Result<u64> {
+        self.files().get(name).map(|f| Arc::as_ptr(f) as usize as u64).ok_or_else(|| not_found(name))
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
@@ -182,5 +189,9 @@ impl Segment for MemSegment {
 
     fn view(&self) -> io::Result<SegmentBytes> {
         self.read().sealed.clone().ok_or_else(not_sealed_error)
+    }
+
+    fn file_id(&self) -> u64 {
+        self as *const MemSegment as usize as u64
     }
 }

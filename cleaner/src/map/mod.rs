@@ -4,6 +4,7 @@
 //! interchangeable behind [`OffsetMap`] so that designs can be compared on the same passes.
 
 pub(crate) mod skimpy;
+pub(crate) mod table;
 
 pub use skimpy::SkimpyMap;
 
@@ -45,8 +46,13 @@ pub trait OffsetMap: Send {
     fn clear(&mut self);
     /// The last offset put, if any.
     fn latest_offset(&self) -> Option<u64>;
-    /// Bytes of memory the map holds.
+    /// Bytes of memory the map holds (its budget, reserved once).
     fn memory_bytes(&self) -> usize;
+    /// Bytes of that memory the map has touched since the last clear (resident, and what the next clear
+    /// costs); a map that touches all of it says so by default.
+    fn touched_bytes(&self) -> usize {
+        self.memory_bytes()
+    }
     /// `put` and `get` calls since the last clear.
     fn lookups(&self) -> u64;
     /// Slots inspected by those calls.

@@ -1,0 +1,80 @@
+//! Standard output that ends quietly when its reader goes away (`logcompact dump | head -1`).
+
+use std::io::{self, Write};
+
+/// A writer that turns a broken pipe into the end of output: later writes are dropped and report success,
+/// so a command whose reader stopped reading finishes its work and exits 0 without an error message.
+#[derive(Debug)]
+pub struct QuietPipe<W: Write> {
+    inner: W,
+    closed: bool,
+}
+
+impl<W: Write> QuietPipe<W> {
+    /// Wraps `inner`.
+    pub fn new(inner: W) -> Self {
+        QuietPipe { inner, closed: false }
+    }
+
+    fn quiet<T>(&mut self, r: io::Result<T>, ok: T) -> io::Result<T> {
+        match r {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(ok)
+            }
+            r => r,
+        }
+    }
+}
+
+impl<W: Write> Write for QuietPipe<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        let r = self.inner.write(buf);
+        self.quiet(r, buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let r = self.inner.flush();
+        self.quiet(r, ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Gone;
+
+    impl Write for Gone {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Err(io::ErrorKind::BrokenPipe.into())
+        }
+    }
+
+    #[test]
+    fn a_broken_pipe_ends_output_quietly_other_errors_stay() {
+        let mut out = QuietPipe::new(Gone);
+        assert!(writeln!(out, "x").is_ok());
+        assert!(out.closed);
+        assert!(out.flush().is_ok());
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::ErrorKind::StorageFull.into())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        assert!(writeln!(QuietPipe::new(Full), "x").is_err());
+    }
+}

@@ -1,0 +1,234 @@
+//! What a store holds, by name, before anything is opened: the log's segments, hints and swap files, names
+//! that look like the log's but cannot be used, and signs of another format (a Kafka partition). Reading only:
+//! the writable open, the read-only open, `check` and `repair` all start from a [`Layout`].
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::Arc;
+
+use crate::error::{CorruptKind, Error, Result};
+use crate::names::{CHECKPOINT_FILE, CHECKPOINT_TMP_FILE, FileKind, NameClass, classify};
+use crate::removal;
+use crate::segment::SealedSegment;
+use crate::storage::SegmentStore;
+
+/// The names of a store, classified.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// `.log` segments by base.
+    pub logs: BTreeMap<u64, String>,
+    /// `.lcindex` hints by base.
+    pub hints: BTreeMap<u64, String>,
+    /// `.log.cleaned` files by base (an uncommitted swap).
+    pub cleaned: BTreeMap<u64, String>,
+    /// `.log.swap` files by base (a committed swap, unless a `.cleaned` file is left).
+    pub swaps: BTreeMap<u64, String>,
+    /// `.log.deleted` files by base.
+    pub deleted: BTreeMap<u64, String>,
+    /// The checkpoint file exists.
+    pub checkpoint: bool,
+    /// A checkpoint write was interrupted.
+    pub checkpoint_tmp: bool,
+    /// Names with one of the log's suffixes that cannot be used, with the reason.
+    pub unusable: Vec<(String, String)>,
+    /// Every other name.
+    pub foreign: Vec<String>,
+}
+
+/// What recovery does with the swap files of a [`Layout`] (Kafka's `LogLoader` rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PendingSwap {
+    /// No swap was interrupted.
+    None,
+    /// A `.cleaned` file is left, so the commit point was not reached: every `.cleaned` and `.swap` file
+    /// goes, the old segments stay.
+    RollBack,
+    /// Every output file of the swap is `.swap`: each replaces (or, holding a removal marker, removes) the
+    /// segment of its base.
+    Complete,
+}
+
+/// A committed `.swap` file, validated.
+#[derive(Debug)]
+pub(crate) enum SwapContent {
+    /// The cleaned segment that replaces the `.log` of its base.
+    Segment(SealedSegment),
+    /// A removal marker: the segment of its base goes.
+    Removed,
+}
+
+impl Layout {
+    /// Lists and classifies the names of `store`. Changes nothing.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the store cannot be listed.
+    pub fn scan(store: &dyn SegmentStore) -> Result<Layout> {
+        let names = store.list().map_err(Error::io("list", "<store>"))?;
+        let mut layout = Layout::default();
+        for name in names {
+            match classify(&name) {
+                NameClass::Ours(base, kind) => {
+                    // A symbolic link or a directory under one of the log's names is refused, not skipped.
+                    if let Err(e) = store.file_id(&name)
+                        && e.kind() != io::ErrorKind::NotFound
+                    {
+                        layout.unusable.push((name, format!("it is not a regular file ({e})")));
+                        continue;
+                    }
+                    let map = match kind {
+                        FileKind::Log => &mut layout.logs,
+                        FileKind::Index => &mut layout.hints,
+                        FileKind::Cleaned => &mut layout.cleaned,
+                        FileKind::Swap => &mut layout.swaps,
+                        FileKind::Deleted => &mut layout.deleted,
+                    };
+                    map.insert(base, name);
+                }
+                NameClass::Unusable(reason) => layout.unusable.push((name, reason.to_owned())),
+                NameClass::Foreign if name == CHECKPOINT_FILE => layout.checkpoint = true,
+                NameClass::Foreign if name == CHECKPOINT_TMP_FILE => layout.checkpoint_tmp = true,
+                NameClass::Foreign => layout.foreign.push(name),
+            }
+        }
+        Ok(layout)
+    }
+
+    /// The first unusable name as an error.
+    ///
+    /// # Errors
+    /// [`Error::UnusableName`].
+    pub fn check_usable(&self) -> Result<()> {
+        match self.unusable.first() {
+            Some((name, reason)) => Err(Error::UnusableName { name: name.clone(), reason: reason.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    /// What recovery will do with the swap files.
+    pub fn pending_swap(&self) -> PendingSwap {
+        if !self.cleaned.is_empty() {
+            PendingSwap::RollBack
+        } else if !self.swaps.is_empty() {
+            PendingSwap::Complete
+        } else {
+            PendingSwap::None
+        }
+    }
+
+    /// True when the store holds no segment at all (nor swap output that would become one).
+    pub fn has_no_segments(&self) -> bool {
+        self.logs.is_empty() && (self.swaps.is_empty() || self.pending_swap() == PendingSwap::RollBack)
+    }
+
+    /// Signs that the store holds a Kafka partition rather than a log of this format: Kafka's own file
+    /// names, or a `.log` that starts with a Kafka record batch. `None` when there are none.
+    pub fn foreign_format(&self, store: &dyn SegmentStore) -> Option<String> {
+        let kafka_names: Vec<&str> = self
+            .foreign
+            .iter()
+            .map(String::as_str)
+            .filter(|n| {
+                ["leader-epoch-checkpoint", "partition.metadata"].contains(n)
+                    || [".index", ".timeindex", ".txnindex", ".snapshot"].iter().any(|s| is_kafka_segment_file(n, s))
+            })
+            .take(3)
+            .collect();
+        let batch = self.logs.values().next().and_then(|name| kafka_batch_at_start(store, name).map(|m| (name, m)));
+        if kafka_names.is_empty() && batch.is_none() {
+            return None;
+        }
+        let mut what = String::from("a Kafka partition directory");
+        if !kafka_names.is_empty() {
+            what.push_str(&format!(" (Kafka's files: {})", kafka_names.join(", ")));
+        }
+        if let Some((name, magic)) = batch {
+            what.push_str(&format!("; {name} starts with a Kafka record batch of magic {magic}"));
+        }
+        Some(what)
+    }
+
+    /// A short description of what the store holds, for an error saying it is not a log.
+    pub fn describe(&self) -> String {
+        let total = self.foreign.len() + usize::from(self.checkpoint) + usize::from(self.checkpoint_tmp);
+        if total == 0 && self.hints.is_empty() && self.deleted.is_empty() && self.cleaned.is_empty() {
+            return "the directory is empty (no segment files)".into();
+        }
+        let mut shown: Vec<&str> = self.foreign.iter().map(String::as_str).take(5).collect();
+        if self.checkpoint {
+            shown.push(CHECKPOINT_FILE);
+        }
+        let more = if self.foreign.len() > 5 { ", ..." } else { "" };
+        format!("no segment file (no <20-digit base>.log); other files: {}{more}", shown.join(", "))
+    }
+}
+
+/// True for `<20 digits><suffix>`.
+fn is_kafka_segment_file(name: &str, suffix: &str) -> bool {
+    name.strip_suffix(suffix).is_some_and(|stem| stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[expect(clippy::big_endian_bytes, reason = "Kafka's format is big-endian")]
+/// The magic byte when the file `name` starts with what a Kafka record batch (magic 2) or message set (magic
+/// 0 or 1) starts with, and not with a frame of this format.
+fn kafka_batch_at_start(store: &dyn SegmentStore, name: &str) -> Option<u8> {
+    let file = store.open(name).ok()?;
+    let mut head = [0u8; 61];
+    let n = usize::try_from(file.len()).ok()?.min(head.len());
+    file.read_at(0, &mut head[..n]).ok()?;
+    let head = &head[..n];
+    if crate::codec::plausible_frame_start(head, file.len(), None).is_some() {
+        return None;
+    }
+    let magic = *head.get(16)?;
+    let length = i32::from_be_bytes(head.get(8..12)?.try_into().ok()?);
+    let base = i64::from_be_bytes(head.get(..8)?.try_into().ok()?);
+    // A v2 batch header is 61 bytes (49 after the length field); a v0/v1 message at least 14 after it.
+    let plausible = match magic {
+        2 => length >= 49,
+        0 | 1 => length >= 14,
+        _ => false,
+    };
+    (plausible && base >= 0).then_some(magic)
+}
+
+/// Validates the committed `.swap` file `name` of the segment based at `base` before it may replace (or
+/// remove) that segment: a removal marker for this base, or a segment whose every frame decodes, whose
+/// offsets increase from `base` and stay below `next_base` (the base of the segment after it, if any).
+///
+/// # Errors
+/// [`Error::Corrupt`] naming the `.swap` file; [`Error::Io`].
+pub(crate) fn load_swap(
+    store: &dyn SegmentStore,
+    base: u64,
+    name: &str,
+    next_base: Option<u64>,
+    index_interval: u64,
+) -> Result<SwapContent> {
+    let file = store.open(name).map_err(Error::io("open", name))?;
+    let corrupt = |position, kind| Error::Corrupt { segment: name.to_owned(), position, kind };
+    if file.len() == removal::MARKER_BYTES as u64 || file.is_empty() {
+        let mut bytes = vec![0; removal::MARKER_BYTES.min(usize::try_from(file.len()).unwrap_or(0))];
+        file.read_at(0, &mut bytes).map_err(Error::io("read", name))?;
+        return match removal::decode(&bytes, base) {
+            Ok(_) => Ok(SwapContent::Removed),
+            Err(kind) => Err(corrupt(0, kind)),
+        };
+    }
+    let segment = SealedSegment::load(base, name.to_owned(), Arc::clone(&file), index_interval)?;
+    if let (Some(next_base), Some(last)) = (next_base, segment.last_offset())
+        && last >= next_base
+    {
+        return Err(corrupt(0, CorruptKind::OffsetBeyondNextSegment { next_base, found: last }));
+    }
+    Ok(SwapContent::Segment(segment))
+}
+
+/// The base after `base` among the segments that exist once the swap is completed: the next `.log` or
+/// `.swap` base.
+pub(crate) fn next_base_after(layout: &Layout, base: u64) -> Option<u64> {
+    let next = |m: &BTreeMap<u64, String>| m.range(base + 1..).next().map(|(&b, _)| b);
+    match (next(&layout.logs), next(&layout.swaps)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
