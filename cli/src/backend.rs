@@ -59,7 +59,11 @@ pub fn open_read_only_store(dir: &Path) -> Result<Arc<dyn SegmentStore>, Failure
     Ok(Arc::new(storage_file::FileStore::open_read_only(dir).map_err(store_failure)?))
 }
 
-fn refuse_empty(dir: &Path, store: &dyn SegmentStore) -> Result<(), Failure> {
+/// Refuses a store that holds no log, or a log of another format.
+///
+/// # Errors
+/// [`Failure::Usage`] saying what the directory holds instead.
+pub fn refuse_empty(dir: &Path, store: &dyn SegmentStore) -> Result<(), Failure> {
     let layout = Layout::scan(store).map_err(|e| Failure::from_log("cannot list the directory", &e))?;
     if let Some(found) = layout.foreign_format(store) {
         return Err(Failure::Usage(format!("{} is not a logcompact log: it holds {found}", dir.display())));

@@ -61,7 +61,7 @@ enum Commands {
     ///
     /// A repair drops damaged byte ranges of segments while keeping every valid record around them, sets
     /// aside a .swap file that is not a valid cleaned segment (restoring the segment it replaced), and sets
-    /// aside an unreadable checkpoint. A copy of every cut byte is kept in repair-<time>.* files in the
+    /// aside an unreadable checkpoint. A copy of every cut byte is kept in repair-<time>.*.bytes files in the
     /// directory. Without --apply nothing is changed.
     #[command(after_help = failure::EXIT_CODES)]
     Repair(RepairArgs),

@@ -195,6 +195,7 @@ pub fn repair(dir: &Path, apply: bool, as_json: bool) -> Result<(), Failure> {
         plan
     } else {
         let store = backend::open_read_only_store(dir)?;
+        backend::refuse_empty(dir, &*store)?;
         let plan = log_core::repair::plan(&*store).map_err(read)?;
         let log = backend::open_log_read_only(Arc::clone(&store));
         if let Ok(log) = &log {
@@ -218,7 +219,7 @@ pub fn repair(dir: &Path, apply: bool, as_json: bool) -> Result<(), Failure> {
         if !apply && !plan.actions.is_empty() {
             writeln!(
                 out,
-                "run `logcompact repair --dir {} --apply` to do it; a copy of every cut byte is kept in repair-<time>.* files",
+                "run `logcompact repair --dir {} --apply` to do it; a copy of every cut byte is kept in repair-<time>.*.bytes files",
                 dir.display()
             )
             .map_err(write_failed)?;

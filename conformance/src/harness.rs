@@ -19,6 +19,9 @@ pub trait Fixture {
     /// The store to open the log on. Called again after the previous log was dropped, it gives the same data
     /// as after a clean shutdown and restart.
     fn open_store(&mut self) -> Arc<dyn SegmentStore>;
+    /// A store for a reader beside the writer: for files, a read-only store on the same directory (no lock,
+    /// as another process would open it); for the in-memory backends, the same store.
+    fn reader_store(&self) -> Arc<dyn SegmentStore>;
     /// Simulates a crash: afterwards [`Fixture::open_store`] gives only what was durable (with a torn tail
     /// chosen by `seed`). Returns `false` for backends that cannot simulate one (the next open is then a
     /// clean restart).
@@ -43,6 +46,10 @@ impl Harness for Mem {
 
 impl Fixture for MemFixture {
     fn open_store(&mut self) -> Arc<dyn SegmentStore> {
+        Arc::clone(&self.0) as Arc<dyn SegmentStore>
+    }
+
+    fn reader_store(&self) -> Arc<dyn SegmentStore> {
         Arc::clone(&self.0) as Arc<dyn SegmentStore>
     }
 
@@ -72,6 +79,10 @@ impl Fixture for FileFixture {
         Arc::new(storage_file::FileStore::open(self.0.path().join("log")).expect("open the directory"))
     }
 
+    fn reader_store(&self) -> Arc<dyn SegmentStore> {
+        Arc::new(storage_file::FileStore::open_read_only(self.0.path().join("log")).expect("open read-only"))
+    }
+
     fn crash(&mut self, _seed: u64) -> bool {
         false
     }
@@ -95,6 +106,10 @@ impl Harness for Crash {
 
 impl Fixture for CrashFixture {
     fn open_store(&mut self) -> Arc<dyn SegmentStore> {
+        Arc::clone(&self.0) as Arc<dyn SegmentStore>
+    }
+
+    fn reader_store(&self) -> Arc<dyn SegmentStore> {
         Arc::clone(&self.0) as Arc<dyn SegmentStore>
     }
 

@@ -81,5 +81,10 @@ macro_rules! conformance_tests {
         fn flipped_byte_is_found() {
             $crate::scenarios::flipped_byte_is_found(&$harness);
         }
+
+        #[test]
+        fn read_only_opens_beside_running_passes() {
+            $crate::scenarios::read_only_opens_beside_running_passes(&$harness);
+        }
     };
 }

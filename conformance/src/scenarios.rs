@@ -212,3 +212,113 @@ pub fn flipped_byte_is_found(h: &dyn Harness) {
     assert!(pass.is_err(), "a pass over a corrupt segment fails");
     assert_eq!(log.store().list().expect("list").iter().filter(|n| n.ends_with(".cleaned")).count(), 0);
 }
+
+/// The closed segments of a log as `(base, offsets)`: enough to tell one state of the log from another.
+fn closed_state(log: &Log) -> Vec<(u64, Vec<u64>)> {
+    log.snapshot()
+        .closed()
+        .iter()
+        .map(|s| (s.base(), s.records().map(|r| r.expect("valid").1.offset).collect()))
+        .collect()
+}
+
+/// A reader's store that lets the writer work while the reader opens the segment files one by one: the
+/// moment a reader without a lock can be caught out by a cleaning swap or a roll, holding some segments from
+/// before the swap and opening the rest after it.
+struct Disturbing {
+    inner: Arc<dyn SegmentStore>,
+    /// Runs once, after the third open from now, when set.
+    hook: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    opens: std::sync::atomic::AtomicU32,
+}
+
+impl std::fmt::Debug for Disturbing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Disturbing").field("inner", &self.inner).finish_non_exhaustive()
+    }
+}
+
+impl SegmentStore for Disturbing {
+    fn create(&self, name: &str) -> std::io::Result<Arc<dyn log_core::Segment>> {
+        self.inner.create(name)
+    }
+    fn open(&self, name: &str) -> std::io::Result<Arc<dyn log_core::Segment>> {
+        let file = self.inner.open(name);
+        if self.opens.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 2 {
+            let hook = self.hook.lock().expect("hook").take();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
+        file
+    }
+    fn list(&self) -> std::io::Result<Vec<String>> {
+        self.inner.list()
+    }
+    fn file_id(&self, name: &str) -> std::io::Result<u64> {
+        self.inner.file_id(name)
+    }
+    fn is_read_only(&self) -> bool {
+        self.inner.is_read_only()
+    }
+    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn delete(&self, name: &str) -> std::io::Result<()> {
+        self.inner.delete(name)
+    }
+    fn sync_dir(&self) -> std::io::Result<()> {
+        self.inner.sync_dir()
+    }
+}
+
+/// A reader that opens the log read-only (taking no lock) while the writer appends, rolls and commits a
+/// cleaning pass half-way through the reader's opening of the segments sees the log as it was at one instant:
+/// the log after the writer's swap (up to the segment it took for the active one), never a mix of segments
+/// from before and after the swap; every key keeps its latest value; nothing is written by the reader.
+pub fn read_only_opens_beside_running_passes(h: &dyn Harness) {
+    use std::sync::Mutex;
+    let mut fx = h.fixture();
+    let config = LogConfig { segment_bytes: 1500, index_interval_bytes: 128, ..LogConfig::default() };
+    let log = Arc::new(Log::open(fx.open_store(), config.clone()).expect("open"));
+    for i in 0..2000u32 {
+        let key = format!("k{}", i % 61);
+        if i % 13 == 5 {
+            log.delete(key.as_bytes()).expect("delete");
+        } else {
+            log.put(key.as_bytes(), format!("v{i}").as_bytes()).expect("put");
+        }
+    }
+    log.roll().expect("roll");
+    let clock = Arc::new(ManualClock::new(1_000));
+    let cleaner = Arc::new(Mutex::new(cleaner(&clock, 1 << 16)));
+    let reader = Arc::new(Disturbing { inner: fx.reader_store(), hook: Mutex::new(None), opens: Default::default() });
+    for round in 0..60u32 {
+        let before = closed_state(&log);
+        let (w, c, clock) = (Arc::clone(&log), Arc::clone(&cleaner), Arc::clone(&clock));
+        reader.opens.store(0, std::sync::atomic::Ordering::SeqCst);
+        *reader.hook.lock().expect("hook") = Some(Box::new(move || {
+            for i in 0..30u32 {
+                w.put(format!("k{}", (i * 7 + round) % 61).as_bytes(), format!("r{round}-{i}").as_bytes())
+                    .expect("put");
+            }
+            w.roll().expect("roll");
+            if round == 30 {
+                clock.advance(cleaner::DEFAULT_DELETE_RETENTION_MS + 1);
+            }
+            c.lock().expect("cleaner").clean(&w, PassOptions { purge: round % 10 == 9 }).expect("pass");
+        }));
+        let view = Log::open_read_only(Arc::clone(&reader) as Arc<dyn SegmentStore>, LogConfig::default())
+            .expect("a snapshot");
+        assert!(view.is_read_only());
+        let after = closed_state(&log);
+        let rewritten = before.iter().filter(|s| !after.contains(s)).count();
+        assert!(rewritten > 0, "round {round}: the writer's pass must rewrite segments the reader listed");
+        // The reader listed before the writer's roll, so it may take the rolled segment for the active one:
+        // a consistent prefix. Everything below must be exactly the log after the swap.
+        let active = view.snapshot().active_base();
+        let below: Vec<_> = after.iter().filter(|(b, _)| *b < active).cloned().collect();
+        assert_eq!(closed_state(&view), below, "round {round} on {}: the reader saw a mix", h.name());
+        assert_eq!(value_view(&view), value_view(&log), "round {round} on {}", h.name());
+    }
+}

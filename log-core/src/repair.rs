@@ -4,7 +4,8 @@
 //! of segments while keeping every valid record around them, set aside a `.swap` that would replace a segment
 //! with garbage (restoring the segment it replaced), set aside an unreadable checkpoint, delete hints that
 //! disagree with their segments. [`apply`] does it, keeping a copy of every byte it cuts in a file named
-//! `repair-<time>.<what>` in the store (such names are not part of the log and stay until removed by hand).
+//! `repair-<time>.<what>.bytes` in the store (such names are not part of the log and stay until removed by
+//! hand).
 //!
 //! Each segment is replaced atomically: its repaired copy is written to `<base>.log.cleaned`, synced, and
 //! renamed over `<base>.log` (a crash leaves the old or the new segment, and a `.cleaned` file the next open
@@ -259,7 +260,8 @@ pub fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<
     let mut outcome = RepairOutcome::default();
     let sync_dir = || store.sync_dir().map_err(Error::io("sync directory", "<store>"));
     let backup = |outcome: &mut RepairOutcome, what: &str, bytes: &[u8]| -> Result<()> {
-        let name = format!("repair-{stamp}.{what}");
+        // The suffix keeps a copy of `x.log.swap` from ending in one of the log's own suffixes.
+        let name = format!("repair-{stamp}.{what}.bytes");
         let file = store.create(&name).map_err(Error::io("create", &name))?;
         file.append(bytes).map_err(Error::io("append", &name))?;
         file.sync().map_err(Error::io("sync", &name))?;

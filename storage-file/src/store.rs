@@ -173,21 +173,22 @@ impl SegmentStore for FileStore {
         if let Some(live) = handles.get(name).and_then(Weak::upgrade) {
             return Ok(live);
         }
-        let before = regular_file(&path)?;
         let read_only = self.access == Access::ReadOnly;
-        let file = File::options().read(true).write(!read_only).open(&path)?;
-        let meta = file.metadata()?;
-        if meta.ino() != before.ino() || meta.dev() != before.dev() {
-            // Replaced between the check and the open (a symbolic link put there, say).
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{} changed while opening", path.display()),
-            ));
+        // `open` follows symbolic links, so the name is checked before and the file after: when both are the
+        // same regular file, that is what was opened. A file renamed over the name in between (a writer's
+        // checkpoint, say) makes them differ; trying again then opens the new one.
+        for _ in 0..8 {
+            let before = regular_file(&path)?;
+            let file = File::options().read(true).write(!read_only).open(&path)?;
+            let meta = file.metadata()?;
+            if meta.ino() == before.ino() && meta.dev() == before.dev() {
+                let segment = Arc::new(FileSegment::new(file, path, meta.len(), meta.ino(), read_only));
+                handles.retain(|_, h| h.strong_count() > 0);
+                handles.insert(name.to_owned(), Arc::downgrade(&segment));
+                return Ok(segment);
+            }
         }
-        let segment = Arc::new(FileSegment::new(file, path, meta.len(), meta.ino(), read_only));
-        handles.retain(|_, h| h.strong_count() > 0);
-        handles.insert(name.to_owned(), Arc::downgrade(&segment));
-        Ok(segment)
+        Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} keeps changing while opening", path.display())))
     }
 
     fn list(&self) -> io::Result<Vec<String>> {
