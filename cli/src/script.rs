@@ -105,6 +105,29 @@ mod tests {
         assert_eq!(parse_line("# comment"), Ok(None));
     }
 
+    fn print(c: &Command) -> String {
+        match c {
+            Command::Put { key, value } => format!("PUT {key} {value}"),
+            Command::Del { key } => format!("DEL {key}"),
+            Command::Roll => "ROLL".into(),
+            Command::Compact { purge: false } => "COMPACT".into(),
+            Command::Compact { purge: true } => "COMPACT PURGE".into(),
+            Command::Dump => "DUMP".into(),
+            Command::Read { offset } => format!("READ {offset}"),
+        }
+    }
+
+    proptest::proptest! {
+        /// The fuzz target `script_parser` on the stable toolchain: arbitrary text never panics the parser,
+        /// and an accepted line prints back to one that parses to the same command.
+        #[test]
+        fn prop_arbitrary_lines_parse_or_fail_cleanly(line in "(PUT|DEL|ROLL|COMPACT|DUMP|READ|PURGE| |\\t|-|[a-z0-9]|\\PC){0,12}") {
+            if let Ok(Some(c)) = parse_line(&line) {
+                proptest::prop_assert_eq!(parse_line(&print(&c)), Ok(Some(c)));
+            }
+        }
+    }
+
     #[test]
     fn rejects_bad_lines() {
         for line in ["PUT p", "DEL", "DEL a b", "ROLL x", "COMPACT NOW", "READ -1", "READ", "put p 1", "FLY"] {

@@ -10,6 +10,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod fuzz_dir;
 mod harness;
 pub mod model;
 pub mod scenarios;

@@ -275,3 +275,26 @@ pub fn run(harness: &dyn Harness, ops: &[Op], segment_bytes: u64) {
         assert_eq!(log.next_offset(), model.next);
     }
 }
+
+/// Operations decoded from arbitrary bytes, three per operation (the `ops_model` fuzz target's input), and
+/// the segment size to run them with.
+pub fn ops_from_bytes(data: &[u8]) -> (Vec<Op>, u64) {
+    let buffers = [48usize, 72, 96, 240, 1 << 16];
+    let advances = [HOUR, 12 * HOUR, RETENTION, 2 * RETENTION];
+    let ops = data
+        .chunks_exact(3)
+        .take(120)
+        .map(|b| match b[0] % 16 {
+            0..=5 => Op::Put(b[1] % 6, b[2]),
+            6 | 7 => Op::Del(b[1] % 6),
+            8 => Op::PutUnkeyed(b[2]),
+            9 => Op::Advance(advances[usize::from(b[1] % 4)]),
+            10 | 11 => Op::Roll,
+            12 | 13 => Op::Compact { purge: b[1] & 1 == 1, buffer: buffers[usize::from(b[2]) % buffers.len()] },
+            14 => Op::Read(u64::from(b[1] % 40)),
+            _ if b[1] & 1 == 0 => Op::Reopen,
+            _ => Op::Crash(u64::from(b[2])),
+        })
+        .collect();
+    (ops, if data.len().is_multiple_of(2) { 1 << 30 } else { 120 })
+}

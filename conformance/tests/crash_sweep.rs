@@ -76,6 +76,10 @@ fn sweep_appends(sync: SyncPolicy) {
         dry.sync_points()
     };
     assert!(points > 10, "{points} sync points");
+    eprintln!(
+        "appends under {sync:?}: {} crash images ({points} sync points, each with and without a torn tail)",
+        2 * (points + 1)
+    );
     for k in 0..=points {
         for torn in [None, Some(k)] {
             let store = Arc::new(CrashStore::new());
@@ -182,6 +186,7 @@ fn sweep_pass(buffer: usize, purge: bool, stray: bool) {
     let final_state = until_clean(&log, &clock);
     drop(log);
     assert!(last > first + 3, "{} sync points in the pass", last - first);
+    eprintln!("pass (buffer {buffer}, purge {purge}, stray {stray}): {} crash images", 2 * (last - first + 1));
     for k in first..=last {
         for torn in [None, Some(k)] {
             let store = Arc::new(CrashStore::new());

@@ -252,7 +252,7 @@ pub(crate) fn verify_hint(store: &dyn SegmentStore, name: &str, segment: &Sealed
             if position < pos || offset != rec.offset {
                 return Err(format!(
                     "index entry ({offset}, byte {position}) points at no such record; reads ignore it and \
-                     `logcompact repair` rewrites the hint"
+                     `logcompact repair` deletes the hint (the next open rebuilds it)"
                 ));
             }
             entries.next();
@@ -261,12 +261,12 @@ pub(crate) fn verify_hint(store: &dyn SegmentStore, name: &str, segment: &Sealed
     if let Some(&(offset, position)) = entries.next() {
         return Err(format!(
             "index entry ({offset}, byte {position}) points past the last record; reads ignore it and \
-             `logcompact repair` rewrites the hint"
+             `logcompact repair` deletes the hint (the next open rebuilds it)"
         ));
     }
     if (hint.first_offset, hint.last_offset, hint.records) != (first, last, records) {
         return Err(
-            "index hint's offsets or record count disagree with its segment; `logcompact repair` rewrites it".into()
+            "index hint's offsets or record count disagree with its segment; `logcompact repair` deletes it (the next open rebuilds it)".into()
         );
     }
     Ok(())

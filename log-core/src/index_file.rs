@@ -1,4 +1,4 @@
-//! The `.index` file of a sealed segment: its [`SegmentSummary`] (sparse index, offsets, counts) saved so
+//! The `.lcindex` file of a sealed segment: its [`SegmentSummary`] (sparse index, offsets, counts) saved so
 //! that opening a log need not scan the segment. It is only a hint: it is used when it checks out (magic,
 //! version, CRC, and the segment's current length) and rebuilt from the segment otherwise.
 //!

@@ -129,7 +129,8 @@ impl Layout {
             .map(String::as_str)
             .filter(|n| {
                 ["leader-epoch-checkpoint", "partition.metadata"].contains(n)
-                    || [".index", ".timeindex", ".txnindex", ".snapshot"].iter().any(|s| is_kafka_segment_file(n, s))
+                    || [".timeindex", ".txnindex", ".snapshot"].iter().any(|s| is_kafka_segment_file(n, s))
+                    || is_kafka_segment_file(n, ".index") && !is_legacy_hint(store, n)
             })
             .take(3)
             .collect();
@@ -160,6 +161,13 @@ impl Layout {
         let more = if self.foreign.len() > 5 { ", ..." } else { "" };
         format!("no segment file (no <20-digit base>.log); other files: {}{more}", shown.join(", "))
     }
+}
+
+/// True for an `<base>.index` file that is this project's own hint from before hints were renamed
+/// `.lcindex` (it starts with the hint's magic), not Kafka's offset index. Such files are ignored.
+fn is_legacy_hint(store: &dyn SegmentStore, name: &str) -> bool {
+    let mut magic = [0u8; 4];
+    store.open(name).is_ok_and(|f| f.read_at(0, &mut magic).is_ok()) && &magic == b"LCIX"
 }
 
 /// True for `<20 digits><suffix>`.

@@ -149,10 +149,11 @@ impl Log {
         self.read_only
     }
 
-    /// Marks the log poisoned when `r` failed: after a failed write, sync or rename the durable state is
-    /// unknown, so the log refuses writes until reopened.
+    /// Marks the log poisoned when `r` failed in storage: after a failed write, sync, rename, create or
+    /// delete the durable state is unknown, so the log refuses writes until reopened. Other errors (an offset
+    /// out of order in a cleaned copy, say) change nothing stored and do not poison.
     pub(crate) fn check<T>(&self, r: Result<T>) -> Result<T> {
-        if r.is_err() {
+        if let Err(Error::Io { .. }) = &r {
             self.poisoned.store(true, Ordering::Release);
         }
         r

@@ -35,7 +35,7 @@ fn sync_dir(store: &dyn SegmentStore) -> Result<()> {
 /// Every `.swap` to be completed is validated first ([`load_swap`]), so a damaged or foreign `.swap` never
 /// replaces a good segment: the open fails naming it and nothing is changed. `.deleted` files are always
 /// garbage.
-fn recover_swap(
+pub(crate) fn recover_swap(
     store: &dyn SegmentStore,
     layout: &Layout,
     config: &LogConfig,
@@ -368,7 +368,9 @@ fn load_read_only(store: &Arc<dyn SegmentStore>, config: &LogConfig) -> Result<O
             }
         }
     }
-    report.stray_files_removed = layout.deleted.len() + usize::from(layout.checkpoint_tmp);
+    let last_log = layout.logs.last_key_value().map(|(&b, _)| b);
+    let stray_hints = layout.hints.keys().filter(|&&b| !layout.logs.contains_key(&b) || Some(b) == last_log).count();
+    report.stray_files_removed = layout.deleted.len() + usize::from(layout.checkpoint_tmp) + stray_hints;
     let Some((active_base, (active_name, active_loaded))) = names.pop_last() else {
         return Err(Error::NotALog { found: layout.describe() });
     };

@@ -7,9 +7,12 @@
 //! `repair-<time>.<what>.bytes` in the store (such names are not part of the log and stay until removed by
 //! hand).
 //!
-//! Each segment is replaced atomically: its repaired copy is written to `<base>.log.cleaned`, synced, and
-//! renamed over `<base>.log` (a crash leaves the old or the new segment, and a `.cleaned` file the next open
-//! discards). What the next open repairs on its own (an interrupted swap, a torn tail) is left to it.
+//! Order matters for crashes. Invalid `.swap` files are set aside first; then a pending swap is finished
+//! (completed or rolled back) exactly as the next open would; only then are segments cut. Each segment is
+//! replaced atomically: its repaired copy is written to `repair-<time>.<base>.log.new` (a name outside the
+//! swap protocol, so a crash can never make recovery mistake it for a pass's output), synced, and renamed
+//! over `<base>.log`. A crash leaves the old or the new segment, and at worst a leftover `.new` file. A torn
+//! tail alone is left to the next open, which cuts it.
 
 use std::sync::Arc;
 
@@ -157,8 +160,12 @@ pub fn plan(store: &dyn SegmentStore) -> Result<RepairPlan> {
     if layout.pending_swap() == PendingSwap::Complete {
         for (&base, name) in &layout.swaps {
             match load_swap(store, base, name, next_base_after(&layout, base), crate::DEFAULT_INDEX_INTERVAL_BYTES) {
-                Ok(_) => {
-                    // A valid committed swap: the next open completes it; repair the segment it becomes.
+                Ok(crate::layout::SwapContent::Removed) => {
+                    // A valid removal marker: the next open (or the repair) removes the segment.
+                    segments.remove(&base);
+                }
+                Ok(crate::layout::SwapContent::Segment(_)) => {
+                    // A valid committed swap: it is completed first; repair the segment it becomes.
                     segments.insert(base, name.clone());
                 }
                 Err(e) => {
@@ -203,7 +210,8 @@ pub fn plan(store: &dyn SegmentStore) -> Result<RepairPlan> {
         }
         let bytes_cut = ranges.iter().map(|(s, e)| e - s).sum();
         plan.actions.push(RepairAction::CutRanges {
-            segment: name.clone(),
+            // The segment as it stands once a pending swap is finished.
+            segment: file_name(base, FileKind::Log),
             ranges,
             bytes: bytes_cut,
             records_kept: frames,
@@ -250,8 +258,8 @@ pub struct RepairOutcome {
     pub backups: Vec<String>,
 }
 
-/// Carries out `plan` on `store` (which must not be open as a log), keeping copies of what it cuts under
-/// names starting with `repair-<stamp>.`.
+/// Carries out `plan` on `store` (which must not be open as a log, and must hold no other writer: the
+/// caller holds the store's lock), keeping copies of what it cuts under names starting with `repair-<stamp>.`.
 ///
 /// # Errors
 /// [`Error::Io`]; the store is then partly repaired, every segment either old or new (running the repair
@@ -259,66 +267,73 @@ pub struct RepairOutcome {
 pub fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<RepairOutcome> {
     let mut outcome = RepairOutcome::default();
     let sync_dir = || store.sync_dir().map_err(Error::io("sync directory", "<store>"));
+    // A copy is durable (data and name) before anything it holds is removed.
     let backup = |outcome: &mut RepairOutcome, what: &str, bytes: &[u8]| -> Result<()> {
         // The suffix keeps a copy of `x.log.swap` from ending in one of the log's own suffixes.
         let name = format!("repair-{stamp}.{what}.bytes");
         let file = store.create(&name).map_err(Error::io("create", &name))?;
         file.append(bytes).map_err(Error::io("append", &name))?;
         file.sync().map_err(Error::io("sync", &name))?;
+        store.sync_dir().map_err(Error::io("sync directory", &name))?;
         outcome.backups.push(name);
         Ok(())
     };
+    // 1. Invalid `.swap` files go, their segments restored, before any swap is finished.
+    for action in &plan.actions {
+        let RepairAction::DiscardSwap { file, .. } = action else { continue };
+        let Some((base, _)) = crate::names::parse_file_name(file) else { continue };
+        let swap = store.open(file).map_err(Error::io("open", file))?;
+        backup(&mut outcome, file, &read_all(&swap, file)?)?;
+        let log = file_name(base, FileKind::Log);
+        let deleted = file_name(base, FileKind::Deleted);
+        if store.file_id(&log).is_err() && store.file_id(&deleted).is_ok() {
+            store.rename(&deleted, &log).map_err(Error::io("rename", &deleted))?;
+            sync_dir()?;
+        }
+        delete_quietly(store, file)?;
+        sync_dir()?;
+        outcome.actions.push(action.clone());
+    }
+    // 2. A pending swap is finished as the next open would finish it (every `.swap` left is valid now).
+    let layout = Layout::scan(store)?;
+    let mut report = crate::log::RecoveryReport::default();
+    crate::open::recover_swap(store, &layout, &crate::LogConfig::default(), &mut report)?;
+    // 3. Damaged ranges are cut, one segment at a time, each replaced atomically.
+    for action in &plan.actions {
+        let RepairAction::CutRanges { segment, ranges, active, .. } = action else { continue };
+        let Some((base, FileKind::Log)) = crate::names::parse_file_name(segment) else { continue };
+        let file = store.open(segment).map_err(Error::io("open", segment))?;
+        let bytes = read_all(&file, segment)?;
+        for &(start, end) in ranges {
+            let cut = bytes.get(start as usize..end as usize).unwrap_or_default();
+            backup(&mut outcome, &format!("{segment}.{start}-{end}"), cut)?;
+        }
+        let mut kept = Vec::with_capacity(bytes.len());
+        let mut at = 0u64;
+        for &(start, end) in ranges {
+            kept.extend_from_slice(bytes.get(at as usize..start as usize).unwrap_or_default());
+            at = end;
+        }
+        kept.extend_from_slice(bytes.get(at as usize..).unwrap_or_default());
+        // No hint may describe the old segment once the new one stands under its name.
+        delete_quietly(store, &file_name(base, FileKind::Index))?;
+        sync_dir()?;
+        if kept.is_empty() && !active {
+            delete_quietly(store, segment)?;
+        } else {
+            let temp = format!("repair-{stamp}.{segment}.new");
+            delete_quietly(store, &temp)?;
+            let out = store.create(&temp).map_err(Error::io("create", &temp))?;
+            out.append(&kept).map_err(Error::io("append", &temp))?;
+            out.sync().map_err(Error::io("sync", &temp))?;
+            store.rename(&temp, segment).map_err(Error::io("rename", &temp))?;
+        }
+        sync_dir()?;
+        outcome.actions.push(action.clone());
+    }
+    // 4. Derived and side files.
     for action in &plan.actions {
         match action {
-            RepairAction::CutRanges { segment, ranges, active, .. } => {
-                let Some((base, _)) = crate::names::parse_file_name(segment) else { continue };
-                let file = store.open(segment).map_err(Error::io("open", segment))?;
-                let bytes = read_all(&file, segment)?;
-                for &(start, end) in ranges {
-                    let cut = bytes.get(start as usize..end as usize).unwrap_or_default();
-                    backup(&mut outcome, &format!("{segment}.{start}-{end}"), cut)?;
-                }
-                let mut kept = Vec::with_capacity(bytes.len());
-                let mut at = 0u64;
-                for &(start, end) in ranges {
-                    kept.extend_from_slice(bytes.get(at as usize..start as usize).unwrap_or_default());
-                    at = end;
-                }
-                kept.extend_from_slice(bytes.get(at as usize..).unwrap_or_default());
-                sync_dir()?;
-                let hint = file_name(base, FileKind::Index);
-                delete_quietly(store, &hint)?;
-                let target = file_name(base, FileKind::Log);
-                if kept.is_empty() && !active {
-                    delete_quietly(store, segment)?;
-                } else {
-                    let cleaned = file_name(base, FileKind::Cleaned);
-                    delete_quietly(store, &cleaned)?;
-                    let out = store.create(&cleaned).map_err(Error::io("create", &cleaned))?;
-                    out.append(&kept).map_err(Error::io("append", &cleaned))?;
-                    out.sync().map_err(Error::io("sync", &cleaned))?;
-                    sync_dir()?;
-                    store.rename(&cleaned, &target).map_err(Error::io("rename", &cleaned))?;
-                    if segment != &target {
-                        // The segment came from a committed `.swap`: it now stands in its `.log`'s place.
-                        delete_quietly(store, segment)?;
-                    }
-                }
-                sync_dir()?;
-            }
-            RepairAction::DiscardSwap { file, .. } => {
-                let Some((base, _)) = crate::names::parse_file_name(file) else { continue };
-                let swap = store.open(file).map_err(Error::io("open", file))?;
-                backup(&mut outcome, file, &read_all(&swap, file)?)?;
-                let log = file_name(base, FileKind::Log);
-                let deleted = file_name(base, FileKind::Deleted);
-                if store.file_id(&log).is_err() && store.file_id(&deleted).is_ok() {
-                    store.rename(&deleted, &log).map_err(Error::io("rename", &deleted))?;
-                    sync_dir()?;
-                }
-                delete_quietly(store, file)?;
-                sync_dir()?;
-            }
             RepairAction::ResetCheckpoint { .. } => {
                 let file = store.open(CHECKPOINT_FILE).map_err(Error::io("open", CHECKPOINT_FILE))?;
                 backup(&mut outcome, CHECKPOINT_FILE, &read_all(&file, CHECKPOINT_FILE)?)?;
@@ -329,6 +344,7 @@ pub fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<
                 delete_quietly(store, file)?;
                 sync_dir()?;
             }
+            RepairAction::CutRanges { .. } | RepairAction::DiscardSwap { .. } => continue,
         }
         outcome.actions.push(action.clone());
     }

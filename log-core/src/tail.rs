@@ -115,7 +115,8 @@ pub(crate) fn scan_active(
             }
         }
     };
-    let last_good = summary.last_offset.or(floor);
+    // A frame continuing the segment has an offset above the last good one and at or above the base.
+    let last_good = summary.last_offset.or(floor).max(base.checked_sub(1));
     let read_at = |pos: u64, out: &mut [u8]| file.read_at(pos, out);
     if let Some(resumes_at) =
         next_valid_frame(&read_at, position + 1, len, last_good).map_err(Error::io("read", name))?

@@ -1,7 +1,7 @@
 //! `storage-file`: the file backend of logcompact.
 //!
 //! [`FileStore`] keeps one log in one directory: each segment is a file named by log-core (`<20-digit
-//! base>.log`, its `.index` hint, the `.cleaned`/`.swap`/`.deleted` files of a cleaning swap and the cleaner
+//! base>.log`, its `.lcindex` hint, the `.cleaned`/`.swap`/`.deleted` files of a cleaning swap and the cleaner
 //! checkpoint). The active segment is appended through a write buffer that is flushed on sync and on seal;
 //! sealed segments are memory-mapped, so the cleaner and readers scan them without copying. Directory
 //! changes are made durable by fsyncing the directory. A writable store holds an exclusive `flock` on the

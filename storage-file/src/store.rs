@@ -170,7 +170,11 @@ impl SegmentStore for FileStore {
     fn open(&self, name: &str) -> io::Result<Arc<dyn Segment>> {
         let path = self.path(name)?;
         let mut handles = self.handles();
-        if let Some(live) = handles.get(name).and_then(Weak::upgrade) {
+        // A live handle is the file only while the name still refers to it: a reader's store can see a writer
+        // in another process rename a new file over the name.
+        if let Some(live) = handles.get(name).and_then(Weak::upgrade)
+            && regular_file(&path).is_ok_and(|m| m.ino() == live.file_id())
+        {
             return Ok(live);
         }
         let read_only = self.access == Access::ReadOnly;
