@@ -41,11 +41,13 @@ enum Commands {
     /// Blank lines and lines starting with '#' are skipped. Example:
     ///
     ///   printf 'PUT a 1\nPUT a 2\nROLL\nCOMPACT\nDUMP\n' | logcompact run -
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_help = failure::EXIT_CODES)]
     Run(RunArgs),
     /// Append a deterministic synthetic workload to the log in a directory; prints a JSON summary.
+    #[command(after_help = failure::EXIT_CODES)]
     Gen(GenArgs),
     /// Clean the log in a directory; prints each pass's statistics as one JSON line.
+    #[command(after_help = failure::EXIT_CODES)]
     Compact(CompactArgs),
     /// Print the log in a directory, as DUMP does or as JSON. Reads only: takes no lock, changes nothing.
     #[command(after_help = failure::EXIT_CODES)]

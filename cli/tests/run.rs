@@ -110,7 +110,17 @@ fn segment_bytes_rolls_automatically() {
 fn help_explains_the_language() {
     let out = logcompact(&["run", "--help"], "");
     let text = stdout(&out);
-    for word in ["PUT key value", "COMPACT PURGE", "--dedupe-buffer", "--stats", "--segment-bytes"] {
+    for word in ["PUT key value", "COMPACT PURGE", "--dedupe-buffer", "--stats", "--segment-bytes", "Exit codes"] {
         assert!(text.contains(word), "help lacks {word}: {text}");
+    }
+}
+
+#[test]
+fn every_command_documents_the_same_exit_codes() {
+    for cmd in ["run", "gen", "compact", "dump", "check", "repair"] {
+        let text = stdout(&logcompact(&[cmd, "--help"], ""));
+        for line in ["0  success", "1  corruption or loss", "2  usage", "3  the command could not be carried out"] {
+            assert!(text.contains(line), "{cmd} --help lacks {line:?}");
+        }
     }
 }

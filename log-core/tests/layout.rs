@@ -48,3 +48,12 @@ fn a_kafka_partition_is_recognised() {
     let store = store_with(&[("00000000000000000000.log", &batch)]);
     assert!(Layout::scan(&store).expect("scan").foreign_format(&store).is_some(), "from the batch alone");
 }
+
+#[test]
+fn hints_named_index_by_earlier_versions_are_not_taken_for_kafka() {
+    let store = store_with(&[("00000000000000000000.log", b""), ("00000000000000000000.index", b"LCIX\x01\0\0\0")]);
+    let layout = Layout::scan(&store).expect("scan");
+    assert_eq!(layout.foreign_format(&store), None);
+    let store = store_with(&[("00000000000000000000.log", b""), ("00000000000000000000.index", &[0u8; 8])]);
+    assert!(Layout::scan(&store).expect("scan").foreign_format(&store).is_some(), "Kafka's .index is");
+}

@@ -184,3 +184,70 @@ fn crc32c_of(data: &[u8]) -> u32 {
     }
     !crc
 }
+
+#[test]
+fn a_flipped_byte_in_the_middle_of_the_active_segment_is_refused_and_nothing_is_cut() {
+    let store = three_segments();
+    let active = file_name(8, FileKind::Log);
+    let bytes = {
+        let f = store.open(&active).expect("open");
+        let mut b = vec![0; f.len() as usize];
+        f.read_at(0, &mut b).expect("read");
+        b
+    };
+    let second = 8 + u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as usize;
+    let damaged = copy_store(&store, Some((&active, second + 12)));
+    match open(&damaged) {
+        Err(Error::CorruptNotTorn { segment, position, resumes_at, .. }) => {
+            assert_eq!((segment.as_str(), position), (active.as_str(), second as u64));
+            assert!(resumes_at > position);
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(damaged.open(&active).expect("open").len(), bytes.len() as u64, "nothing was cut");
+    let read_only = Log::open_read_only(Arc::clone(&damaged) as Arc<dyn SegmentStore>, LogConfig::default());
+    assert!(matches!(read_only, Err(Error::CorruptNotTorn { .. })), "{read_only:?}");
+}
+
+#[test]
+fn a_hint_that_misstates_the_last_offset_is_not_trusted() {
+    let store = three_segments();
+    let hint = file_name(0, FileKind::Index);
+    let f = store.open(&hint).expect("hint");
+    let mut bytes = vec![0; f.len() as usize];
+    f.read_at(0, &mut bytes).expect("read");
+    // Claim segment 0 ends at offset 1 (it holds 0..=3), with a valid checksum: trusted, it would send a read
+    // of offset 2 past segment 0.
+    bytes[56..64].copy_from_slice(&1u64.to_le_bytes());
+    let body = bytes.len() - 4;
+    let crc = crc32c::crc32c(&bytes[..body]);
+    bytes[body..].copy_from_slice(&crc.to_le_bytes());
+    store.delete(&hint).expect("delete");
+    store.create(&hint).expect("create").append(&bytes).expect("write");
+    let log = open(&store).expect("open");
+    assert_eq!(log.recovery_report().indexes_rebuilt, 1, "the hint was rejected and rebuilt");
+    assert_eq!(log.read(2).expect("read").map(|r| r.offset), Some(2));
+}
+
+#[test]
+fn a_swap_whose_offsets_run_into_the_next_segment_is_refused_before_anything_changes() {
+    let src = three_segments();
+    let store = copy_store(&src, None);
+    // A "cleaned copy" of segment 0 holding segment 4's records as well: offsets 0..=7, but 4 is the next base.
+    let mut swap = Vec::new();
+    for name in [file_name(0, FileKind::Log), file_name(4, FileKind::Log)] {
+        let f = src.open(&name).expect("open");
+        let mut b = vec![0; f.len() as usize];
+        f.read_at(0, &mut b).expect("read");
+        swap.extend_from_slice(&b);
+    }
+    store.create(&file_name(0, FileKind::Swap)).expect("create").append(&swap).expect("write");
+    let before = store.list().expect("list");
+    match open(&store) {
+        Err(Error::Corrupt { segment, kind: CorruptKind::OffsetBeyondNextSegment { next_base: 4, .. }, .. }) => {
+            assert_eq!(segment, file_name(0, FileKind::Swap));
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(store.list().expect("list"), before, "nothing was renamed or removed");
+}
