@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::map::SkimpyMap;
+use crate::map::{BuildError, MapKind, OffsetMap};
 
 /// Kafka's `log.cleaner.dedupe.buffer.size` default: 128 MiB.
 pub const DEFAULT_DEDUPE_BUFFER_BYTES: usize = 128 << 20;
@@ -18,6 +18,8 @@ pub const DEFAULT_DELETE_RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
 /// How a cleaner is set up.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CleanerConfig {
+    /// The offset map (Kafka's is [`MapKind::Skimpy`], the default).
+    pub map: MapKind,
     /// `log.cleaner.dedupe.buffer.size`: bytes of the offset map.
     pub dedupe_buffer_bytes: usize,
     /// `log.cleaner.io.buffer.load.factor`: the share of the map's slots that may fill, in
@@ -30,6 +32,7 @@ pub struct CleanerConfig {
 impl Default for CleanerConfig {
     fn default() -> Self {
         CleanerConfig {
+            map: MapKind::Skimpy,
             dedupe_buffer_bytes: DEFAULT_DEDUPE_BUFFER_BYTES,
             load_factor: DEFAULT_LOAD_FACTOR,
             delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
@@ -38,7 +41,7 @@ impl Default for CleanerConfig {
 }
 
 impl CleanerConfig {
-    /// Checks the values and that a skimpy map in the buffer holds at least one key.
+    /// Checks the values and that the map in the buffer holds at least one key.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] or [`Error::BufferTooSmall`].
@@ -52,41 +55,39 @@ impl CleanerConfig {
         if self.delete_retention_ms < 0 {
             return Err(Error::InvalidConfig(format!("delete retention {} ms is negative", self.delete_retention_ms)));
         }
-        if SkimpyMap::capacity_for(self.dedupe_buffer_bytes, self.load_factor) == 0 {
-            return Err(Error::BufferTooSmall {
-                bytes: self.dedupe_buffer_bytes,
-                load_factor: self.load_factor,
-                map: "skimpy_md5",
-                min_bytes: min_skimpy_bytes(self.load_factor),
-            });
+        if self.map.keys_for(self.dedupe_buffer_bytes, self.load_factor, 1) == 0 {
+            return Err(self.too_small());
         }
         Ok(())
     }
 
-    /// A skimpy map sized by this configuration.
+    fn too_small(&self) -> Error {
+        Error::BufferTooSmall {
+            bytes: self.dedupe_buffer_bytes,
+            load_factor: self.load_factor,
+            map: self.map.name(),
+            min_bytes: self.map.min_bytes(self.load_factor, 1),
+        }
+    }
+
+    /// The offset map this configuration asks for, in its budget.
     ///
     /// # Errors
-    /// As [`CleanerConfig::validate`].
-    pub fn skimpy_map(&self) -> Result<SkimpyMap> {
+    /// As [`CleanerConfig::validate`]; [`Error::OutOfMemory`] when the machine cannot map the budget.
+    pub fn build_map(&self) -> Result<Box<dyn OffsetMap>> {
         self.validate()?;
-        SkimpyMap::new(self.dedupe_buffer_bytes, self.load_factor)
-            .map_err(|source| Error::OutOfMemory { bytes: self.dedupe_buffer_bytes, source })
+        self.map.build(self.dedupe_buffer_bytes, self.load_factor).map_err(|e| match e {
+            BuildError::TooSmall { .. } => self.too_small(),
+            BuildError::OutOfMemory(source) => Error::OutOfMemory { bytes: self.dedupe_buffer_bytes, source },
+        })
     }
 }
 
 /// Smallest buffer in which a skimpy map at `load_factor` (in `[MIN_LOAD_FACTOR, 1]`; others are clamped)
-/// holds one key: `ceil(1 / load_factor)` slots, corrected for rounding.
+/// holds one key.
 pub fn min_skimpy_bytes(load_factor: f64) -> usize {
     let load_factor = if load_factor.is_nan() { 1.0 } else { load_factor.clamp(MIN_LOAD_FACTOR, 1.0) };
-    let holds = |slots: usize| ((slots as f64) * load_factor).floor() >= 1.0;
-    let mut slots = (1.0 / load_factor).ceil().clamp(1.0, 1e15) as usize;
-    while slots > 1 && holds(slots - 1) {
-        slots -= 1;
-    }
-    while !holds(slots) {
-        slots += 1;
-    }
-    slots * crate::map::skimpy::SLOT_BYTES
+    MapKind::Skimpy.min_bytes(load_factor, 1)
 }
 
 #[cfg(test)]
@@ -95,10 +96,16 @@ mod tests {
 
     #[test]
     fn the_minimum_buffer_holds_exactly_one_key() {
-        for lf in [1.0, 0.95, 0.9, 0.5, 0.1, 0.01] {
-            let min = min_skimpy_bytes(lf);
-            assert_eq!(SkimpyMap::capacity_for(min, lf), 1, "load factor {lf}");
-            assert_eq!(SkimpyMap::capacity_for(min - 1, lf), 0, "load factor {lf}");
+        for kind in MapKind::ALL {
+            for lf in [1.0, 0.95, 0.9, 0.5, 0.1, 0.01] {
+                let min = kind.min_bytes(lf, 1);
+                assert_eq!(kind.keys_for(min, lf, 1), 1, "{kind} at load factor {lf}");
+                assert_eq!(kind.keys_for(min - 1, lf, 1), 0, "{kind} at load factor {lf}");
+                let c = CleanerConfig { map: kind, dedupe_buffer_bytes: min, load_factor: lf, ..Default::default() };
+                assert!(c.build_map().is_ok_and(|m| m.capacity() >= 1), "{kind} at {lf}");
+                let c = CleanerConfig { dedupe_buffer_bytes: min - 1, ..c };
+                assert!(matches!(c.build_map(), Err(Error::BufferTooSmall { .. })), "{kind} at {lf}");
+            }
         }
         assert_eq!(min_skimpy_bytes(0.9), 48);
     }
@@ -114,7 +121,9 @@ mod tests {
 
     #[test]
     fn a_budget_the_machine_cannot_map_is_an_error() {
-        let c = CleanerConfig { dedupe_buffer_bytes: usize::MAX / 2, ..CleanerConfig::default() };
-        assert!(matches!(c.skimpy_map(), Err(Error::OutOfMemory { .. })));
+        for map in [MapKind::Skimpy, MapKind::Compact] {
+            let c = CleanerConfig { map, dedupe_buffer_bytes: usize::MAX / 2, ..CleanerConfig::default() };
+            assert!(matches!(c.build_map(), Err(Error::OutOfMemory { .. })), "{map}");
+        }
     }
 }

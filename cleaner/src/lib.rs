@@ -1,5 +1,6 @@
-//! `cleaner`: Kafka's log cleaner for a [`log_core::Log`]: the [`OffsetMap`] trait and its maps, and the
-//! two-pass [`Cleaner`].
+//! `cleaner`: Kafka's log cleaner for a [`log_core::Log`]: the [`OffsetMap`] trait and its three maps (Kafka's
+//! MD5 [`SkimpyMap`], the exact [`FullKeyMap`], this project's 12-byte-slot [`CompactMap`], built by
+//! [`MapKind`]), and the two-pass [`Cleaner`].
 //!
 //! A pass maps key → latest offset over the dirty section of the log (from the cleaner checkpoint to the
 //! active segment) in a fixed memory budget, then re-copies the closed segments keeping only the latest
@@ -10,15 +11,15 @@
 //! # Example
 //! ```
 //! use std::sync::Arc;
-//! use cleaner::{Cleaner, CleanerConfig, PassOptions, SystemClock};
+//! use cleaner::{Cleaner, CleanerConfig, MapKind, PassOptions, SystemClock};
 //! use log_core::{Log, LogConfig};
 //!
 //! let log = Log::open(Arc::new(storage_mem::MemStore::new()), LogConfig::default())?;
 //! log.put(b"p", b"1")?;
 //! log.put(b"p", b"2")?;
 //! log.roll()?;
-//! let config = CleanerConfig { dedupe_buffer_bytes: 1 << 20, ..CleanerConfig::default() };
-//! let mut cleaner = Cleaner::new(config.skimpy_map()?, config, Arc::new(SystemClock));
+//! let config = CleanerConfig { map: MapKind::Compact, dedupe_buffer_bytes: 1 << 20, ..CleanerConfig::default() };
+//! let mut cleaner = Cleaner::new(config, Arc::new(SystemClock))?;
 //! let stats = cleaner.clean(&log, PassOptions::default())?;
 //! assert_eq!(stats.stale_dropped, 1);
 //! assert_eq!(log.read(0)?.map(|r| r.offset), Some(1)); // offset 0 is gone; 1 keeps its offset
@@ -39,6 +40,6 @@ pub use config::{
     min_skimpy_bytes,
 };
 pub use error::{Error, Result};
-pub use map::{MapFull, OffsetMap, SkimpyMap};
+pub use map::{CompactMap, FullKeyMap, MapFull, MapKind, MapStats, OffsetMap, Probes, SkimpyMap};
 pub use pass::{Cleaner, PassOptions, Phase, Progress, ProgressFn};
-pub use stats::{CleanStats, MapStats, Pass1Stats, Pass2Stats};
+pub use stats::{CleanStats, Pass1Stats, Pass2Stats};

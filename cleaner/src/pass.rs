@@ -9,8 +9,8 @@ use log_core::{CleaningGuard, Log, RecordRef, Replacement, SealedSegment};
 use crate::clock::Clock;
 use crate::config::CleanerConfig;
 use crate::error::Result;
-use crate::map::OffsetMap;
-use crate::stats::{CleanStats, MapStats};
+use crate::map::{BATCH, OffsetMap, Probes};
+use crate::stats::CleanStats;
 
 /// How a pass treats tombstones.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -52,24 +52,43 @@ pub struct Progress {
 /// A progress callback.
 pub type ProgressFn = Box<dyn FnMut(Progress) + Send>;
 
-/// Runs cleaning passes over a [`Log`] with one offset map, reused (cleared) between passes.
-pub struct Cleaner<M: OffsetMap> {
-    map: M,
+/// What pass 2 needs to judge a record, fixed for the whole pass.
+#[derive(Debug, Clone, Copy)]
+struct Judge {
+    end_offset: u64,
+    now: i64,
+    horizon: i64,
+    purge: bool,
+}
+
+/// Runs cleaning passes over a [`Log`] with one offset map, reused between passes (its memory is taken once).
+pub struct Cleaner {
+    map: Box<dyn OffsetMap>,
     config: CleanerConfig,
     clock: Arc<dyn Clock>,
     scratch: Vec<u8>,
     progress: Option<ProgressFn>,
 }
 
-impl<M: OffsetMap + std::fmt::Debug> std::fmt::Debug for Cleaner<M> {
+impl std::fmt::Debug for Cleaner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cleaner").field("map", &self.map).field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Cleaner").field("map", &self.map.kind()).field("config", &self.config).finish_non_exhaustive()
     }
 }
 
-impl<M: OffsetMap> Cleaner<M> {
-    /// A cleaner using `map` (sized by the caller), `config` for the delete retention and `clock` for "now".
-    pub fn new(map: M, config: CleanerConfig, clock: Arc<dyn Clock>) -> Self {
+impl Cleaner {
+    /// A cleaner with the map `config` asks for (its kind, budget and load factor), `config`'s delete
+    /// retention, and `clock` for "now".
+    ///
+    /// # Errors
+    /// As [`CleanerConfig::build_map`].
+    pub fn new(config: CleanerConfig, clock: Arc<dyn Clock>) -> Result<Self> {
+        let map = config.build_map()?;
+        Ok(Cleaner::with_map(map, config, clock))
+    }
+
+    /// A cleaner over a map built elsewhere (a test's, say).
+    pub fn with_map(map: Box<dyn OffsetMap>, config: CleanerConfig, clock: Arc<dyn Clock>) -> Self {
         Cleaner { map, config, clock, scratch: Vec::new(), progress: None }
     }
 
@@ -84,14 +103,14 @@ impl<M: OffsetMap> Cleaner<M> {
         }
     }
 
-    /// The offset map (as left by the last pass).
-    pub fn map(&self) -> &M {
-        &self.map
+    /// The offset map (as left by the last pass: the dirty section's key → latest offset).
+    pub fn map(&self) -> &dyn OffsetMap {
+        &*self.map
     }
 
-    /// The offset map, mutably (its contents after a pass are the dirty section's key → latest offset).
-    pub fn map_mut(&mut self) -> &mut M {
-        &mut self.map
+    /// The configuration.
+    pub fn config(&self) -> &CleanerConfig {
+        &self.config
     }
 
     /// One pass over `log`.
@@ -102,7 +121,8 @@ impl<M: OffsetMap> Cleaner<M> {
     /// `end_offset`, or it has a key and no newer offset is mapped for that key (and, for a tombstone, its
     /// delete horizon has not passed). Kept records keep offset, timestamp and headers. A segment that needs
     /// no change is left alone; one left empty disappears. The log then swaps the new segments in and moves
-    /// the checkpoint to `end_offset`. The active segment never takes part.
+    /// the checkpoint to `end_offset`. The active segment never takes part. Both passes hand the map runs of
+    /// up to [`BATCH`] keys, so that a map can hide memory latency.
     ///
     /// # Errors
     /// [`crate::Error::Log`] for I/O or corruption; the log is unchanged then (stray `.cleaned` files are
@@ -111,10 +131,10 @@ impl<M: OffsetMap> Cleaner<M> {
         if self.map.capacity() == 0 {
             // A map that takes no key would leave every pass stuck at the checkpoint.
             return Err(crate::Error::BufferTooSmall {
-                bytes: self.map.memory_bytes(),
+                bytes: self.config.dedupe_buffer_bytes,
                 load_factor: self.config.load_factor,
-                map: self.map.kind(),
-                min_bytes: crate::config::min_skimpy_bytes(self.config.load_factor),
+                map: self.map.kind().name(),
+                min_bytes: self.map.kind().min_bytes(self.config.load_factor, 1),
             });
         }
         let started = Instant::now();
@@ -123,26 +143,30 @@ impl<M: OffsetMap> Cleaner<M> {
         let checkpoint = log.cleaner_checkpoint();
         let now = self.clock.now_ms();
         let mut stats = CleanStats {
-            map: self.map.kind().to_owned(),
+            map: self.map.kind().name().to_owned(),
             purge: options.purge,
             now_ms: now,
             first_dirty_offset: checkpoint,
             active_base: snapshot.active_base(),
             ..CleanStats::default()
         };
-        self.map.clear();
         let closed = snapshot.closed();
         let end_offset = self.build_map(closed, checkpoint, snapshot.active_base(), &mut stats)?;
         stats.end_offset = end_offset;
-        self.record_map_stats(&mut stats);
 
         let pass2 = Instant::now();
-        let horizon = now.saturating_add(self.config.delete_retention_ms);
+        let judge = Judge {
+            end_offset,
+            now,
+            horizon: now.saturating_add(self.config.delete_retention_ms),
+            purge: options.purge,
+        };
+        let mut probes = Probes::default();
         let mut replacements = Vec::new();
         let copy_total: u64 = closed.iter().take_while(|s| s.base() < end_offset).map(|s| s.size()).sum();
         let mut copy_done = 0;
         for segment in closed.iter().take_while(|s| s.base() < end_offset) {
-            let result = self.recopy(log, &exclusive, segment, end_offset, now, horizon, options, &mut stats);
+            let result = self.recopy(log, &exclusive, segment, judge, &mut probes, &mut stats);
             copy_done += segment.size();
             self.report(Phase::Copy, copy_done, copy_total);
             match result {
@@ -159,7 +183,7 @@ impl<M: OffsetMap> Cleaner<M> {
             }
         }
         stats.pass2.seconds = pass2.elapsed().as_secs_f64();
-        self.record_map_stats(&mut stats);
+        self.record_map_stats(&mut stats, probes);
         for r in &replacements {
             if r.new.is_removal() {
                 stats.segments_removed += 1;
@@ -190,10 +214,13 @@ impl<M: OffsetMap> Cleaner<M> {
         stats: &mut CleanStats,
     ) -> Result<u64> {
         let started = Instant::now();
+        self.map.begin(checkpoint);
         let dirty = || closed.iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint));
         let total: u64 = dirty().map(|s| s.size()).sum();
         let mut done = 0;
-        for segment in dirty() {
+        let mut run: Vec<(&[u8], u64)> = Vec::with_capacity(BATCH);
+        let mut end = None;
+        'segments: for segment in dirty() {
             done += segment.size();
             self.report(Phase::Map, done, total);
             for item in segment.records_from(checkpoint) {
@@ -201,116 +228,138 @@ impl<M: OffsetMap> Cleaner<M> {
                 stats.pass1.records_read += 1;
                 stats.pass1.bytes_read += len as u64;
                 let Some(key) = rec.key else { continue };
-                if self.map.put(key, rec.offset).is_err() {
-                    stats.map_full = true;
-                    stats.pass1.seconds = started.elapsed().as_secs_f64();
-                    return Ok(rec.offset);
+                run.push((key, rec.offset));
+                if run.len() == BATCH
+                    && let Some(refused) = self.put_run(&mut run)
+                {
+                    end = Some(refused);
+                    break 'segments;
                 }
             }
         }
+        if end.is_none() {
+            end = self.put_run(&mut run);
+        }
+        stats.map_full = end.is_some();
         stats.pass1.seconds = started.elapsed().as_secs_f64();
-        Ok(active_base)
+        Ok(end.unwrap_or(active_base))
     }
 
-    fn verdict(
-        &mut self,
-        rec: &RecordRef<'_>,
-        end_offset: u64,
-        now: i64,
-        horizon: i64,
-        options: PassOptions,
-        stats: &mut CleanStats,
-    ) -> Verdict {
-        if rec.offset >= end_offset {
-            return Verdict::Keep;
-        }
-        let Some(key) = rec.key else {
-            stats.invalid_records += 1;
-            return Verdict::Drop;
-        };
-        if self.map.get(key).is_some_and(|latest| rec.offset < latest) {
-            stats.stale_dropped += 1;
-            return Verdict::Drop;
-        }
-        if !rec.is_tombstone() {
-            return Verdict::Keep;
-        }
-        match rec.delete_horizon {
-            Some(h) if options.purge || now >= h => {
-                stats.tombstones_dropped += 1;
-                Verdict::Drop
-            }
-            Some(_) => {
-                stats.tombstones_kept += 1;
-                Verdict::Keep
-            }
-            None => {
-                stats.tombstones_kept += 1;
-                stats.tombstones_stamped += 1;
-                Verdict::Stamp(horizon)
-            }
-        }
+    /// Hands a run of keys to the map; the offset of the first one refused, if any.
+    fn put_run(&mut self, run: &mut Vec<(&[u8], u64)>) -> Option<u64> {
+        let put = self.map.put_batch(run);
+        let refused = run.get(put).map(|&(_, offset)| offset);
+        run.clear();
+        refused
     }
 
     /// Pass 2 over one segment. `Ok(None)` when every record is kept as it is (no new file is written).
-    #[allow(clippy::too_many_arguments)]
     fn recopy(
         &mut self,
         log: &Log,
         exclusive: &CleaningGuard<'_>,
         segment: &SealedSegment,
-        end_offset: u64,
-        now: i64,
-        horizon: i64,
-        options: PassOptions,
+        judge: Judge,
+        probes: &mut Probes,
         stats: &mut CleanStats,
     ) -> Result<Option<SealedSegment>> {
         stats.pass2.segments_read += 1;
         let bytes = segment.bytes();
         let mut copy = log.cleaned_copy(exclusive, segment);
-        for item in segment.records() {
-            let (pos, rec, len) = item?;
-            stats.pass2.records_read += 1;
-            stats.pass2.bytes_read += len as u64;
-            let frame = &bytes[pos as usize..pos as usize + len];
-            match self.verdict(&rec, end_offset, now, horizon, options, stats) {
-                Verdict::Drop => copy.drop_record()?,
-                Verdict::Keep => {
-                    stats.pass2.records_kept += 1;
-                    stats.pass2.bytes_kept += len as u64;
-                    copy.keep(pos, frame, rec.offset, rec.delete_horizon)?;
+        let mut run: Vec<(u64, RecordRef<'_>, usize)> = Vec::with_capacity(BATCH);
+        let mut keys: Vec<&[u8]> = Vec::with_capacity(BATCH);
+        let mut latest = [None; BATCH];
+        let mut records = segment.records();
+        loop {
+            // Read a run of records, then look up the keys of those the map may know, in one batch.
+            run.clear();
+            for item in records.by_ref() {
+                run.push(item?);
+                if run.len() == BATCH {
+                    break;
                 }
-                Verdict::Stamp(h) => {
-                    self.scratch.clear();
-                    let n = codec::encode_ref_with_horizon(&rec, Some(h), &mut self.scratch).map_err(|size| {
-                        log_core::Error::RecordTooLarge {
-                            size: size.saturating_sub(codec::FRAME_HEADER_BYTES),
-                            max: codec::MAX_RECORD_BYTES,
-                        }
-                    })?;
-                    stats.pass2.records_kept += 1;
-                    stats.pass2.bytes_kept += n as u64;
-                    copy.keep_changed(&self.scratch, rec.offset, Some(h))?;
+            }
+            if run.is_empty() {
+                break;
+            }
+            keys.clear();
+            keys.extend(run.iter().filter(|(_, r, _)| r.offset < judge.end_offset).filter_map(|(_, r, _)| r.key));
+            self.map.get_batch(&keys, &mut latest, probes);
+            let mut looked_up = latest.iter();
+            for &(pos, rec, len) in &run {
+                stats.pass2.records_read += 1;
+                stats.pass2.bytes_read += len as u64;
+                let mapped = if rec.offset < judge.end_offset && rec.key.is_some() {
+                    looked_up.next().copied().flatten()
+                } else {
+                    None
+                };
+                let frame = &bytes[pos as usize..pos as usize + len];
+                match verdict(&rec, mapped, judge, stats) {
+                    Verdict::Drop => copy.drop_record()?,
+                    Verdict::Keep => {
+                        stats.pass2.records_kept += 1;
+                        stats.pass2.bytes_kept += len as u64;
+                        copy.keep(pos, frame, rec.offset, rec.delete_horizon)?;
+                    }
+                    Verdict::Stamp(h) => {
+                        self.scratch.clear();
+                        let n = codec::encode_ref_with_horizon(&rec, Some(h), &mut self.scratch).map_err(|size| {
+                            log_core::Error::RecordTooLarge {
+                                size: size.saturating_sub(codec::FRAME_HEADER_BYTES),
+                                max: codec::MAX_RECORD_BYTES,
+                            }
+                        })?;
+                        stats.pass2.records_kept += 1;
+                        stats.pass2.bytes_kept += n as u64;
+                        copy.keep_changed(&self.scratch, rec.offset, Some(h))?;
+                    }
                 }
             }
         }
         Ok(copy.finish()?)
     }
 
-    fn record_map_stats(&self, stats: &mut CleanStats) {
-        let m = &self.map;
-        let lookups = m.lookups();
-        stats.offset_map = MapStats {
-            entries: m.len() as u64,
-            capacity: m.capacity() as u64,
-            slots: m.slots() as u64,
-            utilization: if m.slots() == 0 { 0.0 } else { m.len() as f64 / m.slots() as f64 },
-            memory_bytes: m.memory_bytes() as u64,
-            touched_bytes: m.touched_bytes() as u64,
-            lookups,
-            probes: m.probes(),
-            probes_per_lookup: if lookups == 0 { 0.0 } else { m.probes() as f64 / lookups as f64 },
-        };
+    fn record_map_stats(&self, stats: &mut CleanStats, gets: Probes) {
+        let mut m = self.map.stats();
+        m.lookups += gets.lookups;
+        m.probes += gets.probes;
+        m.probes_per_lookup = if m.lookups == 0 { 0.0 } else { m.probes as f64 / m.lookups as f64 };
+        stats.offset_map = m;
+    }
+}
+
+/// Pass 2's rule for one record, given the offset the map holds for its key (`None` when the record is at or
+/// beyond the end offset, has no key, or its key was not mapped).
+fn verdict(rec: &RecordRef<'_>, mapped: Option<u64>, judge: Judge, stats: &mut CleanStats) -> Verdict {
+    if rec.offset >= judge.end_offset {
+        return Verdict::Keep;
+    }
+    if rec.key.is_none() {
+        stats.invalid_records += 1;
+        return Verdict::Drop;
+    }
+    if mapped.is_some_and(|latest| rec.offset < latest) {
+        stats.stale_dropped += 1;
+        return Verdict::Drop;
+    }
+    if !rec.is_tombstone() {
+        return Verdict::Keep;
+    }
+    match rec.delete_horizon {
+        Some(h) if judge.purge || judge.now >= h => {
+            stats.tombstones_dropped += 1;
+            Verdict::Drop
+        }
+        Some(_) => {
+            stats.tombstones_kept += 1;
+            Verdict::Keep
+        }
+        None => {
+            stats.tombstones_kept += 1;
+            stats.tombstones_stamped += 1;
+            Verdict::Stamp(judge.horizon)
+        }
     }
 }
 

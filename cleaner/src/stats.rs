@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::map::MapStats;
+
 /// Statistics of one cleaning pass.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CleanStats {
@@ -23,7 +25,7 @@ pub struct CleanStats {
     pub pass1: Pass1Stats,
     /// Pass 2, re-copying.
     pub pass2: Pass2Stats,
-    /// The offset map after pass 1.
+    /// The offset map after the pass (puts of pass 1 and gets of pass 2 counted).
     pub offset_map: MapStats,
     /// Tombstones kept (stamped or still within their horizon).
     pub tombstones_kept: u64,
@@ -73,27 +75,4 @@ pub struct Pass2Stats {
     pub bytes_kept: u64,
     /// Seconds.
     pub seconds: f64,
-}
-
-/// The offset map's figures after pass 1.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct MapStats {
-    /// Keys mapped.
-    pub entries: u64,
-    /// Keys the map takes before it is full.
-    pub capacity: u64,
-    /// Slots of the table.
-    pub slots: u64,
-    /// `entries / slots`, Kafka's "buffer utilization".
-    pub utilization: f64,
-    /// Bytes of the map (its budget).
-    pub memory_bytes: u64,
-    /// Bytes of the map this pass touched (resident memory; what clearing costs).
-    pub touched_bytes: u64,
-    /// Puts and gets in both passes.
-    pub lookups: u64,
-    /// Slots inspected by them.
-    pub probes: u64,
-    /// `probes / lookups` (1.0 is a perfect hash).
-    pub probes_per_lookup: f64,
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cleaner::{Cleaner, CleanerConfig, PassOptions, SystemClock};
+use cleaner::{Cleaner, CleanerConfig, MapKind, PassOptions, SystemClock};
 use log_core::{Log, LogConfig, Record};
 
 fn view(records: &[Record]) -> BTreeMap<Vec<u8>, Vec<u8>> {
@@ -51,8 +51,8 @@ fn readers_during_passes_see_old_or_new_never_a_mix() {
         })
     };
     // Small buffers: many partial passes, each swapping segments.
-    let config = CleanerConfig { dedupe_buffer_bytes: 24 * 40, ..CleanerConfig::default() };
-    let mut cleaner = Cleaner::new(config.skimpy_map().expect("map"), config, Arc::new(SystemClock));
+    let config = CleanerConfig { map: MapKind::Compact, dedupe_buffer_bytes: 12 * 90, ..CleanerConfig::default() };
+    let mut cleaner = Cleaner::new(config, Arc::new(SystemClock)).expect("map");
     let mut passes = 0;
     while cleaner.clean(&log, PassOptions::default()).expect("pass").map_full {
         passes += 1;

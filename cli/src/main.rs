@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use cleaner::{CleanerConfig, DEFAULT_DELETE_RETENTION_MS, DEFAULT_LOAD_FACTOR};
+use cleaner::{CleanerConfig, DEFAULT_DELETE_RETENTION_MS, DEFAULT_LOAD_FACTOR, MapKind};
 use log_core::LogConfig;
 use log_core::workload::Workload;
 
@@ -69,9 +69,33 @@ enum Commands {
     Repair(RepairArgs),
 }
 
+/// The offset maps, on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum MapArg {
+    /// Kafka's SkimpyOffsetMap: MD5 digests, 24 bytes a slot (26.7 bytes a key at load 0.9).
+    Skimpy,
+    /// Whole keys in a hash table: exact, about 16 + key length + 17-39 bytes a key.
+    Fullkey,
+    /// 56-bit fingerprints, 12 bytes a slot (13.3 bytes a key at load 0.9), fast misses.
+    Compact,
+}
+
+impl From<MapArg> for MapKind {
+    fn from(m: MapArg) -> MapKind {
+        match m {
+            MapArg::Skimpy => MapKind::Skimpy,
+            MapArg::Fullkey => MapKind::FullKey,
+            MapArg::Compact => MapKind::Compact,
+        }
+    }
+}
+
 /// Options shared by every command that cleans.
 #[derive(Debug, Args)]
 struct CleanerArgs {
+    /// The offset map of pass 1 (Kafka's is skimpy).
+    #[arg(long, value_enum, default_value_t = MapArg::Skimpy)]
+    map: MapArg,
     /// Offset map memory (log.cleaner.dedupe.buffer.size), e.g. 4096, 64KiB, 128MiB, 1.5GiB. Small buffers
     /// give partial passes; the buffer must hold at least one key (48 bytes at load factor 0.9).
     #[arg(long, value_name = "BYTES", default_value = "128MiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
@@ -87,6 +111,7 @@ struct CleanerArgs {
 impl CleanerArgs {
     fn config(&self) -> Result<CleanerConfig, Failure> {
         let config = CleanerConfig {
+            map: self.map.into(),
             dedupe_buffer_bytes: usize::try_from(self.dedupe_buffer)
                 .map_err(|_| Failure::Usage("--dedupe-buffer is too large for this machine's address space".into()))?,
             load_factor: self.load_factor,

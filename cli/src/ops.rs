@@ -85,9 +85,9 @@ pub fn generate(dir: &Path, workload: Workload, config: LogConfig) -> Result<(),
 /// [`Failure::Usage`] for a bad configuration or a directory without a log; [`Failure::Corruption`] when
 /// stored data is damaged; [`Failure::Runtime`] when the pass fails otherwise.
 pub fn compact(dir: &Path, config: &CleanerConfig, purge: bool, until_clean: bool) -> Result<(), Failure> {
-    let map = config.skimpy_map().map_err(|e| Failure::from_cleaner("cannot build the offset map", &e))?;
+    let mut cleaner = Cleaner::new(config.clone(), Arc::new(SystemClock))
+        .map_err(|e| Failure::from_cleaner("cannot build the offset map", &e))?;
     let log = backend::open_log(backend::open_existing_store(dir)?, LogConfig::default())?;
-    let mut cleaner = Cleaner::new(map, config.clone(), Arc::new(SystemClock));
     let bar = progress::bar(0, "map", true);
     let shown = bar.clone();
     cleaner.on_progress(move |p| {

@@ -3,7 +3,7 @@
 use std::io::{BufRead, Write};
 use std::sync::Arc;
 
-use cleaner::{Cleaner, CleanerConfig, PassOptions, SkimpyMap, SystemClock};
+use cleaner::{Cleaner, CleanerConfig, PassOptions, SystemClock};
 use log_core::Log;
 
 use crate::failure::Failure;
@@ -24,8 +24,8 @@ pub fn run_script(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> Result<(), Failure> {
-    let map = cleaner_config.skimpy_map().map_err(|e| Failure::from_cleaner("cannot build the offset map", &e))?;
-    let mut cleaner: Cleaner<SkimpyMap> = Cleaner::new(map, cleaner_config.clone(), Arc::new(SystemClock));
+    let mut cleaner = Cleaner::new(cleaner_config.clone(), Arc::new(SystemClock))
+        .map_err(|e| Failure::from_cleaner("cannot build the offset map", &e))?;
     for (index, line) in input.lines().enumerate() {
         let number = index + 1;
         let line = line.map_err(|e| Failure::Runtime(format!("cannot read line {number}: {e}")))?;

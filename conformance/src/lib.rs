@@ -6,7 +6,7 @@
 //!
 //! # Example
 //! ```
-//! conformance::scenarios::seed_trace(&conformance::Mem);
+//! conformance::scenarios::seed_trace(&conformance::Mem, cleaner::MapKind::Compact);
 //! ```
 #![deny(missing_docs)]
 
@@ -17,7 +17,9 @@ pub mod scenarios;
 
 pub use harness::{Crash, Files, Fixture, Harness, Mem};
 
-/// Expands to the whole suite as `#[test]` functions for one harness, with `$cases` cases per property.
+/// Expands to the whole suite as `#[test]` functions for one harness, with `$cases` cases per property. Every
+/// test runs with every offset map ([`cleaner::MapKind::ALL`]); the property tests also check that the maps
+/// leave the same log after every step.
 #[macro_export]
 macro_rules! conformance_tests {
     ($harness:expr, $cases:expr) => {
@@ -28,7 +30,7 @@ macro_rules! conformance_tests {
 
             #[test]
             fn prop_log_and_cleaner_match_the_model(ops in proptest::collection::vec($crate::model::op(), 1..80)) {
-                $crate::model::run(&$harness, &ops, 1 << 30);
+                $crate::model::run_every_map(&$harness, &ops, 1 << 30);
             }
 
             #[test]
@@ -36,7 +38,7 @@ macro_rules! conformance_tests {
                 ops in proptest::collection::vec($crate::model::op(), 1..80),
                 seg in 40u64..200,
             ) {
-                $crate::model::run(&$harness, &ops, seg);
+                $crate::model::run_every_map(&$harness, &ops, seg);
             }
         }
 
@@ -53,19 +55,23 @@ macro_rules! conformance_tests {
                     ops.push(Op::Roll);
                 }
             }
-            ops.extend([Op::Roll, Op::Compact { purge: false, buffer: 48 }, Op::Reopen]);
-            ops.extend([Op::Compact { purge: true, buffer: 48 }, Op::Crash(7), Op::Read(0)]);
-            $crate::model::run(&$harness, &ops, 1 << 30);
+            ops.extend([Op::Roll, Op::Compact { purge: false, keys: 1 }, Op::Reopen]);
+            ops.extend([Op::Compact { purge: true, keys: 1 }, Op::Crash(7), Op::Read(0)]);
+            $crate::model::run_every_map(&$harness, &ops, 1 << 30);
         }
 
         #[test]
         fn seed_trace() {
-            $crate::scenarios::seed_trace(&$harness);
+            for map in cleaner::MapKind::ALL {
+                $crate::scenarios::seed_trace(&$harness, map);
+            }
         }
 
         #[test]
         fn partial_passes_continue_after_restart() {
-            $crate::scenarios::partial_passes_continue_after_restart(&$harness);
+            for map in cleaner::MapKind::ALL {
+                $crate::scenarios::partial_passes_continue_after_restart(&$harness, map);
+            }
         }
 
         #[test]
@@ -80,12 +86,16 @@ macro_rules! conformance_tests {
 
         #[test]
         fn flipped_byte_is_found() {
-            $crate::scenarios::flipped_byte_is_found(&$harness);
+            for map in cleaner::MapKind::ALL {
+                $crate::scenarios::flipped_byte_is_found(&$harness, map);
+            }
         }
 
         #[test]
         fn read_only_opens_beside_running_passes() {
-            $crate::scenarios::read_only_opens_beside_running_passes(&$harness);
+            for map in cleaner::MapKind::ALL {
+                $crate::scenarios::read_only_opens_beside_running_passes(&$harness, map);
+            }
         }
     };
 }

@@ -2,8 +2,9 @@
 //! restarts and crashes are applied to a real log and cleaner on any backend and to a small reference model
 //! of the semantics, and the two are compared after every step.
 //!
-//! The reference performs a full pass (an unbounded map). The real cleaner runs with dedupe buffers from one
-//! key upwards, so most of its passes are partial; it repeats passes until the dirty section is done, and
+//! The reference performs a full pass (an unbounded map). The real cleaner runs with each offset map and
+//! dedupe buffers from one key upwards (sized per map by [`MapKind::bytes_for`], so every map holds the same
+//! number of keys), so most of its passes are partial; it repeats passes until the dirty section is done, and
 //! after every partial pass the log must still show every key's latest value, and after the last it must be
 //! exactly the reference's log. The log syncs every append, so a crash between two operations (on the
 //! crash-simulating backend; a clean restart elsewhere) must lose nothing. Unkeyed records (dropped by any
@@ -12,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use cleaner::{Cleaner, CleanerConfig, ManualClock, PassOptions};
+use cleaner::{Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions};
 use log_core::{AppendRecord, Header, Log, LogConfig, Record, SyncPolicy};
 use proptest::prelude::*;
 
@@ -35,12 +36,12 @@ pub enum Op {
     Advance(i64),
     /// `ROLL`.
     Roll,
-    /// Passes with a dedupe buffer of `buffer` bytes until the dirty section is clean.
+    /// Passes with a dedupe buffer that holds `keys` keys until the dirty section is clean.
     Compact {
         /// A purge pass first.
         purge: bool,
-        /// Dedupe buffer bytes.
-        buffer: usize,
+        /// Keys the dedupe buffer holds.
+        keys: usize,
     },
     /// `READ offset`.
     Read(u64),
@@ -52,14 +53,14 @@ pub enum Op {
 
 /// Random operations, weighted towards appends.
 pub fn op() -> impl Strategy<Value = Op> {
-    let buffer = prop_oneof![Just(48usize), Just(72), Just(96), Just(240), Just(1 << 16)];
+    let keys = prop_oneof![Just(1usize), Just(2), Just(3), Just(9), Just(2730)];
     prop_oneof![
         6 => (0u8..6, any::<u8>()).prop_map(|(k, v)| Op::Put(k, v)),
         2 => (0u8..6).prop_map(Op::Del),
         1 => any::<u8>().prop_map(Op::PutUnkeyed),
         1 => prop_oneof![Just(HOUR), Just(12 * HOUR), Just(RETENTION), Just(2 * RETENTION)].prop_map(Op::Advance),
         3 => Just(Op::Roll),
-        2 => (any::<bool>(), buffer).prop_map(|(purge, buffer)| Op::Compact { purge, buffer }),
+        2 => (any::<bool>(), keys).prop_map(|(purge, keys)| Op::Compact { purge, keys }),
         1 => (0u64..40).prop_map(Op::Read),
         1 => Just(Op::Reopen),
         1 => any::<u64>().prop_map(Op::Crash),
@@ -68,7 +69,7 @@ pub fn op() -> impl Strategy<Value = Op> {
 
 /// One record of the model: what a consumer can see, plus the delete horizon a pass stamped.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct MRec {
+pub struct MRec {
     offset: u64,
     key: Option<u8>,
     value: Option<u8>,
@@ -206,16 +207,24 @@ fn append(log: &Log, model: &mut Model, key: Option<u8>, value: Option<u8>) {
     model.append(key, value.map(|v| v[0]));
 }
 
-/// Applies `ops` to a log on `harness` and to the model, comparing after every step.
+/// A cleaner with `map` in the smallest budget that holds `keys` keys of the model's one-byte keys.
+pub fn cleaner_for(map: MapKind, keys: usize, clock: &Arc<ManualClock>) -> Cleaner {
+    let config = CleanerConfig { map, dedupe_buffer_bytes: map.bytes_for(keys, 0.9, 1), ..CleanerConfig::default() };
+    Cleaner::new(config, Arc::clone(clock) as Arc<dyn cleaner::Clock>).expect("the budget holds the keys")
+}
+
+/// Applies `ops` to a log on `harness` cleaned with `map` and to the model, comparing after every step;
+/// returns the log's segments after every step (so that maps can be compared with each other).
 ///
 /// # Panics
 /// When the log and the model disagree.
-pub fn run(harness: &dyn Harness, ops: &[Op], segment_bytes: u64) {
+pub fn run(harness: &dyn Harness, map: MapKind, ops: &[Op], segment_bytes: u64) -> Vec<Vec<(u64, Vec<MRec>)>> {
     let config = LogConfig { segment_bytes, index_interval_bytes: 64, sync: SyncPolicy::EveryAppend };
     let mut fixture = harness.fixture();
     let mut log = Log::open(fixture.open_store(), config.clone()).expect("open");
     let clock = Arc::new(ManualClock::new(NOW));
     let mut model = Model { closed: Vec::new(), active_base: 0, active: Vec::new(), next: 0, now: NOW };
+    let mut states = Vec::with_capacity(ops.len());
     for op in ops {
         match *op {
             Op::Put(k, v) => append(&log, &mut model, Some(k), Some(v)),
@@ -229,10 +238,8 @@ pub fn run(harness: &dyn Harness, ops: &[Op], segment_bytes: u64) {
                 log.roll().expect("roll");
                 model.roll();
             }
-            Op::Compact { purge, buffer } => {
-                let config = CleanerConfig { dedupe_buffer_bytes: buffer, ..CleanerConfig::default() };
-                let map = config.skimpy_map().expect("buffer holds a key");
-                let mut cleaner = Cleaner::new(map, config, Arc::clone(&clock) as Arc<dyn cleaner::Clock>);
+            Op::Compact { purge, keys } => {
+                let mut cleaner = cleaner_for(map, keys, &clock);
                 let mut options = PassOptions { purge };
                 let mut passes = 0;
                 loop {
@@ -271,15 +278,32 @@ pub fn run(harness: &dyn Harness, ops: &[Op], segment_bytes: u64) {
                 assert_eq!(all, want, "reading everything from {o}");
             }
         }
-        assert_eq!(system_segments(&log), model.segments(), "after {op:?} on {}", harness.name());
+        let now = system_segments(&log);
+        assert_eq!(now, model.segments(), "after {op:?} on {} with {map}", harness.name());
         assert_eq!(log.next_offset(), model.next);
+        states.push(now);
+    }
+    states
+}
+
+/// Runs `ops` with every map and checks that they leave the same log after every step, partial passes
+/// included (they hold the same number of keys, and the model's keys cannot collide in any of them).
+///
+/// # Panics
+/// When a map disagrees with the model or with another map.
+pub fn run_every_map(harness: &dyn Harness, ops: &[Op], segment_bytes: u64) {
+    let runs: Vec<_> = MapKind::ALL.iter().map(|&m| (m, run(harness, m, ops, segment_bytes))).collect();
+    for (map, states) in &runs[1..] {
+        for (i, (a, b)) in runs[0].1.iter().zip(states).enumerate() {
+            assert_eq!(a, b, "{} and {map} differ after step {i} ({:?})", runs[0].0, ops[i]);
+        }
     }
 }
 
 /// Operations decoded from arbitrary bytes, three per operation (the `ops_model` fuzz target's input), and
 /// the segment size to run them with.
 pub fn ops_from_bytes(data: &[u8]) -> (Vec<Op>, u64) {
-    let buffers = [48usize, 72, 96, 240, 1 << 16];
+    let buffers = [1usize, 2, 3, 9, 2730];
     let advances = [HOUR, 12 * HOUR, RETENTION, 2 * RETENTION];
     let ops = data
         .chunks_exact(3)
@@ -290,7 +314,7 @@ pub fn ops_from_bytes(data: &[u8]) -> (Vec<Op>, u64) {
             8 => Op::PutUnkeyed(b[2]),
             9 => Op::Advance(advances[usize::from(b[1] % 4)]),
             10 | 11 => Op::Roll,
-            12 | 13 => Op::Compact { purge: b[1] & 1 == 1, buffer: buffers[usize::from(b[2]) % buffers.len()] },
+            12 | 13 => Op::Compact { purge: b[1] & 1 == 1, keys: buffers[usize::from(b[2]) % buffers.len()] },
             14 => Op::Read(u64::from(b[1] % 40)),
             _ if b[1] & 1 == 0 => Op::Reopen,
             _ => Op::Crash(u64::from(b[2])),

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use cleaner::{Cleaner, CleanerConfig, ManualClock, PassOptions, SkimpyMap};
+use cleaner::{Cleaner, ManualClock, MapKind, PassOptions};
 use log_core::names::{FileKind, file_name};
 use log_core::{Log, LogConfig, SegmentStore};
 
@@ -47,13 +47,19 @@ fn seg(base: u64, recs: &[&str], closed: bool) -> (u64, Vec<String>, bool) {
     (base, recs.iter().map(|s| (*s).to_owned()).collect(), closed)
 }
 
-fn cleaner(clock: &Arc<ManualClock>, buffer: usize) -> Cleaner<SkimpyMap> {
-    let config = CleanerConfig { dedupe_buffer_bytes: buffer, ..CleanerConfig::default() };
-    Cleaner::new(config.skimpy_map().expect("map"), config, Arc::clone(clock) as Arc<dyn cleaner::Clock>)
+/// A cleaner with `map` whose budget holds `keys` keys of up to 16 bytes (so at least `keys` of the short
+/// keys these scenarios use).
+fn cleaner(map: MapKind, clock: &Arc<ManualClock>, keys: usize) -> Cleaner {
+    let config = cleaner::CleanerConfig {
+        map,
+        dedupe_buffer_bytes: map.bytes_for(keys, 0.9, 16),
+        ..cleaner::CleanerConfig::default()
+    };
+    Cleaner::new(config, Arc::clone(clock) as Arc<dyn cleaner::Clock>).expect("a budget that holds the keys")
 }
 
 /// The seed's worked trace, then a restart in the middle of it.
-pub fn seed_trace(h: &dyn Harness) {
+pub fn seed_trace(h: &dyn Harness, map: MapKind) {
     let mut fx = h.fixture();
     let clock = Arc::new(ManualClock::new(1_000));
     {
@@ -75,7 +81,7 @@ pub fn seed_trace(h: &dyn Harness) {
                 seg(4, &["4 r=1"], false)
             ]
         );
-        cleaner(&clock, 1 << 16).clean(&log, PassOptions::default()).expect("compact");
+        cleaner(map, &clock, 1000).clean(&log, PassOptions::default()).expect("compact");
         assert_eq!(segments(&log), vec![seg(2, &["2 p=2", "3 q=TOMBSTONE"], true), seg(4, &["4 r=1"], false)]);
     }
     // The tombstone's horizon, the checkpoint and the gaps survive a restart; the purge then removes it.
@@ -84,13 +90,13 @@ pub fn seed_trace(h: &dyn Harness) {
     assert_eq!((log.cleaner_checkpoint(), log.next_offset()), (4, 5));
     let tomb = log.read(3).expect("read").expect("tombstone");
     assert_eq!(tomb.delete_horizon, Some(1_000 + cleaner::DEFAULT_DELETE_RETENTION_MS), "on {}", h.name());
-    cleaner(&clock, 1 << 16).clean(&log, PassOptions { purge: true }).expect("purge");
+    cleaner(map, &clock, 1000).clean(&log, PassOptions { purge: true }).expect("purge");
     assert_eq!(segments(&log), vec![seg(2, &["2 p=2"], true), seg(4, &["4 r=1"], false)]);
     assert_eq!(log.read(0).expect("read").map(|r| r.offset), Some(2));
 }
 
 /// Partial passes continue across restarts and converge.
-pub fn partial_passes_continue_after_restart(h: &dyn Harness) {
+pub fn partial_passes_continue_after_restart(h: &dyn Harness, map: MapKind) {
     let mut fx = h.fixture();
     let clock = Arc::new(ManualClock::new(1_000));
     let expected;
@@ -101,7 +107,7 @@ pub fn partial_passes_continue_after_restart(h: &dyn Harness) {
         }
         log.roll().expect("roll");
         expected = value_view(&log);
-        let stats = cleaner(&clock, 24 * 6).clean(&log, PassOptions::default()).expect("pass");
+        let stats = cleaner(map, &clock, 6).clean(&log, PassOptions::default()).expect("pass");
         assert!(stats.map_full);
         assert_eq!(value_view(&log), expected);
     }
@@ -109,7 +115,7 @@ pub fn partial_passes_continue_after_restart(h: &dyn Harness) {
     loop {
         let log = Log::open(fx.open_store(), LogConfig::default()).expect("reopen");
         assert_eq!(value_view(&log), expected, "after {passes} passes on {}", h.name());
-        let stats = cleaner(&clock, 24 * 6).clean(&log, PassOptions::default()).expect("pass");
+        let stats = cleaner(map, &clock, 6).clean(&log, PassOptions::default()).expect("pass");
         passes += 1;
         if !stats.map_full {
             assert_eq!(log.snapshot().reader(0).count(), 23, "one record per key is left");
@@ -177,7 +183,7 @@ pub fn index_hints_are_rebuilt(h: &dyn Harness) {
 
 /// A flipped byte in a closed segment: `check` names the file and the frame's position; reads fail with a
 /// typed error and nothing is changed.
-pub fn flipped_byte_is_found(h: &dyn Harness) {
+pub fn flipped_byte_is_found(h: &dyn Harness, map: MapKind) {
     let mut fx = h.fixture();
     let name = file_name(0, FileKind::Log);
     // A dense index: the hint's last entry lies well after the damage, so the cheap checks at open pass.
@@ -208,7 +214,7 @@ pub fn flipped_byte_is_found(h: &dyn Harness) {
         matches!(err, log_core::Error::Corrupt { ref segment, position, .. } if *segment == name && position == second)
     );
     let clock = Arc::new(ManualClock::new(1_000));
-    let pass = cleaner(&clock, 1 << 16).clean(&log, PassOptions::default());
+    let pass = cleaner(map, &clock, 1000).clean(&log, PassOptions::default());
     assert!(pass.is_err(), "a pass over a corrupt segment fails");
     assert_eq!(log.store().list().expect("list").iter().filter(|n| n.ends_with(".cleaned")).count(), 0);
 }
@@ -276,7 +282,7 @@ impl SegmentStore for Disturbing {
 /// cleaning pass half-way through the reader's opening of the segments sees the log as it was at one instant:
 /// the log after the writer's swap (up to the segment it took for the active one), never a mix of segments
 /// from before and after the swap; every key keeps its latest value; nothing is written by the reader.
-pub fn read_only_opens_beside_running_passes(h: &dyn Harness) {
+pub fn read_only_opens_beside_running_passes(h: &dyn Harness, map: MapKind) {
     use std::sync::Mutex;
     let mut fx = h.fixture();
     let config = LogConfig { segment_bytes: 1500, index_interval_bytes: 128, ..LogConfig::default() };
@@ -291,7 +297,7 @@ pub fn read_only_opens_beside_running_passes(h: &dyn Harness) {
     }
     log.roll().expect("roll");
     let clock = Arc::new(ManualClock::new(1_000));
-    let cleaner = Arc::new(Mutex::new(cleaner(&clock, 1 << 16)));
+    let cleaner = Arc::new(Mutex::new(cleaner(map, &clock, 3000)));
     let reader = Arc::new(Disturbing { inner: fx.reader_store(), hook: Mutex::new(None), opens: Default::default() });
     for round in 0..60u32 {
         let before = closed_state(&log);

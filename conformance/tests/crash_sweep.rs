@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use cleaner::{Cleaner, CleanerConfig, ManualClock, PassOptions};
+use cleaner::{Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions};
 use conformance::scenarios::{Segments, segments, value_view};
 use log_core::{Error, Log, LogConfig, SegmentStore, SyncPolicy};
 use storage_mem::crash::CrashStore;
@@ -127,7 +127,7 @@ fn build(store: &Arc<CrashStore>, clock: &Arc<ManualClock>) -> Log {
         }
     }
     log.roll().expect("roll");
-    pass(&log, clock, 1 << 12, false).expect("first pass");
+    pass(&log, clock, 170, false).expect("first pass");
     for i in 40..70u32 {
         let key = format!("k{}", i % 11);
         if i % 7 == 3 {
@@ -142,19 +142,26 @@ fn build(store: &Arc<CrashStore>, clock: &Arc<ManualClock>) -> Log {
     log
 }
 
-fn pass(
+/// A pass with `map` in a budget that holds `keys` keys.
+fn pass_with(
+    map: MapKind,
     log: &Log,
     clock: &Arc<ManualClock>,
-    buffer: usize,
+    keys: usize,
     purge: bool,
 ) -> Result<cleaner::CleanStats, cleaner::Error> {
-    let config = CleanerConfig { dedupe_buffer_bytes: buffer, ..CleanerConfig::default() };
-    let mut c = Cleaner::new(config.skimpy_map()?, config, Arc::clone(clock) as Arc<dyn cleaner::Clock>);
+    let config = CleanerConfig { map, dedupe_buffer_bytes: map.bytes_for(keys, 0.9, 16), ..CleanerConfig::default() };
+    let mut c = Cleaner::new(config, Arc::clone(clock) as Arc<dyn cleaner::Clock>)?;
     c.clean(log, PassOptions { purge })
 }
 
+/// The setup passes (building the log, finishing it after a crash) always use Kafka's map.
+fn pass(log: &Log, clock: &Arc<ManualClock>, keys: usize, purge: bool) -> Result<cleaner::CleanStats, cleaner::Error> {
+    pass_with(MapKind::Skimpy, log, clock, keys, purge)
+}
+
 fn until_clean(log: &Log, clock: &Arc<ManualClock>) -> Segments {
-    while pass(log, clock, 1 << 12, false).expect("pass").map_full {}
+    while pass(log, clock, 170, false).expect("pass").map_full {}
     segments(log)
 }
 
@@ -168,7 +175,7 @@ fn leave_stray(store: &CrashStore) {
     store.sync_dir().expect("sync directory");
 }
 
-fn sweep_pass(buffer: usize, purge: bool, stray: bool) {
+fn sweep_pass(map: MapKind, keys: usize, purge: bool, stray: bool) {
     let clock = Arc::new(ManualClock::new(NOW));
     // Dry run: the states before and after the pass, the final state, and the pass's sync points.
     let dry = Arc::new(CrashStore::new());
@@ -178,7 +185,7 @@ fn sweep_pass(buffer: usize, purge: bool, stray: bool) {
     }
     let (before, checkpoint_before, view) = (segments(&log), log.cleaner_checkpoint(), value_view(&log));
     let first = dry.sync_points();
-    let stats = pass(&log, &clock, buffer, purge).expect("pass");
+    let stats = pass_with(map, &log, &clock, keys, purge).expect("pass");
     let last = dry.sync_points();
     let (after, checkpoint_after) = (segments(&log), log.cleaner_checkpoint());
     assert_ne!(before, after, "the pass must change something for the sweep to mean anything");
@@ -186,7 +193,7 @@ fn sweep_pass(buffer: usize, purge: bool, stray: bool) {
     let final_state = until_clean(&log, &clock);
     drop(log);
     assert!(last > first + 3, "{} sync points in the pass", last - first);
-    eprintln!("pass (buffer {buffer}, purge {purge}, stray {stray}): {} crash images", 2 * (last - first + 1));
+    eprintln!("pass ({map}, {keys} keys, purge {purge}, stray {stray}): {} crash images", 2 * (last - first + 1));
     for k in first..=last {
         for torn in [None, Some(k)] {
             let store = Arc::new(CrashStore::new());
@@ -195,7 +202,7 @@ fn sweep_pass(buffer: usize, purge: bool, stray: bool) {
                 leave_stray(&store);
             }
             store.crash_at(k);
-            let result = pass(&log, &clock, buffer, purge);
+            let result = pass_with(map, &log, &clock, keys, purge);
             assert_eq!(result.is_ok(), k == last, "crash at {k}");
             if k < last {
                 // Every sync point is a sync the log must not retry: the failed one poisons it.
@@ -227,20 +234,28 @@ fn sweep_pass(buffer: usize, purge: bool, stray: bool) {
 
 #[test]
 fn crash_at_every_sync_point_of_a_full_pass() {
-    sweep_pass(1 << 12, false, false);
+    for map in MapKind::ALL {
+        sweep_pass(map, 170, false, false);
+    }
 }
 
 #[test]
 fn crash_at_every_sync_point_of_a_pass_with_stray_output_of_a_failed_one() {
-    sweep_pass(1 << 12, false, true);
+    for map in MapKind::ALL {
+        sweep_pass(map, 170, false, true);
+    }
 }
 
 #[test]
 fn crash_at_every_sync_point_of_a_partial_pass() {
-    sweep_pass(24 * 6, false, false);
+    for map in MapKind::ALL {
+        sweep_pass(map, 6, false, false);
+    }
 }
 
 #[test]
 fn crash_at_every_sync_point_of_a_purge_pass() {
-    sweep_pass(1 << 12, true, false);
+    for map in MapKind::ALL {
+        sweep_pass(map, 170, true, false);
+    }
 }

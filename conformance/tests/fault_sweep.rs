@@ -1,6 +1,6 @@
 //! Fail every write, sync, rename, delete, list, create and truncate, one at a time, while a log with a torn
-//! tail is opened (and the tail cut), appended to, rolled and cleaned (full, partial and purge passes): the
-//! failure surfaces as a typed error,
+//! tail is opened (and the tail cut), appended to, rolled and cleaned (full, partial and purge passes) with
+//! each offset map: the failure surfaces as a typed error,
 //! the log then refuses every write until it is reopened (the store itself would accept them: only that one
 //! operation failed), `check` finds the store intact, and the reopened log holds every acknowledged record,
 //! every key with its latest value at its original offset.
@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use cleaner::{Cleaner, CleanerConfig, ManualClock, PassOptions};
+use cleaner::{Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions};
 use log_core::{Error, Log, LogConfig, SegmentStore, SyncPolicy};
 use storage_mem::MemStore;
 use storage_mem::fault::{FaultStore, Op, is_injected};
@@ -21,9 +21,9 @@ fn config() -> LogConfig {
     LogConfig { segment_bytes: 300, index_interval_bytes: 64, sync: SyncPolicy::OnRoll }
 }
 
-fn pass(log: &Log, clock: &Arc<ManualClock>, buffer: usize, purge: bool) -> Result<bool, cleaner::Error> {
-    let config = CleanerConfig { dedupe_buffer_bytes: buffer, ..CleanerConfig::default() };
-    let mut c = Cleaner::new(config.skimpy_map()?, config, Arc::clone(clock) as Arc<dyn cleaner::Clock>);
+fn pass(map: MapKind, log: &Log, clock: &Arc<ManualClock>, keys: usize, purge: bool) -> Result<bool, cleaner::Error> {
+    let config = CleanerConfig { map, dedupe_buffer_bytes: map.bytes_for(keys, 0.9, 16), ..CleanerConfig::default() };
+    let mut c = Cleaner::new(config, Arc::clone(clock) as Arc<dyn cleaner::Clock>)?;
     Ok(c.clean(log, PassOptions { purge })?.map_full)
 }
 
@@ -36,7 +36,7 @@ enum Failed {
 
 /// Appends, rolls, syncs and passes until one fails; `acked` collects every acknowledged append as key →
 /// (offset, value or empty for a tombstone).
-fn workload(log: &Log, clock: &Arc<ManualClock>, acked: &mut Vec<Acked>) -> Result<(), Failed> {
+fn workload(map: MapKind, log: &Log, clock: &Arc<ManualClock>, acked: &mut Vec<Acked>) -> Result<(), Failed> {
     let mut append = |i: u32, log: &Log| -> Result<(), Failed> {
         let key = format!("k{}", i % 9).into_bytes();
         let value = (i % 7 != 3).then(|| format!("v{i}").into_bytes());
@@ -52,13 +52,13 @@ fn workload(log: &Log, clock: &Arc<ManualClock>, acked: &mut Vec<Acked>) -> Resu
         append(i, log)?;
     }
     log.roll().map_err(Failed::Log)?;
-    while pass(log, clock, 24 * 4, false).map_err(Failed::Pass)? {}
+    while pass(map, log, clock, 4, false).map_err(Failed::Pass)? {}
     for i in 40..70 {
         append(i, log)?;
     }
     log.sync().map_err(Failed::Log)?;
     log.roll().map_err(Failed::Log)?;
-    pass(log, clock, 1 << 12, true).map_err(Failed::Pass)?;
+    pass(map, log, clock, 170, true).map_err(Failed::Pass)?;
     append(70, log)?;
     log.sync().map_err(Failed::Log)
 }
@@ -120,14 +120,18 @@ fn torn_start() -> (Arc<dyn SegmentStore>, Vec<Acked>) {
 }
 
 fn sweep(op: Op) -> u64 {
+    MapKind::ALL.into_iter().map(|map| sweep_with(map, op)).sum()
+}
+
+fn sweep_with(map: MapKind, op: Op) -> u64 {
     let clock = Arc::new(ManualClock::new(1_000_000));
     let dry = FaultStore::new(torn_start().0);
     {
         let log = Log::open(Arc::new(dry.clone()), config()).expect("open");
-        workload(&log, &clock, &mut Vec::new()).expect("the dry run succeeds");
+        workload(map, &log, &clock, &mut Vec::new()).expect("the dry run succeeds");
     }
     let total = dry.count(op);
-    eprintln!("{op:?}: {total} operations, each failed once");
+    eprintln!("{op:?} with {map}: {total} operations, each failed once");
     for n in 0..total {
         let (mem, mut acked) = torn_start();
         let store = FaultStore::new(Arc::clone(&mem));
@@ -136,12 +140,12 @@ fn sweep(op: Op) -> u64 {
             // The failure struck while the log was being opened (and its torn tail cut): it surfaced.
             Err(e) => assert!(matches!(&e, Error::Io { source, .. } if is_injected(source)), "{op:?} {n}: {e}"),
             Ok(log) => {
-                let failure = workload(&log, &clock, &mut acked).expect_err("the armed failure must surface");
+                let failure = workload(map, &log, &clock, &mut acked).expect_err("the armed failure must surface");
                 assert!(injected(&failure), "{op:?} {n}: surfaced as {failure:?}");
                 assert!(log.is_poisoned(), "{op:?} {n}: the log must refuse writes after a failed {op:?}");
                 assert!(matches!(log.put(b"k", b"after"), Err(Error::Poisoned)), "{op:?} {n}");
                 assert!(matches!(log.roll(), Err(Error::Poisoned)), "{op:?} {n}");
-                assert!(matches!(pass(&log, &clock, 1 << 12, false), Err(cleaner::Error::Log(Error::Poisoned))));
+                assert!(matches!(pass(map, &log, &clock, 170, false), Err(cleaner::Error::Log(Error::Poisoned))));
             }
         }
         assert_eq!(store.fired(), 1, "{op:?} {n}");

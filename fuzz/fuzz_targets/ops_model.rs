@@ -9,6 +9,6 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let (ops, segment_bytes) = conformance::model::ops_from_bytes(data);
     if !ops.is_empty() {
-        conformance::model::run(&conformance::Crash, &ops, segment_bytes);
+        conformance::model::run_every_map(&conformance::Crash, &ops, segment_bytes);
     }
 });

@@ -59,7 +59,7 @@ fn file_log(dir: &Path, sync: SyncPolicy) -> Log {
 
 fn clean(log: &Log) -> (f64, u64) {
     let config = CleanerConfig::default();
-    let mut c = Cleaner::new(config.skimpy_map().expect("map"), config, Arc::new(SystemClock));
+    let mut c = Cleaner::new(config, Arc::new(SystemClock)).expect("map");
     let started = Instant::now();
     let stats = c.clean(log, PassOptions::default()).expect("pass");
     (started.elapsed().as_secs_f64(), stats.pass2.records_kept)

@@ -1,60 +1,138 @@
 //! Offset maps: key → latest offset over the dirty section, in a fixed memory budget.
 //!
-//! Pass 1 of the cleaner fills a map with [`OffsetMap::put`]; pass 2 asks it with [`OffsetMap::get`]. Maps are
-//! interchangeable behind [`OffsetMap`] so that designs can be compared on the same passes.
+//! Pass 1 of the cleaner fills a map with [`OffsetMap::put_batch`]; pass 2 asks it with
+//! [`OffsetMap::get_batch`]. The maps are interchangeable behind [`OffsetMap`], built by a [`MapKind`] from a
+//! byte budget and a load factor, so that designs can be compared on the same passes:
+//!
+//! | kind | slot | bytes per key at its load factor | exact | P(some pair of keys collides) at 10^6 / 10^8 / 10^10 keys |
+//! |---|---|---|---|---|
+//! | `skimpy` (Kafka's `SkimpyOffsetMap`) | 24 B: MD5 digest (16) + offset (8) | 26.7 at 0.9 | no | 1.5e-27 / 1.5e-23 / 1.5e-19 |
+//! | `fullkey` (hashbrown, full keys) | 16 B entry + the key in an arena + 1 control byte | 16 + key length + about 8 to 17 of table overhead (≈ 37–48 for 16-byte keys) | yes | 0 |
+//! | `compact` (ours) | 12 B: 56-bit fingerprint + 8-bit probe distance + 32-bit relative offset | 13.3 at 0.9 | no | 6.2e-12 / 6.2e-10 / 6.2e-8 (see [`MapKind::collision_probability`]) |
+//!
+//! What a collision does: two distinct keys that a map cannot tell apart count as one key, so when both are
+//! in the dirty section, the older key's latest record is taken for a stale copy of the newer key and dropped
+//! by pass 2. The key is then lost from the log. `fullkey` compares whole keys and never does this; the other
+//! two accept the (tiny) risk to hold a key in a fixed, small number of bytes, as Kafka does.
+//!
+//! Contract for every implementation:
+//! - [`OffsetMap::begin`] forgets every key and sets the pass's base offset, costing in proportion to what the
+//!   last pass touched (not to the budget).
+//! - `put` of a key already present overwrites its offset (offsets arrive in increasing order, so the latest
+//!   wins) and always succeeds; `put` of a new key succeeds while the budget can take it and otherwise returns
+//!   [`MapFull`], leaving the map unchanged. The cleaner's pass 1 stops at the first refused put. A map may
+//!   also refuse an offset it cannot represent (the compact map stores offsets relative to the base).
+//! - `get` returns the offset last put for the key, or `None`; it always terminates quickly, even on a full
+//!   map, and takes `&self` so that one map can serve several readers.
 
+mod compact;
+mod fullkey;
+pub(crate) mod hash;
+mod kind;
+mod md5x;
 pub(crate) mod skimpy;
 pub(crate) mod table;
 
+pub use compact::CompactMap;
+pub use fullkey::FullKeyMap;
+pub use hash::HashBits;
+pub use kind::{BuildError, MapKind};
 pub use skimpy::SkimpyMap;
 
-/// A put refused because the map already holds [`OffsetMap::capacity`] keys and the key is new.
+use serde::{Deserialize, Serialize};
+
+/// A put refused because the budget cannot take the key (or the map cannot represent its offset).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MapFull;
 
+/// How many keys a batch carries at most: enough to hide the memory latency of a random probe behind the
+/// hashing of the others (16 in flight is what the machine's measurements favour).
+pub const BATCH: usize = 16;
+
+/// Counters of lookups made through `&self` ([`OffsetMap::get`]), kept by the caller so that a shared map
+/// needs no atomic counters on its hot path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Probes {
+    /// Lookups.
+    pub lookups: u64,
+    /// Slots (or entries) inspected by them.
+    pub probes: u64,
+}
+
+/// What a map reports about itself after a pass.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MapStats {
+    /// Keys mapped.
+    pub entries: u64,
+    /// Keys the budget takes at most (exact for slot maps; for `fullkey`, for keys the size of the ones seen).
+    pub capacity: u64,
+    /// Slots of the table (`fullkey`: buckets of its hash table).
+    pub slots: u64,
+    /// Bytes of a slot.
+    pub bytes_per_slot: f64,
+    /// `entries / slots`, Kafka's "buffer utilization".
+    pub utilization: f64,
+    /// Bytes of the map's budget, reserved once.
+    pub memory_bytes: u64,
+    /// Bytes the map touched since its last clear (resident memory, and what the next clear costs); for
+    /// `fullkey`, the memory it holds.
+    pub touched_bytes: u64,
+    /// Budget bytes per key held: `memory_bytes / entries` for slot maps at their load factor, real bytes
+    /// held per key for `fullkey`.
+    pub bytes_per_key: f64,
+    /// Puts and gets since the last clear.
+    pub lookups: u64,
+    /// Slots inspected by them.
+    pub probes: u64,
+    /// `probes / lookups` (1.0 is a perfect hash).
+    pub probes_per_lookup: f64,
+}
+
 /// A map from keys to the latest offset seen for them, in a fixed memory budget.
-///
-/// Contract for every implementation:
-/// - `put` of a key already present overwrites its offset (offsets arrive in increasing order, so the latest
-///   wins) and always succeeds; `put` of a new key succeeds while `len() < capacity()` and otherwise returns
-///   [`MapFull`] leaving the map unchanged. The cleaner's pass 1 stops at the first refused put.
-/// - `get` returns the offset last put for the key, or `None`; it always terminates, even on a full map.
-///   A map may treat two distinct keys as one (the skimpy map compares digests, not keys) and must say so.
-/// - `lookups` and `probes` count every `put` and `get` and the slots they inspected since the last `clear`,
-///   so `probes / lookups` is the average probe length.
-pub trait OffsetMap: Send {
-    /// Short name for reports (`"skimpy_md5"`, ...).
-    fn kind(&self) -> &'static str;
+pub trait OffsetMap: Send + Sync {
+    /// The kind of map.
+    fn kind(&self) -> MapKind;
+
+    /// Forgets every key and starts a pass whose offsets are at least `base_offset`.
+    fn begin(&mut self, base_offset: u64);
+
     /// Maps `key` to `offset`.
     ///
     /// # Errors
-    /// [`MapFull`] when `key` is new and the map holds `capacity()` keys.
+    /// [`MapFull`] when `key` is new and the budget cannot take it, or `offset` cannot be represented.
     fn put(&mut self, key: &[u8], offset: u64) -> Result<(), MapFull>;
+
+    /// Puts a run of keys in order; returns how many were put before the first refused one (all of them when
+    /// none was). Maps that hide memory latency override it (hash the run, prefetch the slots, then probe).
+    fn put_batch(&mut self, batch: &[(&[u8], u64)]) -> usize {
+        batch.iter().take_while(|&&(k, o)| self.put(k, o).is_ok()).count()
+    }
+
     /// The offset mapped for `key`.
-    fn get(&mut self, key: &[u8]) -> Option<u64>;
+    fn get(&self, key: &[u8], probes: &mut Probes) -> Option<u64>;
+
+    /// Looks up a run of keys: `out[i]` is the offset mapped for `keys[i]`. `out` is at least as long as
+    /// `keys`.
+    fn get_batch(&self, keys: &[&[u8]], out: &mut [Option<u64>], probes: &mut Probes) {
+        for (k, o) in keys.iter().zip(out.iter_mut()) {
+            *o = self.get(k, probes);
+        }
+    }
+
     /// Keys held.
     fn len(&self) -> usize;
+
     /// True when no key is held.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Keys the map accepts before it is full (at its load factor).
+
+    /// Keys the budget takes at most (for `fullkey`, an estimate for keys like the ones seen).
     fn capacity(&self) -> usize;
-    /// Slots of the underlying table: `len() / slots()` is Kafka's "buffer utilization".
-    fn slots(&self) -> usize;
-    /// Forgets every key and resets the counters.
-    fn clear(&mut self);
+
     /// The last offset put, if any.
     fn latest_offset(&self) -> Option<u64>;
-    /// Bytes of memory the map holds (its budget, reserved once).
-    fn memory_bytes(&self) -> usize;
-    /// Bytes of that memory the map has touched since the last clear (resident, and what the next clear
-    /// costs); a map that touches all of it says so by default.
-    fn touched_bytes(&self) -> usize {
-        self.memory_bytes()
-    }
-    /// `put` and `get` calls since the last clear.
-    fn lookups(&self) -> u64;
-    /// Slots inspected by those calls.
-    fn probes(&self) -> u64;
+
+    /// The map's figures, counting the puts of this pass (gets are counted by their callers in [`Probes`]).
+    fn stats(&self) -> MapStats;
 }

@@ -2,8 +2,10 @@
 
 use md5::{Digest, Md5};
 
+use super::hash::{HashBits, prefetch};
+use super::md5x::{LANES, md5_lanes};
 use super::table::Table;
-use super::{MapFull, OffsetMap};
+use super::{BATCH, MapFull, MapKind, MapStats, OffsetMap, Probes};
 
 /// Bytes of a slot: a 16-byte MD5 digest, then the offset as a little-endian u64.
 pub const SLOT_BYTES: usize = 24;
@@ -17,6 +19,8 @@ const WINDOW_ATTEMPTS: usize = DIGEST_BYTES - 4;
 /// lookups from walking the whole table.
 pub const MAX_ATTEMPTS: usize = WINDOW_ATTEMPTS + 1 + 4096;
 
+type Digest16 = [u8; DIGEST_BYTES];
+
 /// The layout and probing of Kafka's `SkimpyOffsetMap`.
 ///
 /// A zeroed buffer of `bytes` bytes holds `bytes / 24` slots; an all-zero digest marks an empty slot. The slot
@@ -29,6 +33,9 @@ pub const MAX_ATTEMPTS: usize = WINDOW_ATTEMPTS + 1 + 4096;
 ///
 /// The map is full at `floor(slots × load_factor)` keys (Kafka's `log.cleaner.io.buffer.load.factor`), or
 /// when a new key finds no free slot within [`MAX_ATTEMPTS`].
+///
+/// Batches ([`OffsetMap::put_batch`], [`OffsetMap::get_batch`]) hash eight keys at once with a multi-lane MD5
+/// and prefetch every key's first slot before probing any; the answers are the same as one key at a time.
 pub struct SkimpyMap {
     buf: Table,
     slots: usize,
@@ -39,6 +46,7 @@ pub struct SkimpyMap {
     latest: Option<u64>,
     lookups: u64,
     probes: u64,
+    bits: HashBits,
 }
 
 impl std::fmt::Debug for SkimpyMap {
@@ -63,92 +71,161 @@ impl SkimpyMap {
     /// # Errors
     /// The operating system's error when it cannot map `bytes` bytes.
     pub fn new(bytes: usize, load_factor: f64) -> std::io::Result<Self> {
+        Self::with_bits(bytes, load_factor, HashBits::ALL)
+    }
+
+    pub(crate) fn with_bits(bytes: usize, load_factor: f64, bits: HashBits) -> std::io::Result<Self> {
         let slots = bytes / SLOT_BYTES;
-        let lf = if load_factor.is_finite() { load_factor.clamp(0.0, 1.0) } else { 1.0 };
-        let capacity = ((slots as f64) * lf).floor() as usize;
         let buf = Table::new(slots * SLOT_BYTES)?;
-        Ok(SkimpyMap { buf, slots, longest: 0, capacity, entries: 0, latest: None, lookups: 0, probes: 0 })
+        let capacity = Self::capacity_for(bytes, load_factor);
+        Ok(SkimpyMap { buf, slots, longest: 0, capacity, entries: 0, latest: None, lookups: 0, probes: 0, bits })
     }
 
-    /// Keys a buffer of `bytes` bytes holds at `load_factor`.
+    /// Keys a buffer of `bytes` bytes holds at `load_factor` (clamped to `(0, 1]`).
     pub fn capacity_for(bytes: usize, load_factor: f64) -> usize {
-        ((bytes / SLOT_BYTES) as f64 * load_factor).floor() as usize
+        let lf = if load_factor.is_finite() { load_factor.clamp(0.0, 1.0) } else { 1.0 };
+        ((bytes / SLOT_BYTES) as f64 * lf).floor() as usize
     }
 
-    fn digest(key: &[u8]) -> [u8; DIGEST_BYTES] {
-        let mut d: [u8; DIGEST_BYTES] = Md5::digest(key).into();
+    fn finish(&self, mut d: Digest16) -> Digest16 {
+        if self.bits != HashBits::ALL {
+            d = self.bits.mask(u128::from_le_bytes(d)).to_le_bytes();
+        }
         if d == [0; DIGEST_BYTES] {
             d[0] = 1;
         }
         d
     }
 
-    fn slot_of(&self, digest: &[u8; DIGEST_BYTES], attempt: usize) -> usize {
+    fn digest(&self, key: &[u8]) -> Digest16 {
+        self.finish(Md5::digest(key).into())
+    }
+
+    fn slot_of(&self, digest: &Digest16, attempt: usize) -> usize {
         let at = attempt.min(WINDOW_ATTEMPTS);
-        let mut window = [0u8; 4];
-        window.copy_from_slice(&digest[at..at + 4]);
+        let window = u32::from_le_bytes([digest[at], digest[at + 1], digest[at + 2], digest[at + 3]]);
         let extra = attempt.saturating_sub(WINDOW_ATTEMPTS) as u64;
-        ((u64::from(u32::from_le_bytes(window)) + extra) % self.slots as u64) as usize
+        ((u64::from(window) + extra) % self.slots as u64) as usize
     }
 
     /// Finds the slot holding `digest` within `limit` attempts, or the first empty slot on its probe path.
-    /// `Err(())` when neither is found.
-    fn find(&mut self, digest: &[u8; DIGEST_BYTES], limit: usize) -> Result<(usize, bool, usize), ()> {
-        self.lookups += 1;
+    /// Returns `(slot, present, attempts)`; `None` when neither is found.
+    fn find(&self, digest: &Digest16, limit: usize) -> Option<(usize, bool, usize)> {
         if self.slots == 0 {
-            return Err(());
+            return None;
         }
         // The windows cover at most 13 slots, then linear probing visits every slot within `slots` attempts.
         let bytes = self.buf.bytes();
         for attempt in 0..limit.min(WINDOW_ATTEMPTS + 1 + self.slots) {
-            self.probes += 1;
             let slot = self.slot_of(digest, attempt);
             let base = slot * SLOT_BYTES;
             let stored = &bytes[base..base + DIGEST_BYTES];
             if stored == digest {
-                return Ok((slot, true, attempt));
+                return Some((slot, true, attempt + 1));
             }
             if stored.iter().all(|&b| b == 0) {
-                return Ok((slot, false, attempt));
+                return Some((slot, false, attempt + 1));
             }
         }
-        Err(())
-    }
-}
-
-impl OffsetMap for SkimpyMap {
-    fn kind(&self) -> &'static str {
-        "skimpy_md5"
+        None
     }
 
-    fn put(&mut self, key: &[u8], offset: u64) -> Result<(), MapFull> {
-        let digest = Self::digest(key);
-        let (slot, present, attempt) = self.find(&digest, MAX_ATTEMPTS).map_err(|()| MapFull)?;
+    fn put_digest(&mut self, digest: &Digest16, offset: u64) -> Result<(), MapFull> {
+        self.lookups += 1;
+        let found = self.find(digest, MAX_ATTEMPTS);
+        self.probes += found.map_or(MAX_ATTEMPTS.min(self.slots) as u64, |(_, _, a)| a as u64);
+        let (slot, present, attempts) = found.ok_or(MapFull)?;
         if !present {
             if self.entries >= self.capacity {
                 return Err(MapFull);
             }
             self.entries += 1;
-            self.longest = self.longest.max(attempt + 1);
+            self.longest = self.longest.max(attempts);
         }
-        let base = slot * SLOT_BYTES;
-        let out = self.buf.write(base, SLOT_BYTES);
-        out[..DIGEST_BYTES].copy_from_slice(&digest);
+        let out = self.buf.write(slot * SLOT_BYTES, SLOT_BYTES);
+        out[..DIGEST_BYTES].copy_from_slice(digest);
         out[DIGEST_BYTES..].copy_from_slice(&offset.to_le_bytes());
         self.latest = Some(offset);
         Ok(())
     }
 
-    fn get(&mut self, key: &[u8]) -> Option<u64> {
-        let digest = Self::digest(key);
-        match self.find(&digest, self.longest.max(1)) {
-            Ok((slot, true, _)) => {
+    fn get_digest(&self, digest: &Digest16, probes: &mut Probes) -> Option<u64> {
+        probes.lookups += 1;
+        let found = self.find(digest, self.longest.max(1));
+        probes.probes += found.map_or(self.longest.max(1) as u64, |(_, _, a)| a as u64);
+        match found {
+            Some((slot, true, _)) => {
                 let base = slot * SLOT_BYTES + DIGEST_BYTES;
-                let mut raw = [0u8; 8];
-                raw.copy_from_slice(&self.buf.bytes()[base..base + 8]);
-                Some(u64::from_le_bytes(raw))
+                let raw = &self.buf.bytes()[base..base + 8];
+                Some(u64::from_le_bytes([raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7]]))
             }
             _ => None,
+        }
+    }
+
+    /// Hashes `keys` (at most [`BATCH`]) eight at a time and prefetches each key's first slot.
+    fn hash_batch(&self, keys: &[&[u8]], out: &mut [Digest16; BATCH]) {
+        for (chunk, digests) in keys.chunks(LANES).zip(out.chunks_mut(LANES)) {
+            md5_lanes(chunk, digests);
+        }
+        for d in out.iter_mut().take(keys.len()) {
+            *d = self.finish(*d);
+            if self.slots > 0 {
+                prefetch(self.buf.bytes(), self.slot_of(d, 0) * SLOT_BYTES);
+            }
+        }
+    }
+}
+
+impl OffsetMap for SkimpyMap {
+    fn kind(&self) -> MapKind {
+        MapKind::Skimpy
+    }
+
+    fn begin(&mut self, _base_offset: u64) {
+        self.buf.clear();
+        self.longest = 0;
+        self.entries = 0;
+        self.latest = None;
+        self.lookups = 0;
+        self.probes = 0;
+    }
+
+    fn put(&mut self, key: &[u8], offset: u64) -> Result<(), MapFull> {
+        let digest = self.digest(key);
+        self.put_digest(&digest, offset)
+    }
+
+    fn put_batch(&mut self, batch: &[(&[u8], u64)]) -> usize {
+        let mut done = 0;
+        let mut digests = [[0u8; DIGEST_BYTES]; BATCH];
+        let mut keys: [&[u8]; BATCH] = [&[]; BATCH];
+        for run in batch.chunks(BATCH) {
+            for (k, &(key, _)) in keys.iter_mut().zip(run) {
+                *k = key;
+            }
+            self.hash_batch(&keys[..run.len()], &mut digests);
+            for (d, &(_, offset)) in digests.iter().zip(run) {
+                if self.put_digest(d, offset).is_err() {
+                    return done;
+                }
+                done += 1;
+            }
+        }
+        done
+    }
+
+    fn get(&self, key: &[u8], probes: &mut Probes) -> Option<u64> {
+        self.get_digest(&self.digest(key), probes)
+    }
+
+    fn get_batch(&self, keys: &[&[u8]], out: &mut [Option<u64>], probes: &mut Probes) {
+        let mut digests = [[0u8; DIGEST_BYTES]; BATCH];
+        for (run, out) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+            self.hash_batch(run, &mut digests);
+            for (d, o) in digests.iter().zip(out.iter_mut()).take(run.len()) {
+                *o = self.get_digest(d, probes);
+            }
         }
     }
 
@@ -160,37 +237,24 @@ impl OffsetMap for SkimpyMap {
         self.capacity
     }
 
-    fn slots(&self) -> usize {
-        self.slots
-    }
-
-    fn clear(&mut self) {
-        self.buf.clear();
-        self.longest = 0;
-        self.entries = 0;
-        self.latest = None;
-        self.lookups = 0;
-        self.probes = 0;
-    }
-
     fn latest_offset(&self) -> Option<u64> {
         self.latest
     }
 
-    fn memory_bytes(&self) -> usize {
-        self.buf.len()
-    }
-
-    fn touched_bytes(&self) -> usize {
-        self.buf.touched_bytes()
-    }
-
-    fn lookups(&self) -> u64 {
-        self.lookups
-    }
-
-    fn probes(&self) -> u64 {
-        self.probes
+    fn stats(&self) -> MapStats {
+        MapStats {
+            entries: self.entries as u64,
+            capacity: self.capacity as u64,
+            slots: self.slots as u64,
+            bytes_per_slot: SLOT_BYTES as f64,
+            utilization: if self.slots == 0 { 0.0 } else { self.entries as f64 / self.slots as f64 },
+            memory_bytes: self.buf.len() as u64,
+            touched_bytes: self.buf.touched_bytes() as u64,
+            bytes_per_key: if self.capacity == 0 { 0.0 } else { self.buf.len() as f64 / self.capacity as f64 },
+            lookups: self.lookups,
+            probes: self.probes,
+            probes_per_lookup: if self.lookups == 0 { 0.0 } else { self.probes as f64 / self.lookups as f64 },
+        }
     }
 }
 
@@ -198,28 +262,33 @@ impl OffsetMap for SkimpyMap {
 mod tests {
     use super::*;
 
+    fn get(m: &SkimpyMap, key: &[u8]) -> Option<u64> {
+        m.get(key, &mut Probes::default())
+    }
+
     #[test]
     fn put_get_overwrite() {
         let mut m = SkimpyMap::new(24 * 100, 0.9).expect("map");
         assert_eq!(m.capacity(), 90);
-        assert_eq!(m.get(b"a"), None);
+        assert_eq!(get(&m, b"a"), None);
         m.put(b"a", 1).expect("room");
         m.put(b"b", 2).expect("room");
         m.put(b"a", 3).expect("overwrite");
-        assert_eq!(m.get(b"a"), Some(3));
-        assert_eq!(m.get(b"b"), Some(2));
-        assert_eq!(m.get(b"c"), None);
+        assert_eq!(get(&m, b"a"), Some(3));
+        assert_eq!(get(&m, b"b"), Some(2));
+        assert_eq!(get(&m, b"c"), None);
         assert_eq!(m.len(), 2);
         assert_eq!(m.latest_offset(), Some(3));
-        assert!(m.probes() >= m.lookups());
-        m.clear();
-        assert_eq!((m.len(), m.get(b"a"), m.latest_offset()), (0, None, None));
+        let s = m.stats();
+        assert!(s.probes >= s.lookups && s.lookups == 3);
+        m.begin(0);
+        assert_eq!((m.len(), get(&m, b"a"), m.latest_offset()), (0, None, None));
     }
 
     #[test]
     fn kafka_default_geometry() {
         let m = SkimpyMap::new(128 << 20, 0.9).expect("map");
-        assert_eq!(m.slots(), 5_592_405);
+        assert_eq!(m.stats().slots, 5_592_405);
         assert_eq!(m.capacity(), 5_033_164);
     }
 
@@ -231,9 +300,9 @@ mod tests {
         }
         assert_eq!(m.put(b"new", 100), Err(MapFull));
         assert_eq!(m.len(), 9);
-        assert_eq!(m.get(b"new"), None);
+        assert_eq!(get(&m, b"new"), None);
         m.put(b"k3", 200).expect("an existing key is not new");
-        assert_eq!(m.get(b"k3"), Some(200));
+        assert_eq!(get(&m, b"k3"), Some(200));
     }
 
     #[test]
@@ -243,19 +312,19 @@ mod tests {
             m.put(&i.to_le_bytes(), i).expect("room");
         }
         assert_eq!(m.len(), 7);
-        assert_eq!(m.get(b"absent"), None);
+        assert_eq!(get(&m, b"absent"), None);
         assert_eq!(m.put(b"absent", 1), Err(MapFull));
         for i in 0..7u64 {
-            assert_eq!(m.get(&i.to_le_bytes()), Some(i));
+            assert_eq!(get(&m, &i.to_le_bytes()), Some(i));
         }
     }
 
     #[test]
     fn zero_sized_buffer_holds_nothing() {
         let mut m = SkimpyMap::new(10, 0.9).expect("map");
-        assert_eq!((m.slots(), m.capacity()), (0, 0));
+        assert_eq!((m.stats().slots, m.capacity()), (0, 0));
         assert_eq!(m.put(b"a", 1), Err(MapFull));
-        assert_eq!(m.get(b"a"), None);
+        assert_eq!(get(&m, b"a"), None);
     }
 
     #[test]
@@ -272,25 +341,40 @@ mod tests {
             stored += 1;
         }
         assert!(stored as f64 > slots as f64 * 0.9, "the map fills well past 0.9 ({stored})");
-        let before = m.probes();
-        assert_eq!(m.get(b"absent key"), None);
-        assert!(m.probes() - before <= MAX_ATTEMPTS as u64, "{} probes", m.probes() - before);
+        let mut probes = Probes::default();
+        assert_eq!(m.get(b"absent key", &mut probes), None);
+        assert!(probes.probes <= MAX_ATTEMPTS as u64, "{} probes", probes.probes);
         for i in (0..stored).step_by(997) {
-            assert_eq!(m.get(&i.to_le_bytes()), Some(i), "stored keys stay reachable");
+            assert_eq!(get(&m, &i.to_le_bytes()), Some(i), "stored keys stay reachable");
         }
     }
 
     #[test]
-    fn many_keys_round_trip() {
-        let mut m = SkimpyMap::new(24 * 20_000, 0.9).expect("map");
-        for i in 0..18_000u64 {
-            m.put(format!("key-{i}").as_bytes(), i * 3).expect("room");
+    fn batches_give_the_same_answers_as_single_keys() {
+        let keys: Vec<Vec<u8>> = (0..1000u32).map(|i| format!("key-{}", i * 7919 % 1013).into_bytes()).collect();
+        let mut one = SkimpyMap::new(24 * 2000, 0.9).expect("map");
+        let mut batched = SkimpyMap::new(24 * 2000, 0.9).expect("map");
+        let pairs: Vec<(&[u8], u64)> = keys.iter().enumerate().map(|(i, k)| (&k[..], i as u64)).collect();
+        for &(k, o) in &pairs {
+            one.put(k, o).expect("room");
         }
-        for i in 0..18_000u64 {
-            assert_eq!(m.get(format!("key-{i}").as_bytes()), Some(i * 3));
+        assert_eq!(batched.put_batch(&pairs), pairs.len());
+        let probe: Vec<Vec<u8>> = (0..1500u32).map(|i| format!("key-{i}").into_bytes()).collect();
+        let refs: Vec<&[u8]> = probe.iter().map(|k| &k[..]).collect();
+        let mut out = vec![None; refs.len()];
+        batched.get_batch(&refs, &mut out, &mut Probes::default());
+        for (k, got) in refs.iter().zip(&out) {
+            assert_eq!(*got, get(&one, k), "{}", String::from_utf8_lossy(k));
         }
-        assert!(m.get(b"key-x").is_none());
-        let per_lookup = m.probes() as f64 / m.lookups() as f64;
-        assert!(per_lookup >= 1.0);
+        assert_eq!(one.stats().entries, batched.stats().entries);
+    }
+
+    #[test]
+    fn a_batch_stops_at_the_first_refused_key() {
+        let mut m = SkimpyMap::new(24 * 10, 0.9).expect("map");
+        let keys: Vec<Vec<u8>> = (0..20u32).map(|i| format!("k{i}").into_bytes()).collect();
+        let pairs: Vec<(&[u8], u64)> = keys.iter().enumerate().map(|(i, k)| (&k[..], i as u64)).collect();
+        assert_eq!(m.put_batch(&pairs), 9);
+        assert_eq!((m.len(), m.latest_offset()), (9, Some(8)));
     }
 }

@@ -1,0 +1,295 @@
+//! [`FullKeyMap`]: whole keys in a hashbrown table, exact (two distinct keys are never taken for one).
+//!
+//! Keys are copied into one arena (a single growing buffer, not one allocation per key); the table holds
+//! 16-byte entries `(arena start u32, key length u32, offset u64)` and hashbrown's control byte per bucket.
+//! The map honours the same byte budget as the slot maps by accounting its real memory: the table's buckets
+//! (which double as hashbrown grows them, at most 7/8 full) and the arena. A new key is refused with
+//! [`MapFull`] when holding it would take the map past its budget. So its bytes per key depend on key length:
+//! 16 + 1 bytes of entry per bucket at a load between 7/16 and 7/8, plus the key itself.
+
+use hashbrown::HashTable;
+
+use super::hash::{HashBits, xxh3_64};
+use super::{MapFull, MapKind, MapStats, OffsetMap, Probes};
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    start: u32,
+    len: u32,
+    offset: u64,
+}
+
+/// Control bytes hashbrown adds after the buckets (its SIMD group width).
+const GROUP_WIDTH: usize = 16;
+
+/// The exact map (see the [module docs](self)).
+pub struct FullKeyMap {
+    table: HashTable<Entry>,
+    /// Bucket count of the table as sized (tracked so that growth can be priced before it happens).
+    buckets: usize,
+    arena: Vec<u8>,
+    budget: usize,
+    /// Key length seen most, for [`OffsetMap::capacity`]'s estimate.
+    key_bytes_seen: (u64, u64),
+    latest: Option<u64>,
+    lookups: u64,
+    probes: u64,
+    bits: HashBits,
+}
+
+impl std::fmt::Debug for FullKeyMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FullKeyMap")
+            .field("entries", &self.table.len())
+            .field("buckets", &self.buckets)
+            .field("arena", &self.arena.len())
+            .field("budget", &self.budget)
+            .finish_non_exhaustive()
+    }
+}
+
+/// hashbrown's bucket count for a table asked to hold `items`.
+fn buckets_for(items: usize) -> usize {
+    match items {
+        0 => 0,
+        1..=3 => 4,
+        4..=7 => 8,
+        n => (n.saturating_mul(8) / 7).next_power_of_two(),
+    }
+}
+
+/// Items a table of `buckets` buckets holds before it grows.
+fn items_in(buckets: usize) -> usize {
+    if buckets < 8 { buckets.saturating_sub(1) } else { buckets / 8 * 7 }
+}
+
+/// Bytes of a table of `buckets` buckets.
+fn table_bytes(buckets: usize) -> usize {
+    if buckets == 0 { 0 } else { buckets * (FullKeyMap::ENTRY_BYTES - 1) + buckets + GROUP_WIDTH }
+}
+
+impl FullKeyMap {
+    /// Bytes per bucket: a 16-byte entry and a control byte.
+    pub const ENTRY_BYTES: usize = std::mem::size_of::<Entry>() + 1;
+
+    /// An empty map that will hold keys while its memory stays within `budget` bytes. Nothing is allocated
+    /// until keys arrive.
+    pub fn new(budget: usize, bits: HashBits) -> Self {
+        FullKeyMap {
+            table: HashTable::new(),
+            buckets: 0,
+            arena: Vec::new(),
+            budget,
+            key_bytes_seen: (0, 0),
+            latest: None,
+            lookups: 0,
+            probes: 0,
+            bits,
+        }
+    }
+
+    /// Keys of `key_bytes` bytes a budget of `bytes` holds.
+    pub fn capacity_for(bytes: usize, key_bytes: usize) -> usize {
+        let fits = |n: usize| table_bytes(buckets_for(n)).saturating_add(n.saturating_mul(key_bytes)) <= bytes;
+        let (mut lo, mut hi) = (0usize, 1usize);
+        while fits(hi) {
+            lo = hi;
+            hi = match hi.checked_mul(2) {
+                Some(h) => h,
+                None => return lo,
+            };
+        }
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid) { lo = mid } else { hi = mid }
+        }
+        lo
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.bits.mask(u128::from(xxh3_64(key))) as u64
+    }
+
+    fn key_of<'a>(arena: &'a [u8], e: &Entry) -> &'a [u8] {
+        arena.get(e.start as usize..e.start as usize + e.len as usize).unwrap_or_default()
+    }
+
+    /// Memory held: the table and the arena.
+    fn memory(&self) -> usize {
+        table_bytes(self.buckets) + self.arena.capacity()
+    }
+}
+
+impl OffsetMap for FullKeyMap {
+    fn kind(&self) -> MapKind {
+        MapKind::FullKey
+    }
+
+    fn begin(&mut self, _base_offset: u64) {
+        // Keep the memory (it was within budget) for the next pass; forget the keys.
+        self.table.clear();
+        self.arena.clear();
+        self.key_bytes_seen = (0, 0);
+        self.latest = None;
+        self.lookups = 0;
+        self.probes = 0;
+    }
+
+    fn put(&mut self, key: &[u8], offset: u64) -> Result<(), MapFull> {
+        self.lookups += 1;
+        let hash = self.hash(key);
+        let arena = &self.arena;
+        let mut compared = 0u64;
+        if let Some(e) = self.table.find_mut(hash, |e| {
+            compared += 1;
+            Self::key_of(arena, e) == key
+        }) {
+            e.offset = offset;
+            self.probes += compared.max(1);
+            self.latest = Some(offset);
+            return Ok(());
+        }
+        self.probes += compared.max(1);
+        // A new key: price the table's growth and the arena's before anything changes.
+        let len = self.table.len();
+        let buckets =
+            if len + 1 > items_in(self.buckets) { buckets_for(len + 1).max(self.buckets * 2) } else { self.buckets };
+        let needed_arena = self.arena.len() + key.len();
+        let fits_arena = needed_arena <= u32::MAX as usize && u32::try_from(key.len()).is_ok();
+        if !fits_arena || table_bytes(buckets).saturating_add(needed_arena) > self.budget {
+            return Err(MapFull);
+        }
+        if needed_arena > self.arena.capacity() {
+            // Double, but never past what the budget leaves once the table is paid for.
+            let room = self.budget - table_bytes(buckets);
+            let target = (self.arena.capacity() * 2).max(needed_arena).min(room);
+            if self.arena.try_reserve_exact(target - self.arena.len()).is_err() {
+                return Err(MapFull);
+            }
+        }
+        if buckets != self.buckets {
+            let arena = &self.arena;
+            let bits = self.bits;
+            let rehash = |e: &Entry| bits.mask(u128::from(xxh3_64(Self::key_of(arena, e)))) as u64;
+            self.table.reserve(buckets_for(len + 1).max(items_in(buckets)) - len, rehash);
+            self.buckets = buckets;
+        }
+        let start = self.arena.len() as u32;
+        self.arena.extend_from_slice(key);
+        let arena = &self.arena;
+        let bits = self.bits;
+        self.table.insert_unique(hash, Entry { start, len: key.len() as u32, offset }, |e| {
+            bits.mask(u128::from(xxh3_64(Self::key_of(arena, e)))) as u64
+        });
+        self.key_bytes_seen.0 += key.len() as u64;
+        self.key_bytes_seen.1 += 1;
+        self.latest = Some(offset);
+        Ok(())
+    }
+
+    fn get(&self, key: &[u8], probes: &mut Probes) -> Option<u64> {
+        probes.lookups += 1;
+        let mut compared = 0u64;
+        let found = self.table.find(self.hash(key), |e| {
+            compared += 1;
+            Self::key_of(&self.arena, e) == key
+        });
+        probes.probes += compared.max(1);
+        found.map(|e| e.offset)
+    }
+
+    fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// An estimate for keys as long as the ones seen this pass (one byte long before any is seen, so that a
+    /// budget that can hold any key never reads as zero).
+    fn capacity(&self) -> usize {
+        let (bytes, keys) = self.key_bytes_seen;
+        let mean = bytes.checked_div(keys).map_or(1, |m| m.max(1) as usize);
+        Self::capacity_for(self.budget, mean)
+    }
+
+    fn latest_offset(&self) -> Option<u64> {
+        self.latest
+    }
+
+    fn stats(&self) -> MapStats {
+        let entries = self.table.len();
+        let memory = self.memory() as u64;
+        MapStats {
+            entries: entries as u64,
+            capacity: self.capacity() as u64,
+            slots: self.buckets as u64,
+            bytes_per_slot: Self::ENTRY_BYTES as f64,
+            utilization: if self.buckets == 0 { 0.0 } else { entries as f64 / self.buckets as f64 },
+            memory_bytes: self.budget as u64,
+            touched_bytes: memory,
+            bytes_per_key: if entries == 0 { 0.0 } else { memory as f64 / entries as f64 },
+            lookups: self.lookups,
+            probes: self.probes,
+            probes_per_lookup: if self.lookups == 0 { 0.0 } else { self.probes as f64 / self.lookups as f64 },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A distinct key of `len` bytes (at least 4) for every `i` below 2^32.
+    fn key(i: u64, len: usize) -> Vec<u8> {
+        let mut k = (i as u32).to_le_bytes().to_vec();
+        k.resize(len, b'.');
+        k
+    }
+
+    #[test]
+    fn exact_and_within_its_budget_for_any_key_length() {
+        for len in [4usize, 16, 64, 300] {
+            let budget = 256 << 10;
+            let mut m = FullKeyMap::new(budget, HashBits::ALL);
+            m.begin(0);
+            let mut n = 0u64;
+            while m.put(&key(n, len), n).is_ok() {
+                n += 1;
+                assert!(m.memory() <= budget, "{len}-byte keys: {} bytes held", m.memory());
+            }
+            assert_eq!(n as usize, FullKeyMap::capacity_for(budget, len), "{len}-byte keys: the formula is exact");
+            for i in 0..n {
+                assert_eq!(m.get(&key(i, len), &mut Probes::default()), Some(i));
+            }
+            assert_eq!(m.get(&key(n, len), &mut Probes::default()), None);
+            // Overwrites need no memory and always succeed.
+            m.put(&key(0, len), 1_000_000).expect("overwrite");
+        }
+    }
+
+    #[test]
+    fn bytes_per_key_follow_the_key_length() {
+        let per_key = |len: usize| {
+            let mut m = FullKeyMap::new(64 << 20, HashBits::ALL);
+            for i in 0..1_000_000u64 {
+                if m.put(&key(i, len), i).is_err() {
+                    break;
+                }
+            }
+            m.stats().bytes_per_key
+        };
+        // Per key: its bytes in the arena (up to twice, as the arena doubles) and 17 bytes of entry per bucket
+        // at a table load between 7/16 and 7/8.
+        for len in [16usize, 64] {
+            let pk = per_key(len);
+            let (lo, hi) = (len as f64 + 17.0 * 8.0 / 7.0, 2.0 * len as f64 + 17.0 * 16.0 / 7.0 + 1.0);
+            assert!((lo..hi).contains(&pk), "{len}-byte keys: {pk} bytes a key, not in {lo}..{hi}");
+        }
+    }
+
+    #[test]
+    fn a_budget_too_small_for_the_first_table_holds_nothing() {
+        let mut m = FullKeyMap::new(40, HashBits::ALL);
+        assert_eq!(m.put(b"k", 1), Err(MapFull));
+        assert_eq!(FullKeyMap::capacity_for(40, 1), 0);
+        assert!(FullKeyMap::capacity_for(table_bytes(4) + 3, 1) == 3);
+    }
+}

@@ -1,0 +1,204 @@
+//! [`MapKind`]: the one place that knows how each map is built from a byte budget and a load factor, what its
+//! smallest usable budget is, and how many keys a budget holds. No caller constructs a particular map.
+
+use serde::{Deserialize, Serialize};
+
+use super::{CompactMap, FullKeyMap, HashBits, OffsetMap, SkimpyMap};
+
+/// The offset maps there are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MapKind {
+    /// Kafka's `SkimpyOffsetMap`: MD5 digests and offsets, 24 bytes a slot.
+    Skimpy,
+    /// Whole keys in a hashbrown table over a key arena: exact, bytes per key depending on key length.
+    FullKey,
+    /// This project's map: a 56-bit fingerprint, a probe distance and a 32-bit relative offset in 12 bytes a
+    /// slot, Robin Hood ordering so that absent keys are found absent in a few probes.
+    Compact,
+}
+
+/// Why a map cannot be built.
+#[derive(Debug)]
+pub enum BuildError {
+    /// The budget holds no key.
+    TooSmall {
+        /// The smallest budget that holds one key.
+        min_bytes: usize,
+    },
+    /// The machine cannot map the budget.
+    OutOfMemory(std::io::Error),
+}
+
+impl MapKind {
+    /// Every kind, in the order reports list them.
+    pub const ALL: [MapKind; 3] = [MapKind::Skimpy, MapKind::FullKey, MapKind::Compact];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            MapKind::Skimpy => "skimpy",
+            MapKind::FullKey => "fullkey",
+            MapKind::Compact => "compact",
+        }
+    }
+
+    /// The kind called `name`.
+    pub fn from_name(name: &str) -> Option<MapKind> {
+        MapKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Bytes of one slot (for `fullkey`, of one table entry with its control byte, keys not counted).
+    pub fn bytes_per_slot(self) -> f64 {
+        match self {
+            MapKind::Skimpy => super::skimpy::SLOT_BYTES as f64,
+            MapKind::FullKey => FullKeyMap::ENTRY_BYTES as f64,
+            MapKind::Compact => super::compact::SLOT_BYTES as f64,
+        }
+    }
+
+    /// Keys a budget of `bytes` holds at `load_factor`, for keys of `key_bytes` bytes (only `fullkey` depends
+    /// on the key length).
+    pub fn keys_for(self, bytes: usize, load_factor: f64, key_bytes: usize) -> usize {
+        match self {
+            MapKind::Skimpy => SkimpyMap::capacity_for(bytes, load_factor),
+            MapKind::FullKey => FullKeyMap::capacity_for(bytes, key_bytes),
+            MapKind::Compact => CompactMap::capacity_for(bytes, load_factor),
+        }
+    }
+
+    /// The smallest budget that holds `keys` keys of `key_bytes` bytes at `load_factor` in one pass.
+    pub fn bytes_for(self, keys: usize, load_factor: f64, key_bytes: usize) -> usize {
+        // Capacities grow with the budget, so search the smallest budget whose capacity suffices.
+        let (mut lo, mut hi) = (0usize, 64usize);
+        while self.keys_for(hi, load_factor, key_bytes) < keys {
+            lo = hi;
+            match hi.checked_mul(2) {
+                Some(h) => hi = h,
+                None => return usize::MAX,
+            }
+        }
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.keys_for(mid, load_factor, key_bytes) >= keys {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        hi
+    }
+
+    /// The smallest budget that holds one key (of `key_bytes` bytes for `fullkey`).
+    pub fn min_bytes(self, load_factor: f64, key_bytes: usize) -> usize {
+        self.bytes_for(1, load_factor, key_bytes)
+    }
+
+    /// Builds a map in a budget of `bytes` at `load_factor` (in `[0.01, 1]`; `fullkey` grows its table as
+    /// hashbrown does and ignores it).
+    ///
+    /// # Errors
+    /// [`BuildError::TooSmall`] for a budget that holds no key; [`BuildError::OutOfMemory`] when the machine
+    /// cannot map it.
+    pub fn build(self, bytes: usize, load_factor: f64) -> Result<Box<dyn OffsetMap>, BuildError> {
+        self.build_with(bytes, load_factor, HashBits::ALL)
+    }
+
+    /// As [`MapKind::build`], keeping only `bits` bits of every hash so that distinct keys collide often:
+    /// for tests that show what each map does with a collision.
+    ///
+    /// # Errors
+    /// As [`MapKind::build`].
+    #[cfg(feature = "collision-test")]
+    pub fn build_with_hash_bits(
+        self,
+        bytes: usize,
+        load_factor: f64,
+        bits: HashBits,
+    ) -> Result<Box<dyn OffsetMap>, BuildError> {
+        self.build_with(bytes, load_factor, bits)
+    }
+
+    fn build_with(self, bytes: usize, load_factor: f64, bits: HashBits) -> Result<Box<dyn OffsetMap>, BuildError> {
+        // The key length only matters for `fullkey`, whose minimum is for a one-byte key.
+        if self.keys_for(bytes, load_factor, 1) == 0 {
+            return Err(BuildError::TooSmall { min_bytes: self.min_bytes(load_factor, 1) });
+        }
+        Ok(match self {
+            MapKind::Skimpy => {
+                Box::new(SkimpyMap::with_bits(bytes, load_factor, bits).map_err(BuildError::OutOfMemory)?)
+            }
+            MapKind::FullKey => Box::new(FullKeyMap::new(bytes, bits)),
+            MapKind::Compact => {
+                Box::new(CompactMap::with_bits(bytes, load_factor, bits).map_err(BuildError::OutOfMemory)?)
+            }
+        })
+    }
+
+    /// The probability that at least two of `keys` distinct keys mapped in one pass look alike to this map
+    /// (so that one of them loses its latest record), for a map sized for one pass at `load_factor`.
+    ///
+    /// `skimpy` compares 128-bit MD5 digests: about `n² / 2^129`. `compact` identifies a key by its home slot
+    /// and a 56-bit fingerprint: about `n² / (2 · slots · 2^56)` with `slots = n / load_factor`. `fullkey`
+    /// compares whole keys: 0.
+    pub fn collision_probability(self, keys: u64, load_factor: f64) -> f64 {
+        let n = keys as f64;
+        let p = match self {
+            MapKind::Skimpy => n * n / 2f64.powi(129),
+            MapKind::FullKey => 0.0,
+            MapKind::Compact => {
+                let slots = (n / load_factor.clamp(0.01, 1.0)).max(1.0);
+                n * n / (2.0 * slots * 2f64.powi(56))
+            }
+        };
+        p.min(1.0)
+    }
+}
+
+impl std::fmt::Display for MapKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for k in MapKind::ALL {
+            assert_eq!(MapKind::from_name(k.name()), Some(k));
+        }
+        assert_eq!(MapKind::from_name("md5"), None);
+    }
+
+    #[test]
+    fn budgets_for_keys_are_the_smallest_that_hold_them() {
+        for kind in MapKind::ALL {
+            for keys in [1usize, 2, 100, 5_033_164] {
+                let b = kind.bytes_for(keys, 0.9, 16);
+                assert!(kind.keys_for(b, 0.9, 16) >= keys, "{kind} {keys}");
+                assert!(kind.keys_for(b - 1, 0.9, 16) < keys, "{kind} {keys}");
+            }
+        }
+        // Kafka's default buffer holds 5,033,164 keys in the skimpy map.
+        assert_eq!(MapKind::Skimpy.keys_for(128 << 20, 0.9, 16), 5_033_164);
+        assert_eq!(MapKind::Skimpy.min_bytes(0.9, 16), 48);
+    }
+
+    #[test]
+    fn collision_probabilities_in_the_docs() {
+        let p = |k: MapKind, n: u64| k.collision_probability(n, 0.9);
+        // The figures of the module docs, to two digits.
+        let close = |a: f64, b: f64| (a / b - 1.0).abs() < 0.05;
+        assert!(close(p(MapKind::Skimpy, 1_000_000), 1.47e-27));
+        assert!(close(p(MapKind::Skimpy, 100_000_000), 1.47e-23));
+        assert!(close(p(MapKind::Skimpy, 10_000_000_000), 1.47e-19));
+        assert!(close(p(MapKind::Compact, 1_000_000), 6.25e-12));
+        assert!(close(p(MapKind::Compact, 100_000_000), 6.25e-10));
+        assert!(close(p(MapKind::Compact, 10_000_000_000), 6.25e-8));
+        assert!(p(MapKind::Compact, 100_000_000) <= 1e-9, "the requirement at 10^8 keys");
+        assert_eq!(p(MapKind::FullKey, 10_000_000_000), 0.0);
+    }
+}
