@@ -124,3 +124,19 @@ fn every_command_documents_the_same_exit_codes() {
         }
     }
 }
+
+#[test]
+fn every_map_prints_the_seed_trace_and_names_itself_in_the_statistics() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/seed-trace.txt");
+    let reference = stdout(&logcompact(&["run", script], ""));
+    for map in ["skimpy", "fullkey", "compact"] {
+        let out = logcompact(&["run", "--map", map, "--stats", script], "");
+        assert!(out.status.success(), "{map}: {}", stderr(&out));
+        assert_eq!(stdout(&out), reference, "{map}");
+        let first: serde_json::Value =
+            serde_json::from_str(stderr(&out).lines().next().expect("a stats line")).expect("json");
+        assert_eq!(first["map"], map);
+    }
+    let out = logcompact(&["run", "--map", "md5", "-"], "");
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -132,7 +132,7 @@ where
     }
     out[count_at..count_at + 2].copy_from_slice(&count.to_le_bytes());
     let body_len = (len - FRAME_HEADER_BYTES) as u32;
-    let crc = crc32c::crc32c(&out[start + FRAME_HEADER_BYTES..]);
+    let crc = crate::checksum::crc32c(&out[start + FRAME_HEADER_BYTES..]);
     out[start..start + 4].copy_from_slice(&body_len.to_le_bytes());
     out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
     debug_assert_eq!(out.len() - start, len);
@@ -202,14 +202,29 @@ pub fn decode(bytes: &[u8]) -> Result<(RecordRef<'_>, usize), CorruptKind> {
         .get(..frame_len)
         .ok_or(CorruptKind::Truncated { needed: frame_len as u64, available: bytes.len() as u64 })?;
     let body = frame.get(FRAME_HEADER_BYTES..).unwrap_or_default();
-    let computed = crc32c::crc32c(body);
+    let computed = crate::checksum::crc32c(body);
     if computed != stored {
         return Err(CorruptKind::ChecksumMismatch { stored, computed });
     }
     decode_body(body).map(|r| (r, frame_len))
 }
 
-/// Decodes a body whose checksum has been verified.
+/// Decodes the frame at the start of `bytes` without computing its checksum: every length is still checked
+/// against the bytes that are there, so garbage gives an error or a wrong record but never a panic or an
+/// allocation. For a reader that verifies the same frames later, before anything it decides is acted on (the
+/// cleaner's pass 1, whose frames pass 2 reads again, checksums included, before the pass commits).
+///
+/// # Errors
+/// A [`CorruptKind`] saying what is wrong with the frame's fields.
+pub fn decode_unverified(bytes: &[u8]) -> Result<(RecordRef<'_>, usize), CorruptKind> {
+    let (frame_len, _) = frame_header(bytes)?;
+    let frame = bytes
+        .get(..frame_len)
+        .ok_or(CorruptKind::Truncated { needed: frame_len as u64, available: bytes.len() as u64 })?;
+    decode_body(frame.get(FRAME_HEADER_BYTES..).unwrap_or_default()).map(|r| (r, frame_len))
+}
+
+/// Decodes a body whose checksum has been verified (or will be, see [`decode_unverified`]).
 fn decode_body(body: &[u8]) -> Result<RecordRef<'_>, CorruptKind> {
     const SHORT: CorruptKind = CorruptKind::Malformed("body shorter than its fields");
     let (&version, rest) = body.split_first().ok_or(SHORT)?;
@@ -369,7 +384,7 @@ mod tests {
         body.extend_from_slice(&1000u32.to_le_bytes());
         body.extend_from_slice(&[0, 0]);
         let mut frame = (body.len() as u32).to_le_bytes().to_vec();
-        frame.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+        frame.extend_from_slice(&crate::checksum::crc32c(&body).to_le_bytes());
         frame.extend_from_slice(&body);
         assert!(matches!(decode(&frame), Err(CorruptKind::Malformed(_))));
     }

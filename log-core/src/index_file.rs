@@ -40,7 +40,7 @@ pub(crate) fn encode(base: u64, segment_len: u64, s: &SegmentSummary) -> Vec<u8>
         out.extend_from_slice(&o.to_le_bytes());
         out.extend_from_slice(&p.to_le_bytes());
     }
-    let crc = crc32c::crc32c(&out);
+    let crc = crate::checksum::crc32c(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
 }
@@ -64,7 +64,7 @@ pub(crate) fn decode(bytes: &[u8], base: u64, segment_len: u64) -> Result<Segmen
     let body_len = bytes.len().checked_sub(4).ok_or(Unreadable)?;
     let (body, crc) = bytes.split_at(body_len);
     let crc = u32::from_le_bytes(crc.try_into().map_err(|_| Unreadable)?);
-    if body.len() < FIXED || crc32c::crc32c(body) != crc || &body[..4] != MAGIC || body[4] != VERSION {
+    if body.len() < FIXED || crate::checksum::crc32c(body) != crc || &body[..4] != MAGIC || body[4] != VERSION {
         return Err(Unreadable);
     }
     let field = |at| u64_at(body, at).ok_or(Unreadable);

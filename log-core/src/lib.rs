@@ -28,6 +28,7 @@
 
 pub mod check;
 mod checkpoint;
+pub mod checksum;
 mod cleaned_copy;
 pub mod codec;
 mod config;

@@ -21,7 +21,7 @@ pub fn encode(base: u64, end: u64) -> [u8; MARKER_BYTES] {
     out[4] = VERSION;
     out[8..16].copy_from_slice(&base.to_le_bytes());
     out[16..24].copy_from_slice(&end.to_le_bytes());
-    let crc = crc32c::crc32c(&out[..24]);
+    let crc = crate::checksum::crc32c(&out[..24]);
     out[24..].copy_from_slice(&crc.to_le_bytes());
     out
 }
@@ -37,7 +37,7 @@ pub fn decode(bytes: &[u8], base: u64) -> Result<u64, CorruptKind> {
         return Err(bad("bad magic or version"));
     }
     let crc = u32::from_le_bytes([marker[24], marker[25], marker[26], marker[27]]);
-    if crc32c::crc32c(&marker[..24]) != crc {
+    if crate::checksum::crc32c(&marker[..24]) != crc {
         return Err(bad("checksum mismatch"));
     }
     let field = |at: usize| {

@@ -63,12 +63,20 @@ pub struct RecordIter<'a> {
     pos: usize,
     name: &'a str,
     failed: bool,
+    /// Skip the checksums ([`codec::decode_unverified`]).
+    unverified: bool,
 }
 
 impl<'a> RecordIter<'a> {
     /// Scans `bytes` (the segment called `name`) from byte `pos`.
     pub fn new(bytes: &'a [u8], pos: usize, name: &'a str) -> Self {
-        RecordIter { bytes, pos, name, failed: false }
+        RecordIter { bytes, pos, name, failed: false, unverified: false }
+    }
+
+    /// The same scan without computing checksums (see [`codec::decode_unverified`] for when that is right).
+    pub fn unverified(mut self) -> Self {
+        self.unverified = true;
+        self
     }
 
     /// Byte position of the next frame.
@@ -93,7 +101,8 @@ impl<'a> Iterator for RecordIter<'a> {
         if rest.is_empty() {
             return None;
         }
-        match codec::decode(rest) {
+        let decoded = if self.unverified { codec::decode_unverified(rest) } else { codec::decode(rest) };
+        match decoded {
             Ok((rec, len)) => {
                 let at = self.pos as u64;
                 self.pos += len;
@@ -316,6 +325,15 @@ impl SealedSegment {
     pub fn records_from(&self, offset: u64) -> impl Iterator<Item = Result<Frame<'_>>> + '_ {
         let start = self.seek(offset);
         RecordIter::new(&self.bytes, start, &self.name)
+            .filter(move |r| !matches!(r, Ok((_, rec, _)) if rec.offset < offset))
+    }
+
+    /// As [`SealedSegment::records_from`], without computing checksums: for a reader that reads the same
+    /// frames again with their checksums before acting on what it learned (the cleaner's pass 1).
+    pub fn records_from_unverified(&self, offset: u64) -> impl Iterator<Item = Result<Frame<'_>>> + '_ {
+        let start = self.seek(offset);
+        RecordIter::new(&self.bytes, start, &self.name)
+            .unverified()
             .filter(move |r| !matches!(r, Ok((_, rec, _)) if rec.offset < offset))
     }
 

@@ -222,7 +222,10 @@ impl CompactMap {
     fn hash_batch(&self, keys: &[&[u8]], out: &mut [Hashed; BATCH]) {
         for (h, k) in out.iter_mut().zip(keys) {
             *h = self.hash(k);
-            prefetch(self.table.bytes(), h.home * SLOT_BYTES);
+            // A run is a few slots long (about 5.7 at load 0.9): often it continues into the next line.
+            let at = h.home * SLOT_BYTES;
+            prefetch(self.table.bytes(), at);
+            prefetch(self.table.bytes(), at + 64);
         }
     }
 }

@@ -15,13 +15,13 @@ pub fn xxh3_64(key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(key)
 }
 
-/// Asks the CPU to start loading the cache line holding `bytes[at]` (a hint: no effect on results, and
+/// Asks the CPU to start loading the cache line holding `items[at]` (a hint: no effect on results, and
 /// nothing happens for an index out of range). Maps call it for every key of a batch before probing any,
 /// so that the misses of the batch overlap instead of being paid one after the other.
 #[inline]
-pub fn prefetch(bytes: &[u8], at: usize) {
+pub fn prefetch<T>(items: &[T], at: usize) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(b) = bytes.get(at) {
+    if let Some(b) = items.get(at) {
         // SAFETY: `_mm_prefetch` only hints the cache; it reads nothing and cannot fault, whatever the
         // address. SSE, which it needs, is part of every x86_64 CPU.
         #[expect(unsafe_code, reason = "a cache hint; see SAFETY")]
@@ -30,7 +30,7 @@ pub fn prefetch(bytes: &[u8], at: usize) {
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (bytes, at);
+    let _ = (items, at);
 }
 
 /// How many bits of each hash a map keeps (all, unless a test asks for fewer to force collisions).
@@ -41,9 +41,19 @@ impl HashBits {
     /// Every bit: the normal case.
     pub const ALL: HashBits = HashBits(128);
 
-    /// `h` with all but the low `self.0` bits cleared.
+    /// `h` reduced to `self.0` bits of information: the low bits are kept and spread again over all 128 bits
+    /// by a fixed bijection, so that slots and fingerprints still look random while two keys collide exactly
+    /// when their low bits agree (probability `2^-bits` per pair).
     #[inline]
     pub fn mask(self, h: u128) -> u128 {
-        if self.0 >= 128 { h } else { h & ((1u128 << self.0) - 1) }
+        if self.0 >= 128 {
+            return h;
+        }
+        let mut x = h & ((1u128 << self.0) - 1);
+        // Multiply-xorshift rounds: odd multipliers and shifts are invertible, so distinct inputs stay distinct.
+        for m in [0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835u128, 0xD6E8_FEB8_6659_FD93_C13F_6D4F_D4A5_4F35] {
+            x = (x ^ (x >> 67)).wrapping_mul(m);
+        }
+        x ^ (x >> 71)
     }
 }
