@@ -328,8 +328,10 @@ mod tests {
             len += 7;
         }
         // The portable lanes agree with the SSE2 ones.
-        let m: [Lanes; 16] = std::array::from_fn(|i| std::array::from_fn(|l| (i * 31 + l * 7) as u32 * 0x9E37_79B9));
-        let st: [Lanes; 4] = std::array::from_fn(|i| std::array::from_fn(|l| (i + l) as u32 * 0x1234_5679));
+        let m: [Lanes; 16] =
+            std::array::from_fn(|i| std::array::from_fn(|l| ((i * 31 + l * 7) as u32).wrapping_mul(0x9E37_79B9)));
+        let st: [Lanes; 4] =
+            std::array::from_fn(|i| std::array::from_fn(|l| ((i + l) as u32).wrapping_mul(0x1234_5679)));
         assert_eq!(compress(&st, &m), portable::compress(&st, &m));
         let mut one = [[0u8; 16]; 1];
         md5_lanes(&[b"The quick brown fox jumps over the lazy dog"], &mut one);
