@@ -40,7 +40,7 @@ fn bench_passes(c: &mut Criterion) {
             log.roll().expect("roll");
             log.snapshot().closed().iter().map(|s| s.size()).sum::<u64>()
         };
-        group.throughput(Throughput::Elements(workload.records));
+        group.throughput(Throughput::ElementsAndBytes { elements: workload.records, bytes });
         for backend in ["mem", "file"] {
             for (share, divisor) in [("all", 1usize), ("half", 2), ("quarter", 4)] {
                 for map in MapKind::ALL {

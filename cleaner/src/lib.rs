@@ -27,9 +27,11 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod advise;
 mod clock;
 mod config;
 mod error;
+pub mod hll;
 pub mod map;
 mod pass;
 mod stats;

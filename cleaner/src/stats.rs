@@ -49,6 +49,19 @@ pub struct CleanStats {
     pub total_seconds: f64,
 }
 
+impl CleanStats {
+    /// For a partial pass, about how many passes the dirty section it started on takes in all, judged by the
+    /// share of its offsets this pass mapped (`None` for a pass that mapped everything).
+    pub fn passes_needed(&self) -> Option<u64> {
+        if !self.map_full {
+            return None;
+        }
+        let mapped = self.end_offset.saturating_sub(self.first_dirty_offset).max(1);
+        let dirty = self.active_base.saturating_sub(self.first_dirty_offset);
+        Some(dirty.div_ceil(mapped).max(2))
+    }
+}
+
 /// Pass 1 figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Pass1Stats {

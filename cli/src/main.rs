@@ -1,6 +1,7 @@
 //! `logcompact`: the command line of the logcompact toolkit. It only parses arguments and calls the
 //! libraries (`log-core`, the storage backends and `cleaner`).
 
+mod advise;
 mod backend;
 mod failure;
 mod format;
@@ -59,6 +60,14 @@ enum Commands {
     /// to repair), or 1 naming the file and byte position of the first problem.
     #[command(after_help = failure::EXIT_CODES)]
     Check(CheckArgs),
+    /// Size the dedupe buffer: for each offset map, the buffer one pass needs, the passes a buffer takes,
+    /// bytes per key and the collision probability.
+    ///
+    /// From counts (--keys, with --records for keys spread uniformly over that many records) or from a log
+    /// (--dir: reads its dirty section without changing anything, counts the distinct keys exactly, or by
+    /// HyperLogLog on very large logs, and replays pass 1 with every map to find the passes exactly).
+    #[command(after_help = failure::EXIT_CODES)]
+    Advise(AdviseArgs),
     /// Show what a repair of a damaged log would drop, or with --apply do it.
     ///
     /// A repair drops damaged byte ranges of segments while keeping every valid record around them, sets
@@ -202,6 +211,34 @@ struct CheckArgs {
 }
 
 #[derive(Debug, Args)]
+struct AdviseArgs {
+    /// Distinct keys of the dirty section.
+    #[arg(long, value_name = "N", required_unless_present = "dir", conflicts_with = "dir", allow_hyphen_values = true)]
+    keys: Option<u64>,
+    /// Bytes per key (matters for the fullkey map).
+    #[arg(long, value_name = "B", default_value_t = 16, allow_hyphen_values = true)]
+    key_bytes: usize,
+    /// Records the keys are spread over (uniformly), for a passes figure beyond the lower bound.
+    #[arg(long, value_name = "R", conflicts_with = "dir", allow_hyphen_values = true)]
+    records: Option<u64>,
+    /// A log's directory: advice for its dirty section.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Cleaner threads (log.cleaner.threads): the buffer is split evenly between them.
+    #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
+    threads: u32,
+    /// The dedupe buffer for all threads (log.cleaner.dedupe.buffer.size).
+    #[arg(long, value_name = "BYTES", default_value = "128MiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    dedupe_buffer: u64,
+    /// The maps' load factor (log.cleaner.io.buffer.load.factor).
+    #[arg(long, value_name = "F", default_value_t = DEFAULT_LOAD_FACTOR, allow_hyphen_values = true)]
+    load_factor: f64,
+    /// Print a JSON array, one object per map.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
 struct RepairArgs {
     /// The log's directory.
     #[arg(long, value_name = "DIR")]
@@ -257,6 +294,19 @@ fn main() -> ExitCode {
         Commands::Dump(a) => ops::dump(&a.dir, a.json),
         Commands::Check(a) => ops::check(&a.dir),
         Commands::Repair(a) => ops::repair(&a.dir, a.apply, a.json),
+        Commands::Advise(a) => {
+            let budget = cleaner::advise::Budget {
+                total_bytes: a.dedupe_buffer,
+                threads: a.threads,
+                load_factor: a.load_factor,
+            };
+            let source = match (&a.dir, a.keys) {
+                (Some(dir), _) => advise::Source::Dir(dir),
+                (None, Some(keys)) => advise::Source::Counts { keys, key_bytes: a.key_bytes, records: a.records },
+                (None, None) => unreachable!("clap requires --keys or --dir"),
+            };
+            advise::advise(source, budget, a.json)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -96,9 +96,14 @@ pub fn compact(dir: &Path, config: &CleanerConfig, purge: bool, until_clean: boo
         shown.set_position(p.bytes_done);
     });
     let mut options = PassOptions { purge };
+    let mut warned = false;
     loop {
         let stats = cleaner.clean(&log, options).map_err(|e| Failure::from_cleaner("cleaning pass failed", &e))?;
         bar.suspend(|| print_json(&stats))?;
+        if let Some(passes) = stats.passes_needed().filter(|_| !warned) {
+            warned = true;
+            bar.suspend(|| eprintln!("{}", many_passes_warning(&stats, passes, Some(dir))));
+        }
         if !until_clean || !stats.map_full {
             break;
         }
@@ -108,6 +113,19 @@ pub fn compact(dir: &Path, config: &CleanerConfig, purge: bool, until_clean: boo
     }
     bar.finish_and_clear();
     Ok(())
+}
+
+/// The warning `compact` and `run` give when a buffer will take several passes.
+pub fn many_passes_warning(stats: &cleaner::CleanStats, passes: u64, dir: Option<&Path>) -> String {
+    let how = match dir {
+        Some(d) => format!("`logcompact advise --dir {}`", d.display()),
+        None => "`logcompact advise`".to_owned(),
+    };
+    format!(
+        "warning: the dedupe buffer held {} keys and mapped offsets {}..{} of a dirty section reaching {}: about {passes} \
+         passes to clean it, each re-reading the cleaned log; {how} tells the buffer one pass needs",
+        stats.offset_map.entries, stats.first_dirty_offset, stats.end_offset, stats.active_base
+    )
 }
 
 /// Prints the log in `dir` as `DUMP` does, or as JSON. Reads only: nothing is written, created or locked.

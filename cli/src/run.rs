@@ -26,6 +26,7 @@ pub fn run_script(
 ) -> Result<(), Failure> {
     let mut cleaner = Cleaner::new(cleaner_config.clone(), Arc::new(SystemClock))
         .map_err(|e| Failure::from_cleaner("cannot build the offset map", &e))?;
+    let mut warned = false;
     for (index, line) in input.lines().enumerate() {
         let number = index + 1;
         let line = line.map_err(|e| Failure::Runtime(format!("cannot read line {number}: {e}")))?;
@@ -53,6 +54,10 @@ pub fn run_script(
                 if stats {
                     let json = serde_json::to_string(&s).map_err(|e| at(&e))?;
                     writeln!(err, "{json}").map_err(|e| at(&e))?;
+                }
+                if let Some(passes) = s.passes_needed().filter(|_| !warned) {
+                    warned = true;
+                    writeln!(err, "{}", crate::ops::many_passes_warning(&s, passes, None)).map_err(|e| at(&e))?;
                 }
             }
             Command::Dump => format::dump(&log.snapshot(), out)?,

@@ -199,3 +199,33 @@ fn compact_with_each_map_leaves_the_same_log() {
     assert_eq!(dumps[0], dumps[1], "skimpy and fullkey");
     assert_eq!(dumps[0], dumps[2], "skimpy and compact");
 }
+
+#[test]
+fn advise_answers_from_counts_and_from_a_directory_it_leaves_untouched() {
+    let counts = logcompact(&["advise", "--keys", "1000000", "--json"], "");
+    let rows: serde_json::Value = serde_json::from_str(&ok(&counts)).expect("json");
+    let rows = rows.as_array().expect("an array");
+    assert_eq!(rows.len(), 3);
+    for row in rows {
+        for field in ["map", "keys", "buffer_bytes_for_one_pass", "passes", "bytes_per_key", "collision_probability"] {
+            assert!(row.get(field).is_some(), "{field} missing in {row}");
+        }
+    }
+    let skimpy = rows.iter().find(|r| r["map"] == "skimpy").expect("skimpy");
+    assert_eq!((skimpy["passes"].as_u64(), skimpy["capacity"].as_u64()), (Some(1), Some(5_033_164)));
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("log");
+    ok(&logcompact(
+        &["gen", "--dir", path(&dir), "--records", "4000", "--keys", "500", "--segment-bytes", "16KiB"],
+        "",
+    ));
+    let before = common::contents(&dir);
+    let table = ok(&logcompact(&["advise", "--dir", path(&dir), "--dedupe-buffer", "4KiB"], ""));
+    assert!(table.contains("500 distinct keys") && table.contains("replayed on the log"), "{table}");
+    for map in ["skimpy", "fullkey", "compact"] {
+        assert!(table.lines().any(|l| l.starts_with(map)), "{table}");
+    }
+    assert_eq!(common::contents(&dir), before, "advise only reads");
+    let both = logcompact(&["advise", "--keys", "5", "--dir", path(&dir)], "");
+    assert_eq!(both.status.code(), Some(2));
+}

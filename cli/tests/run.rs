@@ -87,9 +87,13 @@ fn a_tiny_buffer_gives_partial_passes_that_converge() {
     let lines: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
     assert_eq!(lines[0], "segment 0: 0 a=1 1 b=1 2 c=1 3 a=2 4 b=2 5 c=2 (closed)", "first pass maps only a");
     assert_eq!(lines[2], "segment 0: 3 a=2 4 b=2 5 c=2 (closed)");
+    let err = stderr(&out);
     let stats: Vec<serde_json::Value> =
-        stderr(&out).lines().map(|l| serde_json::from_str(l).expect("one JSON object per line")).collect();
+        err.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).expect("JSON")).collect();
     assert_eq!(stats.len(), 6);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "one warning that the buffer takes several passes: {err}");
+    assert!(warnings[0].contains("about 6 passes") && warnings[0].contains("advise"), "{}", warnings[0]);
     assert_eq!(stats[0]["map_full"], true);
     assert_eq!(stats[0]["end_offset"], 1);
     assert_eq!(stats[0]["offset_map"]["capacity"], 1);

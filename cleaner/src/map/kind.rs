@@ -69,6 +69,9 @@ impl MapKind {
 
     /// The smallest budget that holds `keys` keys of `key_bytes` bytes at `load_factor` in one pass.
     pub fn bytes_for(self, keys: usize, load_factor: f64, key_bytes: usize) -> usize {
+        if keys == 0 {
+            return 0;
+        }
         // Capacities grow with the budget, so search the smallest budget whose capacity suffices.
         let (mut lo, mut hi) = (0usize, 64usize);
         while self.keys_for(hi, load_factor, key_bytes) < keys {

@@ -1,0 +1,292 @@
+//! Sizing the dedupe buffer before it bites: for each map, the buffer one pass needs, the passes a given
+//! buffer takes, bytes per key and the collision probability (`logcompact advise`).
+//!
+//! Two sources:
+//! - **counts** ([`from_counts`]): distinct keys (and optionally records) of a dirty section. Without a record
+//!   count the passes are a lower bound, `ceil(keys / capacity)`, reached when each key's records lie
+//!   together; with one, keys are taken as spread uniformly over the records: a pass that can map `C` of
+//!   `K` keys covers about `K · ln(K / (K − C))` records before the `C+1`-th distinct key refuses it.
+//! - **a log** ([`from_log`]): one read of the dirty section (without changing anything) counts its distinct
+//!   keys (exactly, while they fit in [`EXACT_KEYS`] 128-bit hashes; beyond, by HyperLogLog with its error
+//!   stated) and replays pass 1 with every map in the given budget: each time the map refuses a key, a pass
+//!   ends there and the next starts from that key, exactly as successive cleaning passes would (records at or
+//!   after a pass's end offset are never changed by it). So the passes predicted for a log are the passes the
+//!   cleaner takes on it.
+//!
+//! Kafka splits `log.cleaner.dedupe.buffer.size` evenly across `log.cleaner.threads`; the budget a map gets
+//! is the total divided by the threads.
+
+use hashbrown::HashSet;
+use log_core::Log;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::hll::HyperLogLog;
+use crate::map::hash::xxh3_128;
+use crate::map::{BATCH, MapKind, OffsetMap};
+
+/// Distinct keys are counted exactly up to this many (16 bytes of hash each), then estimated.
+pub const EXACT_KEYS: usize = 16 << 20;
+
+/// What a buffer means for one map.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MapAdvice {
+    /// The map.
+    pub map: MapKind,
+    /// Distinct keys of the dirty section (an estimate when [`KeyCount::exact`] is false).
+    pub keys: u64,
+    /// Bytes per key (the mean key length, for `fullkey`).
+    pub key_bytes: usize,
+    /// The smallest buffer per cleaner thread that maps every key in one pass.
+    pub buffer_bytes_for_one_pass: u64,
+    /// The same for all threads together (`log.cleaner.dedupe.buffer.size`).
+    pub total_buffer_bytes_for_one_pass: u64,
+    /// The buffer each thread gets.
+    pub buffer_bytes: u64,
+    /// Keys that buffer holds in one pass.
+    pub capacity: u64,
+    /// Passes the buffer takes over the dirty section (`None` when it holds no key at all).
+    pub passes: Option<u64>,
+    /// How `passes` was found: `"lower bound"`, `"uniform keys"` or `"replayed on the log"`.
+    pub passes_basis: &'static str,
+    /// Bytes of buffer per key held.
+    pub bytes_per_key: f64,
+    /// Probability that two of the keys look alike to the map in one pass.
+    pub collision_probability: f64,
+}
+
+/// A count of distinct keys.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct KeyCount {
+    /// The count (rounded estimate when not exact).
+    pub keys: u64,
+    /// True when every key was counted.
+    pub exact: bool,
+    /// Relative standard error of the estimate (0 when exact).
+    pub relative_error: f64,
+}
+
+/// What a log's dirty section needs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogAdvice {
+    /// First dirty offset (the cleaner checkpoint).
+    pub first_dirty_offset: u64,
+    /// Records of the dirty section.
+    pub dirty_records: u64,
+    /// Keyed records among them.
+    pub keyed_records: u64,
+    /// Bytes of the dirty section's frames.
+    pub dirty_bytes: u64,
+    /// Distinct keys.
+    pub distinct: KeyCount,
+    /// Per map.
+    pub maps: Vec<MapAdvice>,
+}
+
+/// Settings shared by both sources.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budget {
+    /// `log.cleaner.dedupe.buffer.size`, for all threads.
+    pub total_bytes: u64,
+    /// `log.cleaner.threads`.
+    pub threads: u32,
+    /// `log.cleaner.io.buffer.load.factor`.
+    pub load_factor: f64,
+}
+
+impl Budget {
+    /// Bytes each thread's map gets.
+    pub fn per_thread(&self) -> u64 {
+        self.total_bytes / u64::from(self.threads.max(1))
+    }
+}
+
+fn advice(map: MapKind, keys: u64, key_bytes: usize, budget: Budget) -> MapAdvice {
+    let per_thread = budget.per_thread();
+    let one = map.bytes_for(usize::try_from(keys).unwrap_or(usize::MAX), budget.load_factor, key_bytes) as u64;
+    let capacity =
+        map.keys_for(usize::try_from(per_thread).unwrap_or(usize::MAX), budget.load_factor, key_bytes) as u64;
+    MapAdvice {
+        map,
+        keys,
+        key_bytes,
+        buffer_bytes_for_one_pass: one,
+        total_buffer_bytes_for_one_pass: one.saturating_mul(u64::from(budget.threads.max(1))),
+        buffer_bytes: per_thread,
+        capacity,
+        passes: match (keys, capacity) {
+            (0, _) => Some(0),
+            (_, 0) => None,
+            (k, c) => Some(k.div_ceil(c)),
+        },
+        passes_basis: "lower bound",
+        bytes_per_key: if capacity == 0 { 0.0 } else { per_thread as f64 / capacity as f64 },
+        collision_probability: map.collision_probability(keys, budget.load_factor),
+    }
+}
+
+/// Advice for a dirty section of `keys` distinct keys of `key_bytes` bytes, over `records` records when given
+/// (keys then taken as uniformly spread).
+///
+/// # Errors
+/// [`Error::InvalidConfig`] for no threads or a load factor outside its range.
+pub fn from_counts(keys: u64, key_bytes: usize, records: Option<u64>, budget: Budget) -> Result<Vec<MapAdvice>> {
+    check(budget)?;
+    Ok(MapKind::ALL
+        .iter()
+        .map(|&map| {
+            let mut a = advice(map, keys, key_bytes, budget);
+            if let Some(records) = records.filter(|&r| r >= keys && keys > 0)
+                && a.capacity > 0
+            {
+                a.passes = Some(uniform_passes(keys, records, a.capacity));
+                a.passes_basis = "uniform keys";
+            }
+            a
+        })
+        .collect())
+}
+
+/// Passes for `keys` keys spread uniformly over `records` records with `capacity` keys a pass.
+fn uniform_passes(keys: u64, records: u64, capacity: u64) -> u64 {
+    if capacity >= keys {
+        return 1;
+    }
+    let (k, c) = (keys as f64, capacity as f64);
+    let per_pass = k * (k / (k - c)).ln();
+    (records as f64 / per_pass).ceil().max(1.0) as u64
+}
+
+fn check(budget: Budget) -> Result<()> {
+    if budget.threads == 0 {
+        return Err(Error::InvalidConfig("at least one cleaner thread is needed".into()));
+    }
+    if !(crate::MIN_LOAD_FACTOR..=1.0).contains(&budget.load_factor) {
+        return Err(Error::InvalidConfig(format!("load factor {} is not in [0.01, 1]", budget.load_factor)));
+    }
+    Ok(())
+}
+
+/// One map replaying pass 1 over the dirty section.
+struct Replay {
+    map: Box<dyn OffsetMap>,
+    passes: u64,
+    budget: Budget,
+}
+
+impl Replay {
+    /// Puts a run of keys, ending a pass (and starting the next at the refused key) as often as it takes.
+    fn put(&mut self, mut run: &[(&[u8], u64)]) -> Result<()> {
+        while !run.is_empty() {
+            let put = self.map.put_batch(run);
+            if put == run.len() {
+                return Ok(());
+            }
+            // The map is full: this pass ends at the refused key; the next maps from there.
+            let refused = run[put];
+            self.passes += 1;
+            self.map.begin(refused.1);
+            if self.map.put_batch(&[refused]) == 0 {
+                // Not even alone does the key fit (a `fullkey` budget smaller than one long key).
+                let kind = self.map.kind();
+                return Err(Error::BufferTooSmall {
+                    bytes: usize::try_from(self.budget.per_thread()).unwrap_or(usize::MAX),
+                    load_factor: self.budget.load_factor,
+                    map: kind.name(),
+                    min_bytes: kind.bytes_for(1, self.budget.load_factor, refused.0.len()),
+                });
+            }
+            run = &run[put + 1..];
+        }
+        Ok(())
+    }
+}
+
+/// Advice for the dirty section of `log` (from the cleaner checkpoint to the active segment), read once
+/// without changing anything.
+///
+/// # Errors
+/// As [`from_counts`]; [`Error::OutOfMemory`] when a map's budget cannot be mapped; [`Error::Log`] when the
+/// log cannot be read (corruption names the file and position).
+pub fn from_log(log: &Log, budget: Budget) -> Result<LogAdvice> {
+    check(budget)?;
+    let per_thread = usize::try_from(budget.per_thread()).unwrap_or(usize::MAX);
+    // A map whose budget holds no key is not replayed: its advice says so (no number of passes).
+    let mut replays: Vec<Option<Replay>> = Vec::with_capacity(MapKind::ALL.len());
+    for map in MapKind::ALL {
+        let built = match map.build(per_thread, budget.load_factor) {
+            Ok(m) => Some(m),
+            Err(crate::map::BuildError::TooSmall { .. }) => None,
+            Err(crate::map::BuildError::OutOfMemory(source)) => {
+                return Err(Error::OutOfMemory { bytes: per_thread, source });
+            }
+        };
+        replays.push(built.map(|mut m| {
+            m.begin(log.cleaner_checkpoint());
+            Replay { map: m, passes: 1, budget }
+        }));
+    }
+    let snapshot = log.snapshot();
+    let checkpoint = log.cleaner_checkpoint();
+    let mut exact: Option<HashSet<u128>> = Some(HashSet::new());
+    let mut sketch = HyperLogLog::default();
+    let (mut records, mut keyed, mut bytes, mut key_bytes) = (0u64, 0u64, 0u64, 0u64);
+    let mut run: Vec<(&[u8], u64)> = Vec::with_capacity(BATCH);
+    for segment in snapshot.closed().iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint)) {
+        for item in segment.records_from(checkpoint) {
+            let (_, rec, len) = item?;
+            records += 1;
+            bytes += len as u64;
+            let Some(key) = rec.key else { continue };
+            keyed += 1;
+            key_bytes += key.len() as u64;
+            let h = xxh3_128(key);
+            sketch.add_hash(h as u64);
+            if let Some(set) = exact.as_mut() {
+                set.insert(h);
+                if set.len() > EXACT_KEYS {
+                    exact = None;
+                }
+            }
+            run.push((key, rec.offset));
+            if run.len() == BATCH {
+                for r in replays.iter_mut().flatten() {
+                    r.put(&run)?;
+                }
+                run.clear();
+            }
+        }
+        // Keys borrow from the segment: finish the run before moving on.
+        for r in replays.iter_mut().flatten() {
+            r.put(&run)?;
+        }
+        run.clear();
+    }
+    let distinct = match &exact {
+        Some(set) => KeyCount { keys: set.len() as u64, exact: true, relative_error: 0.0 },
+        None => KeyCount {
+            keys: sketch.estimate().round() as u64,
+            exact: false,
+            relative_error: HyperLogLog::RELATIVE_ERROR,
+        },
+    };
+    let mean = key_bytes.checked_div(keyed).map_or(16, |m| m.max(1) as usize);
+    let maps = MapKind::ALL
+        .iter()
+        .zip(&replays)
+        .map(|(&map, replay)| {
+            let mut a = advice(map, distinct.keys, mean, budget);
+            a.passes = replay.as_ref().map(|r| if keyed == 0 { 0 } else { r.passes });
+            a.passes_basis = "replayed on the log";
+            a
+        })
+        .collect();
+    Ok(LogAdvice {
+        first_dirty_offset: checkpoint,
+        dirty_records: records,
+        keyed_records: keyed,
+        dirty_bytes: bytes,
+        distinct,
+        maps,
+    })
+}
