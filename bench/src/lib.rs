@@ -12,6 +12,7 @@
 
 pub mod bare;
 pub mod maps;
+pub mod report;
 
 /// Bytes in `n` GiB.
 pub fn gib(n: f64) -> f64 {

@@ -1,0 +1,113 @@
+//! `cargo run --release -p bench --bin report -- [--quick] [--out DIR] [--baseline FILE] [--threshold R]`
+//!
+//! Runs the comparison matrix (maps × key cardinalities × dedupe buffers, memory backend, and the file
+//! backend for a subset) and writes `report.json`, `report.md` and `report.svg` to `--out` (default
+//! `target/report/`). Exits 1 when cells of one workload leave different logs or a slot is larger than
+//! documented (never because of timings); 2 for bad arguments; 3 when the report cannot be written.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use bench::report::{self, Config, Report, ReportError, baseline, markdown, svg};
+use indicatif::{ProgressBar, ProgressStyle};
+
+struct Args {
+    quick: bool,
+    out: PathBuf,
+    baseline: Option<PathBuf>,
+    threshold: f64,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut args = Args { quick: false, out: PathBuf::from("target/report"), baseline: None, threshold: 1.25 };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        match a.as_str() {
+            "--quick" => args.quick = true,
+            "--out" => args.out = PathBuf::from(value("--out")?),
+            "--baseline" => args.baseline = Some(PathBuf::from(value("--baseline")?)),
+            "--threshold" => {
+                args.threshold = value("--threshold")?.parse().map_err(|_| "--threshold needs a number like 1.25")?;
+            }
+            "-h" | "--help" => {
+                return Err("usage: report [--quick] [--out DIR] [--baseline report.json] [--threshold 1.25]".into());
+            }
+            other => return Err(format!("unknown argument {other:?} (try --help)")),
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let baseline: Option<Report> = match &args.baseline {
+        None => None,
+        Some(path) => match std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("error: cannot read the baseline {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let config = Config::new(args.quick);
+    let bar = ProgressBar::new(config.cells() as u64);
+    if let Ok(style) = ProgressStyle::with_template("{msg:>28} [{bar:40}] {pos}/{len} cells ({elapsed})") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let report = report::run(&config, |done, _, cell| {
+        bar.set_position(done as u64);
+        bar.set_message(format!("{}/{}/{} keys", cell.map, cell.backend, cell.keys));
+    });
+    bar.finish_and_clear();
+    let report = match report {
+        Ok(r) => r,
+        Err(e @ (ReportError::Mismatch(_) | ReportError::Memory(_))) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let mut md = markdown::render(&report);
+    if let Some(before) = &baseline {
+        let rows = baseline::compare(before, &report, args.threshold);
+        md.push('\n');
+        md.push_str(&baseline::render(&rows, args.threshold, before));
+        let slower = rows.iter().filter(|r| r.slower).count();
+        let changed = rows.iter().filter(|r| r.result_changed).count();
+        eprintln!(
+            "baseline: {} cells compared, {slower} slower than {:.2}x, {changed} with a changed result",
+            rows.len(),
+            args.threshold
+        );
+    }
+    let written = std::fs::create_dir_all(&args.out)
+        .map_err(|e| e.to_string())
+        .and_then(|()| serde_json::to_string_pretty(&report).map_err(|e| e.to_string()))
+        .and_then(|json| std::fs::write(args.out.join("report.json"), json).map_err(|e| e.to_string()))
+        .and_then(|()| std::fs::write(args.out.join("report.md"), &md).map_err(|e| e.to_string()))
+        .and_then(|()| svg::write(&report, &args.out.join("report.svg")));
+    if let Err(e) = written {
+        eprintln!("error: cannot write the report to {}: {e}", args.out.display());
+        return ExitCode::from(3);
+    }
+    println!("{md}");
+    eprintln!("wrote {}/report.{{json,md,svg}}", args.out.display());
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,462 @@
+//! The comparison report: a seeded matrix of workloads (key cardinalities) × dedupe buffers × offset maps ×
+//! backends, each cell cleaned until nothing is dirty, with the figures a reader needs to pick a map and size
+//! a buffer, written as JSON ([`Report`]), Markdown ([`markdown`]) and SVG ([`svg`]).
+//!
+//! Every cell checks correctness: the cells of one workload must leave the same log whatever the map, buffer
+//! or backend (their `result_digest`s are compared), and the deterministic memory figures must hold (24 bytes
+//! a slot for `skimpy`, at most 12 for `compact`). [`run`] fails naming the cell otherwise.
+
+pub mod baseline;
+pub mod machine;
+pub mod markdown;
+pub mod svg;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cleaner::{Cleaner, CleanerConfig, MapKind, PassOptions, SystemClock};
+use log_core::workload::Workload;
+use log_core::{Log, LogConfig, SegmentStore};
+use serde::{Deserialize, Serialize};
+
+pub use machine::Machine;
+
+/// Version of the JSON layout of [`Report`].
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What the matrix covers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    /// `--quick`: the small matrix.
+    pub quick: bool,
+    /// Distinct keys of each workload.
+    pub cardinalities: Vec<u64>,
+    /// Workloads run only with the buffer `skimpy` needs for one pass (large ones, where the smaller buffers'
+    /// many passes would take long).
+    pub one_pass_only: Vec<u64>,
+    /// Records per key (keys drawn uniformly, so each key has about this many records).
+    pub records_per_key: u64,
+    /// Bytes per key (the workload's keys are 16 bytes).
+    pub key_bytes: usize,
+    /// Bytes per value.
+    pub value_bytes: usize,
+    /// Share of appends that are tombstones.
+    pub tombstone_fraction: f64,
+    /// Dedupe buffers, as shares of what `skimpy` (Kafka's map) needs to map the workload in one pass; the
+    /// same bytes for every map of a row.
+    pub buffer_shares: Vec<f64>,
+    /// The load factor of every map.
+    pub load_factor: f64,
+    /// The workloads' generator seed.
+    pub seed: u64,
+    /// Segment size of the logs.
+    pub segment_bytes: u64,
+    /// Cells also run on the file backend: `(keys, buffer share)`.
+    pub file_cells: Vec<(u64, f64)>,
+}
+
+impl Config {
+    /// The matrix of `report` (`quick`: under two minutes on 2 cores; full: under fifteen).
+    pub fn new(quick: bool) -> Config {
+        let (cardinalities, one_pass_only, buffer_shares, file_cells) = if quick {
+            (vec![10_000, 100_000, 1_000_000], vec![1_000_000], vec![1.0, 0.25], vec![(100_000, 1.0)])
+        } else {
+            (
+                vec![10_000, 100_000, 1_000_000, 4_000_000],
+                vec![4_000_000],
+                vec![1.0, 0.5, 0.25],
+                vec![(1_000_000, 1.0), (1_000_000, 0.25)],
+            )
+        };
+        Config {
+            quick,
+            cardinalities,
+            one_pass_only,
+            records_per_key: 4,
+            key_bytes: 16,
+            value_bytes: 100,
+            tombstone_fraction: 0.01,
+            buffer_shares,
+            load_factor: 0.9,
+            seed: 1,
+            segment_bytes: 16 << 20,
+            file_cells,
+        }
+    }
+
+    /// The buffer shares run for a workload of `keys` keys.
+    pub fn shares_for(&self, keys: u64) -> Vec<f64> {
+        if self.one_pass_only.contains(&keys) { vec![1.0] } else { self.buffer_shares.clone() }
+    }
+
+    /// How many cells the matrix has.
+    pub fn cells(&self) -> usize {
+        let maps = MapKind::ALL.len();
+        let mem: usize = self.cardinalities.iter().map(|&k| self.shares_for(k).len()).sum();
+        (mem + self.file_cells.len()) * maps
+    }
+}
+
+/// One cell: a workload cleaned until nothing is dirty by one map in one buffer on one backend.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// `skimpy`, `fullkey` or `compact`.
+    pub map: String,
+    /// `mem` or `file`.
+    pub backend: String,
+    /// Distinct keys of the workload.
+    pub keys: u64,
+    /// Records of the log.
+    pub records: u64,
+    /// Bytes per key.
+    pub key_bytes: usize,
+    /// Bytes per value.
+    pub value_bytes: usize,
+    /// The workload's seed.
+    pub seed: u64,
+    /// The dedupe buffer.
+    pub buffer_bytes: u64,
+    /// The buffer as a share of what `skimpy` needs for one pass.
+    pub buffer_share: f64,
+    /// Keys the map holds in that buffer.
+    pub capacity: u64,
+    /// Bytes of a slot (`fullkey`: of a table entry with its control byte).
+    pub bytes_per_slot: f64,
+    /// Bytes of buffer per key held (`fullkey`: memory held per key mapped, measured).
+    pub bytes_per_key: f64,
+    /// Passes until nothing was dirty.
+    pub passes_to_clean: u64,
+    /// Pass 1 time of all passes, per record of the log.
+    pub pass1_ns_per_record: f64,
+    /// Pass 2 time of all passes, per record of the log.
+    pub pass2_ns_per_record: f64,
+    /// Records of the log per second of cleaning (all passes).
+    pub records_per_s: f64,
+    /// Bytes of the log per second of cleaning.
+    pub bytes_per_s: f64,
+    /// Slots inspected per map lookup, over all passes.
+    pub probes_per_lookup: f64,
+    /// Highest `entries / slots` of a pass.
+    pub utilization: f64,
+    /// Most bytes of the map any pass touched.
+    pub peak_map_bytes: u64,
+    /// Seconds of cleaning, all passes.
+    pub seconds: f64,
+    /// xxh3 of the surviving records' offsets, keys and values: the same for every cell of a workload.
+    pub result_digest: String,
+}
+
+/// The report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// `git rev-parse --short HEAD` of the build's checkout (`+dirty` with uncommitted changes), or `unknown`.
+    pub git_revision: String,
+    /// When the report was made, ms since the Unix epoch.
+    pub created_ms: i64,
+    /// The machine.
+    pub machine: Machine,
+    /// The matrix.
+    pub config: Config,
+    /// One result per cell.
+    pub results: Vec<Cell>,
+}
+
+/// Why a report could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Cells of one workload left different logs.
+    #[error("correctness: {0}")]
+    Mismatch(String),
+    /// A deterministic memory figure is above its documented value.
+    #[error("memory: {0}")]
+    Memory(String),
+    /// Building or cleaning a log failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Copies every file of `from` into `to` (a fresh copy of a prepared log for each cell).
+fn copy_store(from: &dyn SegmentStore, to: &dyn SegmentStore) -> Result<(), ReportError> {
+    let failed = |e: std::io::Error| ReportError::Failed(format!("copying a prepared log: {e}"));
+    for name in from.list().map_err(failed)? {
+        let f = from.open(&name).map_err(failed)?;
+        let mut bytes = vec![0; f.len() as usize];
+        f.read_at(0, &mut bytes).map_err(failed)?;
+        let out = to.create(&name).map_err(failed)?;
+        out.append(&bytes).map_err(failed)?;
+        out.sync().map_err(failed)?;
+    }
+    to.sync_dir().map_err(failed)
+}
+
+/// The digest of what a log holds: every record's offset, key and value (or tombstone), in order.
+fn digest(log: &Log) -> Result<String, ReportError> {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for r in log.snapshot().reader(0) {
+        let r = r.map_err(|e| ReportError::Failed(format!("reading a cleaned log: {e}")))?;
+        h.update(&r.offset.to_le_bytes());
+        let key = r.key.unwrap_or_default();
+        h.update(&(key.len() as u64).to_le_bytes());
+        h.update(&key);
+        match r.value {
+            Some(v) => {
+                h.update(&(v.len() as u64).to_le_bytes());
+                h.update(&v);
+            }
+            None => h.update(&u64::MAX.to_le_bytes()),
+        }
+    }
+    Ok(format!("{:032x}", h.digest128()))
+}
+
+/// A prepared workload: its log in memory, built once and copied for each cell.
+struct Prepared {
+    store: Arc<storage_mem::MemStore>,
+    records: u64,
+    bytes: u64,
+}
+
+fn prepare(config: &Config, keys: u64) -> Result<Prepared, ReportError> {
+    let failed = |e: log_core::Error| ReportError::Failed(format!("building the {keys}-key workload: {e}"));
+    let store = Arc::new(storage_mem::MemStore::new());
+    let log = Log::open(
+        Arc::clone(&store) as Arc<dyn SegmentStore>,
+        LogConfig { segment_bytes: config.segment_bytes, ..LogConfig::default() },
+    )
+    .map_err(failed)?;
+    let records = keys * config.records_per_key;
+    let workload = Workload {
+        records,
+        keys,
+        value_bytes: config.value_bytes,
+        tombstone_fraction: config.tombstone_fraction,
+        seed: config.seed,
+    };
+    workload.append_to(&log, 1_000, |_| {}).map_err(failed)?;
+    log.roll().map_err(failed)?;
+    let bytes = log.snapshot().closed().iter().map(|s| s.size()).sum();
+    Ok(Prepared { store, records, bytes })
+}
+
+/// Cleans a fresh copy of `prepared` with `map` in `buffer` bytes on `backend` until nothing is dirty.
+fn run_cell(
+    config: &Config,
+    prepared: &Prepared,
+    keys: u64,
+    share: f64,
+    map: MapKind,
+    backend: &str,
+) -> Result<Cell, ReportError> {
+    let failed = |what: &str, e: &dyn std::fmt::Display| {
+        ReportError::Failed(format!("{map}/{backend}/{keys} keys: {what}: {e}"))
+    };
+    let tmp = tempfile::tempdir().map_err(|e| failed("temporary directory", &e))?;
+    let store: Arc<dyn SegmentStore> = match backend {
+        "mem" => Arc::new(storage_mem::MemStore::new()),
+        _ => Arc::new(storage_file::FileStore::open(tmp.path()).map_err(|e| failed("directory", &e))?),
+    };
+    copy_store(&*prepared.store, &*store)?;
+    let log = Log::open(store, LogConfig { segment_bytes: config.segment_bytes, ..LogConfig::default() })
+        .map_err(|e| failed("open", &e))?;
+    let need = MapKind::Skimpy.bytes_for(keys as usize, config.load_factor, config.key_bytes);
+    let buffer = ((need as f64 * share).round() as usize)
+        .max(MapKind::ALL.iter().map(|k| k.min_bytes(config.load_factor, 64)).max().unwrap_or(64));
+    let cc =
+        CleanerConfig { map, dedupe_buffer_bytes: buffer, load_factor: config.load_factor, ..CleanerConfig::default() };
+    let mut cleaner = Cleaner::new(cc, Arc::new(SystemClock)).map_err(|e| failed("map", &e))?;
+    let (mut passes, mut pass1, mut pass2, mut total) = (0u64, 0f64, 0f64, 0f64);
+    let (mut lookups, mut probes, mut utilization, mut peak) = (0u64, 0u64, 0f64, 0u64);
+    // Capacity and bytes per key from the fullest pass (a later, emptier pass keeps `fullkey`'s memory).
+    let mut fullest: Option<cleaner::MapStats> = None;
+    // Old segments are freed when their last snapshot goes: after the timing, as on files (an unlink).
+    let mut held = Vec::new();
+    let last = loop {
+        held.push(log.snapshot());
+        let started = Instant::now();
+        let s = cleaner.clean(&log, PassOptions::default()).map_err(|e| failed("pass", &e))?;
+        total += started.elapsed().as_secs_f64();
+        passes += 1;
+        pass1 += s.pass1.seconds;
+        pass2 += s.pass2.seconds;
+        lookups += s.offset_map.lookups;
+        probes += s.offset_map.probes;
+        utilization = utilization.max(s.offset_map.utilization);
+        peak = peak.max(s.offset_map.touched_bytes);
+        if fullest.as_ref().is_none_or(|f| s.offset_map.entries > f.entries) {
+            fullest = Some(s.offset_map.clone());
+        }
+        if held.len() > 4 {
+            held.remove(0);
+        }
+        if !s.map_full {
+            break s;
+        }
+        if passes > 10_000 {
+            return Err(failed("passes", &"more than 10,000 passes"));
+        }
+    };
+    drop(held);
+    drop(last);
+    let m = fullest.ok_or_else(|| failed("passes", &"none ran"))?;
+    let per_record = |secs: f64| secs * 1e9 / prepared.records.max(1) as f64;
+    Ok(Cell {
+        map: map.name().to_owned(),
+        backend: backend.to_owned(),
+        keys,
+        records: prepared.records,
+        key_bytes: config.key_bytes,
+        value_bytes: config.value_bytes,
+        seed: config.seed,
+        buffer_bytes: buffer as u64,
+        buffer_share: share,
+        capacity: m.capacity,
+        bytes_per_slot: m.bytes_per_slot,
+        bytes_per_key: m.bytes_per_key,
+        passes_to_clean: passes,
+        pass1_ns_per_record: per_record(pass1),
+        pass2_ns_per_record: per_record(pass2),
+        records_per_s: prepared.records as f64 / total.max(1e-9),
+        bytes_per_s: prepared.bytes as f64 / total.max(1e-9),
+        probes_per_lookup: if lookups == 0 { 0.0 } else { probes as f64 / lookups as f64 },
+        utilization,
+        peak_map_bytes: peak,
+        seconds: total,
+        result_digest: digest(&log)?,
+    })
+}
+
+/// Runs the matrix, calling `progress(done, total, cell)` after each cell.
+///
+/// # Errors
+/// [`ReportError::Mismatch`] when cells of one workload leave different logs (naming them);
+/// [`ReportError::Memory`] when a slot is larger than documented; [`ReportError::Failed`] otherwise.
+pub fn run(config: &Config, mut progress: impl FnMut(usize, usize, &Cell)) -> Result<Report, ReportError> {
+    let total = config.cells();
+    let mut results = Vec::with_capacity(total);
+    for &keys in &config.cardinalities {
+        let prepared = prepare(config, keys)?;
+        let mut cells: Vec<(&str, f64)> = config.shares_for(keys).into_iter().map(|s| ("mem", s)).collect();
+        cells.extend(config.file_cells.iter().filter(|&&(k, _)| k == keys).map(|&(_, s)| ("file", s)));
+        for (backend, share) in cells {
+            for map in MapKind::ALL {
+                let cell = run_cell(config, &prepared, keys, share, map, backend)?;
+                check_memory(&cell)?;
+                results.push(cell);
+                progress(results.len(), total, results.last().expect("just pushed"));
+            }
+        }
+        check_digests(results.iter().filter(|c| c.keys == keys))?;
+    }
+    Ok(Report {
+        schema_version: SCHEMA_VERSION,
+        git_revision: machine::git_revision(),
+        created_ms: log_core::now_ms(),
+        machine: Machine::this(),
+        config: config.clone(),
+        results,
+    })
+}
+
+/// The documented slot sizes: 24 bytes for `skimpy`, at most 12 for `compact`.
+fn check_memory(cell: &Cell) -> Result<(), ReportError> {
+    let limit = match cell.map.as_str() {
+        "skimpy" => Some(24.0),
+        "compact" => Some(12.0),
+        _ => None,
+    };
+    match limit {
+        Some(l) if cell.bytes_per_slot > l => Err(ReportError::Memory(format!(
+            "{} uses {} bytes a slot, more than the documented {l} ({} keys, {} buffer)",
+            cell.map, cell.bytes_per_slot, cell.keys, cell.buffer_bytes
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Every cell of one workload must leave the same log.
+fn check_digests<'a>(cells: impl Iterator<Item = &'a Cell>) -> Result<(), ReportError> {
+    let cells: Vec<&Cell> = cells.collect();
+    let Some(first) = cells.first() else { return Ok(()) };
+    for c in &cells[1..] {
+        if c.result_digest != first.result_digest {
+            return Err(ReportError::Mismatch(format!(
+                "{}/{}/{} keys/buffer {} left a different log ({}) than {}/{}/buffer {} ({})",
+                c.map,
+                c.backend,
+                c.keys,
+                c.buffer_bytes,
+                c.result_digest,
+                first.map,
+                first.backend,
+                first.buffer_bytes,
+                first.result_digest
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(map: &str, digest: &str, slot: f64) -> Cell {
+        Cell {
+            map: map.into(),
+            backend: "mem".into(),
+            keys: 10,
+            records: 40,
+            key_bytes: 16,
+            value_bytes: 100,
+            seed: 1,
+            buffer_bytes: 1000,
+            buffer_share: 1.0,
+            capacity: 10,
+            bytes_per_slot: slot,
+            bytes_per_key: 13.3,
+            passes_to_clean: 1,
+            pass1_ns_per_record: 1.0,
+            pass2_ns_per_record: 1.0,
+            records_per_s: 1.0,
+            bytes_per_s: 1.0,
+            probes_per_lookup: 1.0,
+            utilization: 0.5,
+            peak_map_bytes: 100,
+            seconds: 1.0,
+            result_digest: digest.into(),
+        }
+    }
+
+    #[test]
+    fn a_different_result_or_a_larger_slot_fails_the_report_naming_the_cell() {
+        let cells = [cell("skimpy", "a", 24.0), cell("compact", "b", 12.0)];
+        let err = check_digests(cells.iter()).expect_err("mismatch");
+        assert!(err.to_string().contains("compact/mem/10 keys"), "{err}");
+        assert!(check_digests([cell("skimpy", "a", 24.0), cell("fullkey", "a", 17.0)].iter()).is_ok());
+        assert!(check_memory(&cell("compact", "a", 12.5)).is_err());
+        assert!(check_memory(&cell("skimpy", "a", 25.0)).is_err());
+        assert!(check_memory(&cell("fullkey", "a", 40.0)).is_ok());
+    }
+
+    #[test]
+    fn a_tiny_matrix_runs_and_every_map_leaves_the_same_log() {
+        let config = Config {
+            cardinalities: vec![300],
+            one_pass_only: vec![],
+            buffer_shares: vec![1.0, 0.25],
+            file_cells: vec![(300, 0.25)],
+            segment_bytes: 8 << 10,
+            ..Config::new(true)
+        };
+        let report = run(&config, |_, _, _| {}).expect("report");
+        assert_eq!(report.results.len(), config.cells());
+        let quarter: Vec<&Cell> = report.results.iter().filter(|c| c.buffer_share == 0.25).collect();
+        assert!(quarter.iter().all(|c| c.passes_to_clean > 1), "a quarter buffer takes several passes");
+        let compact = quarter.iter().find(|c| c.map == "compact").expect("compact");
+        let skimpy = quarter.iter().find(|c| c.map == "skimpy").expect("skimpy");
+        assert!(compact.passes_to_clean < skimpy.passes_to_clean, "compact holds more keys per byte");
+        assert!(report.results.iter().all(|c| c.result_digest == report.results[0].result_digest));
+    }
+}
