@@ -159,10 +159,10 @@ fn uniform_passes(keys: u64, records: u64, capacity: u64) -> u64 {
 
 fn check(budget: Budget) -> Result<()> {
     if budget.threads == 0 {
-        return Err(Error::InvalidConfig("at least one cleaner thread is needed".into()));
+        return Err(Error::invalid("log.cleaner.threads", budget.threads, "at least 1"));
     }
     if !(crate::MIN_LOAD_FACTOR..=1.0).contains(&budget.load_factor) {
-        return Err(Error::InvalidConfig(format!("load factor {} is not in [0.01, 1]", budget.load_factor)));
+        return Err(Error::invalid("log.cleaner.io.buffer.load.factor", budget.load_factor, "a load factor in [0.01, 1]"));
     }
     Ok(())
 }

@@ -12,8 +12,8 @@ pub const DEFAULT_LOAD_FACTOR: f64 = 0.9;
 /// Smallest load factor accepted: below it a map wastes nearly all its memory, and the slot count needed to
 /// hold one key grows without bound.
 pub const MIN_LOAD_FACTOR: f64 = 0.01;
-/// Kafka's `delete.retention.ms` default: one day.
-pub const DEFAULT_DELETE_RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
+/// Most threads one pass may use.
+pub const MAX_PASS_THREADS: usize = 256;
 
 /// How a cleaner is set up.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,8 +25,9 @@ pub struct CleanerConfig {
     /// `log.cleaner.io.buffer.load.factor`: the share of the map's slots that may fill, in
     /// `[MIN_LOAD_FACTOR, 1]`.
     pub load_factor: f64,
-    /// `delete.retention.ms`: how long a tombstone lives after the first pass that keeps it.
-    pub delete_retention_ms: i64,
+    /// Threads of one pass over one log (1, Kafka's way, unless asked): pass 1 runs one thread per shard of
+    /// the map (each a share of the buffer), pass 2 copies groups of segments in parallel.
+    pub threads: usize,
 }
 
 impl Default for CleanerConfig {
@@ -35,7 +36,7 @@ impl Default for CleanerConfig {
             map: MapKind::Skimpy,
             dedupe_buffer_bytes: DEFAULT_DEDUPE_BUFFER_BYTES,
             load_factor: DEFAULT_LOAD_FACTOR,
-            delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
+            threads: 1,
         }
     }
 }
@@ -47,15 +48,12 @@ impl CleanerConfig {
     /// [`Error::InvalidConfig`] or [`Error::BufferTooSmall`].
     pub fn validate(&self) -> Result<()> {
         if !(MIN_LOAD_FACTOR..=1.0).contains(&self.load_factor) {
-            return Err(Error::InvalidConfig(format!(
-                "load factor {} is not in [{MIN_LOAD_FACTOR}, 1]",
-                self.load_factor
-            )));
+            return Err(Error::invalid("log.cleaner.io.buffer.load.factor", self.load_factor, "a load factor in [0.01, 1]"));
         }
-        if self.delete_retention_ms < 0 {
-            return Err(Error::InvalidConfig(format!("delete retention {} ms is negative", self.delete_retention_ms)));
+        if !(1..=MAX_PASS_THREADS).contains(&self.threads) {
+            return Err(Error::invalid("threads", self.threads, "from 1 to 256"));
         }
-        if self.map.keys_for(self.dedupe_buffer_bytes, self.load_factor, 1) == 0 {
+        if self.map.keys_for(self.shard_bytes(), self.load_factor, 1) == 0 {
             return Err(self.too_small());
         }
         Ok(())
@@ -66,20 +64,40 @@ impl CleanerConfig {
             bytes: self.dedupe_buffer_bytes,
             load_factor: self.load_factor,
             map: self.map.name(),
-            min_bytes: self.map.min_bytes(self.load_factor, 1),
+            min_bytes: self.map.min_bytes(self.load_factor, 1).saturating_mul(self.threads.max(1)),
         }
     }
 
-    /// The offset map this configuration asks for, in its budget.
+    /// The buffer of one shard of the map: the whole buffer split evenly between the pass's threads.
+    pub fn shard_bytes(&self) -> usize {
+        self.dedupe_buffer_bytes / self.threads.max(1)
+    }
+
+    /// The offset map this configuration asks for, in its budget (for one thread; see
+    /// [`CleanerConfig::build_shards`]).
     ///
     /// # Errors
     /// As [`CleanerConfig::validate`]; [`Error::OutOfMemory`] when the machine cannot map the budget.
     pub fn build_map(&self) -> Result<Box<dyn OffsetMap>> {
+        let one = CleanerConfig { threads: 1, ..self.clone() };
+        one.build_shards().map(|mut shards| shards.remove(0))
+    }
+
+    /// One map per thread of the pass, each in [`CleanerConfig::shard_bytes`].
+    ///
+    /// # Errors
+    /// As [`CleanerConfig::build_map`].
+    pub fn build_shards(&self) -> Result<Vec<Box<dyn OffsetMap>>> {
         self.validate()?;
-        self.map.build(self.dedupe_buffer_bytes, self.load_factor).map_err(|e| match e {
-            BuildError::TooSmall { .. } => self.too_small(),
-            BuildError::OutOfMemory(source) => Error::OutOfMemory { bytes: self.dedupe_buffer_bytes, source },
-        })
+        let bytes = self.shard_bytes();
+        (0..self.threads)
+            .map(|_| {
+                self.map.build(bytes, self.load_factor).map_err(|e| match e {
+                    BuildError::TooSmall { .. } => self.too_small(),
+                    BuildError::OutOfMemory(source) => Error::OutOfMemory { bytes: self.dedupe_buffer_bytes, source },
+                })
+            })
+            .collect()
     }
 }
 
@@ -114,7 +132,7 @@ mod tests {
     fn load_factors_outside_the_range_are_refused() {
         for lf in [0.0, 1e-300, 0.009, 1.0001, f64::NAN, f64::INFINITY, -0.5] {
             let c = CleanerConfig { load_factor: lf, ..CleanerConfig::default() };
-            assert!(matches!(c.validate(), Err(Error::InvalidConfig(_))), "{lf}");
+            assert!(matches!(c.validate(), Err(Error::InvalidConfig { .. })), "{lf}");
         }
         assert_eq!(min_skimpy_bytes(1e-300), min_skimpy_bytes(MIN_LOAD_FACTOR), "clamped, never a long loop");
     }

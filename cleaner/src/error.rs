@@ -34,6 +34,38 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A configuration value is out of range.
-    #[error("invalid cleaner configuration: {0}")]
-    InvalidConfig(String),
+    #[error("invalid setting {setting} = {value}: {expected}")]
+    InvalidConfig {
+        /// The setting, by Kafka's name where it has one.
+        setting: &'static str,
+        /// The value given.
+        value: String,
+        /// What it must be.
+        expected: &'static str,
+    },
+    /// A setting name this toolkit does not know.
+    #[error(
+        "unknown setting {name:?} (known: cleanup.policy, min.cleanable.dirty.ratio, min.compaction.lag.ms, max.compaction.lag.ms, delete.retention.ms, segment.bytes)"
+    )]
+    UnknownSetting {
+        /// The name given.
+        name: String,
+    },
+    /// The pass was stopped on request (a shutdown) before its commit; the log is unchanged.
+    #[error("the cleaning pass was stopped before its commit; the log is unchanged")]
+    Aborted,
+    /// The pass panicked (a bug); the log is unchanged unless the commit had begun, and then as after a
+    /// failed commit.
+    #[error("the cleaning pass panicked: {message}")]
+    Panicked {
+        /// The panic's message.
+        message: String,
+    },
+}
+
+impl Error {
+    /// An out-of-range setting.
+    pub(crate) fn invalid(setting: &'static str, value: impl std::fmt::Display, expected: &'static str) -> Self {
+        Error::InvalidConfig { setting, value: value.to_string(), expected }
+    }
 }

@@ -34,14 +34,19 @@ mod error;
 pub mod hll;
 pub mod map;
 mod pass;
+pub mod settings;
+mod shards;
 mod stats;
+pub mod throttle;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{
-    CleanerConfig, DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_LOAD_FACTOR, MIN_LOAD_FACTOR,
+    CleanerConfig, DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_LOAD_FACTOR, MAX_PASS_THREADS, MIN_LOAD_FACTOR,
     min_skimpy_bytes,
 };
 pub use error::{Error, Result};
 pub use map::{CompactMap, FullKeyMap, MapFull, MapKind, MapStats, OffsetMap, Probes, SkimpyMap};
 pub use pass::{Cleaner, PassOptions, Phase, Progress, ProgressFn};
+pub use settings::{CleanupPolicy, DEFAULT_DELETE_RETENTION_MS, DEFAULT_MIN_CLEANABLE_DIRTY_RATIO, LogSettings};
 pub use stats::{CleanStats, Pass1Stats, Pass2Stats};
+pub use throttle::Throttler;

@@ -9,6 +9,8 @@ use crate::map::MapStats;
 pub struct CleanStats {
     /// Offset map kind.
     pub map: String,
+    /// Threads of the pass (shards of the map).
+    pub threads: usize,
     /// True for a purge pass (every horizon stamped by an earlier pass counts as expired).
     pub purge: bool,
     /// The clock reading the pass used, in ms.
@@ -17,6 +19,13 @@ pub struct CleanStats {
     pub first_dirty_offset: u64,
     /// First offset not mapped: the new checkpoint.
     pub end_offset: u64,
+    /// The first offset the pass could not take (the active segment's base, or the first segment within
+    /// `min.compaction.lag.ms`): where the dirty section ends for this pass.
+    pub first_uncleanable_offset: u64,
+    /// Bytes of the closed segments the pass could take when it began.
+    pub dirty_bytes: u64,
+    /// Bytes of the closed segments below the checkpoint when it began.
+    pub clean_bytes: u64,
     /// Base offset of the active segment, where the dirty section ends at most.
     pub active_base: u64,
     /// True when the map filled before the end of the dirty section (a partial pass).
@@ -37,11 +46,15 @@ pub struct CleanStats {
     pub stale_dropped: u64,
     /// Records without a key, dropped.
     pub invalid_records: u64,
-    /// Closed segments written anew.
+    /// Groups of adjacent segments pass 2 copied (each into one output).
+    pub groups: u64,
+    /// Outputs written: groups whose segments were written anew as one.
     pub segments_rewritten: u64,
-    /// Closed segments that lost every record and disappeared.
+    /// Segments merged into the segment before them by a grouped output.
+    pub segments_merged: u64,
+    /// Closed segments that lost every record (their whole group did) and disappeared.
     pub segments_removed: u64,
-    /// Closed segments within the pass that needed no change and were left as they were.
+    /// Groups of one segment that needed no change and were left as they were.
     pub segments_unchanged: u64,
     /// Seconds spent swapping the new segments in and writing the checkpoint.
     pub swap_seconds: f64,
@@ -57,7 +70,7 @@ impl CleanStats {
             return None;
         }
         let mapped = self.end_offset.saturating_sub(self.first_dirty_offset).max(1);
-        let dirty = self.active_base.saturating_sub(self.first_dirty_offset);
+        let dirty = self.first_uncleanable_offset.saturating_sub(self.first_dirty_offset);
         Some(dirty.div_ceil(mapped).max(2))
     }
 }

@@ -64,9 +64,9 @@ impl Failure {
     pub fn from_cleaner(context: &str, e: &cleaner::Error) -> Failure {
         match e {
             cleaner::Error::Log(e) => Failure::from_log(context, e),
-            cleaner::Error::BufferTooSmall { .. } | cleaner::Error::InvalidConfig(_) => {
-                Failure::Usage(format!("{context}: {e}"))
-            }
+            cleaner::Error::BufferTooSmall { .. }
+            | cleaner::Error::InvalidConfig { .. }
+            | cleaner::Error::UnknownSetting { .. } => Failure::Usage(format!("{context}: {e}")),
             _ => Failure::Runtime(format!("{context}: {e}")),
         }
     }

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use cleaner::{CleanerConfig, DEFAULT_DELETE_RETENTION_MS, DEFAULT_LOAD_FACTOR, MapKind};
+use cleaner::{CleanerConfig, DEFAULT_DELETE_RETENTION_MS, DEFAULT_LOAD_FACTOR, MapKind, PassOptions};
 use log_core::LogConfig;
 use log_core::workload::Workload;
 
@@ -124,10 +124,18 @@ impl CleanerArgs {
             dedupe_buffer_bytes: usize::try_from(self.dedupe_buffer)
                 .map_err(|_| Failure::Usage("--dedupe-buffer is too large for this machine's address space".into()))?,
             load_factor: self.load_factor,
-            delete_retention_ms: self.delete_retention_ms,
+            threads: 1,
         };
         config.validate().map_err(|e| Failure::from_cleaner("bad cleaner settings", &e))?;
+        if self.delete_retention_ms < 0 {
+            return Err(Failure::Usage(format!("--delete-retention-ms {} is negative", self.delete_retention_ms)));
+        }
         Ok(config)
+    }
+
+    /// What a pass takes of these options.
+    fn pass_options(&self) -> PassOptions {
+        PassOptions { delete_retention_ms: self.delete_retention_ms, ..PassOptions::default() }
     }
 }
 
@@ -260,11 +268,27 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     let mut out = out::QuietPipe::new(BufWriter::new(stdout.lock()));
     let mut err = io::stderr();
     let result = if args.script == "-" {
-        run::run_script(io::stdin().lock(), &log, &cleaner_config, args.stats, &mut out, &mut err)
+        run::run_script(
+            io::stdin().lock(),
+            &log,
+            &cleaner_config,
+            args.cleaner.pass_options(),
+            args.stats,
+            &mut out,
+            &mut err,
+        )
     } else {
         let file = File::open(&args.script)
             .map_err(|e| Failure::Usage(format!("cannot open script {:?}: {e}", PathBuf::from(&args.script))))?;
-        run::run_script(BufReader::new(file), &log, &cleaner_config, args.stats, &mut out, &mut err)
+        run::run_script(
+            BufReader::new(file),
+            &log,
+            &cleaner_config,
+            args.cleaner.pass_options(),
+            args.stats,
+            &mut out,
+            &mut err,
+        )
     };
     out.flush().map_err(|e| Failure::Runtime(format!("cannot write output: {e}")))?;
     result?;
@@ -290,7 +314,10 @@ fn main() -> ExitCode {
                 ops::generate(&a.dir, workload, config)
             }
         },
-        Commands::Compact(a) => a.cleaner.config().and_then(|c| ops::compact(&a.dir, &c, a.purge, a.until_clean)),
+        Commands::Compact(a) => a.cleaner.config().and_then(|c| {
+            let options = PassOptions { purge: a.purge, ..a.cleaner.pass_options() };
+            ops::compact(&a.dir, &c, options, a.until_clean)
+        }),
         Commands::Dump(a) => ops::dump(&a.dir, a.json),
         Commands::Check(a) => ops::check(&a.dir),
         Commands::Repair(a) => ops::repair(&a.dir, a.apply, a.json),

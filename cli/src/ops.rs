@@ -84,7 +84,7 @@ pub fn generate(dir: &Path, workload: Workload, config: LogConfig) -> Result<(),
 /// # Errors
 /// [`Failure::Usage`] for a bad configuration or a directory without a log; [`Failure::Corruption`] when
 /// stored data is damaged; [`Failure::Runtime`] when the pass fails otherwise.
-pub fn compact(dir: &Path, config: &CleanerConfig, purge: bool, until_clean: bool) -> Result<(), Failure> {
+pub fn compact(dir: &Path, config: &CleanerConfig, options: PassOptions, until_clean: bool) -> Result<(), Failure> {
     let mut cleaner = Cleaner::new(config.clone(), Arc::new(SystemClock))
         .map_err(|e| Failure::from_cleaner("cannot build the offset map", &e))?;
     let log = backend::open_log(backend::open_existing_store(dir)?, LogConfig::default())?;
@@ -95,24 +95,30 @@ pub fn compact(dir: &Path, config: &CleanerConfig, purge: bool, until_clean: boo
         shown.set_length(p.bytes_total);
         shown.set_position(p.bytes_done);
     });
-    let mut options = PassOptions { purge };
     let mut warned = false;
-    loop {
-        let stats = cleaner.clean(&log, options).map_err(|e| Failure::from_cleaner("cleaning pass failed", &e))?;
-        bar.suspend(|| print_json(&stats))?;
+    // A failure to print stops the passes; it is what the command reports.
+    let mut output_failed = None;
+    let mut each = |stats: &cleaner::CleanStats| -> Result<(), cleaner::Error> {
+        if let Err(f) = bar.suspend(|| print_json(stats)) {
+            output_failed = Some(f);
+            return Err(cleaner::Error::Aborted);
+        }
         if let Some(passes) = stats.passes_needed().filter(|_| !warned) {
             warned = true;
-            bar.suspend(|| eprintln!("{}", many_passes_warning(&stats, passes, Some(dir))));
+            bar.suspend(|| eprintln!("{}", many_passes_warning(stats, passes, Some(dir))));
         }
-        if !until_clean || !stats.map_full {
-            break;
-        }
-        // The first pass handled every tombstone an earlier pass had kept (they all lie below its end
-        // offset); the rest only continue through the dirty section.
-        options = PassOptions { purge: false };
-    }
+        Ok(())
+    };
+    let result = if until_clean {
+        cleaner.clean_until_clean(&log, options, each).map(|_| ())
+    } else {
+        cleaner.clean(&log, options).and_then(|s| each(&s))
+    };
     bar.finish_and_clear();
-    Ok(())
+    match (result, output_failed) {
+        (_, Some(f)) => Err(f),
+        (r, None) => r.map_err(|e| Failure::from_cleaner("cleaning pass failed", &e)),
+    }
 }
 
 /// The warning `compact` and `run` give when a buffer will take several passes.

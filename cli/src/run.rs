@@ -20,6 +20,7 @@ pub fn run_script(
     input: impl BufRead,
     log: &Log,
     cleaner_config: &CleanerConfig,
+    pass_options: PassOptions,
     stats: bool,
     out: &mut impl Write,
     err: &mut impl Write,
@@ -49,7 +50,7 @@ pub fn run_script(
             }
             Command::Compact { purge } => {
                 let s = cleaner
-                    .clean(log, PassOptions { purge })
+                    .clean(log, PassOptions { purge, ..pass_options })
                     .map_err(|e| Failure::from_cleaner(&format!("line {number}"), &e))?;
                 if stats {
                     let json = serde_json::to_string(&s).map_err(|e| at(&e))?;

@@ -2,11 +2,14 @@
 //! restarts and crashes are applied to a real log and cleaner on any backend and to a small reference model
 //! of the semantics, and the two are compared after every step.
 //!
-//! The reference performs a full pass (an unbounded map). The real cleaner runs with each offset map and
-//! dedupe buffers from one key upwards (sized per map by [`MapKind::bytes_for`], so every map holds the same
-//! number of keys), so most of its passes are partial; it repeats passes until the dirty section is done, and
-//! after every partial pass the log must still show every key's latest value, and after the last it must be
-//! exactly the reference's log. The log syncs every append, so a crash between two operations (on the
+//! The real cleaner runs with each offset map and dedupe buffers from one key upwards (sized per map by
+//! [`MapKind::bytes_for`], so every map holds the same number of keys), so most of its passes are partial; it
+//! repeats passes until the dirty section is done. The reference follows every pass: where the real map
+//! filled (its end offset) is checked against the reference's count of distinct keys (the map's capacity
+//! exactly, and the record there carries a new key), and the reference then cleans up to that offset by the
+//! rules (latest record of each mapped key, tombstone horizons, segment groups merged by size and named after
+//! their first segment that keeps a record), taking segment sizes from the real log. After every pass the
+//! log must be exactly the reference's, segment for segment, and show every key's latest value. The log syncs every append, so a crash between two operations (on the
 //! crash-simulating backend; a clean restart elsewhere) must lose nothing. Unkeyed records (dropped by any
 //! pass that reaches them) and a clock that moves past delete horizons are part of the sequences.
 
@@ -83,6 +86,7 @@ struct Model {
     active: Vec<MRec>,
     next: u64,
     now: i64,
+    checkpoint: u64,
 }
 
 impl Model {
@@ -98,29 +102,71 @@ impl Model {
         }
     }
 
-    /// A full pass: keep the latest record of each key among the closed segments, drop unkeyed records; a
-    /// tombstone kept for the first time is stamped with now + retention; one stamped before goes once its
-    /// horizon has passed, or on a purge whatever its horizon.
-    fn compact(&mut self, purge: bool) {
+    /// The distinct keys of the dirty records below `end` (what pass 1 maps).
+    fn mapped(&self, end: u64) -> BTreeMap<u8, u64> {
         let mut latest = BTreeMap::new();
-        for (_, seg) in &self.closed {
-            for r in seg {
-                if let Some(k) = r.key {
-                    latest.insert(k, r.offset);
+        for r in self.closed.iter().flat_map(|(_, s)| s) {
+            if let Some(k) = r.key.filter(|_| r.offset >= self.checkpoint && r.offset < end) {
+                latest.insert(k, r.offset);
+            }
+        }
+        latest
+    }
+
+    /// A pass whose map took the dirty records below `end`: every closed segment below `end` is re-copied,
+    /// keeping a record at or beyond `end`, or one whose key has no newer mapped offset (unkeyed records go;
+    /// a tombstone kept for the first time is stamped with now + retention, one stamped before goes once its
+    /// horizon has passed, or on a purge whatever its horizon). Adjacent segments merge while their sizes
+    /// (`sizes`, by base, as the real log had them before the pass) stay within `segment_bytes`; a group
+    /// becomes one segment named after its first segment that keeps a record, or disappears.
+    fn pass(&mut self, end: u64, purge: bool, sizes: &BTreeMap<u64, u64>, segment_bytes: u64) {
+        let latest = self.mapped(end);
+        let now = self.now;
+        let mut groups: Vec<Vec<(u64, Vec<MRec>)>> = Vec::new();
+        let mut rest = Vec::new();
+        let mut group_bytes = 0;
+        for (base, seg) in std::mem::take(&mut self.closed) {
+            if base >= end {
+                rest.push((base, seg));
+                continue;
+            }
+            let size = sizes[&base];
+            match groups.last_mut() {
+                Some(g) if group_bytes + size <= segment_bytes => {
+                    g.push((base, seg));
+                    group_bytes += size;
+                }
+                _ => {
+                    groups.push(vec![(base, seg)]);
+                    group_bytes = size;
                 }
             }
         }
-        let now = self.now;
-        for (_, seg) in &mut self.closed {
-            seg.retain(|r| {
-                let expired = r.value.is_none() && r.horizon.is_some_and(|h| purge || now >= h);
-                r.key.is_some_and(|k| latest[&k] == r.offset) && !expired
-            });
-            for r in seg.iter_mut().filter(|r| r.value.is_none() && r.horizon.is_none()) {
-                r.horizon = Some(now + RETENTION);
+        for group in groups {
+            let mut name = None;
+            let mut kept = Vec::new();
+            for (base, seg) in group {
+                for mut r in seg {
+                    let keep = r.offset >= end || {
+                        let expired = r.value.is_none() && r.horizon.is_some_and(|h| purge || now >= h);
+                        r.key.is_some_and(|k| latest.get(&k).is_none_or(|&l| l <= r.offset)) && !expired
+                    };
+                    if !keep {
+                        continue;
+                    }
+                    if r.offset < end && r.value.is_none() && r.horizon.is_none() {
+                        r.horizon = Some(now + RETENTION);
+                    }
+                    name.get_or_insert(base);
+                    kept.push(r);
+                }
+            }
+            if let Some(base) = name {
+                self.closed.push((base, kept));
             }
         }
-        self.closed.retain(|(_, seg)| !seg.is_empty());
+        self.closed.extend(rest);
+        self.checkpoint = end;
     }
 
     fn read_from(&self, offset: u64) -> Vec<MRec> {
@@ -158,6 +204,11 @@ fn system_segments(log: &Log) -> Vec<(u64, Vec<MRec>)> {
     let active = snap.active_records().expect("active readable");
     all.push((snap.active_base(), active.iter().map(to_mrec).collect()));
     all
+}
+
+/// The size of every closed segment of `log`, by base.
+fn segment_sizes(log: &Log) -> BTreeMap<u64, u64> {
+    log.snapshot().closed().iter().map(|s| (s.base(), s.size())).collect()
 }
 
 /// What a consumer that reads the whole log ends up believing: key → value of its latest record, deleted
@@ -223,7 +274,7 @@ pub fn run(harness: &dyn Harness, map: MapKind, ops: &[Op], segment_bytes: u64) 
     let mut fixture = harness.fixture();
     let mut log = Log::open(fixture.open_store(), config.clone()).expect("open");
     let clock = Arc::new(ManualClock::new(NOW));
-    let mut model = Model { closed: Vec::new(), active_base: 0, active: Vec::new(), next: 0, now: NOW };
+    let mut model = Model { closed: Vec::new(), active_base: 0, active: Vec::new(), next: 0, now: NOW, checkpoint: 0 };
     let mut states = Vec::with_capacity(ops.len());
     for op in ops {
         match *op {
@@ -240,25 +291,45 @@ pub fn run(harness: &dyn Harness, map: MapKind, ops: &[Op], segment_bytes: u64) 
             }
             Op::Compact { purge, keys } => {
                 let mut cleaner = cleaner_for(map, keys, &clock);
-                let mut options = PassOptions { purge };
+                let capacity = cleaner.capacity();
+                let mut before = system_segments(&log);
+                let mut sizes = segment_sizes(&log);
                 let mut passes = 0;
-                loop {
-                    let before = system_segments(&log);
-                    let stats = cleaner.clean(&log, options).expect("pass");
-                    passes += 1;
-                    assert!(passes < 10_000, "passes do not converge");
-                    check_partial_pass(&before, &system_segments(&log));
-                    assert_eq!(log.cleaner_checkpoint(), stats.end_offset);
-                    if !stats.map_full {
-                        assert_eq!(stats.end_offset, stats.active_base);
-                        break;
-                    }
-                    assert!(stats.end_offset > stats.first_dirty_offset, "a partial pass made no progress");
-                    // Every tombstone an earlier pass kept lies below this pass's end offset, so the first pass
-                    // has done all the purging; the rest continue as ordinary passes at the same clock.
-                    options = PassOptions { purge: false };
-                }
-                model.compact(purge);
+                let options = PassOptions { purge, ..PassOptions::default() };
+                cleaner
+                    .clean_until_clean(&log, options, |stats| {
+                        passes += 1;
+                        assert!(passes < 10_000, "passes do not converge");
+                        let after = system_segments(&log);
+                        check_partial_pass(&before, &after);
+                        assert_eq!(log.cleaner_checkpoint(), stats.end_offset);
+                        let mapped = model.mapped(stats.end_offset);
+                        if stats.map_full {
+                            assert!(stats.end_offset > stats.first_dirty_offset, "a partial pass made no progress");
+                            assert_eq!(
+                                mapped.len(),
+                                capacity,
+                                "the map filled at {} holding other than its capacity",
+                                stats.end_offset
+                            );
+                            let refused = model.read_from(stats.end_offset);
+                            let key = refused.first().and_then(|r| r.key).expect("a keyed record was refused");
+                            assert!(!mapped.contains_key(&key), "the map refused key {key}, which it held");
+                        } else {
+                            assert_eq!(stats.end_offset, stats.active_base);
+                        }
+                        model.pass(stats.end_offset, purge && passes == 1, &sizes, segment_bytes);
+                        assert_eq!(
+                            after,
+                            model.segments(),
+                            "after pass {passes} of {op:?} on {} with {map}",
+                            harness.name()
+                        );
+                        before = after;
+                        sizes = segment_sizes(&log);
+                        Ok(())
+                    })
+                    .expect("passes");
             }
             Op::Reopen => {
                 drop(log);
@@ -281,6 +352,7 @@ pub fn run(harness: &dyn Harness, map: MapKind, ops: &[Op], segment_bytes: u64) 
         let now = system_segments(&log);
         assert_eq!(now, model.segments(), "after {op:?} on {} with {map}", harness.name());
         assert_eq!(log.next_offset(), model.next);
+        assert_eq!(log.cleaner_checkpoint(), model.checkpoint, "checkpoint after {op:?}");
         states.push(now);
     }
     states

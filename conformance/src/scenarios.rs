@@ -90,7 +90,7 @@ pub fn seed_trace(h: &dyn Harness, map: MapKind) {
     assert_eq!((log.cleaner_checkpoint(), log.next_offset()), (4, 5));
     let tomb = log.read(3).expect("read").expect("tombstone");
     assert_eq!(tomb.delete_horizon, Some(1_000 + cleaner::DEFAULT_DELETE_RETENTION_MS), "on {}", h.name());
-    cleaner(map, &clock, 1000).clean(&log, PassOptions { purge: true }).expect("purge");
+    cleaner(map, &clock, 1000).clean(&log, PassOptions { purge: true, ..PassOptions::default() }).expect("purge");
     assert_eq!(segments(&log), vec![seg(2, &["2 p=2"], true), seg(4, &["4 r=1"], false)]);
     assert_eq!(log.read(0).expect("read").map(|r| r.offset), Some(2));
 }
@@ -312,7 +312,10 @@ pub fn read_only_opens_beside_running_passes(h: &dyn Harness, map: MapKind) {
             if round == 30 {
                 clock.advance(cleaner::DEFAULT_DELETE_RETENTION_MS + 1);
             }
-            c.lock().expect("cleaner").clean(&w, PassOptions { purge: round % 10 == 9 }).expect("pass");
+            c.lock()
+                .expect("cleaner")
+                .clean(&w, PassOptions { purge: round % 10 == 9, ..PassOptions::default() })
+                .expect("pass");
         }));
         let view = Log::open_read_only(Arc::clone(&reader) as Arc<dyn SegmentStore>, LogConfig::default())
             .expect("a snapshot");

@@ -24,7 +24,12 @@ fn check_before_recovery(image: &Arc<CrashStore>, k: u64) -> log_core::check::Ch
 }
 
 fn open(store: &Arc<CrashStore>, sync: SyncPolicy) -> Result<Log, Error> {
-    let config = LogConfig { segment_bytes: 400, index_interval_bytes: 64, sync };
+    open_with(store, sync, 400)
+}
+
+/// Opens with `segment_bytes`, which is also the most a group of cleaned segments merges into.
+fn open_with(store: &Arc<CrashStore>, sync: SyncPolicy, segment_bytes: u64) -> Result<Log, Error> {
+    let config = LogConfig { segment_bytes, index_interval_bytes: 64, sync };
     Log::open(Arc::clone(store) as Arc<dyn SegmentStore>, config)
 }
 
@@ -115,8 +120,18 @@ fn crash_at_every_sync_point_of_appends_with_sync_on_roll() {
 
 const NOW: i64 = 5_000_000;
 
-/// A log with six closed segments, stamped and fresh tombstones, an earlier pass, and an active segment.
-fn build(store: &Arc<CrashStore>, clock: &Arc<ManualClock>) -> Log {
+/// A log with six closed segments, stamped and fresh tombstones, an earlier pass, and an active segment,
+/// reopened with `segment_bytes` for what follows.
+fn build(store: &Arc<CrashStore>, clock: &Arc<ManualClock>, segment_bytes: u64) -> Log {
+    let log = build_small(store, clock);
+    if segment_bytes == 400 {
+        return log;
+    }
+    drop(log);
+    open_with(store, SyncPolicy::OnRoll, segment_bytes).expect("reopen")
+}
+
+fn build_small(store: &Arc<CrashStore>, clock: &Arc<ManualClock>) -> Log {
     let log = open(store, SyncPolicy::OnRoll).expect("open");
     for i in 0..40u32 {
         let key = format!("k{}", i % 9);
@@ -152,7 +167,7 @@ fn pass_with(
 ) -> Result<cleaner::CleanStats, cleaner::Error> {
     let config = CleanerConfig { map, dedupe_buffer_bytes: map.bytes_for(keys, 0.9, 16), ..CleanerConfig::default() };
     let mut c = Cleaner::new(config, Arc::clone(clock) as Arc<dyn cleaner::Clock>)?;
-    c.clean(log, PassOptions { purge })
+    c.clean(log, PassOptions { purge, ..PassOptions::default() })
 }
 
 /// The setup passes (building the log, finishing it after a crash) always use Kafka's map.
@@ -175,11 +190,25 @@ fn leave_stray(store: &CrashStore) {
     store.sync_dir().expect("sync directory");
 }
 
+/// What a sweep's pass must show it did.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// Something changed.
+    Change,
+    /// Segments merged into one named after a later segment of its group (a head marker, the output, a tail
+    /// marker).
+    Grouping,
+}
+
 fn sweep_pass(map: MapKind, keys: usize, purge: bool, stray: bool) {
+    sweep(map, keys, purge, stray, 400, Expect::Change);
+}
+
+fn sweep(map: MapKind, keys: usize, purge: bool, stray: bool, segment_bytes: u64, expect: Expect) {
     let clock = Arc::new(ManualClock::new(NOW));
     // Dry run: the states before and after the pass, the final state, and the pass's sync points.
     let dry = Arc::new(CrashStore::new());
-    let log = build(&dry, &clock);
+    let log = build(&dry, &clock, segment_bytes);
     if stray {
         leave_stray(&dry);
     }
@@ -190,6 +219,14 @@ fn sweep_pass(map: MapKind, keys: usize, purge: bool, stray: bool) {
     let (after, checkpoint_after) = (segments(&log), log.cleaner_checkpoint());
     assert_ne!(before, after, "the pass must change something for the sweep to mean anything");
     assert!(stats.segments_rewritten + stats.segments_removed >= 1);
+    if expect == Expect::Grouping {
+        assert!(
+            stats.segments_merged >= 1 && stats.segments_removed >= 1,
+            "no group with a head and a tail: {stats:?}"
+        );
+        // The output is named after a later segment of its group than the first.
+        assert!(after.len() + 2 <= before.len() && after[0].0 > before[0].0, "{before:?} -> {after:?}");
+    }
     let final_state = until_clean(&log, &clock);
     drop(log);
     assert!(last > first + 3, "{} sync points in the pass", last - first);
@@ -197,7 +234,7 @@ fn sweep_pass(map: MapKind, keys: usize, purge: bool, stray: bool) {
     for k in first..=last {
         for torn in [None, Some(k)] {
             let store = Arc::new(CrashStore::new());
-            let log = build(&store, &clock);
+            let log = build(&store, &clock, segment_bytes);
             if stray {
                 leave_stray(&store);
             }
@@ -211,7 +248,8 @@ fn sweep_pass(map: MapKind, keys: usize, purge: bool, stray: bool) {
             drop(log);
             let image = Arc::new(store.crash_image(torn));
             let pending = check_before_recovery(&image, k);
-            let log = open(&image, SyncPolicy::OnRoll).unwrap_or_else(|e| panic!("reopen after crash at {k}: {e}"));
+            let log = open_with(&image, SyncPolicy::OnRoll, segment_bytes)
+                .unwrap_or_else(|e| panic!("reopen after crash at {k}: {e}"));
             assert_eq!(pending.records, log.snapshot().reader(0).count() as u64, "crash at {k}: check saw another log");
             let seen = segments(&log);
             assert!(seen == before || seen == after, "crash at {k}: half-cleaned log {seen:?}");
@@ -243,6 +281,13 @@ fn crash_at_every_sync_point_of_a_full_pass() {
 fn crash_at_every_sync_point_of_a_pass_with_stray_output_of_a_failed_one() {
     for map in MapKind::ALL {
         sweep_pass(map, 170, false, true);
+    }
+}
+
+#[test]
+fn crash_at_every_sync_point_of_a_grouped_pass() {
+    for map in MapKind::ALL {
+        sweep(map, 170, false, false, 4000, Expect::Grouping);
     }
 }
 

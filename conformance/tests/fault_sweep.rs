@@ -24,7 +24,7 @@ fn config() -> LogConfig {
 fn pass(map: MapKind, log: &Log, clock: &Arc<ManualClock>, keys: usize, purge: bool) -> Result<bool, cleaner::Error> {
     let config = CleanerConfig { map, dedupe_buffer_bytes: map.bytes_for(keys, 0.9, 16), ..CleanerConfig::default() };
     let mut c = Cleaner::new(config, Arc::clone(clock) as Arc<dyn cleaner::Clock>)?;
-    Ok(c.clean(log, PassOptions { purge })?.map_full)
+    Ok(c.clean(log, PassOptions { purge, ..PassOptions::default() })?.map_full)
 }
 
 /// What went wrong first, if anything.

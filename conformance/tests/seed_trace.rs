@@ -59,7 +59,7 @@ fn seed_worked_trace() {
         assert_eq!((stats.stale_dropped, stats.segments_removed, stats.segments_rewritten), (2, 1, 1));
         assert_eq!((stats.tombstones_kept, stats.tombstones_stamped), (1, 1));
         // A later COMPACT PURGE drops the tombstone too.
-        c.clean(&log, PassOptions { purge: true }).expect("purge");
+        c.clean(&log, PassOptions { purge: true, ..PassOptions::default() }).expect("purge");
         assert_eq!(segments(&log), vec![seg(2, &["2 p=2"], true), seg(4, &["4 r=1"], false)]);
     }
 }
@@ -106,7 +106,7 @@ fn mistake_dropping_the_tombstone_on_the_first_pass() {
         let clock = Arc::new(ManualClock::new(1_000));
         let mut c = cleaner(map, &clock);
         // Even a purge keeps a tombstone the first time a pass sees it.
-        c.clean(&log, PassOptions { purge: true }).expect("purge");
+        c.clean(&log, PassOptions { purge: true, ..PassOptions::default() }).expect("purge");
         assert_eq!(segments(&log), vec![seg(0, &["1 q=TOMBSTONE"], true), seg(2, &[], false)]);
         // Before the delete retention has passed an ordinary pass keeps it.
         clock.advance(cleaner::DEFAULT_DELETE_RETENTION_MS - 1);

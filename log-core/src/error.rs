@@ -107,9 +107,41 @@ pub enum Error {
         /// What is wrong.
         reason: &'static str,
     },
-    /// A cleaning result does not fit the log it is applied to (a bug in the caller).
-    #[error("cannot apply cleaning result: {0}")]
-    BadReplacement(String),
+    /// A cleaning result does not fit the log it is applied to (a bug in the caller); nothing was changed.
+    #[error("cannot apply the cleaning result for segment {base}: {problem}")]
+    BadReplacement {
+        /// The base of the segment (or the checkpoint) concerned.
+        base: u64,
+        /// What does not fit.
+        problem: ReplacementProblem,
+    },
+}
+
+/// Why a cleaning result does not fit its log ([`Error::BadReplacement`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplacementProblem {
+    /// The segment is not (any more) a current closed segment of the log.
+    #[error("it is not a current closed segment of the log")]
+    NotCurrent,
+    /// The segments of one replacement are not adjacent in the log.
+    #[error("the segments replaced together are not adjacent")]
+    NotAdjacent,
+    /// Two replacements name the same segment.
+    #[error("it is replaced twice")]
+    ReplacedTwice,
+    /// The output was not written for this segment by this transaction.
+    #[error("the output file does not belong to it")]
+    WrongOutput,
+    /// The new checkpoint lies beyond the active segment's base.
+    #[error("the checkpoint lies beyond the active segment's base {active_base}")]
+    CheckpointBeyondActive {
+        /// The active segment's base.
+        active_base: u64,
+    },
+    /// A replacement holds no segment.
+    #[error("a replacement holds no segment")]
+    Empty,
 }
 
 impl Error {

@@ -2,17 +2,21 @@
 //! that opening a log need not scan the segment. It is only a hint: it is used when it checks out (magic,
 //! version, CRC, and the segment's current length) and rebuilt from the segment otherwise.
 //!
-//! Layout, little-endian: `b"LCIX"`, u8 version (1), 3 zero bytes, u64 segment length, u64 base, u64 index
-//! interval, u64 records, u8 flags (bit 0 first/last offsets present, bit 1 max horizon present), 7 zero
-//! bytes, u64 first offset, u64 last offset, i64 max delete horizon, u64 entry count, entries of (u64 offset,
-//! u64 position), then u32 CRC-32C of everything before it.
+//! Layout, little-endian: `b"LCIX"`, u8 version (2), 3 zero bytes, u64 segment length, u64 base, u64 index
+//! interval, u64 records, u8 flags (bit 0 first/last offsets and timestamps present, bit 1 max horizon
+//! present), 7 zero bytes, u64 first offset, u64 last offset, i64 max delete horizon, i64 first timestamp,
+//! i64 max timestamp, u64 entry count, entries of (u64 offset, u64 position), then u32 CRC-32C of everything
+//! before it. A version 1 hint (no timestamps) is unreadable to this version and rebuilt from its segment.
+//!
+//! The timestamps are trusted as the hint states them (checking the largest would need a scan): they steer
+//! only when a segment may be cleaned (the compaction lags), never what a read or a pass keeps.
 
 use crate::index::OffsetIndex;
 use crate::segment::SegmentSummary;
 
 const MAGIC: &[u8; 4] = b"LCIX";
-const VERSION: u8 = 1;
-const FIXED: usize = 4 + 4 + 8 * 4 + 8 + 8 * 3 + 8;
+const VERSION: u8 = 2;
+const FIXED: usize = 4 + 4 + 8 * 4 + 8 + 8 * 5 + 8;
 
 /// Encodes the summary of a segment of `segment_len` bytes based at `base`.
 pub(crate) fn encode(base: u64, segment_len: u64, s: &SegmentSummary) -> Vec<u8> {
@@ -35,6 +39,8 @@ pub(crate) fn encode(base: u64, segment_len: u64, s: &SegmentSummary) -> Vec<u8>
     out.extend_from_slice(&s.first_offset.unwrap_or(0).to_le_bytes());
     out.extend_from_slice(&s.last_offset.unwrap_or(0).to_le_bytes());
     out.extend_from_slice(&s.max_delete_horizon.unwrap_or(0).to_le_bytes());
+    out.extend_from_slice(&s.first_timestamp.unwrap_or(0).to_le_bytes());
+    out.extend_from_slice(&s.max_timestamp.unwrap_or(0).to_le_bytes());
     out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
     for &(o, p) in entries {
         out.extend_from_slice(&o.to_le_bytes());
@@ -77,7 +83,9 @@ pub(crate) fn decode(bytes: &[u8], base: u64, segment_len: u64) -> Result<Segmen
     let first = field(48)?;
     let last = field(56)?;
     let horizon = field(64)? as i64;
-    let count = field(72)?;
+    let first_timestamp = field(72)? as i64;
+    let max_timestamp = field(80)? as i64;
+    let count = field(88)?;
     let expected = (count as usize).checked_mul(16).and_then(|n| n.checked_add(FIXED)).ok_or(Unreadable)?;
     if expected != body.len() {
         return Err(Unreadable);
@@ -98,6 +106,8 @@ pub(crate) fn decode(bytes: &[u8], base: u64, segment_len: u64) -> Result<Segmen
         last_offset: (flags & 1 != 0).then_some(last),
         records,
         max_delete_horizon: (flags & 2 != 0).then_some(horizon),
+        first_timestamp: (flags & 1 != 0).then_some(first_timestamp),
+        max_timestamp: (flags & 1 != 0).then_some(max_timestamp),
     })
 }
 
@@ -108,7 +118,12 @@ mod tests {
     fn summary() -> SegmentSummary {
         let mut s = SegmentSummary::new(100);
         for i in 0..50u64 {
-            s.note(10, 10 + i * 2, (i == 7).then_some(99), i * 40, 40).expect("increasing");
+            let stamp = crate::segment::Stamp {
+                offset: 10 + i * 2,
+                timestamp: 1000 - i as i64,
+                delete_horizon: (i == 7).then_some(99),
+            };
+            s.note(10, stamp, i * 40, 40).expect("increasing");
         }
         s
     }
@@ -121,6 +136,7 @@ mod tests {
         assert_eq!(back.index.entries(), s.index.entries());
         assert_eq!((back.first_offset, back.last_offset, back.records), (Some(10), Some(108), 50));
         assert_eq!(back.max_delete_horizon, Some(99));
+        assert_eq!((back.first_timestamp, back.max_timestamp), (Some(1000), Some(1000)));
     }
 
     #[test]

@@ -53,8 +53,36 @@ pub enum PendingSwap {
 pub(crate) enum SwapContent {
     /// The cleaned segment that replaces the `.log` of its base.
     Segment(SealedSegment),
-    /// A removal marker: the segment of its base goes.
-    Removed,
+    /// A removal marker: every segment based in `[base, end)` goes (one segment a pass cleaned away, or the
+    /// tail of a group merged into the segment before it).
+    Removed {
+        /// The first offset after the removed range.
+        end: u64,
+    },
+}
+
+/// The `[base, end)` ranges of the valid removal markers among the `.swap` files of `layout`, by base.
+/// Files that are not valid markers are left out here (validation names them).
+pub(crate) fn marker_ranges(store: &dyn SegmentStore, layout: &Layout) -> BTreeMap<u64, u64> {
+    let mut ranges = BTreeMap::new();
+    for (&base, name) in &layout.swaps {
+        let Ok(file) = store.open(name) else { continue };
+        if file.len() != removal::MARKER_BYTES as u64 {
+            continue;
+        }
+        let mut bytes = [0u8; removal::MARKER_BYTES];
+        if file.read_at(0, &mut bytes).is_ok()
+            && let Ok(end) = removal::decode(&bytes, base)
+        {
+            ranges.insert(base, end);
+        }
+    }
+    ranges
+}
+
+/// True when a marker of `ranges` removes the segment based at `base`.
+pub(crate) fn removed_by(ranges: &BTreeMap<u64, u64>, base: u64) -> bool {
+    ranges.range(..=base).next_back().is_some_and(|(_, &end)| base < end)
 }
 
 impl Layout {
@@ -200,16 +228,19 @@ fn kafka_batch_at_start(store: &dyn SegmentStore, name: &str) -> Option<u8> {
 }
 
 /// Validates the committed `.swap` file `name` of the segment based at `base` before it may replace (or
-/// remove) that segment: a removal marker for this base, or a segment whose every frame decodes, whose
-/// offsets increase from `base` and stay below `next_base` (the base of the segment after it, if any).
+/// remove) segments: a removal marker for this base whose range covers no other `.swap`, or a segment whose
+/// every frame decodes, whose offsets increase from `base` and stay below the next segment that survives the
+/// swap ([`next_base_after`]; a grouped output covers the segments its group's marker removes). `markers`
+/// is [`marker_ranges`] of `layout`.
 ///
 /// # Errors
 /// [`Error::Corrupt`] naming the `.swap` file; [`Error::Io`].
 pub(crate) fn load_swap(
     store: &dyn SegmentStore,
+    layout: &Layout,
+    markers: &BTreeMap<u64, u64>,
     base: u64,
     name: &str,
-    next_base: Option<u64>,
     index_interval: u64,
 ) -> Result<SwapContent> {
     let file = store.open(name).map_err(Error::io("open", name))?;
@@ -217,13 +248,14 @@ pub(crate) fn load_swap(
     if file.len() == removal::MARKER_BYTES as u64 || file.is_empty() {
         let mut bytes = vec![0; removal::MARKER_BYTES.min(usize::try_from(file.len()).unwrap_or(0))];
         file.read_at(0, &mut bytes).map_err(Error::io("read", name))?;
-        return match removal::decode(&bytes, base) {
-            Ok(_) => Ok(SwapContent::Removed),
-            Err(kind) => Err(corrupt(0, kind)),
-        };
+        let end = removal::decode(&bytes, base).map_err(|kind| corrupt(0, kind))?;
+        if layout.swaps.range(base + 1..end.max(base + 1)).next().is_some() {
+            return Err(corrupt(0, CorruptKind::BadRemovalMarker("its range covers another .swap file")));
+        }
+        return Ok(SwapContent::Removed { end });
     }
     let segment = SealedSegment::load(base, name.to_owned(), Arc::clone(&file), index_interval)?;
-    if let (Some(next_base), Some(last)) = (next_base, segment.last_offset())
+    if let (Some(next_base), Some(last)) = (next_base_after(layout, markers, base), segment.last_offset())
         && last >= next_base
     {
         return Err(corrupt(0, CorruptKind::OffsetBeyondNextSegment { next_base, found: last }));
@@ -232,9 +264,9 @@ pub(crate) fn load_swap(
 }
 
 /// The base after `base` among the segments that exist once the swap is completed: the next `.log` or
-/// `.swap` base.
-pub(crate) fn next_base_after(layout: &Layout, base: u64) -> Option<u64> {
-    let next = |m: &BTreeMap<u64, String>| m.range(base + 1..).next().map(|(&b, _)| b);
+/// `.swap` base that no removal marker of `markers` removes.
+pub(crate) fn next_base_after(layout: &Layout, markers: &BTreeMap<u64, u64>, base: u64) -> Option<u64> {
+    let next = |m: &BTreeMap<u64, String>| m.range(base + 1..).map(|(&b, _)| b).find(|&b| !removed_by(markers, b));
     match (next(&layout.logs), next(&layout.swaps)) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

@@ -9,7 +9,7 @@
 //!
 //! Modules: [`record`] (records), [`codec`] (the checksummed frame), [`storage`] (backend traits),
 //! [`names`] (file names), [`index`] (sparse offset index), [`segment`] (sealed segments, scans, writers),
-//! and the [`Log`] itself with its [`LogSnapshot`] readers and cleaning swap ([`Replacement`]).
+//! and the [`Log`] itself with its [`LogSnapshot`] readers and its cleaning transaction ([`Cleaning`]).
 //!
 //! # Example
 //! ```
@@ -29,10 +29,11 @@
 pub mod check;
 mod checkpoint;
 pub mod checksum;
-mod cleaned_copy;
+pub mod cleaning;
 pub mod codec;
 mod config;
 mod error;
+mod group_copy;
 pub mod index;
 mod index_file;
 pub mod layout;
@@ -49,13 +50,13 @@ mod swap;
 pub mod tail;
 pub mod workload;
 
-pub use cleaned_copy::CleanedCopy;
+pub use cleaning::{Cleaning, DirtySection, Replacement};
 pub use config::{DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES, LogConfig, SyncPolicy};
-pub use error::{CorruptKind, Error, Result};
+pub use error::{CorruptKind, Error, ReplacementProblem, Result};
+pub use group_copy::GroupCopy;
 pub use log::{AppendRecord, CheckpointReset, Log, RecoveryReport, now_ms};
 pub use reader::{LogReader, LogSnapshot};
 pub use record::{Header, Record, RecordRef};
-pub use segment::{SealedSegment, SegmentWriter};
+pub use segment::{SealedSegment, SegmentWriter, Stamp};
 pub use storage::{Segment, SegmentBytes, SegmentStore};
-pub use swap::{CleaningGuard, Replacement};
 pub use tail::TornTail;

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::names::{FileKind, file_name};
 use crate::reader::LogSnapshot;
 use crate::record::{Header, Record};
-use crate::segment::{SealedSegment, SegmentSummary};
+use crate::segment::{SealedSegment, SegmentSummary, Stamp};
 use crate::storage::{Segment, SegmentStore};
 use crate::tail::TornTail;
 
@@ -101,7 +101,7 @@ pub(crate) struct Inner {
 ///
 /// Invariants: offsets strictly increase across the log and never change; the last segment is the active one
 /// and the only one appended to; closed segments are sealed, never empty, and are replaced only by
-/// [`Log::commit_cleaning`], atomically for readers and for crashes.
+/// a cleaning commit ([`crate::Cleaning::commit`]), atomically for readers and for crashes.
 ///
 /// All methods take `&self`: appends, rolls and the cleaner's commit take a write lock; reads snapshot the
 /// segment list under a read lock and then read without it.
@@ -114,7 +114,7 @@ pub struct Log {
     /// Opened with [`Log::open_read_only`]: every write fails with [`Error::ReadOnly`].
     pub(crate) read_only: bool,
     pub(crate) recovery: RecoveryReport,
-    /// Serialises cleaning passes (see [`Log::begin_cleaning`]).
+    /// The one cleaning slot: serialises cleaning passes (see [`Log::begin_cleaning`]).
     pub(crate) cleaning: std::sync::Mutex<()>,
 }
 
@@ -196,13 +196,11 @@ impl Log {
 
     /// A consistent view of the segments for reading.
     pub fn snapshot(&self) -> LogSnapshot {
-        let inner = self.read_inner();
-        LogSnapshot::new(
-            Arc::clone(&inner.closed),
-            inner.active.base,
-            Arc::clone(&inner.active.file),
-            inner.active.readable_len(),
-        )
+        self.snapshot_locked(&self.read_inner())
+    }
+
+    pub(crate) fn snapshot_locked(&self, inner: &Inner) -> LogSnapshot {
+        LogSnapshot::new(Arc::clone(&inner.closed), &inner.active)
     }
 
     /// The first record with an offset `>= offset`, or `None` past the end. A consumer asking for an offset
@@ -213,12 +211,7 @@ impl Log {
     pub fn read(&self, offset: u64) -> Result<Option<Record>> {
         let (snapshot, active_pos) = {
             let inner = self.read_inner();
-            let snapshot = LogSnapshot::new(
-                Arc::clone(&inner.closed),
-                inner.active.base,
-                Arc::clone(&inner.active.file),
-                inner.active.readable_len(),
-            );
+            let snapshot = self.snapshot_locked(&inner);
             (snapshot, inner.active.summary.index.seek(offset))
         };
         snapshot.read_from_hint(offset, active_pos)
@@ -249,11 +242,10 @@ impl Log {
         }
         let active = &mut inner.active;
         let pos = self.check(active.file.append(&inner.scratch).map_err(Error::io("append", &active.name)))?;
-        active.summary.note(active.base, offset, None, pos, len as u64).map_err(|kind| Error::Corrupt {
-            segment: active.name.clone(),
-            position: pos,
-            kind,
-        })?;
+        active
+            .summary
+            .note(active.base, Stamp { offset, timestamp: rec.timestamp, delete_horizon: None }, pos, len as u64)
+            .map_err(|kind| Error::Corrupt { segment: active.name.clone(), position: pos, kind })?;
         inner.next_offset = offset + 1;
         inner.unsynced_bytes += len as u64;
         let due = match self.config.sync {

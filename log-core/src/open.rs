@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 use crate::checkpoint;
 use crate::config::LogConfig;
 use crate::error::{CorruptKind, Error, Result};
-use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, next_base_after};
+use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges};
 use crate::log::{Active, CheckpointReset, Inner, Log, RecoveryReport};
 use crate::names::{CHECKPOINT_TMP_FILE, FileKind, file_name};
 use crate::segment::SealedSegment;
@@ -56,22 +56,27 @@ pub(crate) fn recover_swap(
             }
         }
         PendingSwap::Complete => {
+            let markers = marker_ranges(store, layout);
             let mut validated = Vec::with_capacity(layout.swaps.len());
             for (&base, name) in &layout.swaps {
-                let next = next_base_after(layout, base);
-                let removed =
-                    matches!(load_swap(store, base, name, next, config.index_interval_bytes)?, SwapContent::Removed);
-                validated.push((base, name, removed));
+                let content = load_swap(store, layout, &markers, base, name, config.index_interval_bytes)?;
+                let removes = match content {
+                    SwapContent::Removed { end } => Some(end),
+                    SwapContent::Segment(_) => None,
+                };
+                validated.push((base, name, removes));
             }
-            for (base, name, removed) in validated {
-                let target = file_name(base, FileKind::Log);
-                if removed {
-                    // The segment goes before its marker, durably: a crash in between must not bring it back.
-                    delete_if_exists(store, &target)?;
+            for (base, name, removes) in validated {
+                if let Some(end) = removes {
+                    // The segments go before their marker, durably: a crash in between must not bring one back.
+                    for (&b, log) in layout.logs.range(base..end) {
+                        delete_if_exists(store, log)?;
+                        delete_if_exists(store, &file_name(b, FileKind::Index))?;
+                    }
                     sync_dir(store)?;
                     delete_if_exists(store, name)?;
                 } else {
-                    store.rename(name, &target).map_err(Error::io("rename", name))?;
+                    store.rename(name, &file_name(base, FileKind::Log)).map_err(Error::io("rename", name))?;
                 }
                 delete_if_exists(store, &file_name(base, FileKind::Index))?;
                 report.swaps_completed += 1;
@@ -354,12 +359,10 @@ fn load_read_only(store: &Arc<dyn SegmentStore>, config: &LogConfig) -> Result<O
         PendingSwap::None => {}
         PendingSwap::RollBack => report.cleaned_files_discarded = layout.cleaned.len() + layout.swaps.len(),
         PendingSwap::Complete => {
+            let markers = marker_ranges(store_ref, &layout);
             for (&base, name) in &layout.swaps {
-                let next = next_base_after(&layout, base);
-                match load_swap(store_ref, base, name, next, config.index_interval_bytes)? {
-                    SwapContent::Removed => {
-                        names.remove(&base);
-                    }
+                match load_swap(store_ref, &layout, &markers, base, name, config.index_interval_bytes)? {
+                    SwapContent::Removed { end } => names.retain(|&b, _| !(base..end).contains(&b)),
                     SwapContent::Segment(s) => {
                         names.insert(base, (name.clone(), Some(s)));
                     }

@@ -16,16 +16,30 @@ pub struct LogSnapshot {
     active_base: u64,
     active_file: Arc<dyn Segment>,
     active_len: u64,
+    active_records: u64,
+    active_first_timestamp: Option<i64>,
 }
 
 impl LogSnapshot {
-    pub(crate) fn new(
-        closed: Arc<Vec<Arc<SealedSegment>>>,
-        active_base: u64,
-        active_file: Arc<dyn Segment>,
-        active_len: u64,
-    ) -> Self {
-        LogSnapshot { closed, active_base, active_file, active_len }
+    pub(crate) fn new(closed: Arc<Vec<Arc<SealedSegment>>>, active: &crate::log::Active) -> Self {
+        LogSnapshot {
+            closed,
+            active_base: active.base,
+            active_file: Arc::clone(&active.file),
+            active_len: active.readable_len(),
+            active_records: active.summary.records,
+            active_first_timestamp: active.summary.first_timestamp,
+        }
+    }
+
+    /// Records in the active segment when the snapshot was taken.
+    pub fn active_records_count(&self) -> u64 {
+        self.active_records
+    }
+
+    /// Timestamp of the active segment's first record, if it has one.
+    pub fn active_first_timestamp(&self) -> Option<i64> {
+        self.active_first_timestamp
     }
 
     /// Closed segments, oldest first.

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use crate::codec;
 use crate::error::{Error, Result};
-use crate::layout::{Layout, PendingSwap, load_swap, next_base_after};
+use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges};
 use crate::names::{CHECKPOINT_FILE, FileKind, file_name};
 use crate::storage::{Segment, SegmentStore};
 
@@ -158,33 +158,51 @@ pub fn plan(store: &dyn SegmentStore) -> Result<RepairPlan> {
     }
     let mut segments = layout.logs.clone();
     if layout.pending_swap() == PendingSwap::Complete {
-        for (&base, name) in &layout.swaps {
-            match load_swap(store, base, name, next_base_after(&layout, base), crate::DEFAULT_INDEX_INTERVAL_BYTES) {
-                Ok(crate::layout::SwapContent::Removed) => {
-                    // A valid removal marker: the next open (or the repair) removes the segment.
-                    segments.remove(&base);
+        let markers = marker_ranges(store, &layout);
+        let interval = crate::DEFAULT_INDEX_INTERVAL_BYTES;
+        let mut loaded: Vec<(u64, &String, Result<SwapContent>)> =
+            layout.swaps.iter().map(|(&b, n)| (b, n, load_swap(store, &layout, &markers, b, n, interval))).collect();
+        // A marker that follows a cleaned segment set aside goes with it: it may remove the rest of that
+        // segment's group, whose records only the set-aside file held.
+        let set_aside: Vec<u64> = loaded.iter().filter(|(_, _, r)| r.is_err()).map(|&(b, _, _)| b).collect();
+        for (base, name, result) in &mut loaded {
+            let follows = set_aside.iter().any(|&a| next_old_base(&layout, a) == Some(*base));
+            if follows && let Ok(SwapContent::Removed { .. }) = result {
+                let kind = crate::CorruptKind::BadRemovalMarker("the cleaned segment before it is set aside");
+                *result = Err(Error::Corrupt { segment: (*name).clone(), position: 0, kind });
+            }
+        }
+        for (base, name, result) in loaded {
+            match result {
+                Ok(SwapContent::Removed { end }) => {
+                    // A valid removal marker: the next open (or the repair) removes the segments.
+                    segments.retain(|&b, _| !(base..end).contains(&b));
                 }
-                Ok(crate::layout::SwapContent::Segment(_)) => {
+                Ok(SwapContent::Segment(_)) => {
                     // A valid committed swap: it is completed first; repair the segment it becomes.
                     segments.insert(base, name.clone());
                 }
                 Err(e) => {
+                    let end = markers.get(&base).copied().unwrap_or(base + 1);
+                    let restored: Vec<u64> = layout
+                        .deleted
+                        .range(base..end.max(base + 1))
+                        .map(|(&b, _)| b)
+                        .filter(|b| !layout.logs.contains_key(b))
+                        .collect();
                     let segment = if layout.logs.contains_key(&base) {
                         "the segment it was to replace is kept".to_owned()
-                    } else if layout.deleted.contains_key(&base) {
-                        format!(
-                            "{} is restored from {}",
-                            file_name(base, FileKind::Log),
-                            file_name(base, FileKind::Deleted)
-                        )
+                    } else if !restored.is_empty() {
+                        let names: Vec<String> = restored.iter().map(|&b| file_name(b, FileKind::Log)).collect();
+                        format!("{} restored from .deleted", names.join(", "))
                     } else {
                         "the segment it replaced is gone already: its records are lost".to_owned()
                     };
                     plan.actions.push(RepairAction::DiscardSwap { file: name.clone(), reason: e.to_string(), segment });
-                    if let Some(deleted) = layout.deleted.get(&base)
-                        && !layout.logs.contains_key(&base)
-                    {
-                        segments.insert(base, deleted.clone());
+                    for b in restored {
+                        if let Some(deleted) = layout.deleted.get(&b) {
+                            segments.insert(b, deleted.clone());
+                        }
                     }
                 }
             }
@@ -283,12 +301,17 @@ pub fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<
         let RepairAction::DiscardSwap { file, .. } = action else { continue };
         let Some((base, _)) = crate::names::parse_file_name(file) else { continue };
         let swap = store.open(file).map_err(Error::io("open", file))?;
-        backup(&mut outcome, file, &read_all(&swap, file)?)?;
-        let log = file_name(base, FileKind::Log);
-        let deleted = file_name(base, FileKind::Deleted);
-        if store.file_id(&log).is_err() && store.file_id(&deleted).is_ok() {
-            store.rename(&deleted, &log).map_err(Error::io("rename", &deleted))?;
-            sync_dir()?;
+        let bytes = read_all(&swap, file)?;
+        backup(&mut outcome, file, &bytes)?;
+        // A valid marker set aside with its group restores every segment of its range.
+        let end = crate::removal::decode(&bytes, base).unwrap_or(base + 1).max(base + 1);
+        let deleted_now = Layout::scan(store)?.deleted;
+        for (&b, deleted) in deleted_now.range(base..end) {
+            let log = file_name(b, FileKind::Log);
+            if store.file_id(&log).is_err() {
+                store.rename(deleted, &log).map_err(Error::io("rename", deleted))?;
+                sync_dir()?;
+            }
         }
         delete_quietly(store, file)?;
         sync_dir()?;
@@ -349,6 +372,15 @@ pub fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<
         outcome.actions.push(action.clone());
     }
     Ok(outcome)
+}
+
+/// The base of the segment after `base` as the log stood before the swap (`.log` or `.deleted`).
+fn next_old_base(layout: &Layout, base: u64) -> Option<u64> {
+    let next = |m: &std::collections::BTreeMap<u64, String>| m.range(base + 1..).next().map(|(&b, _)| b);
+    match (next(&layout.logs), next(&layout.deleted)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 fn delete_quietly(store: &dyn SegmentStore, name: &str) -> Result<()> {

@@ -35,7 +35,8 @@ pub(crate) fn hint_matches(summary: &SegmentSummary, base: u64, bytes: &[u8]) ->
     let (Some(&(first, 0)), Some(&(_, tail))) = (entries.first(), entries.last()) else {
         return bytes.is_empty() && summary.records == 0;
     };
-    let first_ok = matches!(codec::decode(bytes), Ok((rec, _)) if rec.offset == first && first >= base);
+    let first_ok = matches!(codec::decode(bytes), Ok((rec, _))
+        if rec.offset == first && first >= base && summary.first_timestamp == Some(rec.timestamp));
     if !first_ok || summary.first_offset != Some(first) {
         return false;
     }
@@ -129,6 +130,30 @@ pub struct SegmentSummary {
     pub records: u64,
     /// Largest delete horizon among stamped tombstones.
     pub max_delete_horizon: Option<i64>,
+    /// Timestamp of the first record (Kafka's first batch timestamp: what `max.compaction.lag.ms` measures
+    /// a dirty segment's age by).
+    pub first_timestamp: Option<i64>,
+    /// Largest record timestamp (Kafka's `largestTimestamp`: a segment holding a record younger than
+    /// `min.compaction.lag.ms` is not cleaned yet).
+    pub max_timestamp: Option<i64>,
+}
+
+/// What the summary of a segment learns from one record: its offset, timestamp and delete horizon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// The record's offset.
+    pub offset: u64,
+    /// The record's timestamp, ms since the Unix epoch.
+    pub timestamp: i64,
+    /// The delete horizon of a stamped tombstone.
+    pub delete_horizon: Option<i64>,
+}
+
+impl Stamp {
+    /// The stamp of `rec`.
+    pub fn of(rec: &RecordRef<'_>) -> Self {
+        Stamp { offset: rec.offset, timestamp: rec.timestamp, delete_horizon: rec.delete_horizon }
+    }
 }
 
 impl SegmentSummary {
@@ -137,14 +162,8 @@ impl SegmentSummary {
     }
 
     /// Records a frame; checks that offsets increase and do not fall below `base`.
-    pub(crate) fn note(
-        &mut self,
-        base: u64,
-        offset: u64,
-        horizon: Option<i64>,
-        pos: u64,
-        len: u64,
-    ) -> Result<(), CorruptKind> {
+    pub(crate) fn note(&mut self, base: u64, stamp: Stamp, pos: u64, len: u64) -> Result<(), CorruptKind> {
+        let Stamp { offset, timestamp, delete_horizon: horizon } = stamp;
         if offset < base {
             return Err(CorruptKind::OffsetBelowBase { base, found: offset });
         }
@@ -160,6 +179,8 @@ impl SegmentSummary {
         self.first_offset.get_or_insert(offset);
         self.last_offset = Some(offset);
         self.records += 1;
+        self.first_timestamp.get_or_insert(timestamp);
+        self.max_timestamp = Some(self.max_timestamp.map_or(timestamp, |m| m.max(timestamp)));
         if let Some(h) = horizon {
             self.max_delete_horizon = Some(self.max_delete_horizon.map_or(h, |m| m.max(h)));
         }
@@ -204,7 +225,7 @@ impl SealedSegment {
         let mut summary = SegmentSummary::new(index_interval);
         for item in RecordIter::new(bytes, 0, name) {
             let (pos, rec, len) = item?;
-            summary.note(base, rec.offset, rec.delete_horizon, pos, len as u64).map_err(|kind| Error::Corrupt {
+            summary.note(base, Stamp::of(&rec), pos, len as u64).map_err(|kind| Error::Corrupt {
                 segment: name.to_owned(),
                 position: pos,
                 kind,
@@ -387,15 +408,17 @@ impl SegmentWriter {
         Ok(())
     }
 
-    /// Appends one encoded frame holding the record with `offset` (and `delete_horizon`).
+    /// Appends one encoded frame holding the record `stamp` describes.
     ///
     /// # Errors
     /// [`Error::Corrupt`] if the offset does not follow the previous one; [`Error::Io`] from a flush.
-    pub fn append_frame(&mut self, frame: &[u8], offset: u64, delete_horizon: Option<i64>) -> Result<()> {
+    pub fn append_frame(&mut self, frame: &[u8], stamp: Stamp) -> Result<()> {
         let pos = self.written + self.buffer.len() as u64;
-        self.summary
-            .note(self.base, offset, delete_horizon, pos, frame.len() as u64)
-            .map_err(|kind| Error::Corrupt { segment: self.name.clone(), position: pos, kind })?;
+        self.summary.note(self.base, stamp, pos, frame.len() as u64).map_err(|kind| Error::Corrupt {
+            segment: self.name.clone(),
+            position: pos,
+            kind,
+        })?;
         if self.buffer.len() + frame.len() > WRITE_BUFFER_BYTES {
             self.flush()?;
         }
@@ -418,6 +441,11 @@ impl SegmentWriter {
             self.buffer.clear();
         }
         Ok(())
+    }
+
+    /// The base of the segment being written.
+    pub fn base(&self) -> u64 {
+        self.base
     }
 
     /// Records written so far.

@@ -109,7 +109,7 @@ pub(crate) fn scan_active(
                 if let Some(previous) = floor.filter(|&f| rec.offset <= f) {
                     break (pos, CorruptKind::OffsetNotIncreasing { previous, found: rec.offset });
                 }
-                if let Err(kind) = summary.note(base, rec.offset, rec.delete_horizon, pos, frame_len as u64) {
+                if let Err(kind) = summary.note(base, crate::segment::Stamp::of(&rec), pos, frame_len as u64) {
                     break (pos, kind);
                 }
             }

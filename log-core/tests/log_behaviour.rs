@@ -97,7 +97,7 @@ fn reopening_restores_segments_next_offset_and_checkpoint() -> Result<(), Error>
         log.delete(b"b")?;
         log.roll()?;
         log.put(b"c", b"3")?;
-        log.commit_cleaning(&log.begin_cleaning(), Vec::new(), 2)?;
+        log.begin_cleaning()?.commit(Vec::new(), 2)?;
         let snap = log.snapshot();
         (snap.reader(0).collect::<Result<Vec<_>, _>>()?, log.next_offset())
     };
@@ -116,7 +116,13 @@ fn a_checkpoint_beyond_the_active_segment_is_refused() -> Result<(), Error> {
     let store = Arc::new(MemStore::new());
     let log = open(&store, LogConfig::default());
     log.put(b"a", b"1")?;
-    assert!(matches!(log.commit_cleaning(&log.begin_cleaning(), Vec::new(), 5), Err(Error::BadReplacement(_))));
+    assert!(matches!(
+        log.begin_cleaning()?.commit(Vec::new(), 5),
+        Err(Error::BadReplacement {
+            base: 5,
+            problem: log_core::ReplacementProblem::CheckpointBeyondActive { active_base: 0 }
+        })
+    ));
     assert_eq!(log.cleaner_checkpoint(), 0);
     Ok(())
 }

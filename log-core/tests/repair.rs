@@ -150,3 +150,76 @@ fn a_crash_at_any_sync_point_of_a_repair_loses_only_the_damaged_record() {
         }
     }
 }
+
+/// A committed grouped swap: segments 0 and 10 merged into `0.log.swap`, segment 10 removed by a marker
+/// covering it; `deleted` says whether the old segments were already renamed `.deleted` (step 6 of a commit).
+fn grouped_swap(store: &Arc<CrashStore>, deleted: bool) -> Vec<u8> {
+    three_segments(store);
+    let (log0, log10) = (file_name(0, FileKind::Log), file_name(10, FileKind::Log));
+    let mut merged = read(&**store, &log0);
+    merged.extend_from_slice(&read(&**store, &log10));
+    write(&**store, &file_name(0, FileKind::Swap), &merged);
+    write(&**store, &file_name(10, FileKind::Swap), &log_core::removal::encode(10, 20));
+    if deleted {
+        for (b, name) in [(0, &log0), (10, &log10)] {
+            store.rename(name, &file_name(b, FileKind::Deleted)).expect("rename");
+        }
+        store.sync_dir().expect("sync");
+    }
+    merged
+}
+
+#[test]
+fn a_grouped_swap_completes_into_one_segment() {
+    for deleted in [false, true] {
+        let store = Arc::new(CrashStore::new());
+        grouped_swap(&store, deleted);
+        let log = Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, config()).expect("open completes the swap");
+        let bases: Vec<u64> = log.snapshot().closed().iter().map(|s| s.base()).collect();
+        assert_eq!(bases, vec![0], "one merged segment (old segments deleted: {deleted})");
+        assert_eq!(log.recovery_report().swaps_completed, 2);
+        drop(log);
+        assert_eq!(keys(&store), all_but(&[]));
+        let names = store.list().expect("list");
+        assert!(!names.iter().any(|n| n.contains(".swap") || n.contains(".deleted")), "{names:?}");
+    }
+}
+
+#[test]
+fn a_marker_covering_another_swap_is_refused_and_nothing_changes() {
+    let store = Arc::new(CrashStore::new());
+    grouped_swap(&store, false);
+    // A marker at 0 that would remove segments 0 and 10, beside the `.swap` of 10.
+    write(&*store, &file_name(0, FileKind::Swap), &log_core::removal::encode(0, 20));
+    write(&*store, &file_name(10, FileKind::Swap), &read(&*store, &file_name(10, FileKind::Log)));
+    let before = store.list().expect("list");
+    match Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, config()) {
+        Err(log_core::Error::Corrupt { segment, kind: log_core::CorruptKind::BadRemovalMarker(_), .. }) => {
+            assert_eq!(segment, file_name(0, FileKind::Swap));
+        }
+        other => panic!("expected a bad marker, got {other:?}"),
+    }
+    assert_eq!(store.list().expect("list"), before, "nothing changed");
+}
+
+#[test]
+fn a_damaged_grouped_swap_is_set_aside_with_its_marker_and_both_segments_come_back() {
+    let store = Arc::new(CrashStore::new());
+    let merged = grouped_swap(&store, true);
+    let swap0 = file_name(0, FileKind::Swap);
+    let mut bad = merged.clone();
+    bad[28] ^= 0x11;
+    write(&*store, &swap0, &bad);
+    let p = plan(&*store).expect("plan");
+    let discarded: Vec<&str> = p
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            RepairAction::DiscardSwap { file, .. } => Some(file.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(discarded, vec![swap0.as_str(), file_name(10, FileKind::Swap).as_str()], "{p:?}");
+    apply(&*store, &p, 3).expect("apply");
+    assert_eq!(keys(&store), all_but(&[]), "both old segments restored: nothing lost");
+}

@@ -1,0 +1,339 @@
+//! The cleaning transaction: what a pass holds from its snapshot to its commit, and the dirty section a
+//! scheduler weighs before it starts one.
+//!
+//! A pass begins with [`Log::begin_cleaning`] (waits) or [`Log::try_begin_cleaning`] (does not), which takes
+//! the log's one cleaning slot and a snapshot. It reads the snapshot, writes cleaned copies through
+//! [`Cleaning::copy`] (one output for each group of adjacent segments, [`Cleaning::groups`]), and ends with
+//! [`Cleaning::commit`], which swaps the outputs in atomically and moves the checkpoint. Dropped without a
+//! commit, the transaction removes its own output files through the log: a poisoned log is left alone (its
+//! durable state is unknown, and the next open sorts the files out) and a failed removal poisons it, as every
+//! failed change of storage does. The cleaner never names a file.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::error::{Error, Result};
+use crate::group_copy::GroupCopy;
+use crate::log::Log;
+use crate::names::{FileKind, file_name};
+use crate::reader::LogSnapshot;
+use crate::segment::{SealedSegment, SegmentWriter};
+
+/// Kafka's `segment.index.bytes` default (10 MiB) in entries of this format's hints (16 bytes each): a
+/// grouped output's index stays within what one segment's index may hold.
+pub const MAX_GROUP_INDEX_ENTRIES: usize = (10 << 20) / 16;
+
+/// What a scheduler needs to know about a log's dirty section, from one snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct DirtySection {
+    /// The cleaner checkpoint: the first offset no pass has been through.
+    pub first_dirty_offset: u64,
+    /// The first offset a pass may not take: the active segment's base, or the base of the first dirty closed
+    /// segment holding a record younger than `min.compaction.lag.ms` (never below the checkpoint).
+    pub first_uncleanable_offset: u64,
+    /// Bytes of the closed segments wholly below the checkpoint.
+    pub clean_bytes: u64,
+    /// Bytes of the closed segments a pass may take: from the one holding the checkpoint to the first
+    /// uncleanable offset.
+    pub dirty_bytes: u64,
+    /// Records of those segments.
+    pub dirty_records: u64,
+    /// Bytes of closed segments that are dirty but too young to clean (`min.compaction.lag.ms`).
+    pub too_young_bytes: u64,
+    /// Bytes of the active segment, which no pass takes.
+    pub active_bytes: u64,
+    /// Records of the active segment.
+    pub active_records: u64,
+    /// Closed segments.
+    pub closed_segments: usize,
+    /// The earliest first-record timestamp among the dirty closed segments: the age of the oldest dirty
+    /// record as `max.compaction.lag.ms` measures it (Kafka's first batch timestamp).
+    pub oldest_dirty_timestamp: Option<i64>,
+    /// The first record timestamp of the active segment (a scheduler rolls an active segment older than the
+    /// maximum lag, as Kafka does, so that its records can be cleaned at all).
+    pub active_first_timestamp: Option<i64>,
+}
+
+impl DirtySection {
+    /// The dirty section of `snapshot` with the cleaner checkpoint at `checkpoint`, at `now_ms`, keeping
+    /// segments with a record younger than `min_compaction_lag_ms` out (0: none is too young).
+    pub fn of(snapshot: &LogSnapshot, checkpoint: u64, now_ms: i64, min_compaction_lag_ms: i64) -> Self {
+        let active_base = snapshot.active_base();
+        let mut section = DirtySection {
+            first_dirty_offset: checkpoint,
+            first_uncleanable_offset: active_base,
+            active_bytes: snapshot.active_len(),
+            active_records: snapshot.active_records_count(),
+            closed_segments: snapshot.closed().len(),
+            active_first_timestamp: snapshot.active_first_timestamp(),
+            ..DirtySection::default()
+        };
+        let young_after = now_ms.saturating_sub(min_compaction_lag_ms.max(0));
+        for segment in snapshot.closed() {
+            let summary = segment.summary();
+            if segment.last_offset().is_none_or(|l| l < checkpoint) {
+                section.clean_bytes += segment.size();
+                continue;
+            }
+            if let Some(t) = summary.first_timestamp {
+                section.oldest_dirty_timestamp = Some(section.oldest_dirty_timestamp.map_or(t, |o| o.min(t)));
+            }
+            let too_young = min_compaction_lag_ms > 0 && summary.max_timestamp.is_some_and(|t| t > young_after);
+            if too_young && section.first_uncleanable_offset == active_base {
+                section.first_uncleanable_offset = segment.base().max(checkpoint);
+            }
+            if segment.base() < section.first_uncleanable_offset && section.first_uncleanable_offset > checkpoint {
+                section.dirty_bytes += segment.size();
+                section.dirty_records += summary.records;
+            } else {
+                section.too_young_bytes += segment.size();
+            }
+        }
+        section
+    }
+
+    /// Kafka's cleanable ratio: dirty bytes over clean plus dirty bytes (0 for a log with neither).
+    pub fn dirty_ratio(&self) -> f64 {
+        let total = self.clean_bytes + self.dirty_bytes;
+        if total == 0 { 0.0 } else { self.dirty_bytes as f64 / total as f64 }
+    }
+
+    /// True when a pass would find something to clean.
+    pub fn is_cleanable(&self) -> bool {
+        self.dirty_bytes > 0 && self.first_uncleanable_offset > self.first_dirty_offset
+    }
+
+    /// How long past `max.compaction.lag.ms` the oldest dirty record is at `now_ms` (0 when it is not).
+    pub fn compaction_delay_ms(&self, now_ms: i64, max_compaction_lag_ms: i64) -> i64 {
+        let until = now_ms.saturating_sub(max_compaction_lag_ms.max(0));
+        self.oldest_dirty_timestamp.map_or(0, |t| until.saturating_sub(t).max(0))
+    }
+}
+
+/// One cleaning pass's hold on a log: its slot (one pass at a time per log), its snapshot, and the files it
+/// has written and not committed. See the module docs.
+#[derive(Debug)]
+pub struct Cleaning<'a> {
+    log: &'a Log,
+    _slot: MutexGuard<'a, ()>,
+    snapshot: LogSnapshot,
+    checkpoint: u64,
+    /// Output files written and not committed, removed if the transaction is dropped.
+    outputs: Mutex<Vec<String>>,
+}
+
+impl Log {
+    /// Waits until no other pass is cleaning this log, then starts a cleaning transaction.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`]; [`Error::Poisoned`].
+    pub fn begin_cleaning(&self) -> Result<Cleaning<'_>> {
+        self.writable()?;
+        let slot = self.cleaning.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        Ok(self.start_cleaning(slot))
+    }
+
+    /// Starts a cleaning transaction unless another pass holds the log (`Ok(None)` then, at once).
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`]; [`Error::Poisoned`].
+    pub fn try_begin_cleaning(&self) -> Result<Option<Cleaning<'_>>> {
+        self.writable()?;
+        let slot = match self.cleaning.try_lock() {
+            Ok(slot) => slot,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
+        };
+        Ok(Some(self.start_cleaning(slot)))
+    }
+
+    fn start_cleaning<'a>(&'a self, slot: MutexGuard<'a, ()>) -> Cleaning<'a> {
+        let (snapshot, checkpoint) = {
+            let inner = self.read_inner();
+            (self.snapshot_locked(&inner), inner.checkpoint)
+        };
+        Cleaning { log: self, _slot: slot, snapshot, checkpoint, outputs: Mutex::new(Vec::new()) }
+    }
+
+    /// The dirty section as it stands (see [`DirtySection::of`]); takes no cleaning slot.
+    pub fn dirty_section(&self, now_ms: i64, min_compaction_lag_ms: i64) -> DirtySection {
+        let (snapshot, checkpoint) = {
+            let inner = self.read_inner();
+            (self.snapshot_locked(&inner), inner.checkpoint)
+        };
+        DirtySection::of(&snapshot, checkpoint, now_ms, min_compaction_lag_ms)
+    }
+
+    /// Removes an output file of an abandoned transaction, unless the log is poisoned or read-only (a
+    /// failed removal poisons it).
+    fn discard_output(&self, name: &str) {
+        if self.writable().is_err() {
+            return;
+        }
+        match self.store.delete(name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                let _ = self.check::<()>(Err(Error::io("delete", name)(e)));
+            }
+        }
+    }
+}
+
+impl<'a> Cleaning<'a> {
+    /// The log being cleaned.
+    pub fn log(&self) -> &'a Log {
+        self.log
+    }
+
+    /// The segments as they were when the transaction began.
+    pub fn snapshot(&self) -> &LogSnapshot {
+        &self.snapshot
+    }
+
+    /// The cleaner checkpoint when the transaction began: the first dirty offset.
+    pub fn checkpoint(&self) -> u64 {
+        self.checkpoint
+    }
+
+    /// The dirty section of the transaction's snapshot.
+    pub fn dirty_section(&self, now_ms: i64, min_compaction_lag_ms: i64) -> DirtySection {
+        DirtySection::of(&self.snapshot, self.checkpoint, now_ms, min_compaction_lag_ms)
+    }
+
+    /// The closed segments below `end_offset` (those pass 2 re-copies, from the log's start) in groups of
+    /// adjacent segments, each to be copied into one output: Kafka's `groupSegmentsBySize`. A group grows
+    /// while the sum of its segments' sizes stays within the log's `segment_bytes` and the sum of their index
+    /// entries within [`MAX_GROUP_INDEX_ENTRIES`]; the output is never larger than its inputs, so a cleaned log
+    /// is not left as many small files.
+    pub fn groups(&self, end_offset: u64) -> Vec<Vec<Arc<SealedSegment>>> {
+        let taken: Vec<&Arc<SealedSegment>> =
+            self.snapshot.closed().iter().take_while(|s| s.base() < end_offset).collect();
+        group_by_size(&taken, self.log.config.segment_bytes, MAX_GROUP_INDEX_ENTRIES)
+            .into_iter()
+            .map(|range| taken[range].iter().map(|&s| Arc::clone(s)).collect())
+            .collect()
+    }
+
+    /// Starts the cleaned copy of `group`: adjacent closed segments of the snapshot, oldest first, that
+    /// become one segment (or disappear). Copies of different groups may be written at the same time.
+    pub fn copy<'c>(&'c self, group: &'c [Arc<SealedSegment>]) -> GroupCopy<'c> {
+        GroupCopy::new(self, group)
+    }
+
+    /// Creates the empty output `<base>.log.cleaned` (replacing one an abandoned pass left), owned by this
+    /// transaction until it commits.
+    pub(crate) fn create_output(&self, base: u64) -> Result<SegmentWriter> {
+        let log = self.log;
+        log.writable()?;
+        let name = file_name(base, FileKind::Cleaned);
+        self.outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(name.clone());
+        let file = log.check(
+            match log.store.delete(&name) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("delete", &name)(e)),
+                _ => Ok(()),
+            }
+            .and_then(|()| log.store.create(&name).map_err(Error::io("create", &name))),
+        )?;
+        Ok(SegmentWriter::new(base, name, file, log.config.index_interval_bytes))
+    }
+
+    /// True when `name` is an output of this transaction.
+    pub(crate) fn owns(&self, name: &str) -> bool {
+        self.outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().any(|n| n == name)
+    }
+
+    /// Swaps the replacements in and moves the checkpoint to `checkpoint` (the protocol:
+    /// [`crate::swap`]). After a successful commit nothing is abandoned; after a failed one, outputs that
+    /// were not swapped in are removed as the transaction drops (unless the log is poisoned).
+    ///
+    /// # Errors
+    /// [`Error::BadReplacement`] when a replacement does not fit the log (nothing is changed then);
+    /// [`Error::Poisoned`]; [`Error::Io`] (which poisons the log).
+    pub fn commit(self, replacements: Vec<Replacement>, checkpoint: u64) -> Result<()> {
+        for r in &replacements {
+            for output in r.outputs() {
+                if !self.owns(output.name()) {
+                    return Err(Error::BadReplacement {
+                        base: output.base(),
+                        problem: crate::error::ReplacementProblem::WrongOutput,
+                    });
+                }
+            }
+        }
+        self.log.commit_replacements(replacements, checkpoint)?;
+        self.outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+        Ok(())
+    }
+}
+
+impl Drop for Cleaning<'_> {
+    fn drop(&mut self) {
+        let outputs = std::mem::take(self.outputs.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner));
+        for name in outputs {
+            self.log.discard_output(&name);
+        }
+    }
+}
+
+/// Adjacent segments grouped as [`Cleaning::groups`] describes: index ranges into `segments`.
+pub fn group_by_size(
+    segments: &[&Arc<SealedSegment>],
+    max_bytes: u64,
+    max_entries: usize,
+) -> Vec<std::ops::Range<usize>> {
+    let mut groups = Vec::new();
+    let mut start = 0;
+    while start < segments.len() {
+        let mut bytes = segments[start].size();
+        let mut entries = segments[start].summary().index.len();
+        let mut end = start + 1;
+        while let Some(next) = segments.get(end) {
+            let (b, e) = (bytes + next.size(), entries + next.summary().index.len());
+            if b > max_bytes || e > max_entries {
+                break;
+            }
+            (bytes, entries) = (b, e);
+            end += 1;
+        }
+        groups.push(start..end);
+        start = end;
+    }
+    groups
+}
+
+/// The cleaned copy of a group of adjacent closed segments, ready to be swapped in by
+/// [`Cleaning::commit`]: built only by [`GroupCopy::finish`].
+///
+/// Invariant: the outputs cover the group exactly, in order: `head` (a removal marker from the group's first
+/// base up to `new`'s base), `new` (the cleaned segment, named after the first segment that kept a record),
+/// `tail` (a removal marker from the segment after `new` to the group's end). When nothing survived, `head`
+/// alone covers the whole group.
+#[derive(Debug)]
+pub struct Replacement {
+    pub(crate) old: Vec<Arc<SealedSegment>>,
+    pub(crate) head: Option<SealedSegment>,
+    pub(crate) new: Option<SealedSegment>,
+    pub(crate) tail: Option<SealedSegment>,
+}
+
+impl Replacement {
+    /// The segments replaced, oldest first.
+    pub fn old(&self) -> &[Arc<SealedSegment>] {
+        &self.old
+    }
+
+    /// The new segment; `None` when nothing of the group survived (the segments disappear).
+    pub fn new_segment(&self) -> Option<&SealedSegment> {
+        self.new.as_ref()
+    }
+
+    /// True when nothing of the group survived.
+    pub fn is_removal(&self) -> bool {
+        self.new.is_none()
+    }
+
+    /// The output files in base order: markers and the new segment.
+    pub(crate) fn outputs(&self) -> impl Iterator<Item = &SealedSegment> {
+        self.head.iter().chain(self.new.as_ref()).chain(self.tail.as_ref())
+    }
+}
