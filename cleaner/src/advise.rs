@@ -162,7 +162,11 @@ fn check(budget: Budget) -> Result<()> {
         return Err(Error::invalid("log.cleaner.threads", budget.threads, "at least 1"));
     }
     if !(crate::MIN_LOAD_FACTOR..=1.0).contains(&budget.load_factor) {
-        return Err(Error::invalid("log.cleaner.io.buffer.load.factor", budget.load_factor, "a load factor in [0.01, 1]"));
+        return Err(Error::invalid(
+            "log.cleaner.io.buffer.load.factor",
+            budget.load_factor,
+            "a load factor in [0.01, 1]",
+        ));
     }
     Ok(())
 }

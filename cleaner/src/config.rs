@@ -48,7 +48,11 @@ impl CleanerConfig {
     /// [`Error::InvalidConfig`] or [`Error::BufferTooSmall`].
     pub fn validate(&self) -> Result<()> {
         if !(MIN_LOAD_FACTOR..=1.0).contains(&self.load_factor) {
-            return Err(Error::invalid("log.cleaner.io.buffer.load.factor", self.load_factor, "a load factor in [0.01, 1]"));
+            return Err(Error::invalid(
+                "log.cleaner.io.buffer.load.factor",
+                self.load_factor,
+                "a load factor in [0.01, 1]",
+            ));
         }
         if !(1..=MAX_PASS_THREADS).contains(&self.threads) {
             return Err(Error::invalid("threads", self.threads, "from 1 to 256"));

@@ -32,11 +32,13 @@ mod clock;
 mod config;
 mod error;
 pub mod hll;
+pub mod manager;
 pub mod map;
 mod pass;
 pub mod settings;
 mod shards;
 mod stats;
+pub mod summary;
 pub mod throttle;
 
 pub use clock::{Clock, ManualClock, SystemClock};
