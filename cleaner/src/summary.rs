@@ -5,7 +5,7 @@ use std::fmt::Write;
 use crate::stats::CleanStats;
 
 fn mb(bytes: u64) -> f64 {
-    bytes as f64 / 1e6
+    bytes as f64 / f64::from(1u32 << 20)
 }
 
 fn rate(bytes: u64, seconds: f64) -> f64 {
@@ -21,11 +21,11 @@ fn share(part: f64, whole: f64) -> f64 {
 ///
 /// ```text
 /// cleaner 0: cleaned log orders (dirty section [0, 40000), map compact, pass 1)
-///     6.2 MB of log processed in 0.05 s (124.0 MB/s)
-///     indexed 2.1 MB in 0.02 s (105.0 MB/s, 40.0% of the time)
+///     6.2 MiB of log processed in 0.05 s (124.0 MiB/s)
+///     indexed 2.1 MiB in 0.02 s (105.0 MiB/s, 40.0% of the time)
 ///     buffer utilization 12.3% (40000 keys, 314342 at most)
-///     cleaned 4.1 MB in 0.03 s (136.7 MB/s, 60.0% of the time)
-///     start size 4.1 MB (40000 records), end size 1.0 MB (10000 records)
+///     cleaned 4.1 MiB in 0.03 s (136.7 MiB/s, 60.0% of the time)
+///     start size 4.1 MiB (40000 records), end size 1.0 MiB (10000 records)
 ///     75.0% size reduction (75.0% fewer records); 1 segment written, 3 merged into it, 0 removed
 /// ```
 pub fn summary(thread: Option<usize>, log: &str, stats: &CleanStats, passes: u64) -> String {
@@ -42,10 +42,10 @@ pub fn summary(thread: Option<usize>, log: &str, stats: &CleanStats, passes: u64
         stats.map,
         if stats.map_full { "; the map filled: more passes follow" } else { "" }
     );
-    let _ = writeln!(s, "    {:.1} MB of log processed in {total:.2} s ({:.1} MB/s)", mb(read), rate(read, total));
+    let _ = writeln!(s, "    {:.1} MiB of log processed in {total:.2} s ({:.1} MiB/s)", mb(read), rate(read, total));
     let _ = writeln!(
         s,
-        "    indexed {:.1} MB in {:.2} s ({:.1} MB/s, {:.1}% of the time)",
+        "    indexed {:.1} MiB in {:.2} s ({:.1} MiB/s, {:.1}% of the time)",
         mb(p1.bytes_read),
         p1.seconds,
         rate(p1.bytes_read, p1.seconds),
@@ -60,7 +60,7 @@ pub fn summary(thread: Option<usize>, log: &str, stats: &CleanStats, passes: u64
     );
     let _ = writeln!(
         s,
-        "    cleaned {:.1} MB in {:.2} s ({:.1} MB/s, {:.1}% of the time)",
+        "    cleaned {:.1} MiB in {:.2} s ({:.1} MiB/s, {:.1}% of the time)",
         mb(p2.bytes_read),
         p2.seconds,
         rate(p2.bytes_read, p2.seconds),
@@ -68,7 +68,7 @@ pub fn summary(thread: Option<usize>, log: &str, stats: &CleanStats, passes: u64
     );
     let _ = writeln!(
         s,
-        "    start size {:.1} MB ({} records), end size {:.1} MB ({} records)",
+        "    start size {:.1} MiB ({} records), end size {:.1} MiB ({} records)",
         mb(p2.bytes_read),
         p2.records_read,
         mb(p2.bytes_kept),
@@ -96,10 +96,10 @@ mod tests {
     fn the_summary_names_the_log_and_its_figures() {
         let mut stats =
             CleanStats { map: "compact".into(), end_offset: 40_000, total_seconds: 0.05, ..CleanStats::default() };
-        stats.pass1.bytes_read = 2_100_000;
+        stats.pass1.bytes_read = 2_202_010; // 2.1 MiB
         stats.pass1.seconds = 0.02;
-        stats.pass2.bytes_read = 4_100_000;
-        stats.pass2.bytes_kept = 1_025_000;
+        stats.pass2.bytes_read = 4_299_162; // 4.1 MiB
+        stats.pass2.bytes_kept = 1_074_791;
         stats.pass2.records_read = 40_000;
         stats.pass2.records_kept = 10_000;
         stats.pass2.seconds = 0.03;
@@ -111,8 +111,8 @@ mod tests {
             text.starts_with("cleaner 0: cleaned log orders (dirty section [0, 40000), map compact, pass 1)"),
             "{text}"
         );
-        assert!(text.contains("6.2 MB of log processed in 0.05 s (124.0 MB/s)"), "{text}");
-        assert!(text.contains("indexed 2.1 MB in 0.02 s (105.0 MB/s, 40.0% of the time)"), "{text}");
+        assert!(text.contains("6.2 MiB of log processed in 0.05 s (124.0 MiB/s)"), "{text}");
+        assert!(text.contains("indexed 2.1 MiB in 0.02 s (105.0 MiB/s, 40.0% of the time)"), "{text}");
         assert!(text.contains("buffer utilization 12.3%"), "{text}");
         assert!(
             text.contains("75.0% size reduction (75.0% fewer records); 1 segment written, 3 merged into it"),

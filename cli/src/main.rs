@@ -3,15 +3,20 @@
 
 mod advise;
 mod backend;
+mod clean;
 mod failure;
 mod format;
 mod json;
 mod ops;
 mod out;
 mod progress;
+mod records;
 mod run;
 mod script;
+mod settings_file;
 mod size;
+mod status;
+mod status_file;
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Write};
@@ -19,7 +24,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use cleaner::{CleanerConfig, DEFAULT_DELETE_RETENTION_MS, DEFAULT_LOAD_FACTOR, MapKind, PassOptions};
+use cleaner::{CleanerConfig, DEFAULT_DELETE_RETENTION_MS, DEFAULT_LOAD_FACTOR, LogSettings, MapKind, PassOptions};
 use log_core::LogConfig;
 use log_core::workload::Workload;
 
@@ -50,7 +55,26 @@ enum Commands {
     /// Clean the log in a directory; prints each pass's statistics as one JSON line.
     #[command(after_help = failure::EXIT_CODES)]
     Compact(CompactArgs),
-    /// Print the log in a directory, as DUMP does or as JSON. Reads only: takes no lock, changes nothing.
+    /// Keep every log of a data directory (each subdirectory a log) compacted, as Kafka's cleaner threads do.
+    ///
+    /// Threads split the dedupe buffer; a free thread takes the log the policy picks (Kafka's: a log past
+    /// max.compaction.lag.ms first, else the dirtiest above its min.cleanable.dirty.ratio) and runs one pass.
+    /// Per-log settings come from the flags, then the --config file (defaults, then a [log] section each).
+    /// A log whose pass fails is marked uncleanable and retried with backoff, then on SIGHUP; the others go
+    /// on. Prints a summary per pass (or JSON lines), and keeps <data-dir>/cleaner-status.json up to date.
+    /// SIGINT or SIGTERM abandons running passes (their logs unchanged); a second one ends at once.
+    /// Exits 1 when a log is left uncleanable, after cleaning the others.
+    #[command(verbatim_doc_comment, after_help = failure::EXIT_CODES)]
+    Clean(CleanArgs),
+    /// Show the cleaner's gauges (Kafka's names) from the last `clean` run and every log's dirty ratio, last
+    /// clean and last error. Reads only: works beside a running `clean`.
+    #[command(after_help = failure::EXIT_CODES)]
+    Status(StatusArgs),
+    /// Seal the active segment of the log in a directory, so that a pass can take its records.
+    #[command(after_help = failure::EXIT_CODES)]
+    Roll(RollArgs),
+    /// Print the log in a directory, one record per line (keys, values and headers quoted and escaped), or
+    /// as JSON. Reads only: takes no lock, changes nothing.
     #[command(after_help = failure::EXIT_CODES)]
     Dump(DumpArgs),
     /// Verify every checksum and invariant of the log in a directory without changing anything.
@@ -199,6 +223,134 @@ struct CompactArgs {
     /// Repeat passes until the whole dirty section has been cleaned.
     #[arg(long)]
     until_clean: bool,
+    /// The log's segment.bytes: the most a group of cleaned segments is merged into.
+    #[arg(long, value_name = "BYTES", default_value = "1GiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    segment_bytes: u64,
+    /// Leave closed segments holding a record younger than this dirty (min.compaction.lag.ms).
+    #[arg(long, value_name = "MS", default_value_t = 0, allow_hyphen_values = true)]
+    min_compaction_lag_ms: i64,
+    /// Do nothing unless at least this share of the closed bytes is dirty (min.cleanable.dirty.ratio; 0 for
+    /// this command, which cleans when asked, 0.5 for `clean`).
+    #[arg(long, value_name = "R", default_value_t = 0.0, allow_hyphen_values = true)]
+    min_cleanable_dirty_ratio: f64,
+    /// Threads of one pass: a sharded map (the buffer split between them) and groups copied in parallel.
+    #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
+    threads: usize,
+}
+
+/// A log's settings (Kafka's topic settings), for `clean` and `status`.
+#[derive(Debug, Args)]
+struct LogSettingsArgs {
+    /// cleanup.policy: compact, delete (the cleaner leaves the log alone) or compact,delete.
+    #[arg(long, value_name = "POLICY", default_value = "compact")]
+    cleanup_policy: String,
+    /// min.cleanable.dirty.ratio: the share of dirty bytes a log needs before it is cleaned.
+    #[arg(long, value_name = "R", default_value_t = cleaner::DEFAULT_MIN_CLEANABLE_DIRTY_RATIO, allow_hyphen_values = true)]
+    min_cleanable_dirty_ratio: f64,
+    /// min.compaction.lag.ms: closed segments holding a record younger than this are not cleaned yet.
+    #[arg(long, value_name = "MS", default_value_t = 0, allow_hyphen_values = true)]
+    min_compaction_lag_ms: i64,
+    /// max.compaction.lag.ms: a log whose oldest dirty record is older is cleaned whatever its ratio (and its
+    /// active segment rolled once its first record is older). Default: never.
+    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+    max_compaction_lag_ms: Option<i64>,
+    /// delete.retention.ms: how long a tombstone lives after the first pass that keeps it.
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_DELETE_RETENTION_MS, allow_hyphen_values = true)]
+    delete_retention_ms: i64,
+    /// segment.bytes: the size logs roll at, and the most cleaned segments are merged into.
+    #[arg(long, value_name = "BYTES", default_value = "1GiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    segment_bytes: u64,
+}
+
+impl LogSettingsArgs {
+    fn settings(&self) -> Result<LogSettings, Failure> {
+        let policy = cleaner::CleanupPolicy::from_name(&self.cleanup_policy).ok_or_else(|| {
+            Failure::Usage(format!("--cleanup-policy {:?}: use compact, delete or compact,delete", self.cleanup_policy))
+        })?;
+        let settings = LogSettings {
+            cleanup_policy: policy,
+            min_cleanable_dirty_ratio: self.min_cleanable_dirty_ratio,
+            min_compaction_lag_ms: self.min_compaction_lag_ms,
+            max_compaction_lag_ms: self.max_compaction_lag_ms.unwrap_or(i64::MAX),
+            delete_retention_ms: self.delete_retention_ms,
+            segment_bytes: self.segment_bytes,
+        };
+        settings.validate().map_err(|e| Failure::from_cleaner("bad log settings", &e))?;
+        Ok(settings)
+    }
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("mode").required(true).args(["until_clean", "watch"])))]
+struct CleanArgs {
+    /// The data directory: every subdirectory is a log's directory.
+    #[arg(long, value_name = "DIR")]
+    data_dir: PathBuf,
+    /// Run until no log is cleanable, then exit.
+    #[arg(long)]
+    until_clean: bool,
+    /// Keep cleaning as logs get dirty, until SIGINT or SIGTERM.
+    #[arg(long)]
+    watch: bool,
+    /// Cleaner threads (log.cleaner.threads); the dedupe buffer is split between them.
+    #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
+    threads: usize,
+    /// The offset map of every thread (Kafka's is skimpy).
+    #[arg(long, value_enum, default_value_t = MapArg::Skimpy)]
+    map: MapArg,
+    /// Offset map memory for all threads together (log.cleaner.dedupe.buffer.size).
+    #[arg(long, value_name = "BYTES", default_value = "128MiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    dedupe_buffer: u64,
+    /// log.cleaner.io.buffer.load.factor, in [0.01, 1].
+    #[arg(long, value_name = "F", default_value_t = DEFAULT_LOAD_FACTOR, allow_hyphen_values = true)]
+    load_factor: f64,
+    /// log.cleaner.backoff.ms: how long a thread with nothing to clean sleeps.
+    #[arg(long, value_name = "MS", default_value_t = cleaner::manager::DEFAULT_BACKOFF_MS, allow_hyphen_values = true)]
+    backoff_ms: u64,
+    /// log.cleaner.io.max.bytes.per.second: the bytes all threads together read per second. Default: no limit.
+    #[arg(long, value_name = "BYTES", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    io_max_bytes_per_second: Option<u64>,
+    /// Retries of a log whose pass failed before it waits for SIGHUP or a new run (--until-clean waits for them;
+    /// 0 ends it at the first failure).
+    #[arg(long, value_name = "N", default_value_t = 3, allow_hyphen_values = true)]
+    max_retries: u32,
+    /// The wait before the first retry of a failed log; it doubles with every failure.
+    #[arg(long, value_name = "MS", default_value_t = 10_000, allow_hyphen_values = true)]
+    retry_backoff_ms: u64,
+    /// Which log a free thread takes: dirtiest-first (Kafka's) or oldest-dirty-first (no log starves).
+    #[arg(long, value_name = "POLICY", default_value = "dirtiest-first")]
+    policy: String,
+    #[command(flatten)]
+    settings: LogSettingsArgs,
+    /// Per-log settings: `name = value` lines for every log, then `[log]` sections (Kafka's names).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print each event as one JSON line, and the final status as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct StatusArgs {
+    /// The data directory.
+    #[arg(long, value_name = "DIR")]
+    data_dir: PathBuf,
+    #[command(flatten)]
+    settings: LogSettingsArgs,
+    /// The settings file `clean` runs with (for each log's policy, minimum ratio and lag). Without it, and
+    /// without flags, a log takes the settings the last `clean` run used (from its status file).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct RollArgs {
+    /// The log's directory.
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -209,6 +361,9 @@ struct DumpArgs {
     /// Print JSON: a list of segments with base, state and records.
     #[arg(long)]
     json: bool,
+    /// Print one line per segment as the script language's DUMP does, instead of one line per record.
+    #[arg(long, conflicts_with = "json")]
+    segments: bool,
 }
 
 #[derive(Debug, Args)]
@@ -296,6 +451,31 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     log.sync().map_err(|e| Failure::from_log("cannot sync the log", &e))
 }
 
+fn clean_command(a: &CleanArgs) -> Result<(), Failure> {
+    let settings = a.settings.settings()?;
+    let manager = cleaner::manager::ManagerConfig {
+        threads: a.threads,
+        dedupe_buffer_bytes: usize::try_from(a.dedupe_buffer)
+            .map_err(|_| Failure::Usage("--dedupe-buffer is too large for this machine's address space".into()))?,
+        load_factor: a.load_factor,
+        map: a.map.into(),
+        backoff_ms: a.backoff_ms,
+        io_max_bytes_per_second: a.io_max_bytes_per_second.map_or(f64::INFINITY, |b| b as f64),
+        max_retries: a.max_retries,
+        retry_backoff_ms: a.retry_backoff_ms,
+    };
+    let request = clean::CleanRequest {
+        data_dir: &a.data_dir,
+        manager,
+        policy: &a.policy,
+        settings,
+        config_file: a.config.as_deref(),
+        mode: if a.watch { cleaner::manager::Mode::Watch } else { cleaner::manager::Mode::UntilClean },
+        json: a.json,
+    };
+    clean::clean(&request)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
@@ -315,10 +495,29 @@ fn main() -> ExitCode {
             }
         },
         Commands::Compact(a) => a.cleaner.config().and_then(|c| {
-            let options = PassOptions { purge: a.purge, ..a.cleaner.pass_options() };
-            ops::compact(&a.dir, &c, options, a.until_clean)
+            let c = CleanerConfig { threads: a.threads, ..c };
+            c.validate().map_err(|e| Failure::from_cleaner("bad cleaner settings", &e))?;
+            let options = PassOptions {
+                purge: a.purge,
+                min_compaction_lag_ms: a.min_compaction_lag_ms,
+                ..a.cleaner.pass_options()
+            };
+            let request = ops::CompactRequest {
+                dir: &a.dir,
+                config: &c,
+                options,
+                until_clean: a.until_clean,
+                segment_bytes: a.segment_bytes,
+                min_cleanable_dirty_ratio: a.min_cleanable_dirty_ratio,
+            };
+            ops::compact(&request)
         }),
-        Commands::Dump(a) => ops::dump(&a.dir, a.json),
+        Commands::Clean(a) => clean_command(a),
+        Commands::Status(a) => {
+            a.settings.settings().and_then(|s| status::status(&a.data_dir, &s, a.config.as_deref(), a.json))
+        }
+        Commands::Roll(a) => ops::roll(&a.dir),
+        Commands::Dump(a) => ops::dump(&a.dir, a.json, a.segments),
         Commands::Check(a) => ops::check(&a.dir),
         Commands::Repair(a) => ops::repair(&a.dir, a.apply, a.json),
         Commands::Advise(a) => {

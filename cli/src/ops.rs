@@ -1,4 +1,4 @@
-//! `gen`, `compact`, `dump`, `check` and `repair`: the commands that work on a log directory.
+//! `gen`, `compact`, `roll`, `dump`, `check` and `repair`: the commands that work on a log directory.
 
 use std::io::Write;
 use std::path::Path;
@@ -25,6 +25,17 @@ pub fn print_json(value: &impl Serialize) -> Result<(), Failure> {
     let text = serde_json::to_string(value).map_err(write_failed)?;
     let mut out = QuietPipe::new(std::io::stdout().lock());
     writeln!(out, "{text}").and_then(|()| out.flush()).map_err(write_failed)
+}
+
+fn config_segment_bytes(log: &log_core::Log) -> String {
+    let b = log.config().segment_bytes;
+    if b.is_multiple_of(1 << 30) {
+        format!("{} GiB", b >> 30)
+    } else if b.is_multiple_of(1 << 20) {
+        format!("{} MiB", b >> 20)
+    } else {
+        format!("{b} bytes")
+    }
 }
 
 /// What `gen` did.
@@ -66,6 +77,16 @@ pub fn generate(dir: &Path, workload: Workload, config: LogConfig) -> Result<(),
     log.sync().map_err(|e| Failure::from_log("cannot sync the log", &e))?;
     let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
+    let section = log.dirty_section(log_core::now_ms(), 0);
+    if section.closed_segments == 0 {
+        eprintln!(
+            "note: all {} records are in the active segment (segment.bytes {} is larger than the log), and no pass \
+             takes the active segment: `logcompact roll --dir {}` seals it, or write with a smaller --segment-bytes",
+            section.active_records,
+            config_segment_bytes(&log),
+            dir.display()
+        );
+    }
     let summary = GenSummary {
         records: workload.records,
         tombstones,
@@ -78,16 +99,80 @@ pub fn generate(dir: &Path, workload: Workload, config: LogConfig) -> Result<(),
     print_json(&summary)
 }
 
+/// What `compact` was asked to do.
+#[derive(Debug)]
+pub struct CompactRequest<'a> {
+    /// The log's directory.
+    pub dir: &'a Path,
+    /// The cleaner's settings.
+    pub config: &'a CleanerConfig,
+    /// The first pass's options.
+    pub options: PassOptions,
+    /// Passes until nothing is dirty.
+    pub until_clean: bool,
+    /// The log's `segment.bytes` (the most a group of cleaned segments merges into).
+    pub segment_bytes: u64,
+    /// Below this dirty ratio nothing is done.
+    pub min_cleanable_dirty_ratio: f64,
+}
+
+/// Why a pass would find nothing to clean in `log`, or `None` when it would.
+pub fn nothing_cleanable(log: &log_core::Log, d: &log_core::DirtySection, lag_ms: i64) -> Option<String> {
+    if d.is_cleanable() {
+        return None;
+    }
+    Some(if d.closed_segments == 0 {
+        format!(
+            "nothing to clean: all {} records are in the active segment, which no pass takes; `logcompact roll` seals \
+             it (or write with a smaller --segment-bytes)",
+            d.active_records
+        )
+    } else if d.too_young_bytes > 0 {
+        format!(
+            "nothing to clean: the dirty records ({} bytes) are younger than min.compaction.lag.ms ({lag_ms} ms)",
+            d.too_young_bytes
+        )
+    } else {
+        format!(
+            "nothing dirty: every closed segment has been through a pass (checkpoint at offset {}); the active segment's \
+             {} records wait for a roll",
+            log.cleaner_checkpoint(),
+            d.active_records
+        )
+    })
+}
+
 /// Runs one pass (or passes until nothing is dirty) on the log in `dir`, printing each pass's statistics as
-/// one JSON line.
+/// one JSON line; says on standard error when there is nothing to clean, and why.
 ///
 /// # Errors
 /// [`Failure::Usage`] for a bad configuration or a directory without a log; [`Failure::Corruption`] when
 /// stored data is damaged; [`Failure::Runtime`] when the pass fails otherwise.
-pub fn compact(dir: &Path, config: &CleanerConfig, options: PassOptions, until_clean: bool) -> Result<(), Failure> {
-    let mut cleaner = Cleaner::new(config.clone(), Arc::new(SystemClock))
+pub fn compact(req: &CompactRequest<'_>) -> Result<(), Failure> {
+    let dir = req.dir;
+    if !(0.0..=1.0).contains(&req.min_cleanable_dirty_ratio) {
+        return Err(Failure::Usage(format!(
+            "--min-cleanable-dirty-ratio {} is not in [0, 1]",
+            req.min_cleanable_dirty_ratio
+        )));
+    }
+    let mut cleaner = Cleaner::new(req.config.clone(), Arc::new(SystemClock))
         .map_err(|e| Failure::from_cleaner("cannot build the offset map", &e))?;
-    let log = backend::open_log(backend::open_existing_store(dir)?, LogConfig::default())?;
+    let config = LogConfig { segment_bytes: req.segment_bytes, ..LogConfig::default() };
+    let log = backend::open_log(backend::open_existing_store(dir)?, config)?;
+    let lag = req.options.min_compaction_lag_ms;
+    let section = log.dirty_section(log_core::now_ms(), lag);
+    if let Some(why) = nothing_cleanable(&log, &section, lag) {
+        eprintln!("{}: {why}", dir.display());
+    } else if section.dirty_ratio() < req.min_cleanable_dirty_ratio {
+        eprintln!(
+            "{}: nothing done: the dirty ratio {:.1}% is below --min-cleanable-dirty-ratio {:.1}%",
+            dir.display(),
+            100.0 * section.dirty_ratio(),
+            100.0 * req.min_cleanable_dirty_ratio
+        );
+        return Ok(());
+    }
     let bar = progress::bar(0, "map", true);
     let shown = bar.clone();
     cleaner.on_progress(move |p| {
@@ -109,16 +194,35 @@ pub fn compact(dir: &Path, config: &CleanerConfig, options: PassOptions, until_c
         }
         Ok(())
     };
-    let result = if until_clean {
-        cleaner.clean_until_clean(&log, options, each).map(|_| ())
+    let result = if req.until_clean {
+        cleaner.clean_until_clean(&log, req.options, each).map(|_| ())
     } else {
-        cleaner.clean(&log, options).and_then(|s| each(&s))
+        cleaner.clean(&log, req.options).and_then(|s| each(&s))
     };
     bar.finish_and_clear();
     match (result, output_failed) {
         (_, Some(f)) => Err(f),
         (r, None) => r.map_err(|e| Failure::from_cleaner("cleaning pass failed", &e)),
     }
+}
+
+/// Seals the active segment of the log in `dir`.
+///
+/// # Errors
+/// As opening the log; [`Failure::Runtime`] when the roll fails.
+pub fn roll(dir: &Path) -> Result<(), Failure> {
+    let log = backend::open_log(backend::open_existing_store(dir)?, LogConfig::default())?;
+    let base = log.active_base();
+    let records = log.dirty_section(0, 0).active_records;
+    if log.roll().map_err(|e| Failure::from_log("cannot roll the active segment", &e))? {
+        eprintln!(
+            "sealed segment {base} ({records} records); the active segment now starts at offset {}",
+            log.active_base()
+        );
+    } else {
+        eprintln!("nothing to roll: the active segment (at offset {base}) is empty");
+    }
+    Ok(())
 }
 
 /// The warning `compact` and `run` give when a buffer will take several passes.
@@ -134,18 +238,23 @@ pub fn many_passes_warning(stats: &cleaner::CleanStats, passes: u64, dir: Option
     )
 }
 
-/// Prints the log in `dir` as `DUMP` does, or as JSON. Reads only: nothing is written, created or locked.
+/// Prints the log in `dir`: one record per line, as `DUMP` does (`segments`), or as JSON. Reads only:
+/// nothing is written, created or locked.
 ///
 /// # Errors
 /// [`Failure::Usage`] for a directory that holds no log; [`Failure::Corruption`] when stored data is damaged.
-pub fn dump(dir: &Path, as_json: bool) -> Result<(), Failure> {
+pub fn dump(dir: &Path, as_json: bool, segments: bool) -> Result<(), Failure> {
     let log = backend::open_log_read_only(backend::open_read_only_store(dir)?)?;
     let snapshot = log.snapshot();
     if as_json {
         return print_json(&json::segments(&snapshot).map_err(|e| Failure::from_log("cannot read the log", &e))?);
     }
     let mut out = QuietPipe::new(std::io::BufWriter::new(std::io::stdout().lock()));
-    format::dump(&snapshot, &mut out)?;
+    if segments {
+        format::dump(&snapshot, &mut out)?;
+    } else {
+        crate::records::dump(&snapshot, &mut out)?;
+    }
     out.flush().map_err(write_failed)
 }
 

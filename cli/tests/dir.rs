@@ -108,10 +108,13 @@ fn gen_compact_dump_and_check_on_a_directory() {
     assert!(after.len() < before.len() / 2);
     assert_eq!(latest(&after), latest(&before));
 
-    // Text dump: one line per segment, the active one last.
+    // Text dump: one line per record, in offset order; `--segments` gives one line per segment, the active one last.
     let text = ok(&logcompact(&["dump", "--dir", path(&a)], ""));
-    assert!(text.lines().all(|l| l.starts_with("segment ")));
-    assert!(text.trim_end().ends_with("(active)"));
+    assert_eq!(text.lines().count(), after.len());
+    assert!(text.lines().all(|l| l.starts_with("offset=")), "{text}");
+    let segments = ok(&logcompact(&["dump", "--dir", path(&a), "--segments"], ""));
+    assert!(segments.lines().all(|l| l.starts_with("segment ")));
+    assert!(segments.trim_end().ends_with("(active)"));
 }
 
 #[test]
@@ -148,7 +151,7 @@ fn readers_work_beside_a_writer_and_a_second_writer_is_locked_out() {
     log.sync().expect("sync");
     // Readers take no lock: they see the log while its writer holds it.
     assert_eq!(
-        ok(&logcompact(&["dump", "--dir", path(&dir)], "")),
+        ok(&logcompact(&["dump", "--dir", path(&dir), "--segments"], "")),
         "segment 0: 0 a=1 (closed)\nsegment 1: 1 b=2 (active)\n"
     );
     ok(&logcompact(&["check", "--dir", path(&dir)], ""));

@@ -63,7 +63,8 @@ pub const DEFAULT_BACKOFF_MS: u64 = 15_000;
 /// How a manager runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// Until no log is cleanable and no pass runs (retries that are not due yet are not waited for).
+    /// Until no log is cleanable and no pass runs (retries that are not due yet are not waited for: a caller that
+    /// wants them runs again at the earliest `retry_at_ms` of [`ManagerStatus::logs`]).
     UntilClean,
     /// Until [`CleanerManager::stop`].
     Watch,
@@ -186,9 +187,15 @@ struct Failure {
 
 struct Entry {
     name: String,
-    /// `None` only while a failed log could not be reopened.
+    /// The open log: `None` for a detached log between passes, or while a failed log could not be reopened.
     log: Option<Arc<Log>>,
     opener: Option<Opener>,
+    /// For a detached log: opens it read-only, to measure its dirty section between passes.
+    peek: Option<Opener>,
+    /// The last dirty section a peek measured, and when.
+    peeked: Option<(i64, log_core::DirtySection)>,
+    /// A detached log whose writable open found another writer: not tried again before this.
+    busy_until: Option<i64>,
     settings: LogSettings,
     cleaning: bool,
     passes: u64,
@@ -310,7 +317,8 @@ impl CleanerManager {
         Ok(CleanerManager { shared, cleaners: Mutex::new(cleaners) })
     }
 
-    /// Calls `f` with every [`Event`] (from the cleaner threads).
+    /// Calls `f` with every [`Event`] (from the cleaner threads, sometimes while the manager's state is
+    /// locked: `f` must not call back into the manager).
     pub fn on_event(&self, f: impl Fn(&Event) + Send + Sync + 'static) {
         *self.shared.listener.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Box::new(f));
     }
@@ -330,6 +338,9 @@ impl CleanerManager {
             name: name.to_owned(),
             log: Some(log),
             opener,
+            peek: None,
+            peeked: None,
+            busy_until: None,
             settings,
             cleaning: false,
             passes: 0,
@@ -341,6 +352,82 @@ impl CleanerManager {
         state.logs.sort_by(|a, b| a.name.cmp(&b.name));
         drop(state);
         self.shared.wake.notify_all();
+        Ok(())
+    }
+
+    /// Adds a **detached** log: opened with `open` for each pass and closed after it, so that another process
+    /// may write to it between passes (a file log's directory is locked by its writer). `peek` opens it
+    /// read-only to measure its dirty section. An `open` that fails with an I/O error of kind
+    /// [`std::io::ErrorKind::WouldBlock`] means another writer holds the log: the pass waits for the next
+    /// round, and no failure is counted.
+    ///
+    /// # Errors
+    /// As [`CleanerManager::add_log`].
+    pub fn add_detached(&self, name: &str, settings: LogSettings, open: Opener, peek: Opener) -> Result<()> {
+        settings.validate()?;
+        let mut state = self.shared.lock();
+        if state.logs.iter().any(|e| e.name == name) {
+            return Err(Error::invalid("log name", name, "a name not taken by another log"));
+        }
+        state.logs.push(Entry {
+            name: name.to_owned(),
+            log: None,
+            opener: Some(open),
+            peek: Some(peek),
+            peeked: None,
+            busy_until: None,
+            settings,
+            cleaning: false,
+            passes: 0,
+            total_failures: 0,
+            last_clean_ms: None,
+            last_clean_secs: None,
+            failure: None,
+        });
+        state.logs.sort_by(|a, b| a.name.cmp(&b.name));
+        drop(state);
+        self.shared.wake.notify_all();
+        Ok(())
+    }
+
+    /// Adds a log that could not be opened (`error` says why; `corruption` when stored data is damaged): it
+    /// starts uncleanable, and `opener` is tried again as a retry comes due.
+    ///
+    /// # Errors
+    /// As [`CleanerManager::add_log`].
+    pub fn add_unopened(
+        &self,
+        name: &str,
+        settings: LogSettings,
+        opener: Opener,
+        error: String,
+        corruption: bool,
+    ) -> Result<()> {
+        settings.validate()?;
+        let now = self.shared.clock.now_ms();
+        let config = &self.shared.config;
+        let mut state = self.shared.lock();
+        if state.logs.iter().any(|e| e.name == name) {
+            return Err(Error::invalid("log name", name, "a name not taken by another log"));
+        }
+        let retry_at_ms =
+            (config.max_retries > 0).then(|| now.saturating_add(retry_backoff(config.retry_backoff_ms, 1)));
+        state.logs.push(Entry {
+            name: name.to_owned(),
+            log: None,
+            opener: Some(opener),
+            peek: None,
+            peeked: None,
+            busy_until: None,
+            settings,
+            cleaning: false,
+            passes: 0,
+            total_failures: 1,
+            last_clean_ms: None,
+            last_clean_secs: None,
+            failure: Some(Failure { error, corruption, count: 1, retry_at_ms }),
+        });
+        state.logs.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(())
     }
 
@@ -413,7 +500,10 @@ impl CleanerManager {
     /// The gauges and every log's figures now.
     pub fn status(&self) -> ManagerStatus {
         let now = self.shared.clock.now_ms();
-        let state = self.shared.lock();
+        let mut state = self.shared.lock();
+        for e in state.logs.iter_mut().filter(|e| e.log.is_none()) {
+            dirty_of(e, now);
+        }
         let mut gauges = Gauges { dead_thread_count: state.dead_threads, ..Gauges::default() };
         let (mut read, mut written) = (0u64, 0u64);
         for r in &state.last_runs {
@@ -428,8 +518,7 @@ impl CleanerManager {
             .logs
             .iter()
             .map(|e| {
-                let d =
-                    e.log.as_ref().map(|l| l.dirty_section(now, e.settings.min_compaction_lag_ms)).unwrap_or_default();
+                let d = cached_dirty(e, now);
                 let state = if !e.settings.cleanup_policy.compacts() {
                     LogState::NotCompacted
                 } else if e.cleaning {
@@ -449,8 +538,9 @@ impl CleanerManager {
                     dirty_ratio: d.dirty_ratio(),
                     dirty_bytes: d.dirty_bytes,
                     clean_bytes: d.clean_bytes,
-                    uncleanable_bytes: d.too_young_bytes + d.active_bytes,
+                    held_back_bytes: d.too_young_bytes + d.active_bytes,
                     min_cleanable_dirty_ratio: e.settings.min_cleanable_dirty_ratio,
+                    settings: e.settings.clone(),
                     compaction_delay_ms: d.compaction_delay_ms(now, e.settings.max_compaction_lag_ms),
                     passes: e.passes,
                     last_clean_ms: e.last_clean_ms,
@@ -550,6 +640,34 @@ fn next_wake(state: &State, now: i64, backoff_ms: u64) -> u64 {
     retry.map_or(backoff_ms, |r| r.min(backoff_ms)).max(1)
 }
 
+/// The dirty section of `e` now: from its open log, or (for a detached log) from a read-only open at most a
+/// second old by the manager's clock.
+fn dirty_of(e: &mut Entry, now: i64) -> log_core::DirtySection {
+    let lag = e.settings.min_compaction_lag_ms;
+    if let Some(log) = &e.log {
+        return log.dirty_section(now, lag);
+    }
+    if let Some((_, d)) = e.peeked.filter(|&(at, _)| now.saturating_sub(at) < 1000 && at <= now) {
+        return d;
+    }
+    let d = e.peek.as_ref().and_then(|peek| peek().ok()).map(|log| log.dirty_section(now, lag)).unwrap_or_default();
+    e.peeked = Some((now, d));
+    d
+}
+
+/// What [`dirty_of`] last found, without opening anything.
+fn cached_dirty(e: &Entry, now: i64) -> log_core::DirtySection {
+    match &e.log {
+        Some(log) => log.dirty_section(now, e.settings.min_compaction_lag_ms),
+        None => e.peeked.map(|(_, d)| d).unwrap_or_default(),
+    }
+}
+
+/// True for an open that found another writer holding the log.
+fn is_busy(e: &log_core::Error) -> bool {
+    matches!(e, log_core::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::WouldBlock)
+}
+
 /// Kafka rolls an active segment whose first record is older than `max.compaction.lag.ms`, so that it can be
 /// cleaned: its records would otherwise wait for the next roll by size, however long that takes.
 fn roll_overdue_active_segments(shared: &Shared, state: &mut State, now: i64) {
@@ -557,83 +675,139 @@ fn roll_overdue_active_segments(shared: &Shared, state: &mut State, now: i64) {
         state.logs.iter_mut().filter(|e| !e.cleaning && e.failure.is_none() && e.settings.cleanup_policy.compacts())
     {
         let lag = e.settings.max_compaction_lag_ms;
-        if lag == i64::MAX {
+        if lag == i64::MAX || e.busy_until.is_some_and(|b| b > now) {
             continue;
         }
-        let Some(log) = &e.log else { continue };
-        let d = log.dirty_section(now, e.settings.min_compaction_lag_ms);
-        let overdue = d.active_first_timestamp.is_some_and(|t| now.saturating_sub(t) > lag);
-        if overdue && !log.is_read_only() && log.roll().is_ok_and(|rolled| rolled) {
+        let d = dirty_of(e, now);
+        if d.active_first_timestamp.is_none_or(|t| now.saturating_sub(t) <= lag) {
+            continue;
+        }
+        let opened;
+        let log = match (&e.log, &e.opener) {
+            (Some(log), _) => log,
+            (None, Some(open)) if e.peek.is_some() => match open() {
+                Ok(log) => {
+                    opened = log;
+                    &opened
+                }
+                Err(err) => {
+                    if is_busy(&err) {
+                        e.busy_until = Some(now.saturating_add(i64::try_from(shared.config.backoff_ms).unwrap_or(0)));
+                    }
+                    continue;
+                }
+            },
+            _ => continue,
+        };
+        if !log.is_read_only() && log.roll().is_ok_and(|rolled| rolled) {
+            e.peeked = None;
             shared.emit(&Event::Rolled { log: e.name.clone() });
         }
     }
 }
 
-/// Picks a log by the policy and marks it being cleaned; reopens a poisoned log that is due for a retry.
-fn choose(shared: &Shared, state: &mut State, now: i64) -> Option<Pick> {
-    for e in state.logs.iter_mut() {
+/// Reopens the failed logs due for a retry whose handle is poisoned (or was lost).
+fn reopen_due(shared: &Shared, state: &mut State, now: i64) {
+    for e in state.logs.iter_mut().filter(|e| e.peek.is_none()) {
         let due = e.failure.as_ref().is_some_and(|f| f.retry_at_ms.is_some_and(|at| at <= now));
         let poisoned = e.log.as_ref().is_none_or(|l| l.is_poisoned());
-        if due
-            && !e.cleaning
-            && poisoned
-            && let Some(open) = &e.opener
-        {
-            // Our handle goes first: a file log holds its directory's lock until it is dropped.
-            e.log = None;
-            match open() {
-                Ok(log) => e.log = Some(Arc::new(log)),
-                Err(err) => {
-                    if let Some(f) = &mut e.failure {
-                        f.error = format!("cannot reopen the log for a retry: {err}");
-                        f.count += 1;
-                        f.retry_at_ms = (f.count <= shared.config.max_retries)
-                            .then(|| now.saturating_add(retry_backoff(shared.config.retry_backoff_ms, f.count)));
-                    }
+        if !due || e.cleaning || !poisoned {
+            continue;
+        }
+        let Some(open) = &e.opener else { continue };
+        // Our handle goes first: a file log holds its directory's lock until it is dropped.
+        e.log = None;
+        match open() {
+            Ok(log) => e.log = Some(Arc::new(log)),
+            Err(err) => {
+                e.total_failures += 1;
+                if let Some(f) = &mut e.failure {
+                    f.error = format!("cannot reopen the log for a retry: {err}");
+                    f.corruption = err.is_corruption();
+                    f.count += 1;
+                    f.retry_at_ms = (f.count <= shared.config.max_retries)
+                        .then(|| now.saturating_add(retry_backoff(shared.config.retry_backoff_ms, f.count)));
                 }
             }
         }
     }
-    let eligible: Vec<usize> = (0..state.logs.len())
-        .filter(|&i| {
-            let e = &state.logs[i];
-            let waiting = e.failure.as_ref().is_some_and(|f| f.retry_at_ms.is_none_or(|at| at > now));
-            !e.cleaning && !waiting && e.log.is_some() && e.settings.cleanup_policy.compacts()
-        })
-        .collect();
-    let sections: Vec<_> = eligible
-        .iter()
-        .map(|&i| {
-            let e = &state.logs[i];
-            e.log.as_ref().map(|l| l.dirty_section(now, e.settings.min_compaction_lag_ms)).unwrap_or_default()
-        })
-        .collect();
-    let candidates: Vec<Candidate<'_>> = eligible
-        .iter()
-        .zip(&sections)
-        .map(|(&i, &dirty)| {
-            let e = &state.logs[i];
-            Candidate {
-                name: &e.name,
-                dirty,
-                settings: &e.settings,
-                compaction_delay_ms: dirty.compaction_delay_ms(now, e.settings.max_compaction_lag_ms),
-                last_clean_ms: e.last_clean_ms,
+}
+
+/// Picks a log by the policy and marks it being cleaned (opening a detached one); reopens a poisoned log
+/// that is due for a retry.
+fn choose(shared: &Shared, state: &mut State, now: i64) -> Option<Pick> {
+    reopen_due(shared, state, now);
+    let mut passed_over: Vec<usize> = Vec::new();
+    loop {
+        let eligible: Vec<usize> = (0..state.logs.len())
+            .filter(|&i| {
+                let e = &state.logs[i];
+                let waiting = e.failure.as_ref().is_some_and(|f| f.retry_at_ms.is_none_or(|at| at > now));
+                let busy = e.busy_until.is_some_and(|b| b > now);
+                let openable = e.log.is_some() || e.peek.is_some();
+                !e.cleaning
+                    && !waiting
+                    && !busy
+                    && openable
+                    && e.settings.cleanup_policy.compacts()
+                    && !passed_over.contains(&i)
+            })
+            .collect();
+        let sections: Vec<_> = eligible.iter().map(|&i| dirty_of(&mut state.logs[i], now)).collect();
+        let candidates: Vec<Candidate<'_>> = eligible
+            .iter()
+            .zip(&sections)
+            .map(|(&i, &dirty)| {
+                let e = &state.logs[i];
+                Candidate {
+                    name: &e.name,
+                    dirty,
+                    settings: &e.settings,
+                    compaction_delay_ms: dirty.compaction_delay_ms(now, e.settings.max_compaction_lag_ms),
+                    last_clean_ms: e.last_clean_ms,
+                }
+            })
+            .collect();
+        // A failed log due for a retry is tried whatever its ratio: the retry tells whether it recovered.
+        let retry = candidates
+            .iter()
+            .position(|c| c.dirty.is_cleanable() && state.logs.iter().any(|e| e.name == c.name && e.failure.is_some()));
+        let chosen = retry.or_else(|| shared.policy.choose(&candidates, now))?;
+        let delay_ms = candidates[chosen].compaction_delay_ms;
+        let index = eligible[chosen];
+        drop(candidates);
+        let backoff = i64::try_from(shared.config.backoff_ms).unwrap_or(0);
+        let e = &mut state.logs[index];
+        let log = match (&e.log, &e.opener) {
+            (Some(log), _) => Arc::clone(log),
+            (None, Some(open)) => match open() {
+                Ok(log) => Arc::new(log),
+                Err(err) if is_busy(&err) => {
+                    // Another writer has it now: not a failure; the next round tries again.
+                    e.busy_until = Some(now.saturating_add(backoff));
+                    passed_over.push(index);
+                    continue;
+                }
+                Err(err) => {
+                    e.total_failures += 1;
+                    let count = e.failure.as_ref().map_or(0, |f| f.count) + 1;
+                    let retry_at_ms = (count <= shared.config.max_retries)
+                        .then(|| now.saturating_add(retry_backoff(shared.config.retry_backoff_ms, count)));
+                    let message = format!("cannot open the log: {err}");
+                    e.failure = Some(Failure { error: message, corruption: err.is_corruption(), count, retry_at_ms });
+                    passed_over.push(index);
+                    continue;
+                }
+            },
+            (None, None) => {
+                passed_over.push(index);
+                continue;
             }
-        })
-        .collect();
-    // A failed log due for a retry is tried whatever its ratio: the retry is what tells whether it recovered.
-    let retry = candidates
-        .iter()
-        .position(|c| c.dirty.is_cleanable() && state.logs.iter().any(|e| e.name == c.name && e.failure.is_some()));
-    let chosen = retry.or_else(|| shared.policy.choose(&candidates, now))?;
-    let delay_ms = candidates[chosen].compaction_delay_ms;
-    let index = eligible[chosen];
-    drop(candidates);
-    let e = &mut state.logs[index];
-    let log = Arc::clone(e.log.as_ref()?);
-    e.cleaning = true;
-    Some(Pick { index, log, settings: e.settings.clone(), delay_ms })
+        };
+        e.cleaning = true;
+        e.busy_until = None;
+        return Some(Pick { index, log, settings: e.settings.clone(), delay_ms });
+    }
 }
 
 /// The wait before retry number `count` (1 for the first): the backoff, doubled for every failure before.
@@ -684,7 +858,10 @@ fn finish_pick(shared: &Shared, thread: usize, pick: &Pick, outcome: Result<Opti
             })
         }
     };
-    state.logs[pick.index].cleaning = false;
+    let e = &mut state.logs[pick.index];
+    e.cleaning = false;
+    // A detached log is measured afresh after its pass.
+    e.peeked = None;
     drop(state);
     shared.wake.notify_all();
     if let Some(event) = event {

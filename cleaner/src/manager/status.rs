@@ -58,9 +58,11 @@ pub struct LogStatus {
     /// Bytes already through a pass.
     pub clean_bytes: u64,
     /// Bytes of the active segment and of segments too young to clean.
-    pub uncleanable_bytes: u64,
+    pub held_back_bytes: u64,
     /// Its `min.cleanable.dirty.ratio`.
     pub min_cleanable_dirty_ratio: f64,
+    /// Its settings.
+    pub settings: crate::settings::LogSettings,
     /// How far past `max.compaction.lag.ms` its oldest dirty record is, in ms (0 when it is not).
     pub compaction_delay_ms: i64,
     /// Passes run on it by this manager.

@@ -1,0 +1,88 @@
+//! `<data-dir>/cleaner-status.json`: what `logcompact clean` last knew (Kafka's gauges and every log's
+//! figures), rewritten as it runs (written to a `.tmp` file and renamed over, so a reader never sees half a
+//! file); `logcompact status` reads it.
+
+use std::path::{Path, PathBuf};
+
+use cleaner::manager::ManagerStatus;
+use serde::{Deserialize, Serialize};
+
+/// The file's name in the data directory.
+pub const STATUS_FILE: &str = "cleaner-status.json";
+/// The version of its layout.
+pub const VERSION: u32 = 1;
+
+/// The status file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StatusFile {
+    /// [`VERSION`].
+    pub version: u32,
+    /// The process that writes it.
+    pub pid: u32,
+    /// `until-clean` or `watch`.
+    pub mode: String,
+    /// When the run began (ms since the epoch).
+    pub started_ms: i64,
+    /// True while the run goes on; false once it ended.
+    pub running: bool,
+    /// The manager's status when written.
+    pub status: ManagerStatus,
+}
+
+/// The path of the status file of `data_dir`.
+pub fn path(data_dir: &Path) -> PathBuf {
+    data_dir.join(STATUS_FILE)
+}
+
+/// Writes `file` into `data_dir` (a temporary file renamed over the old one).
+///
+/// # Errors
+/// The I/O error, for a warning: the status is a report, and failing to write it stops no cleaning.
+pub fn write(data_dir: &Path, file: &StatusFile) -> std::io::Result<()> {
+    let text = serde_json::to_vec_pretty(file).map_err(std::io::Error::other)?;
+    let tmp = data_dir.join(format!("{STATUS_FILE}.tmp"));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path(data_dir))
+}
+
+/// Reads the status file of `data_dir`: `Ok(None)` when there is none.
+///
+/// # Errors
+/// A message when it exists but cannot be read or parsed.
+pub fn read(data_dir: &Path) -> Result<Option<StatusFile>, String> {
+    let p = path(data_dir);
+    match std::fs::read(&p) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| format!("{}: {e}", p.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", p.display())),
+    }
+}
+
+/// `ms` since the epoch as `YYYY-MM-DD HH:MM:SSZ`.
+pub fn utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days to a civil date (the proleptic Gregorian calendar), after Howard Hinnant's algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}Z", rest / 3600, rest % 3600 / 60, rest % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00Z");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00Z");
+        assert_eq!(utc(1_796_083_200_000 + 3_723_000), "2026-12-01 01:02:03Z");
+    }
+}
