@@ -213,84 +213,156 @@ impl Replay {
 /// As [`from_counts`]; [`Error::OutOfMemory`] when a map's budget cannot be mapped; [`Error::Log`] when the
 /// log cannot be read (corruption names the file and position).
 pub fn from_log(log: &Log, budget: Budget) -> Result<LogAdvice> {
-    check(budget)?;
-    let per_thread = usize::try_from(budget.per_thread()).unwrap_or(usize::MAX);
-    // A map whose budget holds no key is not replayed: its advice says so (no number of passes).
-    let mut replays: Vec<Option<Replay>> = Vec::with_capacity(MapKind::ALL.len());
-    for map in MapKind::ALL {
-        let built = match map.build(per_thread, budget.load_factor) {
-            Ok(m) => Some(m),
-            Err(crate::map::BuildError::TooSmall { .. }) => None,
-            Err(crate::map::BuildError::OutOfMemory(source)) => {
-                return Err(Error::OutOfMemory { bytes: per_thread, source });
-            }
-        };
-        replays.push(built.map(|mut m| {
-            m.begin(log.cleaner_checkpoint());
-            Replay { map: m, passes: 1, budget }
-        }));
-    }
-    let snapshot = log.snapshot();
     let checkpoint = log.cleaner_checkpoint();
-    let mut exact: Option<HashSet<u128>> = Some(HashSet::new());
-    let mut sketch = HyperLogLog::default();
-    let (mut records, mut keyed, mut bytes, mut key_bytes) = (0u64, 0u64, 0u64, 0u64);
-    let mut run: Vec<(&[u8], u64)> = Vec::with_capacity(BATCH);
+    let mut tally = DirtyKeys::new(budget, checkpoint)?;
+    let snapshot = log.snapshot();
     for segment in snapshot.closed().iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint)) {
-        for item in segment.records_from(checkpoint) {
-            let (_, rec, len) = item?;
-            records += 1;
-            bytes += len as u64;
-            let Some(key) = rec.key else { continue };
-            keyed += 1;
-            key_bytes += key.len() as u64;
+        let mut failed = None;
+        tally.add_all(segment.records_from(checkpoint).map_while(|item| match item {
+            Ok((_, rec, len)) => Some((rec.key, rec.offset, len as u64)),
+            Err(e) => {
+                failed = Some(e);
+                None
+            }
+        }))?;
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+    }
+    Ok(tally.finish())
+}
+
+/// One read of a dirty section, whatever its format: counts records and distinct keys and replays pass 1 with
+/// every map, fed a run of records at a time (keys may borrow from a buffer reused after each run).
+pub struct DirtyKeys {
+    budget: Budget,
+    first_dirty_offset: u64,
+    replays: Vec<Option<Replay>>,
+    exact: Option<HashSet<u128>>,
+    sketch: HyperLogLog,
+    records: u64,
+    keyed: u64,
+    bytes: u64,
+    key_bytes: u64,
+    run: Vec<(&'static [u8], u64)>,
+}
+
+impl DirtyKeys {
+    /// Starts a tally of a dirty section beginning at `first_dirty_offset`.
+    ///
+    /// # Errors
+    /// As [`from_counts`]; [`Error::OutOfMemory`] when a map's budget cannot be mapped.
+    pub fn new(budget: Budget, first_dirty_offset: u64) -> Result<Self> {
+        check(budget)?;
+        let per_thread = usize::try_from(budget.per_thread()).unwrap_or(usize::MAX);
+        // A map whose budget holds no key is not replayed: its advice says so (no number of passes).
+        let mut replays: Vec<Option<Replay>> = Vec::with_capacity(MapKind::ALL.len());
+        for map in MapKind::ALL {
+            let built = match map.build(per_thread, budget.load_factor) {
+                Ok(m) => Some(m),
+                Err(crate::map::BuildError::TooSmall { .. }) => None,
+                Err(crate::map::BuildError::OutOfMemory(source)) => {
+                    return Err(Error::OutOfMemory { bytes: per_thread, source });
+                }
+            };
+            replays.push(built.map(|mut m| {
+                m.begin(first_dirty_offset);
+                Replay { map: m, passes: 1, budget }
+            }));
+        }
+        Ok(DirtyKeys {
+            budget,
+            first_dirty_offset,
+            replays,
+            exact: Some(HashSet::new()),
+            sketch: HyperLogLog::default(),
+            records: 0,
+            keyed: 0,
+            bytes: 0,
+            key_bytes: 0,
+            run: Vec::with_capacity(BATCH),
+        })
+    }
+
+    /// Counts a run of records, each `(key, offset, stored bytes)`, handing their keys to the maps in
+    /// batches.
+    ///
+    /// # Errors
+    /// [`Error::BufferTooSmall`] when a key does not fit a map even alone.
+    pub fn add_all<'a>(&mut self, records: impl IntoIterator<Item = (Option<&'a [u8]>, u64, u64)>) -> Result<()> {
+        let mut run: Vec<(&'a [u8], u64)> = crate::kafka::recycle(std::mem::take(&mut self.run));
+        let mut result = Ok(());
+        for (key, offset, bytes) in records {
+            self.records += 1;
+            self.bytes += bytes;
+            let Some(key) = key else { continue };
+            self.keyed += 1;
+            self.key_bytes += key.len() as u64;
             let h = xxh3_128(key);
-            sketch.add_hash(h as u64);
-            if let Some(set) = exact.as_mut() {
+            self.sketch.add_hash(h as u64);
+            if let Some(set) = self.exact.as_mut() {
                 set.insert(h);
                 if set.len() > EXACT_KEYS {
-                    exact = None;
+                    self.exact = None;
                 }
             }
-            run.push((key, rec.offset));
+            run.push((key, offset));
             if run.len() == BATCH {
-                for r in replays.iter_mut().flatten() {
-                    r.put(&run)?;
+                result = self.put_run(&mut run);
+                if result.is_err() {
+                    break;
                 }
-                run.clear();
             }
         }
-        // Keys borrow from the segment: finish the run before moving on.
-        for r in replays.iter_mut().flatten() {
-            r.put(&run)?;
+        if result.is_ok() {
+            result = self.put_run(&mut run);
+        }
+        self.run = crate::kafka::recycle(run);
+        result
+    }
+
+    fn put_run(&mut self, run: &mut Vec<(&[u8], u64)>) -> Result<()> {
+        for r in self.replays.iter_mut().flatten() {
+            r.put(run)?;
         }
         run.clear();
+        Ok(())
     }
-    let distinct = match &exact {
-        Some(set) => KeyCount { keys: set.len() as u64, exact: true, relative_error: 0.0 },
-        None => KeyCount {
-            keys: sketch.estimate().round() as u64,
-            exact: false,
-            relative_error: HyperLogLog::RELATIVE_ERROR,
-        },
-    };
-    let mean = key_bytes.checked_div(keyed).map_or(16, |m| m.max(1) as usize);
-    let maps = MapKind::ALL
-        .iter()
-        .zip(&replays)
-        .map(|(&map, replay)| {
-            let mut a = advice(map, distinct.keys, mean, budget);
-            a.passes = replay.as_ref().map(|r| if keyed == 0 { 0 } else { r.passes });
-            a.passes_basis = "replayed on the log";
-            a
-        })
-        .collect();
-    Ok(LogAdvice {
-        first_dirty_offset: checkpoint,
-        dirty_records: records,
-        keyed_records: keyed,
-        dirty_bytes: bytes,
-        distinct,
-        maps,
-    })
+
+    /// Distinct keys so far.
+    pub fn distinct(&self) -> KeyCount {
+        match &self.exact {
+            Some(set) => KeyCount { keys: set.len() as u64, exact: true, relative_error: 0.0 },
+            None => KeyCount {
+                keys: self.sketch.estimate().round() as u64,
+                exact: false,
+                relative_error: HyperLogLog::RELATIVE_ERROR,
+            },
+        }
+    }
+
+    /// The advice.
+    pub fn finish(self) -> LogAdvice {
+        let distinct = self.distinct();
+        let mean = self.key_bytes.checked_div(self.keyed).map_or(16, |m| m.max(1) as usize);
+        let keyed = self.keyed;
+        let maps = MapKind::ALL
+            .iter()
+            .zip(&self.replays)
+            .map(|(&map, replay)| {
+                let mut a = advice(map, distinct.keys, mean, self.budget);
+                a.passes = replay.as_ref().map(|r| if keyed == 0 { 0 } else { r.passes });
+                a.passes_basis = "replayed on the log";
+                a
+            })
+            .collect();
+        LogAdvice {
+            first_dirty_offset: self.first_dirty_offset,
+            dirty_records: self.records,
+            keyed_records: self.keyed,
+            dirty_bytes: self.bytes,
+            distinct,
+            maps,
+        }
+    }
 }

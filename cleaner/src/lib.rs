@@ -32,6 +32,7 @@ mod clock;
 mod config;
 mod error;
 pub mod hll;
+pub mod kafka;
 pub mod manager;
 pub mod map;
 mod pass;

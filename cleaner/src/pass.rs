@@ -45,7 +45,7 @@ impl PassOptions {
 }
 
 /// What pass 2 does with one record.
-enum Verdict {
+pub(crate) enum Verdict {
     Keep,
     /// Keep, re-encoded with this delete horizon (a tombstone kept for the first time).
     Stamp(i64),
@@ -77,27 +77,51 @@ pub type ProgressFn = Box<dyn FnMut(Progress) + Send>;
 
 /// What pass 2 needs to judge a record, fixed for the whole pass.
 #[derive(Debug, Clone, Copy)]
-struct Judge {
-    end_offset: u64,
-    now: i64,
-    horizon: i64,
-    purge: bool,
+pub(crate) struct Judge {
+    /// Records at or past this offset were not mapped: kept as they are.
+    pub(crate) end_offset: u64,
+    /// The pass's clock.
+    pub(crate) now: i64,
+    /// The delete horizon a tombstone kept for the first time gets.
+    pub(crate) horizon: i64,
+    /// Drop every tombstone whose horizon is set, passed or not.
+    pub(crate) purge: bool,
+}
+
+/// What pass 2's rule looks at in a record, whatever its segment format.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Facts {
+    pub(crate) offset: u64,
+    pub(crate) keyed: bool,
+    pub(crate) tombstone: bool,
+    pub(crate) delete_horizon: Option<i64>,
+}
+
+impl Facts {
+    fn of(rec: &RecordRef<'_>) -> Facts {
+        Facts {
+            offset: rec.offset,
+            keyed: rec.key.is_some(),
+            tombstone: rec.is_tombstone(),
+            delete_horizon: rec.delete_horizon,
+        }
+    }
 }
 
 /// What pass 2 counted (per thread, then summed).
 #[derive(Debug, Clone, Copy, Default)]
-struct CopyCounts {
-    segments_read: u64,
-    records_read: u64,
-    bytes_read: u64,
-    records_kept: u64,
-    bytes_kept: u64,
-    tombstones_kept: u64,
-    tombstones_stamped: u64,
-    tombstones_dropped: u64,
-    stale_dropped: u64,
-    invalid_records: u64,
-    probes: Probes,
+pub(crate) struct CopyCounts {
+    pub(crate) segments_read: u64,
+    pub(crate) records_read: u64,
+    pub(crate) bytes_read: u64,
+    pub(crate) records_kept: u64,
+    pub(crate) bytes_kept: u64,
+    pub(crate) tombstones_kept: u64,
+    pub(crate) tombstones_stamped: u64,
+    pub(crate) tombstones_dropped: u64,
+    pub(crate) stale_dropped: u64,
+    pub(crate) invalid_records: u64,
+    pub(crate) probes: Probes,
 }
 
 impl CopyCounts {
@@ -634,7 +658,7 @@ fn copy_group(
                     None
                 };
                 let frame = &bytes[pos as usize..pos as usize + len];
-                match verdict(&rec, mapped, judge, counts) {
+                match verdict(Facts::of(&rec), mapped, judge, counts) {
                     Verdict::Drop => copy.drop_record()?,
                     Verdict::Keep => {
                         counts.records_kept += 1;
@@ -661,12 +685,13 @@ fn copy_group(
 }
 
 /// Pass 2's rule for one record, given the offset the map holds for its key (`None` when the record is at or
-/// beyond the end offset, has no key, or its key was not mapped).
-fn verdict(rec: &RecordRef<'_>, mapped: Option<u64>, judge: Judge, counts: &mut CopyCounts) -> Verdict {
+/// beyond the end offset, has no key, or its key was not mapped). The one place this rule lives: both segment
+/// formats (this project's frames and Kafka's batches) are judged by it.
+pub(crate) fn verdict(rec: Facts, mapped: Option<u64>, judge: Judge, counts: &mut CopyCounts) -> Verdict {
     if rec.offset >= judge.end_offset {
         return Verdict::Keep;
     }
-    if rec.key.is_none() {
+    if !rec.keyed {
         counts.invalid_records += 1;
         return Verdict::Drop;
     }
@@ -674,7 +699,7 @@ fn verdict(rec: &RecordRef<'_>, mapped: Option<u64>, judge: Judge, counts: &mut 
         counts.stale_dropped += 1;
         return Verdict::Drop;
     }
-    if !rec.is_tombstone() {
+    if !rec.tombstone {
         return Verdict::Keep;
     }
     match rec.delete_horizon {

@@ -66,6 +66,20 @@ pub fn advise(source: Source<'_>, budget: Budget, as_json: bool) -> Result<(), F
             (advice.maps.clone(), advice.distinct, Some(advice))
         }
     };
+    print(&maps, count, log.as_ref(), budget, as_json)
+}
+
+/// Prints advice per map: a table, or a JSON array.
+///
+/// # Errors
+/// [`Failure::Runtime`] when the output cannot be written.
+pub fn print(
+    maps: &[MapAdvice],
+    count: KeyCount,
+    log: Option<&LogAdvice>,
+    budget: Budget,
+    as_json: bool,
+) -> Result<(), Failure> {
     let mut out = QuietPipe::new(std::io::stdout().lock());
     let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));
     if as_json {
@@ -75,7 +89,7 @@ pub fn advise(source: Source<'_>, budget: Budget, as_json: bool) -> Result<(), F
                 advice: a,
                 keys_exact: count.exact,
                 keys_relative_error: count.relative_error,
-                dirty_records: log.as_ref().map(|l| l.dirty_records),
+                dirty_records: log.map(|l| l.dirty_records),
             })
             .collect();
         let text = serde_json::to_string(&rows).map_err(|e| Failure::Runtime(e.to_string()))?;
@@ -87,7 +101,7 @@ pub fn advise(source: Source<'_>, budget: Budget, as_json: bool) -> Result<(), F
         format!("about {} distinct keys (HyperLogLog, ±{:.1}%)", count.keys, count.relative_error * 100.0)
     };
     let key_bytes = maps.first().map_or(16, |m| m.key_bytes);
-    if let Some(l) = &log {
+    if let Some(l) = log {
         writeln!(
             out,
             "dirty section from offset {}: {} records ({} keyed, {}), {keys} of {key_bytes} bytes on average",
@@ -115,7 +129,7 @@ pub fn advise(source: Source<'_>, budget: Budget, as_json: bool) -> Result<(), F
         "map", "bytes/key", "keys a pass", "passes", "buffer for 1 pass", "P(collision)"
     )
     .map_err(failed)?;
-    for a in &maps {
+    for a in maps {
         let passes = a.passes.map_or_else(|| "never".to_owned(), |p| p.to_string());
         let p = if a.collision_probability == 0.0 {
             "0 (exact)".to_owned()

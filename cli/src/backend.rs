@@ -66,7 +66,10 @@ pub fn open_read_only_store(dir: &Path) -> Result<Arc<dyn SegmentStore>, Failure
 pub fn refuse_empty(dir: &Path, store: &dyn SegmentStore) -> Result<(), Failure> {
     let layout = Layout::scan(store).map_err(|e| Failure::from_log("cannot list the directory", &e))?;
     if let Some(found) = layout.foreign_format(store) {
-        return Err(Failure::Usage(format!("{} is not a logcompact log: it holds {found}", dir.display())));
+        return Err(Failure::Usage(format!(
+            "{} is not a logcompact log: it holds {found} (add --format kafka to read it as one)",
+            dir.display()
+        )));
     }
     if layout.has_no_segments() {
         return Err(Failure::Usage(format!("{} holds no log: {}", dir.display(), layout.describe())));

@@ -55,6 +55,9 @@ impl Failure {
                  can drop it, keeping a copy)"
             )),
             log_core::Error::UnusableName { .. } => Failure::Corruption(message),
+            log_core::Error::NotALog { found } if found.contains("Kafka") => {
+                Failure::Usage(format!("{message} (add --format kafka to read it as one)"))
+            }
             log_core::Error::NotALog { .. } | log_core::Error::InvalidConfig(_) => Failure::Usage(message),
             _ => Failure::Runtime(message),
         }

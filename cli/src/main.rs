@@ -7,6 +7,7 @@ mod clean;
 mod failure;
 mod format;
 mod json;
+mod kafka_cmd;
 mod ops;
 mod out;
 mod progress;
@@ -92,6 +93,11 @@ enum Commands {
     /// HyperLogLog on very large logs, and replays pass 1 with every map to find the passes exactly).
     #[command(after_help = failure::EXIT_CODES)]
     Advise(AdviseArgs),
+    /// Analyze a Kafka partition directory without changing it: records, keyed and unkeyed, tombstones,
+    /// codecs, transactional and control batches, the dirty ratio against Kafka's cleaner-offset-checkpoint,
+    /// what a full compaction would keep and reclaim (a dry run), and per map the buffer one pass needs.
+    #[command(after_help = failure::EXIT_CODES)]
+    Analyze(AnalyzeArgs),
     /// Show what a repair of a damaged log would drop, or with --apply do it.
     ///
     /// A repair drops damaged byte ranges of segments while keeping every valid record around them, sets
@@ -236,6 +242,16 @@ struct CompactArgs {
     /// Threads of one pass: a sharded map (the buffer split between them) and groups copied in parallel.
     #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
     threads: usize,
+    /// The directory's format: with kafka, --dir is a Kafka partition, never written, and the compacted copy
+    /// goes to --out in Kafka's layout.
+    #[arg(long, value_enum, default_value_t = FormatArg::Native, requires_if("kafka", "out"))]
+    format: FormatArg,
+    /// With --format kafka: the directory the compacted partition is written to (must not exist or be empty).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// With --format kafka: the first dirty offset (default: cleaner-offset-checkpoint in the parent, else 0).
+    #[arg(long, value_name = "OFFSET", allow_hyphen_values = true)]
+    checkpoint: Option<i64>,
 }
 
 /// A log's settings (Kafka's topic settings), for `clean` and `status`.
@@ -353,11 +369,24 @@ struct RollArgs {
     dir: PathBuf,
 }
 
+/// The segment format of a directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+enum FormatArg {
+    /// This project's own log (frames, .lcindex hints).
+    #[default]
+    Native,
+    /// A Kafka partition directory (magic 2 record batches, Kafka's .index and .timeindex).
+    Kafka,
+}
+
 #[derive(Debug, Args)]
 struct DumpArgs {
     /// The log's directory.
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
+    /// The directory's format: a native log, or a Kafka partition (`kafka-dump-log.sh --print-data-log`).
+    #[arg(long, value_enum, default_value_t = FormatArg::Native)]
+    format: FormatArg,
     /// Print JSON: a list of segments with base, state and records.
     #[arg(long)]
     json: bool,
@@ -371,6 +400,37 @@ struct CheckArgs {
     /// The log's directory.
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
+    /// The directory's format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Native)]
+    format: FormatArg,
+}
+
+#[derive(Debug, Args)]
+struct AnalyzeArgs {
+    /// The Kafka partition directory (`<topic>-<partition>`).
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    /// The directory's format (only kafka: for a native log, `advise --dir` gives the same figures).
+    #[arg(long, value_enum, default_value_t = FormatArg::Kafka)]
+    format: FormatArg,
+    /// The first dirty offset; default: Kafka's cleaner-offset-checkpoint in the parent directory, else 0.
+    #[arg(long, value_name = "OFFSET", allow_hyphen_values = true)]
+    checkpoint: Option<i64>,
+    /// Cleaner threads (log.cleaner.threads): the buffer is split evenly between them.
+    #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
+    threads: u32,
+    /// The dedupe buffer for all threads (log.cleaner.dedupe.buffer.size).
+    #[arg(long, value_name = "BYTES", default_value = "128MiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    dedupe_buffer: u64,
+    /// The maps' load factor (log.cleaner.io.buffer.load.factor).
+    #[arg(long, value_name = "F", default_value_t = DEFAULT_LOAD_FACTOR, allow_hyphen_values = true)]
+    load_factor: f64,
+    /// delete.retention.ms, for the dry run's tombstones.
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_DELETE_RETENTION_MS, allow_hyphen_values = true)]
+    delete_retention_ms: i64,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -387,6 +447,12 @@ struct AdviseArgs {
     /// A log's directory: advice for its dirty section.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// The directory's format (with --dir).
+    #[arg(long, value_enum, default_value_t = FormatArg::Native, requires = "dir")]
+    format: FormatArg,
+    /// With --format kafka: the first dirty offset (default: cleaner-offset-checkpoint in the parent, else 0).
+    #[arg(long, value_name = "OFFSET", requires = "dir", allow_hyphen_values = true)]
+    checkpoint: Option<i64>,
     /// Cleaner threads (log.cleaner.threads): the buffer is split evenly between them.
     #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
     threads: u32,
@@ -494,6 +560,18 @@ fn main() -> ExitCode {
                 ops::generate(&a.dir, workload, config)
             }
         },
+        Commands::Compact(a) if a.format == FormatArg::Kafka => a.cleaner.config().and_then(|c| {
+            let out = a.out.as_deref().ok_or_else(|| Failure::Usage("--format kafka needs --out DIR".into()))?;
+            kafka_cmd::compact(kafka_cmd::CompactRequest {
+                dir: &a.dir,
+                out,
+                map: c.map,
+                buffer_bytes: c.dedupe_buffer_bytes as u64,
+                load_factor: c.load_factor,
+                delete_retention_ms: a.cleaner.delete_retention_ms,
+                checkpoint: a.checkpoint,
+            })
+        }),
         Commands::Compact(a) => a.cleaner.config().and_then(|c| {
             let c = CleanerConfig { threads: a.threads, ..c };
             c.validate().map_err(|e| Failure::from_cleaner("bad cleaner settings", &e))?;
@@ -517,8 +595,27 @@ fn main() -> ExitCode {
             a.settings.settings().and_then(|s| status::status(&a.data_dir, &s, a.config.as_deref(), a.json))
         }
         Commands::Roll(a) => ops::roll(&a.dir),
+        Commands::Dump(a) if a.format == FormatArg::Kafka => kafka_cmd::dump(&a.dir, a.json),
         Commands::Dump(a) => ops::dump(&a.dir, a.json, a.segments),
+        Commands::Check(a) if a.format == FormatArg::Kafka => kafka_cmd::check(&a.dir),
         Commands::Check(a) => ops::check(&a.dir),
+        Commands::Analyze(a) if a.format != FormatArg::Kafka => {
+            Err(Failure::Usage("analyze reads Kafka partitions; for a native log use `advise --dir`".into()))
+        }
+        Commands::Analyze(a) => {
+            let budget = cleaner::advise::Budget {
+                total_bytes: a.dedupe_buffer,
+                threads: a.threads,
+                load_factor: a.load_factor,
+            };
+            let req = kafka_cmd::AnalyzeRequest {
+                dir: &a.dir,
+                checkpoint: a.checkpoint,
+                budget,
+                delete_retention_ms: a.delete_retention_ms,
+            };
+            kafka_cmd::analyze(req, a.json)
+        }
         Commands::Repair(a) => ops::repair(&a.dir, a.apply, a.json),
         Commands::Advise(a) => {
             let budget = cleaner::advise::Budget {
@@ -526,12 +623,22 @@ fn main() -> ExitCode {
                 threads: a.threads,
                 load_factor: a.load_factor,
             };
-            let source = match (&a.dir, a.keys) {
-                (Some(dir), _) => advise::Source::Dir(dir),
-                (None, Some(keys)) => advise::Source::Counts { keys, key_bytes: a.key_bytes, records: a.records },
-                (None, None) => unreachable!("clap requires --keys or --dir"),
-            };
-            advise::advise(source, budget, a.json)
+            if let (Some(dir), FormatArg::Kafka) = (&a.dir, a.format) {
+                let req = kafka_cmd::AnalyzeRequest {
+                    dir,
+                    checkpoint: a.checkpoint,
+                    budget,
+                    delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
+                };
+                kafka_cmd::advise(req, a.json)
+            } else {
+                let source = match (&a.dir, a.keys) {
+                    (Some(dir), _) => advise::Source::Dir(dir),
+                    (None, Some(keys)) => advise::Source::Counts { keys, key_bytes: a.key_bytes, records: a.records },
+                    (None, None) => unreachable!("clap requires --keys or --dir"),
+                };
+                advise::advise(source, budget, a.json)
+            }
         }
     };
     match result {

@@ -36,6 +36,7 @@ mod error;
 mod group_copy;
 pub mod index;
 mod index_file;
+pub mod kafka;
 pub mod layout;
 mod log;
 pub mod names;

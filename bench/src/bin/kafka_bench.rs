@@ -1,0 +1,181 @@
+//! Analyze and compact throughput on a generated Kafka partition (uncompressed or lz4 batches), with each map.
+//!
+//! `cargo run --release -p bench --bin kafka-bench -- [--bytes 1GiB] [--keys 1000000] [--codec none|lz4] [--dir D]`
+//! writes a partition of magic 2 batches (100 records a batch, 16-byte keys, 100-byte values, 256 MiB
+//! segments) with this crate's batch writer, then times `analyze` (one read with the three maps replayed, then
+//! a dry run) and one compaction into another directory per map, and prints a JSON line each.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cleaner::advise::Budget;
+use cleaner::kafka::{KafkaPassOptions, StoreSink, analyze_partition, clean_partition};
+use cleaner::map::MapKind;
+use log_core::SegmentStore;
+use log_core::kafka::{Compression, Partition, RecordToWrite, new_header, write_batch};
+
+struct Args {
+    bytes: u64,
+    keys: u64,
+    codec: Compression,
+    dir: PathBuf,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args {
+        bytes: 1 << 30,
+        keys: 1_000_000,
+        codec: Compression::None,
+        dir: std::env::temp_dir().join("kafka-bench"),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or(format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--bytes" => a.bytes = parse_size(&value)?,
+            "--keys" => a.keys = value.parse().map_err(|e| format!("--keys: {e}"))?,
+            "--codec" => {
+                a.codec = match value.as_str() {
+                    "none" => Compression::None,
+                    "lz4" => Compression::Lz4,
+                    "gzip" => Compression::Gzip,
+                    "snappy" => Compression::Snappy,
+                    "zstd" => Compression::Zstd,
+                    other => return Err(format!("unknown codec {other}")),
+                }
+            }
+            "--dir" => a.dir = PathBuf::from(value),
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    Ok(a)
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let (n, mult) = if let Some(n) = s.strip_suffix("GiB") {
+        (n, 1u64 << 30)
+    } else if let Some(n) = s.strip_suffix("MiB") {
+        (n, 1 << 20)
+    } else {
+        (s, 1)
+    };
+    n.parse::<u64>().map(|v| v * mult).map_err(|e| format!("{s}: {e}"))
+}
+
+fn generate(a: &Args, dir: &std::path::Path) -> Result<(u64, u64), String> {
+    let store = storage_file::FileStore::open(dir).map_err(|e| e.to_string())?;
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let (mut offset, mut written, mut records) = (0i64, 0u64, 0u64);
+    let mut out = Vec::new();
+    let mut scratch = Vec::new();
+    let value = vec![b'v'; 100];
+    let mut seg: Option<(i64, Arc<dyn log_core::Segment>, u64)> = None;
+    while written < a.bytes {
+        let keys: Vec<[u8; 16]> = (0..100)
+            .map(|_| {
+                let k = next() % a.keys;
+                let mut b = [0u8; 16];
+                b[..8].copy_from_slice(&k.to_le_bytes());
+                b[8..].copy_from_slice(&(!k).to_le_bytes());
+                b
+            })
+            .collect();
+        let batch: Vec<RecordToWrite<'_>> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| RecordToWrite {
+                offset: offset + i as i64,
+                timestamp: 1_700_000_000_000 + offset + i as i64,
+                key: Some(k),
+                value: Some(&value),
+                header_count: 0,
+                header_bytes: &[],
+            })
+            .collect();
+        out.clear();
+        write_batch(&new_header(offset, 99), a.codec, None, &batch, &mut out, &mut scratch)
+            .map_err(|e| e.to_string())?;
+        if seg.as_ref().is_none_or(|(_, _, len)| *len + out.len() as u64 > 256 << 20) {
+            if let Some((_, f, _)) = seg.take() {
+                f.sync().map_err(|e| e.to_string())?;
+            }
+            let name = log_core::kafka::file_name(offset, ".log");
+            seg = Some((offset, store.create(&name).map_err(|e| e.to_string())?, 0));
+        }
+        if let Some((_, f, len)) = seg.as_mut() {
+            f.append(&out).map_err(|e| e.to_string())?;
+            *len += out.len() as u64;
+        }
+        written += out.len() as u64;
+        offset += 100;
+        records += 100;
+    }
+    if let Some((_, f, _)) = seg.take() {
+        f.sync().map_err(|e| e.to_string())?;
+    }
+    // An empty active segment, so every batch is in a closed one.
+    store.create(&log_core::kafka::file_name(offset, ".log")).map_err(|e| e.to_string())?;
+    drop(store);
+    let _ = std::fs::remove_file(dir.join("logcompact.lock"));
+    Ok((records, written))
+}
+
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let a = parse()?;
+    let src = a.dir.join(format!("bench-{}-0", a.codec.name()));
+    let _ = std::fs::remove_dir_all(&a.dir);
+    let t = Instant::now();
+    let (records, bytes) = generate(&a, &src)?;
+    eprintln!("generated {records} records, {bytes} bytes in {:.1} s", t.elapsed().as_secs_f64());
+    let store = storage_file::FileStore::open_read_only(&src).map_err(|e| e.to_string())?;
+    let partition = Partition::open(&store).map_err(|e| e.to_string())?;
+    let budget = Budget { total_bytes: 128 << 20, threads: 1, load_factor: 0.9 };
+    let options =
+        KafkaPassOptions { first_dirty_offset: 0, now_ms: log_core::now_ms(), delete_retention_ms: 86_400_000 };
+    let t = Instant::now();
+    let analysis = analyze_partition(&partition, 0, "none".into(), budget, options).map_err(|e| e.to_string())?;
+    let s = t.elapsed().as_secs_f64();
+    println!(
+        "{}",
+        serde_json::json!({"job": "analyze", "codec": a.codec.name(), "records": records, "bytes": bytes, "seconds": s,
+            "records_per_s": records as f64 / s, "mb_per_s": bytes as f64 / s / 1e6, "distinct_keys": analysis.dirty.distinct.keys,
+            "records_after_compaction": analysis.records_after_compaction})
+    );
+    for map in MapKind::ALL {
+        let out = a.dir.join(format!("out-{}", map.name()));
+        let out_store = storage_file::FileStore::open(&out).map_err(|e| e.to_string())?;
+        let mut m = map.build(128 << 20, 0.9).map_err(|e| format!("{e:?}"))?;
+        let t = Instant::now();
+        let stats = clean_partition(&partition, &mut *m, options, &mut StoreSink::new(&out_store as &dyn SegmentStore))
+            .map_err(|e| e.to_string())?;
+        let s = t.elapsed().as_secs_f64();
+        println!(
+            "{}",
+            serde_json::json!({"job": "compact", "map": map.name(), "codec": a.codec.name(), "records": records, "bytes": bytes,
+                "seconds": s, "pass1_seconds": stats.pass1_seconds, "pass2_seconds": stats.pass2_seconds,
+                "records_per_s": records as f64 / s, "mb_per_s": bytes as f64 / s / 1e6, "records_kept": stats.records_kept,
+                "map_full": stats.map_full, "bytes_written": stats.bytes_written})
+        );
+        drop(out_store);
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    let _ = std::fs::remove_dir_all(&a.dir);
+    Ok(())
+}

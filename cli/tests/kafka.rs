@@ -1,0 +1,315 @@
+//! Kafka partitions written by a real client's record-batch builder (kafka-python, every codec, raw snappy as
+//! librdkafka writes it), read by `dump`, `check`, `analyze` and `advise --format kafka` and compared with what
+//! the client wrote; `compact --format kafka` output read back by kafka-python's own batch reader (CRCs checked)
+//! and compared with the latest record of every key.
+//!
+//! The Python side needs kafka-python, lz4, python-snappy and zstandard: `.ci/run` installs them in a virtual
+//! environment and names its interpreter in `LOGCOMPACT_PYTHON`. Without one these tests say so and pass
+//! locally, and fail under CI (`CI` set), so that CI can never skip them silently.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+mod common;
+use common::{contents, logcompact, path, stderr, stdout};
+
+fn python() -> Option<String> {
+    let candidates = std::env::var("LOGCOMPACT_PYTHON").into_iter().chain(["python3".to_owned()]);
+    for py in candidates {
+        let ok = Command::new(&py)
+            .args(["-c", "import kafka, lz4, snappy, zstandard"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(py);
+        }
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must run the Kafka tests: set LOGCOMPACT_PYTHON to a Python with kafka-python, lz4, python-snappy, zstandard"
+    );
+    eprintln!("skipped: no Python with kafka-python, lz4, python-snappy and zstandard (set LOGCOMPACT_PYTHON)");
+    None
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("kafka").join(name)
+}
+
+fn run_python(py: &str, args: &[&str]) -> Value {
+    let out = Command::new(py).args(args).output().expect("run python");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON from python")
+}
+
+fn ok(out: &std::process::Output) -> String {
+    assert!(out.status.success(), "exit {:?}: {}", out.status.code(), stderr(out));
+    stdout(out)
+}
+
+/// (offset, timestamp, key, value, headers) of every record, from kafka-python's or logcompact's JSON.
+fn records_of(records: &[Value]) -> Vec<(i64, i64, Value, Value, Value)> {
+    records
+        .iter()
+        .map(|r| {
+            (
+                r["offset"].as_i64().expect("offset"),
+                r["timestamp"].as_i64().expect("timestamp"),
+                r["key"].clone(),
+                r["value"].clone(),
+                r["headers"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// What a full compaction keeps: in closed segments the latest record of each key among closed segments
+/// from the first dirty offset on (records before it are judged by the same map), tombstones included (a
+/// first pass keeps them); the active segment as it is.
+fn expected_after_compaction(
+    written: &[(i64, i64, Value, Value, Value)],
+    active_base: i64,
+) -> Vec<(i64, i64, Value, Value, Value)> {
+    let mut latest: BTreeMap<String, i64> = BTreeMap::new();
+    for r in written.iter().filter(|r| r.0 < active_base) {
+        latest.insert(r.2.to_string(), r.0);
+    }
+    written.iter().filter(|r| r.0 >= active_base || latest[&r.2.to_string()] == r.0).cloned().collect()
+}
+
+struct Partitions {
+    _tmp: tempfile::TempDir,
+    py: String,
+    list: Vec<Value>,
+}
+
+fn partitions() -> Option<Partitions> {
+    let py = python()?;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().join("kafka-logs");
+    let list = run_python(&py, &[script("make_partitions.py").to_str().expect("utf-8"), path(&root)]);
+    Some(Partitions { _tmp: tmp, py, list: list.as_array().expect("partitions").clone() })
+}
+
+#[test]
+fn dump_check_and_analyze_read_what_kafka_python_wrote_with_every_codec() {
+    let Some(p) = partitions() else { return };
+    for part in &p.list {
+        let dir = PathBuf::from(part["dir"].as_str().expect("dir"));
+        let codec = part["codec"].as_str().expect("codec");
+        let before = contents(&dir);
+        let written = records_of(part["records"].as_array().expect("records"));
+
+        let dump: Value =
+            serde_json::from_str(&ok(&logcompact(&["dump", "--format", "kafka", "--json", "--dir", path(&dir)], "")))
+                .expect("dump JSON");
+        let batches = dump["batches"].as_array().expect("batches");
+        let want_codec = if codec == "snappy-raw" { "snappy" } else { codec };
+        // kafka-python stores a batch uncompressed when compressing would not make it smaller.
+        assert!(batches.iter().all(|b| b["codec"] == want_codec || b["codec"] == "none"), "{codec}");
+        assert!(batches.iter().filter(|b| b["codec"] == want_codec).count() > batches.len() / 2, "{codec}");
+        assert!(batches.iter().any(|b| b["header"]["producer_id"] == 1000), "idempotent batches: {codec}");
+        let read: Vec<Value> = batches.iter().flat_map(|b| b["records"].as_array().expect("records").clone()).collect();
+        assert_eq!(records_of(&read), written, "{codec}: every record as the client wrote it");
+
+        let text = ok(&logcompact(&["dump", "--format", "kafka", "--dir", path(&dir)], ""));
+        assert_eq!(text.lines().filter(|l| l.starts_with("  offset=")).count(), written.len());
+        assert!(text.contains("value=TOMBSTONE") && text.contains(r#"header "h"="#), "{text}");
+
+        let check: Value =
+            serde_json::from_str(&ok(&logcompact(&["check", "--format", "kafka", "--dir", path(&dir)], "")))
+                .expect("JSON");
+        assert_eq!(check["records"], written.len());
+
+        let analysis: Value = serde_json::from_str(&ok(&logcompact(
+            &["analyze", "--dir", path(&dir), "--json", "--checkpoint", "0"],
+            "",
+        )))
+        .expect("analyze JSON");
+        assert_eq!(analysis["records"], written.len());
+        let tombstones = written.iter().filter(|r| r.3.is_null()).count();
+        assert_eq!(analysis["tombstones"], tombstones, "{codec}");
+        let active_base = part["segments"][2].as_i64().expect("active base");
+        let closed: Vec<_> = written.iter().filter(|r| r.0 < active_base).collect();
+        let distinct: std::collections::BTreeSet<String> = closed.iter().map(|r| r.2.to_string()).collect();
+        assert_eq!(analysis["dirty"]["distinct"]["keys"], distinct.len(), "{codec}");
+        assert_eq!(analysis["dirty"]["distinct"]["exact"], true);
+        assert_eq!(analysis["dirty"]["dirty_records"], closed.len());
+        let kept = expected_after_compaction(&written, active_base);
+        assert_eq!(analysis["records_after_compaction"], kept.len(), "{codec}");
+        assert!(analysis["dirty"]["maps"].as_array().expect("maps").iter().all(|m| m["passes"] == 1));
+
+        let advice: Value = serde_json::from_str(&ok(&logcompact(
+            &[
+                "advise",
+                "--format",
+                "kafka",
+                "--dir",
+                path(&dir),
+                "--checkpoint",
+                "0",
+                "--dedupe-buffer",
+                "1KiB",
+                "--json",
+            ],
+            "",
+        )))
+        .expect("advise JSON");
+        for m in advice.as_array().expect("maps") {
+            assert_eq!(m["keys"], distinct.len());
+            assert!(m["passes"].as_u64().is_some_and(|n| n > 1), "1 KiB takes several passes: {m}");
+        }
+        assert_eq!(contents(&dir), before, "{codec}: reading commands changed nothing");
+    }
+    // The checkpoint in the parent directory is found for t-none-0.
+    let none = PathBuf::from(p.list[0]["dir"].as_str().expect("dir"));
+    let analysis: Value =
+        serde_json::from_str(&ok(&logcompact(&["analyze", "--dir", path(&none), "--json"], ""))).expect("JSON");
+    assert_eq!(analysis["first_dirty_offset"], p.list[0]["segments"][1]);
+    assert!(analysis["checkpoint_source"].as_str().is_some_and(|s| s.contains("cleaner-offset-checkpoint")));
+    assert!(analysis["dirty_ratio"].as_f64().is_some_and(|r| r > 0.0 && r < 1.0));
+}
+
+#[test]
+fn compact_writes_a_partition_kafka_python_reads_with_the_latest_record_of_every_key() {
+    let Some(p) = partitions() else { return };
+    let out_root = tempfile::tempdir().expect("tempdir");
+    for part in &p.list {
+        let dir = PathBuf::from(part["dir"].as_str().expect("dir"));
+        let codec = part["codec"].as_str().expect("codec");
+        let written = records_of(part["records"].as_array().expect("records"));
+        let active_base = part["segments"][2].as_i64().expect("active base");
+        let want = expected_after_compaction(&written, active_base);
+        let before = contents(&dir);
+        let source = run_python(&p.py, &[script("read_partition.py").to_str().expect("utf-8"), path(&dir)]);
+        let source_last: BTreeMap<i64, i64> = source["batches"]
+            .as_array()
+            .expect("batches")
+            .iter()
+            .map(|b| (b["base_offset"].as_i64().expect("base"), b["last_offset"].as_i64().expect("last")))
+            .collect();
+        let mut results = Vec::new();
+        for (map, buffer) in [("skimpy", "128MiB"), ("fullkey", "128MiB"), ("compact", "128MiB"), ("compact", "600")] {
+            let out = out_root.path().join(format!("{codec}-{map}-{buffer}"));
+            let stats = ok(&logcompact(
+                &[
+                    "compact",
+                    "--format",
+                    "kafka",
+                    "--dir",
+                    path(&dir),
+                    "--out",
+                    path(&out),
+                    "--checkpoint",
+                    "0",
+                    "--map",
+                    map,
+                    "--dedupe-buffer",
+                    buffer,
+                ],
+                "",
+            ));
+            let passes = stats.lines().count();
+            if buffer == "600" {
+                assert!(passes > 1, "a small buffer takes several passes: {stats}");
+            }
+            let read = run_python(&p.py, &[script("read_partition.py").to_str().expect("utf-8"), path(&out)]);
+            let batches = read["batches"].as_array().expect("batches");
+            let records: Vec<Value> =
+                batches.iter().flat_map(|b| b["records"].as_array().expect("records").clone()).collect();
+            assert_eq!(records_of(&records), want, "{codec} {map} {buffer}: offsets, timestamps, keys, values kept");
+            // Batches holding a tombstone got a delete horizon (attribute bit 6) of about now + one day.
+            for b in batches {
+                let has_tombstone = b["records"].as_array().expect("records").iter().any(|r| r["value"].is_null());
+                if has_tombstone && b["base_offset"].as_i64().expect("base") < active_base {
+                    assert_ne!(b["attributes"].as_i64().expect("attributes") & 0x40, 0, "{codec}: {b}");
+                    let horizon = b["base_timestamp"].as_i64().expect("horizon");
+                    assert!(horizon > log_core::now_ms() + 86_000_000, "{codec}: {b}");
+                }
+            }
+            // Every batch keeps its base offset and its last offset (Kafka's cleaner keeps lastOffsetDelta).
+            for b in batches {
+                let base = b["base_offset"].as_i64().expect("base");
+                assert_eq!(Some(&b["last_offset"].as_i64().expect("last")), source_last.get(&base), "{codec}: {b}");
+            }
+            // The partition still ends where it ended: the last batch's last offset is the source's.
+            let last = batches.last().expect("a batch")["last_offset"].as_i64().expect("last");
+            assert_eq!(last, written.last().expect("written").0, "{codec}");
+            assert!(read["indexes"].as_object().expect("indexes").keys().any(|k| k.ends_with(".timeindex")));
+            for (name, size) in read["indexes"].as_object().expect("indexes") {
+                let entry = if name.ends_with(".timeindex") { 12 } else { 8 };
+                assert_eq!(size.as_u64().expect("size") % entry, 0, "{name}");
+            }
+            assert!(out.join("leader-epoch-checkpoint").exists() && out.join("partition.metadata").exists());
+            ok(&logcompact(&["check", "--format", "kafka", "--dir", path(&out)], ""));
+            results.push(records_of(&records));
+        }
+        assert_eq!(contents(&dir), before, "{codec}: the source partition was not written");
+        // A second compaction of the output changes no record (tombstones are within their horizon).
+        let again = out_root.path().join(format!("{codec}-again"));
+        let first = out_root.path().join(format!("{codec}-skimpy-128MiB"));
+        ok(&logcompact(
+            &["compact", "--format", "kafka", "--dir", path(&first), "--out", path(&again), "--checkpoint", "0"],
+            "",
+        ));
+        let read = run_python(&p.py, &[script("read_partition.py").to_str().expect("utf-8"), path(&again)]);
+        let records: Vec<Value> = read["batches"]
+            .as_array()
+            .expect("batches")
+            .iter()
+            .flat_map(|b| b["records"].as_array().expect("records").clone())
+            .collect();
+        assert_eq!(records_of(&records), want, "{codec}: compacting again keeps the same records");
+    }
+}
+
+#[test]
+fn formats_are_never_mistaken_for_each_other_and_damage_is_named() {
+    let Some(p) = partitions() else { return };
+    let kafka_dir = PathBuf::from(p.list[0]["dir"].as_str().expect("dir"));
+    // A Kafka partition read as a native log is refused, with the hint.
+    let out = logcompact(&["dump", "--dir", path(&kafka_dir)], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--format kafka"), "{}", stderr(&out));
+    // A native log read as Kafka is refused.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let native = tmp.path().join("native");
+    ok(&logcompact(&["run", "--backend", "file", "--dir", path(&native), "-"], "PUT a 1\nROLL\nPUT b 2\n"));
+    for cmd in ["dump", "check"] {
+        let out = logcompact(&[cmd, "--format", "kafka", "--dir", path(&native)], "");
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {}", stderr(&out));
+        assert!(stderr(&out).contains("not a Kafka partition"), "{}", stderr(&out));
+    }
+    // A flipped byte in a batch is a CRC error naming the file and the batch's byte.
+    let damaged = tmp.path().join("t-damaged-0");
+    std::fs::create_dir(&damaged).expect("mkdir");
+    for e in std::fs::read_dir(&kafka_dir).expect("list") {
+        let e = e.expect("entry");
+        std::fs::copy(e.path(), damaged.join(e.file_name())).expect("copy");
+    }
+    let seg = damaged.join("00000000000000000000.log");
+    let mut bytes = std::fs::read(&seg).expect("read");
+    bytes[100] ^= 0x01;
+    std::fs::write(&seg, &bytes).expect("write");
+    let before = contents(&damaged);
+    for args in [vec!["check"], vec!["dump"], vec!["analyze"]] {
+        let mut full = args.clone();
+        full.extend(["--format", "kafka", "--dir", path(&damaged)]);
+        let out = logcompact(&full, "");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("00000000000000000000.log at byte") && stderr(&out).contains("CRC"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    let out = logcompact(
+        &["compact", "--format", "kafka", "--dir", path(&damaged), "--out", path(&tmp.path().join("out"))],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(contents(&damaged), before, "nothing was changed");
+}

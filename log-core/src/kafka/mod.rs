@@ -1,0 +1,38 @@
+//! Kafka's on-disk partition format: magic 2 record batches, their codecs, a partition directory read
+//! without changing it, and a writer of segments with Kafka's indexes.
+//!
+//! This is the second segment format beside this project's own frames: the cleaner reads keys from the
+//! records of batches, keeps a batch's bytes as they are when it keeps every record of it, and re-encodes
+//! (and re-compresses with the batch's codec) a batch it filters, keeping Kafka's header fields and offsets.
+//!
+//! ```
+//! use log_core::kafka::{Batch, Compression, RecordToWrite, new_header, write_batch};
+//! let records = [RecordToWrite { offset: 7, timestamp: 1_000, key: Some(b"k"), value: None, header_count: 0, header_bytes: &[] }];
+//! let mut bytes = Vec::new();
+//! write_batch(&new_header(7, 0), Compression::Lz4, Some(2_000), &records, &mut bytes, &mut Vec::new())?;
+//! let batch = Batch::parse(&bytes)?;
+//! assert_eq!(batch.header.delete_horizon(), Some(2_000));
+//! let mut scratch = Vec::new();
+//! let first = batch.records(&mut scratch)?.next().expect("one record")?;
+//! assert_eq!((first.offset, first.key, first.value), (7, Some(&b"k"[..]), None));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![expect(clippy::big_endian_bytes, reason = "Kafka's format is big-endian")]
+
+mod batch;
+mod build;
+pub mod compression;
+mod partition;
+pub mod varint;
+mod write;
+
+pub use batch::{
+    Batch, BatchHeader, BatchProblem, HEADER_BYTES, KafkaRecord, LOG_OVERHEAD, MAX_DECOMPRESSED_BYTES,
+    MIN_RECORD_BYTES, Records,
+};
+pub use build::{BuildError, RecordToWrite, new_header, write_batch};
+pub use compression::{Compression, DecompressError};
+pub use partition::{
+    KafkaSegment, Partition, PartitionError, PartitionScan, PlacedBatch, TornTail, checkpoint_offset, topic_partition,
+};
+pub use write::{INDEX_INTERVAL_BYTES, SegmentOut, file_name};

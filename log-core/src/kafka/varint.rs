@@ -1,0 +1,96 @@
+//! Kafka's zig-zag variable-length integers (protobuf's `sint32` / `sint64`), bounded: a varint longer than its
+//! type allows, or one cut off by the end of the buffer, is an error, never a panic or a long loop.
+
+/// Reads a zig-zag varint of at most 5 bytes at `*pos`, moving `*pos` past it. `None` when it is cut off or
+/// too long.
+pub fn read_varint(buf: &[u8], pos: &mut usize) -> Option<i32> {
+    let mut p = *pos;
+    let raw = u32::try_from(read_unsigned(buf, &mut p, 5)?).ok()?;
+    *pos = p;
+    Some(((raw >> 1) as i32) ^ -((raw & 1) as i32))
+}
+
+/// Reads a zig-zag varlong of at most 10 bytes at `*pos`, moving `*pos` past it.
+pub fn read_varlong(buf: &[u8], pos: &mut usize) -> Option<i64> {
+    let raw = read_unsigned(buf, pos, 10)?;
+    Some(((raw >> 1) as i64) ^ -((raw & 1) as i64))
+}
+
+fn read_unsigned(buf: &[u8], pos: &mut usize, max_bytes: usize) -> Option<u64> {
+    let mut value = 0u64;
+    for i in 0..max_bytes {
+        let b = *buf.get(*pos + i)?;
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            *pos += i + 1;
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// Appends `v` as a zig-zag varint.
+pub fn write_varint(out: &mut Vec<u8>, v: i32) {
+    write_unsigned(out, u64::from(((v << 1) ^ (v >> 31)) as u32));
+}
+
+/// Appends `v` as a zig-zag varlong.
+pub fn write_varlong(out: &mut Vec<u8>, v: i64) {
+    write_unsigned(out, ((v << 1) ^ (v >> 63)) as u64);
+}
+
+fn write_unsigned(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Bytes `v` takes as a zig-zag varint.
+pub fn varint_len(v: i32) -> usize {
+    let mut u = ((v << 1) ^ (v >> 31)) as u32;
+    let mut n = 1;
+    while u >= 0x80 {
+        u >>= 7;
+        n += 1;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_known_encodings() {
+        for v in [0, -1, 1, 63, -64, 64, i32::MAX, i32::MIN] {
+            let mut out = Vec::new();
+            write_varint(&mut out, v);
+            assert_eq!(out.len(), varint_len(v));
+            let mut pos = 0;
+            assert_eq!(read_varint(&out, &mut pos), Some(v));
+            assert_eq!(pos, out.len());
+        }
+        for v in [0, -1, i64::MAX, i64::MIN, 1 << 40] {
+            let mut out = Vec::new();
+            write_varlong(&mut out, v);
+            let mut pos = 0;
+            assert_eq!(read_varlong(&out, &mut pos), Some(v));
+        }
+        // Zig-zag: -1 is 1, 1 is 2, 300 is 600 = 0xd8 0x04.
+        let mut out = Vec::new();
+        write_varint(&mut out, 300);
+        assert_eq!(out, [0xd8, 0x04]);
+    }
+
+    #[test]
+    fn cut_off_or_overlong_varints_are_refused() {
+        let mut pos = 0;
+        assert_eq!(read_varint(&[0x80], &mut pos), None);
+        assert_eq!(read_varint(&[0xff; 6], &mut pos), None);
+        assert_eq!(read_varint(&[0xff, 0xff, 0xff, 0xff, 0x7f], &mut pos), None, "more than 32 bits");
+        assert_eq!(read_varlong(&[0xff; 11], &mut pos), None);
+        assert_eq!(pos, 0);
+    }
+}
