@@ -37,6 +37,9 @@ pub struct KafkaPassOptions {
     pub now_ms: i64,
     /// `delete.retention.ms`.
     pub delete_retention_ms: i64,
+    /// `segment.bytes`: adjacent closed segments whose sizes add up to at most this are merged into one output
+    /// segment, named after the first (Kafka's `groupSegmentsBySize`); the active segment is never merged.
+    pub segment_bytes: u64,
 }
 
 /// What a pass did.
@@ -85,6 +88,8 @@ pub struct KafkaPassStats {
     pub segments_written: u64,
     /// Segments left empty and not written.
     pub segments_removed: u64,
+    /// Source segments merged into the output segment of the one before them.
+    pub segments_merged: u64,
     /// Seconds of pass 1.
     pub pass1_seconds: f64,
     /// Seconds of pass 2.
@@ -281,16 +286,32 @@ pub fn clean_partition(
     let mut probes = Probes::default();
     let mut current_segment = None;
     let mut wrote = false;
+    let last = partition.segments.len().saturating_sub(1);
+    let (mut group_base, mut group_bytes) = (0i64, 0u64);
     let mut scan = partition.scan();
     for placed in scan.by_ref() {
         let placed = placed.map_err(Error::Kafka)?;
         if current_segment != Some(placed.segment) {
-            if current_segment.is_some() {
-                end_segment(sink, wrote, &mut stats)?;
+            let seg = &partition.segments[placed.segment];
+            let size = seg.bytes.len() as u64;
+            // The offsets of a group must stay within an index entry's i32 relative offset.
+            let group_end = partition.segments.get(placed.segment + 1).map_or(i64::MAX, |n| n.base);
+            let merge = current_segment.is_some()
+                && placed.segment != last
+                && group_bytes.saturating_add(size) <= options.segment_bytes
+                && group_end.saturating_sub(group_base) <= i64::from(i32::MAX);
+            if merge {
+                group_bytes += size;
+                stats.segments_merged += 1;
+            } else {
+                if current_segment.is_some() {
+                    end_segment(sink, wrote, &mut stats)?;
+                }
+                sink.begin_segment(seg.base)?;
+                (group_base, group_bytes) = (seg.base, size);
+                wrote = false;
             }
-            sink.begin_segment(partition.segments[placed.segment].base)?;
             current_segment = Some(placed.segment);
-            wrote = false;
         }
         let (h, batch) = (placed.batch.header, placed.batch);
         stats.batches_read += 1;
@@ -362,7 +383,6 @@ pub fn clean_partition(
         wrote = true;
     }
     // The active segment is always written, empty or not: it holds the partition's next offset in its name.
-    let last = partition.segments.len().saturating_sub(1);
     if current_segment != Some(last) {
         if current_segment.is_some() {
             end_segment(sink, wrote, &mut stats)?;

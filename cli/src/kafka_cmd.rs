@@ -222,6 +222,7 @@ pub fn analysis(req: AnalyzeRequest<'_>) -> Result<KafkaAnalysis, Failure> {
         first_dirty_offset: first,
         now_ms: log_core::now_ms(),
         delete_retention_ms: req.delete_retention_ms,
+        segment_bytes: log_core::DEFAULT_SEGMENT_BYTES,
     };
     analyze_partition(&partition, first, source, req.budget, options).map_err(|e| cleaner_failure(req.dir, &e))
 }
@@ -322,6 +323,8 @@ pub struct CompactRequest<'a> {
     pub delete_retention_ms: i64,
     /// `--checkpoint`.
     pub checkpoint: Option<i64>,
+    /// `segment.bytes`: adjacent cleaned segments are merged up to this.
+    pub segment_bytes: u64,
 }
 
 /// `compact --format kafka --out`: passes until clean, each one's statistics as a JSON line. A pass that
@@ -352,8 +355,12 @@ pub fn compact(req: CompactRequest<'_>) -> Result<(), Failure> {
             storage_file::FileStore::open(&target)
                 .map_err(|e| Failure::Runtime(format!("cannot create {}: {e}", target.display())))?,
         );
-        let options =
-            KafkaPassOptions { first_dirty_offset: first, now_ms, delete_retention_ms: req.delete_retention_ms };
+        let options = KafkaPassOptions {
+            first_dirty_offset: first,
+            now_ms,
+            delete_retention_ms: req.delete_retention_ms,
+            segment_bytes: req.segment_bytes,
+        };
         let stats = clean_partition(&partition, &mut *map, options, &mut StoreSink::new(&*store))
             .map_err(|e| cleaner_failure(&source, &e))?;
         copy_other_files(&source, &target, &partition.other_files)?;

@@ -570,6 +570,7 @@ fn main() -> ExitCode {
                 load_factor: c.load_factor,
                 delete_retention_ms: a.cleaner.delete_retention_ms,
                 checkpoint: a.checkpoint,
+                segment_bytes: a.segment_bytes,
             })
         }),
         Commands::Compact(a) => a.cleaner.config().and_then(|c| {

@@ -147,8 +147,12 @@ fn run() -> Result<(), String> {
     let store = storage_file::FileStore::open_read_only(&src).map_err(|e| e.to_string())?;
     let partition = Partition::open(&store).map_err(|e| e.to_string())?;
     let budget = Budget { total_bytes: 128 << 20, threads: 1, load_factor: 0.9 };
-    let options =
-        KafkaPassOptions { first_dirty_offset: 0, now_ms: log_core::now_ms(), delete_retention_ms: 86_400_000 };
+    let options = KafkaPassOptions {
+        first_dirty_offset: 0,
+        now_ms: log_core::now_ms(),
+        delete_retention_ms: 86_400_000,
+        segment_bytes: 1 << 30,
+    };
     let t = Instant::now();
     let analysis = analyze_partition(&partition, 0, "none".into(), budget, options).map_err(|e| e.to_string())?;
     let s = t.elapsed().as_secs_f64();

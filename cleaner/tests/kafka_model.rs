@@ -1,0 +1,264 @@
+//! Kafka's passes against a simple reference: random partitions (codecs, offset gaps, overridden last offset
+//! deltas, unkeyed records, tombstones with and without delete horizons, idempotent producers, transactional
+//! and control batches, a cleaner checkpoint) compacted until clean with every map and buffers from a few
+//! keys up, compared record by record with what the reference says a full compaction keeps.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use cleaner::kafka::{KafkaPassOptions, StoreSink, clean_partition};
+use cleaner::map::MapKind;
+use log_core::SegmentStore;
+use log_core::kafka::{BatchHeader, Compression, Partition, RecordToWrite, file_name, new_header, write_batch};
+use proptest::prelude::*;
+use storage_mem::MemStore;
+
+const NOW: i64 = 1_800_000_000_000;
+const RETENTION: i64 = 86_400_000;
+
+#[derive(Debug, Clone)]
+struct RecordSpec {
+    key: Option<u8>,
+    tombstone: bool,
+    gap: bool,
+}
+
+#[derive(Debug, Clone)]
+struct BatchSpec {
+    codec: Compression,
+    producer: bool,
+    transactional: bool,
+    control: bool,
+    /// A delete horizon already set: in the past (`true`) or the future.
+    horizon: Option<bool>,
+    extra_delta: u8,
+    records: Vec<RecordSpec>,
+}
+
+fn record() -> impl Strategy<Value = RecordSpec> {
+    (prop::option::weighted(0.95, 0u8..8), prop::bool::weighted(0.15), prop::bool::weighted(0.1))
+        .prop_map(|(key, tombstone, gap)| RecordSpec { key, tombstone, gap })
+}
+
+fn batch() -> impl Strategy<Value = BatchSpec> {
+    (
+        prop::sample::select(Compression::ALL.to_vec()),
+        any::<bool>(),
+        prop::bool::weighted(0.1),
+        prop::bool::weighted(0.05),
+        prop::option::weighted(0.15, any::<bool>()),
+        prop::sample::select(vec![0u8, 0, 0, 3]),
+        prop::collection::vec(record(), 1..6),
+    )
+        .prop_map(|(codec, producer, transactional, control, horizon, extra_delta, records)| BatchSpec {
+            codec,
+            producer,
+            transactional,
+            control,
+            horizon,
+            extra_delta,
+            records,
+        })
+}
+
+/// One written record, as the reference sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Rec {
+    offset: i64,
+    timestamp: i64,
+    key: Option<Vec<u8>>,
+    value: Option<Vec<u8>>,
+}
+
+/// Builds the partition in a store; returns per batch (its header template, whether it is in the active
+/// segment, its records).
+fn build(segments: &[Vec<BatchSpec>], store: &dyn SegmentStore) -> Vec<(BatchHeader, bool, Vec<Rec>)> {
+    let mut offset = 0i64;
+    let mut ts = 1_700_000_000_000i64;
+    let mut out = Vec::new();
+    for (si, batches) in segments.iter().enumerate() {
+        let file = store.create(&file_name(offset, ".log")).expect("create");
+        for (bi, b) in batches.iter().enumerate() {
+            let base = offset;
+            let mut recs = Vec::new();
+            for (ri, r) in b.records.iter().enumerate() {
+                if r.gap && ri > 0 {
+                    offset += 1;
+                }
+                ts += 7;
+                recs.push(Rec {
+                    offset,
+                    timestamp: ts,
+                    key: r.key.map(|k| vec![b'k', k]),
+                    value: (!r.tombstone).then(|| format!("v{offset}").into_bytes()),
+                });
+                offset += 1;
+            }
+            let last_delta = (offset - 1 - base) as i32 + i32::from(b.extra_delta);
+            offset = base + i64::from(last_delta) + 1;
+            let mut h = new_header(base, last_delta);
+            if b.producer {
+                h.producer_id = 7 + si as i64;
+                h.producer_epoch = 1;
+                h.base_sequence = bi as i32;
+            }
+            h.attributes |= if b.transactional { 0x10 } else { 0 } | if b.control { 0x20 } else { 0 };
+            let horizon = b.horizon.map(|past| if past { NOW - 1 } else { NOW + 1 });
+            let writes: Vec<RecordToWrite<'_>> = recs
+                .iter()
+                .map(|r| RecordToWrite {
+                    offset: r.offset,
+                    timestamp: r.timestamp,
+                    key: r.key.as_deref(),
+                    value: r.value.as_deref(),
+                    header_count: 0,
+                    header_bytes: &[],
+                })
+                .collect();
+            let mut bytes = Vec::new();
+            write_batch(&h, b.codec, horizon, &writes, &mut bytes, &mut Vec::new()).expect("write");
+            file.append(&bytes).expect("append");
+            let mut template = h;
+            if let Some(hz) = horizon {
+                template.attributes |= 0x40;
+                template.base_timestamp = hz;
+            }
+            out.push((template, si + 1 == segments.len(), recs));
+        }
+        file.sync().expect("sync");
+        file.seal().expect("seal");
+    }
+    out
+}
+
+/// What a compaction until clean keeps, by the rules in `cleaner::kafka`'s docs.
+fn reference(batches: &[(BatchHeader, bool, Vec<Rec>)], first_dirty: i64) -> Vec<Rec> {
+    let whole = |h: &BatchHeader, active: bool| active || h.is_transactional() || h.is_control();
+    let mut latest: BTreeMap<Vec<u8>, i64> = BTreeMap::new();
+    for (h, active, recs) in batches {
+        if whole(h, *active) {
+            continue;
+        }
+        for r in recs.iter().filter(|r| r.offset >= first_dirty) {
+            if let Some(k) = &r.key {
+                latest.insert(k.clone(), r.offset);
+            }
+        }
+    }
+    let mut kept = Vec::new();
+    for (h, active, recs) in batches {
+        for r in recs {
+            let keep = whole(h, *active)
+                || r.key.as_ref().is_some_and(|k| {
+                    latest.get(k).is_none_or(|&l| r.offset >= l)
+                        && !(r.value.is_none() && h.delete_horizon().is_some_and(|hz| NOW >= hz))
+                });
+            if keep {
+                kept.push(r.clone());
+            }
+        }
+    }
+    kept
+}
+
+/// Every record of a partition, and its batches' (base offset, last offset, horizon, has tombstone, count).
+/// An output batch: (base offset, last offset, delete horizon, holds a tombstone, record count).
+type OutBatch = (i64, i64, Option<i64>, bool, i32);
+
+fn read(store: &dyn SegmentStore) -> (Vec<Rec>, Vec<OutBatch>) {
+    let partition = Partition::open(store).expect("open");
+    let mut recs = Vec::new();
+    let mut batches = Vec::new();
+    let mut scratch = Vec::new();
+    for placed in partition.scan() {
+        let placed = placed.expect("batch");
+        let h = placed.batch.header;
+        let mut tombstone = false;
+        for r in placed.batch.records(&mut scratch).expect("records") {
+            let r = r.expect("record");
+            tombstone |= r.value.is_none();
+            recs.push(Rec {
+                offset: r.offset,
+                timestamp: r.timestamp,
+                key: r.key.map(<[u8]>::to_vec),
+                value: r.value.map(<[u8]>::to_vec),
+            });
+        }
+        batches.push((h.base_offset, h.last_offset(), h.delete_horizon(), tombstone, h.records_count));
+    }
+    (recs, batches)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn compaction_until_clean_keeps_what_the_reference_keeps(
+        segments in prop::collection::vec(prop::collection::vec(batch(), 1..5), 1..5),
+        map in prop::sample::select(MapKind::ALL.to_vec()),
+        small_buffer in any::<bool>(),
+        checkpoint_share in 0u8..3,
+        merge_segments in any::<bool>(),
+    ) {
+        let source: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
+        let batches = build(&segments, &*source);
+        let end = batches.last().map_or(0, |(h, _, _)| h.last_offset());
+        let first_dirty = end * i64::from(checkpoint_share) / 4;
+        let want = reference(&batches, first_dirty);
+        let buffer = if small_buffer { map.bytes_for(3, 0.9, 2) } else { 1 << 20 };
+        let mut m = map.build(buffer, 0.9).expect("map");
+        let mut input = source;
+        let mut first = first_dirty;
+        let mut passes = 0;
+        loop {
+            passes += 1;
+            prop_assert!(passes < 200, "no progress");
+            let partition = Partition::open(&*input).expect("open");
+            let out: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
+            let options = KafkaPassOptions {
+                first_dirty_offset: first,
+                now_ms: NOW,
+                delete_retention_ms: RETENTION,
+                segment_bytes: if merge_segments { 1 << 30 } else { 0 },
+            };
+            let stats = clean_partition(&partition, &mut *m, options, &mut StoreSink::new(&*out)).expect("pass");
+            input = out;
+            if !stats.map_full {
+                break;
+            }
+            prop_assert!(stats.end_offset > first, "a pass moves on");
+            first = stats.end_offset;
+        }
+        let (got, out_batches) = read(&*input);
+        prop_assert_eq!(&got, &want);
+        let source_ends: BTreeMap<i64, i64> = batches.iter().map(|(h, _, _)| (h.base_offset, h.last_offset())).collect();
+        for &(base, last, horizon, tombstone, count) in &out_batches {
+            // Every batch keeps its original offset range.
+            prop_assert_eq!(source_ends.get(&base), Some(&last));
+            // A kept tombstone's batch has a delete horizon (new ones: now + delete.retention.ms).
+            let active = batches.iter().any(|(h, a, _)| *a && h.base_offset == base);
+            let was = batches.iter().find(|(h, _, _)| h.base_offset == base).and_then(|(h, _, _)| h.delete_horizon());
+            if tombstone && !active {
+                let wholly_kept = batches.iter().any(|(h, _, _)| h.base_offset == base && (h.is_transactional() || h.is_control()));
+                if !wholly_kept {
+                    prop_assert_eq!(horizon, was.or(Some(NOW + RETENTION)));
+                }
+            }
+            if count == 0 {
+                prop_assert!(batches.iter().any(|(h, _, _)| h.base_offset == base && h.producer_id >= 0), "only a producer's batch is kept empty");
+            }
+        }
+        // The partition ends where it ended.
+        prop_assert_eq!(out_batches.last().map(|b| b.1), Some(end));
+        // Closed segments are merged into one when segment.bytes allows, never with the active one.
+        let names: Vec<String> = input.list().expect("list").into_iter().filter(|n| n.ends_with(".log")).collect();
+        let active_base = batches.iter().find(|(_, a, _)| *a).map(|(h, _, _)| h.base_offset).expect("active");
+        prop_assert!(names.contains(&file_name(active_base, ".log")), "{:?}", names);
+        if merge_segments {
+            prop_assert!(names.len() <= 2, "{:?}", names);
+        } else {
+            let closed_with_records = segments.len() - 1;
+            prop_assert!(names.len() <= closed_with_records + 1, "{:?}", names);
+        }
+    }
+}
