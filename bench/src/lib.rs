@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod bare;
+pub mod kafka;
 pub mod maps;
 pub mod report;
 

@@ -1,19 +1,18 @@
 //! Analyze and compact throughput on a generated Kafka partition (uncompressed or lz4 batches), with each map.
 //!
 //! `cargo run --release -p bench --bin kafka-bench -- [--bytes 1GiB] [--keys 1000000] [--codec none|lz4] [--dir D]`
-//! writes a partition of magic 2 batches (100 records a batch, 16-byte keys, 100-byte values, 256 MiB
-//! segments) with this crate's batch writer, then times `analyze` (one read with the three maps replayed, then
+//! writes a partition (`bench::kafka::write_partition`: 100 records a batch, 16-byte keys, 100-byte values of
+//! random letters that compress about 2x, 1% tombstones, 256 MiB segments), then times `analyze` (one read with the three maps replayed, then
 //! a dry run) and one compaction into another directory per map, and prints a JSON line each.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
 use cleaner::advise::Budget;
 use cleaner::kafka::{KafkaPassOptions, StoreSink, analyze_partition, clean_partition};
 use cleaner::map::MapKind;
 use log_core::SegmentStore;
-use log_core::kafka::{Compression, Partition, RecordToWrite, new_header, write_batch};
+use log_core::kafka::{Compression, Partition};
 
 struct Args {
     bytes: u64,
@@ -65,66 +64,11 @@ fn parse_size(s: &str) -> Result<u64, String> {
 
 fn generate(a: &Args, dir: &std::path::Path) -> Result<(u64, u64), String> {
     let store = storage_file::FileStore::open(dir).map_err(|e| e.to_string())?;
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    let (mut offset, mut written, mut records) = (0i64, 0u64, 0u64);
-    let mut out = Vec::new();
-    let mut scratch = Vec::new();
-    let value = vec![b'v'; 100];
-    let mut seg: Option<(i64, Arc<dyn log_core::Segment>, u64)> = None;
-    while written < a.bytes {
-        let keys: Vec<[u8; 16]> = (0..100)
-            .map(|_| {
-                let k = next() % a.keys;
-                let mut b = [0u8; 16];
-                b[..8].copy_from_slice(&k.to_le_bytes());
-                b[8..].copy_from_slice(&(!k).to_le_bytes());
-                b
-            })
-            .collect();
-        let batch: Vec<RecordToWrite<'_>> = keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| RecordToWrite {
-                offset: offset + i as i64,
-                timestamp: 1_700_000_000_000 + offset + i as i64,
-                key: Some(k),
-                value: Some(&value),
-                header_count: 0,
-                header_bytes: &[],
-            })
-            .collect();
-        out.clear();
-        write_batch(&new_header(offset, 99), a.codec, None, &batch, &mut out, &mut scratch)
-            .map_err(|e| e.to_string())?;
-        if seg.as_ref().is_none_or(|(_, _, len)| *len + out.len() as u64 > 256 << 20) {
-            if let Some((_, f, _)) = seg.take() {
-                f.sync().map_err(|e| e.to_string())?;
-            }
-            let name = log_core::kafka::file_name(offset, ".log");
-            seg = Some((offset, store.create(&name).map_err(|e| e.to_string())?, 0));
-        }
-        if let Some((_, f, len)) = seg.as_mut() {
-            f.append(&out).map_err(|e| e.to_string())?;
-            *len += out.len() as u64;
-        }
-        written += out.len() as u64;
-        offset += 100;
-        records += 100;
-    }
-    if let Some((_, f, _)) = seg.take() {
-        f.sync().map_err(|e| e.to_string())?;
-    }
-    // An empty active segment, so every batch is in a closed one.
-    store.create(&log_core::kafka::file_name(offset, ".log")).map_err(|e| e.to_string())?;
+    let keys = bench::Keys::new(usize::try_from(a.keys).map_err(|e| e.to_string())?, 16, 1);
+    let w = bench::kafka::write_partition(&store, &keys, u64::MAX, a.bytes, a.codec, 256 << 20, 1)?;
     drop(store);
     let _ = std::fs::remove_file(dir.join("logcompact.lock"));
-    Ok((records, written))
+    Ok((w.records, w.bytes))
 }
 
 fn main() -> std::process::ExitCode {

@@ -89,6 +89,7 @@ mod tests {
             machine: Machine { cpu: "cpu".into(), cores: 2, memory_bytes: 1 << 30, os: "linux".into() },
             config: Config::new(true),
             results: cells,
+            kafka: Vec::new(),
         }
     }
 

@@ -124,6 +124,38 @@ pub fn render(report: &Report) -> String {
             );
         }
     }
+    if !report.kafka.is_empty() {
+        let k = &report.kafka[0];
+        let _ = writeln!(
+            md,
+            "\n## Kafka partitions (magic 2 batches of 100 records, {} records over {} keys, memory store)\n",
+            k.records, k.keys
+        );
+        let _ = writeln!(
+            md,
+            "Compacted until clean into Kafka's layout; every row kept the same {} records.\n",
+            k.records_kept
+        );
+        let _ = writeln!(
+            md,
+            "| codec | map | buffer | passes | pass 1 ns/record | pass 2 ns/record | records/s | MB/s of batches |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+        for x in &report.kafka {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {:.0} | {:.0} | {:.2} M | {:.0} |",
+                x.codec,
+                x.map,
+                mb(x.buffer_bytes),
+                x.passes_to_clean,
+                x.pass1_ns_per_record,
+                x.pass2_ns_per_record,
+                x.records_per_s / 1e6,
+                x.bytes_per_s / 1e6
+            );
+        }
+    }
     let _ = writeln!(md, "\nCharts: `report.svg`. Every cell: `report.json`.");
     md
 }

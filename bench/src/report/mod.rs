@@ -7,6 +7,7 @@
 //! a slot for `skimpy`, at most 12 for `compact`). [`run`] fails naming the cell otherwise.
 
 pub mod baseline;
+pub mod kafka;
 pub mod machine;
 pub mod markdown;
 pub mod svg;
@@ -53,6 +54,12 @@ pub struct Config {
     pub segment_bytes: u64,
     /// Cells also run on the file backend: `(keys, buffer share)`.
     pub file_cells: Vec<(u64, f64)>,
+    /// Records of the generated Kafka partitions (0: no Kafka rows).
+    #[serde(default)]
+    pub kafka_records: u64,
+    /// Distinct keys of the Kafka partitions.
+    #[serde(default)]
+    pub kafka_keys: u64,
 }
 
 impl Config {
@@ -81,6 +88,8 @@ impl Config {
             seed: 1,
             segment_bytes: 16 << 20,
             file_cells,
+            kafka_records: if quick { 200_000 } else { 2_000_000 },
+            kafka_keys: if quick { 20_000 } else { 200_000 },
         }
     }
 
@@ -161,6 +170,9 @@ pub struct Report {
     pub config: Config,
     /// One result per cell.
     pub results: Vec<Cell>,
+    /// The Kafka rows.
+    #[serde(default)]
+    pub kafka: Vec<kafka::KafkaCell>,
 }
 
 /// Why a report could not be made.
@@ -349,6 +361,7 @@ pub fn run(config: &Config, mut progress: impl FnMut(usize, usize, &Cell)) -> Re
         }
         check_digests(results.iter().filter(|c| c.keys == keys))?;
     }
+    let kafka = kafka::run(config, |_| {})?;
     Ok(Report {
         schema_version: SCHEMA_VERSION,
         git_revision: machine::git_revision(),
@@ -356,6 +369,7 @@ pub fn run(config: &Config, mut progress: impl FnMut(usize, usize, &Cell)) -> Re
         machine: Machine::this(),
         config: config.clone(),
         results,
+        kafka,
     })
 }
 
