@@ -83,11 +83,8 @@ impl Shards {
             all.bytes_per_slot = s.bytes_per_slot;
         }
         all.utilization = if all.slots == 0 { 0.0 } else { all.entries as f64 / all.slots as f64 };
-        all.bytes_per_key = if all.entries == 0 {
-            self.maps.first().map_or(0.0, |m| m.stats().bytes_per_key)
-        } else {
-            all.memory_bytes as f64 / all.entries as f64
-        };
+        // As each map reports it: slot maps, buffer per key they can hold; fullkey, memory per key held.
+        all.bytes_per_key = if all.capacity == 0 { 0.0 } else { all.memory_bytes as f64 / all.capacity as f64 };
         if self.kind() == MapKind::FullKey {
             all.bytes_per_key = if all.entries == 0 { 0.0 } else { all.touched_bytes as f64 / all.entries as f64 };
         }
@@ -126,5 +123,21 @@ mod tests {
         let want: Vec<Option<u64>> = (0..BATCH as u64).map(|i| Some(100 + i)).collect();
         assert_eq!(out.to_vec(), want);
         assert_eq!(shards.stats().entries, BATCH as u64);
+    }
+
+    #[test]
+    fn bytes_per_key_of_sharded_slot_maps_is_what_one_map_reports() {
+        for kind in [MapKind::Compact, MapKind::Skimpy] {
+            let one = kind.build(1 << 20, 0.9).expect("map");
+            let maps: Vec<Box<dyn OffsetMap>> = (0..2).map(|_| kind.build(1 << 19, 0.9).expect("map")).collect();
+            let mut shards = Shards { maps };
+            for i in 0..100u32 {
+                let k = i.to_le_bytes();
+                let s = shard_of(&k, 2);
+                shards.maps[s].put(&k, u64::from(i)).expect("room");
+            }
+            let (a, b) = (one.stats().bytes_per_key, shards.stats().bytes_per_key);
+            assert!((a - b).abs() / a < 0.01, "{kind:?}: one map {a}, two shards {b}");
+        }
     }
 }
