@@ -40,6 +40,32 @@ pub struct KafkaPassOptions {
     /// `segment.bytes`: adjacent closed segments whose sizes add up to at most this are merged into one output
     /// segment, named after the first (Kafka's `groupSegmentsBySize`); the active segment is never merged.
     pub segment_bytes: u64,
+    /// `min.compaction.lag.ms`: a closed segment holding a batch younger than this (by its max timestamp), and
+    /// every segment after it, is copied as it is, as the active segment is.
+    pub min_compaction_lag_ms: i64,
+}
+
+/// The first offset a pass may not clean: the base of the first closed segment holding a batch whose max
+/// timestamp is within `min.compaction.lag.ms` of now, else the active segment's base (Kafka's first
+/// uncleanable offset).
+///
+/// # Errors
+/// [`Error::Kafka`] for a damaged batch.
+pub fn first_uncleanable(partition: &Partition, options: &KafkaPassOptions) -> Result<i64> {
+    let active = partition.active_base();
+    if options.min_compaction_lag_ms <= 0 {
+        return Ok(active);
+    }
+    let young = options.now_ms.saturating_sub(options.min_compaction_lag_ms);
+    for seg in partition.segments.iter().take(partition.segments.len().saturating_sub(1)) {
+        for item in seg.batches() {
+            let (_, batch) = item.map_err(Error::Kafka)?;
+            if batch.header.max_timestamp > young {
+                return Ok(seg.base);
+            }
+        }
+    }
+    Ok(active)
 }
 
 /// What a pass did.
@@ -109,8 +135,8 @@ fn map_dirty(
     partition: &Partition,
     map: &mut dyn OffsetMap,
     first_dirty: i64,
+    active: i64,
 ) -> Result<(i64, bool, HashMap<i64, i64>)> {
-    let active = partition.active_base();
     map.begin(to_u64(first_dirty, "checkpoint")?);
     let mut last_of_producer = HashMap::new();
     let mut end = active;
@@ -258,7 +284,8 @@ pub fn clean_partition(
     sink: &mut dyn BatchSink,
 ) -> Result<KafkaPassStats> {
     let started = Instant::now();
-    let (end, full, last_of_producer) = map_dirty(partition, map, options.first_dirty_offset)?;
+    let active = first_uncleanable(partition, &options)?;
+    let (end, full, last_of_producer) = map_dirty(partition, map, options.first_dirty_offset, active)?;
     let mut stats = KafkaPassStats {
         first_dirty_offset: options.first_dirty_offset,
         end_offset: end,
@@ -274,7 +301,6 @@ pub fn clean_partition(
         horizon: options.now_ms.saturating_add(options.delete_retention_ms),
         purge: false,
     };
-    let active = partition.active_base();
     let mut counts = CopyCounts::default();
     let mut scratch = Vec::new();
     let mut encode_scratch = Vec::new();
@@ -298,6 +324,7 @@ pub fn clean_partition(
             let group_end = partition.segments.get(placed.segment + 1).map_or(i64::MAX, |n| n.base);
             let merge = current_segment.is_some()
                 && placed.segment != last
+                && seg.base < active
                 && group_bytes.saturating_add(size) <= options.segment_bytes
                 && group_end.saturating_sub(group_base) <= i64::from(i32::MAX);
             if merge {
@@ -387,7 +414,7 @@ pub fn clean_partition(
         if current_segment.is_some() {
             end_segment(sink, wrote, &mut stats)?;
         }
-        sink.begin_segment(active)?;
+        sink.begin_segment(partition.active_base())?;
     }
     end_segment(sink, true, &mut stats)?;
     stats.torn_tail_bytes = scan.torn_tail.as_ref().map_or(0, |t| t.bytes);

@@ -131,12 +131,29 @@ fn build(segments: &[Vec<BatchSpec>], store: &dyn SegmentStore) -> Vec<(BatchHea
     out
 }
 
-/// What a compaction until clean keeps, by the rules in `cleaner::kafka`'s docs.
-fn reference(batches: &[(BatchHeader, bool, Vec<Rec>)], first_dirty: i64) -> Vec<Rec> {
-    let whole = |h: &BatchHeader, active: bool| active || h.is_transactional() || h.is_control();
+/// By the rules in `cleaner::kafka`'s docs: what a compaction until clean keeps, and the base offsets of the
+/// batches it copies whole.
+fn reference(
+    batches: &[(BatchHeader, bool, Vec<Rec>)],
+    seg_of: &[usize],
+    first_dirty: i64,
+    lag: i64,
+) -> (Vec<Rec>, std::collections::BTreeSet<i64>) {
+    // The first closed segment holding a batch younger than the lag, and every segment after it, is not
+    // cleaned (Kafka's first uncleanable offset is that segment's base).
+    let young_segment = batches
+        .iter()
+        .zip(seg_of)
+        .find(|((_, active, recs), _)| {
+            !active && lag > 0 && recs.iter().map(|r| r.timestamp).max().is_some_and(|m| m > NOW - lag)
+        })
+        .map(|(_, &s)| s);
+    let uncleanable: Vec<bool> = seg_of.iter().map(|&s| young_segment.is_some_and(|y| s >= y)).collect();
+    let whole =
+        |i: usize, h: &BatchHeader, active: bool| active || uncleanable[i] || h.is_transactional() || h.is_control();
     let mut latest: BTreeMap<Vec<u8>, i64> = BTreeMap::new();
-    for (h, active, recs) in batches {
-        if whole(h, *active) {
+    for (i, (h, active, recs)) in batches.iter().enumerate() {
+        if whole(i, h, *active) {
             continue;
         }
         for r in recs.iter().filter(|r| r.offset >= first_dirty) {
@@ -146,9 +163,9 @@ fn reference(batches: &[(BatchHeader, bool, Vec<Rec>)], first_dirty: i64) -> Vec
         }
     }
     let mut kept = Vec::new();
-    for (h, active, recs) in batches {
+    for (i, (h, active, recs)) in batches.iter().enumerate() {
         for r in recs {
-            let keep = whole(h, *active)
+            let keep = whole(i, h, *active)
                 || r.key.as_ref().is_some_and(|k| {
                     latest.get(k).is_none_or(|&l| r.offset >= l)
                         && !(r.value.is_none() && h.delete_horizon().is_some_and(|hz| NOW >= hz))
@@ -158,7 +175,13 @@ fn reference(batches: &[(BatchHeader, bool, Vec<Rec>)], first_dirty: i64) -> Vec
             }
         }
     }
-    kept
+    let whole_bases = batches
+        .iter()
+        .enumerate()
+        .filter(|(i, (h, active, _))| whole(*i, h, *active))
+        .map(|(_, (h, _, _))| h.base_offset)
+        .collect();
+    (kept, whole_bases)
 }
 
 /// Every record of a partition, and its batches' (base offset, last offset, horizon, has tombstone, count).
@@ -199,12 +222,16 @@ proptest! {
         small_buffer in any::<bool>(),
         checkpoint_share in 0u8..3,
         merge_segments in any::<bool>(),
+        young_from in prop::option::weighted(0.3, 0i64..3000),
     ) {
+        // min.compaction.lag.ms such that batches written after `young_from` ms are too young to clean.
+        let lag = young_from.map_or(0, |y| NOW - (1_700_000_000_000 + y));
         let source: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
         let batches = build(&segments, &*source);
         let end = batches.last().map_or(0, |(h, _, _)| h.last_offset());
         let first_dirty = end * i64::from(checkpoint_share) / 4;
-        let want = reference(&batches, first_dirty);
+        let seg_of: Vec<usize> = segments.iter().enumerate().flat_map(|(i, b)| std::iter::repeat_n(i, b.len())).collect();
+        let (want, whole_bases) = reference(&batches, &seg_of, first_dirty, lag);
         let buffer = if small_buffer { map.bytes_for(3, 0.9, 2) } else { 1 << 20 };
         let mut m = map.build(buffer, 0.9).expect("map");
         let mut input = source;
@@ -220,6 +247,7 @@ proptest! {
                 now_ms: NOW,
                 delete_retention_ms: RETENTION,
                 segment_bytes: if merge_segments { 1 << 30 } else { 0 },
+                min_compaction_lag_ms: lag,
             };
             let stats = clean_partition(&partition, &mut *m, options, &mut StoreSink::new(&*out)).expect("pass");
             input = out;
@@ -235,14 +263,11 @@ proptest! {
         for &(base, last, horizon, tombstone, count) in &out_batches {
             // Every batch keeps its original offset range.
             prop_assert_eq!(source_ends.get(&base), Some(&last));
-            // A kept tombstone's batch has a delete horizon (new ones: now + delete.retention.ms).
-            let active = batches.iter().any(|(h, a, _)| *a && h.base_offset == base);
+            // A kept tombstone's batch has a delete horizon (new ones: now + delete.retention.ms), unless the
+            // batch was copied whole (active or too young segment, transaction, marker).
             let was = batches.iter().find(|(h, _, _)| h.base_offset == base).and_then(|(h, _, _)| h.delete_horizon());
-            if tombstone && !active {
-                let wholly_kept = batches.iter().any(|(h, _, _)| h.base_offset == base && (h.is_transactional() || h.is_control()));
-                if !wholly_kept {
-                    prop_assert_eq!(horizon, was.or(Some(NOW + RETENTION)));
-                }
+            if tombstone && !whole_bases.contains(&base) {
+                prop_assert_eq!(horizon, was.or(Some(NOW + RETENTION)));
             }
             if count == 0 {
                 prop_assert!(batches.iter().any(|(h, _, _)| h.base_offset == base && h.producer_id >= 0), "only a producer's batch is kept empty");
@@ -254,8 +279,15 @@ proptest! {
         let names: Vec<String> = input.list().expect("list").into_iter().filter(|n| n.ends_with(".log")).collect();
         let active_base = batches.iter().find(|(_, a, _)| *a).map(|(h, _, _)| h.base_offset).expect("active");
         prop_assert!(names.contains(&file_name(active_base, ".log")), "{:?}", names);
+        // Too young segments are copied as they are, each in its own file.
+        let young_segment = batches
+            .iter()
+            .zip(&seg_of)
+            .find(|((_, active, recs), _)| !active && lag > 0 && recs.iter().any(|r| r.timestamp > NOW - lag))
+            .map(|(_, &s)| s);
+        let young = young_segment.map_or(0, |y| segments.len() - 1 - y);
         if merge_segments {
-            prop_assert!(names.len() <= 2, "{:?}", names);
+            prop_assert!(names.len() <= 2 + young, "{:?}", names);
         } else {
             let closed_with_records = segments.len() - 1;
             prop_assert!(names.len() <= closed_with_records + 1, "{:?}", names);

@@ -97,12 +97,14 @@ pub fn dump(dir: &Path, json: bool) -> Result<(), Failure> {
         for r in placed.batch.records(&mut scratch).map_err(bad)? {
             let r = r.map_err(bad)?;
             if json {
+                // Bytes as `dump --json` shows them for native logs: UTF-8 as is, other bytes `\xNN`.
+                let esc = crate::json::escape;
                 records.push(serde_json::json!({
                     "offset": r.offset,
                     "timestamp": r.timestamp,
-                    "key": r.key.map(|k| String::from_utf8_lossy(k).into_owned()),
-                    "value": r.value.map(|v| String::from_utf8_lossy(v).into_owned()),
-                    "headers": r.headers().map(|(n, v)| serde_json::json!([String::from_utf8_lossy(n), v.map(String::from_utf8_lossy)])).collect::<Vec<_>>(),
+                    "key": r.key.map(esc),
+                    "value": r.value.map(esc),
+                    "headers": r.headers().map(|(n, v)| serde_json::json!([esc(n), v.map(esc)])).collect::<Vec<_>>(),
                 }));
                 continue;
             }
@@ -223,6 +225,7 @@ pub fn analysis(req: AnalyzeRequest<'_>) -> Result<KafkaAnalysis, Failure> {
         now_ms: log_core::now_ms(),
         delete_retention_ms: req.delete_retention_ms,
         segment_bytes: log_core::DEFAULT_SEGMENT_BYTES,
+        min_compaction_lag_ms: 0,
     };
     analyze_partition(&partition, first, source, req.budget, options).map_err(|e| cleaner_failure(req.dir, &e))
 }
@@ -325,6 +328,8 @@ pub struct CompactRequest<'a> {
     pub checkpoint: Option<i64>,
     /// `segment.bytes`: adjacent cleaned segments are merged up to this.
     pub segment_bytes: u64,
+    /// `min.compaction.lag.ms`.
+    pub min_compaction_lag_ms: i64,
 }
 
 /// `compact --format kafka --out`: passes until clean, each one's statistics as a JSON line. A pass that
@@ -360,6 +365,7 @@ pub fn compact(req: CompactRequest<'_>) -> Result<(), Failure> {
             now_ms,
             delete_retention_ms: req.delete_retention_ms,
             segment_bytes: req.segment_bytes,
+            min_compaction_lag_ms: req.min_compaction_lag_ms,
         };
         let stats = clean_partition(&partition, &mut *map, options, &mut StoreSink::new(&*store))
             .map_err(|e| cleaner_failure(&source, &e))?;

@@ -571,6 +571,7 @@ fn main() -> ExitCode {
                 delete_retention_ms: a.cleaner.delete_retention_ms,
                 checkpoint: a.checkpoint,
                 segment_bytes: a.segment_bytes,
+                min_compaction_lag_ms: a.min_compaction_lag_ms,
             })
         }),
         Commands::Compact(a) => a.cleaner.config().and_then(|c| {

@@ -96,6 +96,7 @@ fn run() -> Result<(), String> {
         now_ms: log_core::now_ms(),
         delete_retention_ms: 86_400_000,
         segment_bytes: 1 << 30,
+        min_compaction_lag_ms: 0,
     };
     let t = Instant::now();
     let analysis = analyze_partition(&partition, 0, "none".into(), budget, options).map_err(|e| e.to_string())?;

@@ -84,6 +84,7 @@ pub fn run(config: &Config, mut progress: impl FnMut(&KafkaCell)) -> Result<Vec<
                     now_ms: 1_800_000_000_000,
                     delete_retention_ms: 86_400_000,
                     segment_bytes: config.segment_bytes,
+                    min_compaction_lag_ms: 0,
                 };
                 let started = std::time::Instant::now();
                 let (out, passes) = crate::kafka::compact_until_clean(Arc::clone(&source), &mut *m, options, || {
