@@ -67,8 +67,13 @@ pub fn refuse_empty(dir: &Path, store: &dyn SegmentStore) -> Result<(), Failure>
     let layout = Layout::scan(store).map_err(|e| Failure::from_log("cannot list the directory", &e))?;
     if let Some(found) = layout.foreign_format(store) {
         return Err(Failure::Usage(format!(
-            "{} is not a logcompact log: it holds {found} (add --format kafka to read it as one)",
-            dir.display()
+            "{} is not a logcompact log: it holds {found}{}",
+            dir.display(),
+            if found.contains("of magic 0") || found.contains("of magic 1") {
+                String::new()
+            } else {
+                format!(" ({})", crate::failure::KAFKA_HINT)
+            }
         )));
     }
     if layout.has_no_segments() {

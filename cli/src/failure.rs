@@ -18,6 +18,9 @@ Exit codes (the same for every command):
   2  usage: bad options, a bad script line, or a directory that holds no log of this format
   3  the command could not be carried out: an I/O error, the directory is in use by a writer, too little memory";
 
+/// What to do with a Kafka partition given to a command of the native format.
+pub const KAFKA_HINT: &str = "dump, check, analyze, advise and compact read Kafka partitions with --format kafka";
+
 /// A failed command.
 #[derive(Debug)]
 pub enum Failure {
@@ -55,8 +58,10 @@ impl Failure {
                  can drop it, keeping a copy)"
             )),
             log_core::Error::UnusableName { .. } => Failure::Corruption(message),
-            log_core::Error::NotALog { found } if found.contains("Kafka") => {
-                Failure::Usage(format!("{message} (add --format kafka to read it as one)"))
+            log_core::Error::NotALog { found }
+                if found.contains("Kafka") && !found.contains("of magic 0") && !found.contains("of magic 1") =>
+            {
+                Failure::Usage(format!("{message} ({KAFKA_HINT})"))
             }
             log_core::Error::NotALog { .. } | log_core::Error::InvalidConfig(_) => Failure::Usage(message),
             _ => Failure::Runtime(message),

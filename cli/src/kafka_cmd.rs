@@ -19,6 +19,8 @@ use crate::records::quoted;
 fn partition_failure(dir: &Path, e: &PartitionError) -> Failure {
     let msg = format!("{}: {e}", dir.display());
     match e {
+        // A message set older than magic 2 is intact data of a format this tool does not read: usage, not damage.
+        PartitionError::Batch { problem: log_core::kafka::BatchProblem::OldMagic { .. }, .. } => Failure::Usage(msg),
         PartitionError::Batch { .. } | PartitionError::OutOfOrder { .. } => Failure::Corruption(msg),
         PartitionError::NotKafka { .. } | PartitionError::SwapInProgress { .. } => Failure::Usage(msg),
         PartitionError::Io { .. } => Failure::Runtime(msg),
@@ -196,8 +198,9 @@ pub fn first_dirty(dir: &Path, given: Option<i64>) -> Result<(i64, String), Fail
         if let Some(o) = found {
             return Ok((o, format!("{} ({topic} {p})", file.display())));
         }
+        return Ok((0, format!("none: {} has no entry for {topic} {p} (the whole log is dirty)", file.display())));
     }
-    Ok((0, "none (the whole log is dirty)".into()))
+    Ok((0, "none (no cleaner-offset-checkpoint beside the partition: the whole log is dirty)".into()))
 }
 
 /// A request to analyze a partition.
@@ -341,18 +344,67 @@ pub fn compact(req: CompactRequest<'_>) -> Result<(), Failure> {
     if req.out.exists() && std::fs::read_dir(req.out).map(|mut d| d.next().is_some()).unwrap_or(true) {
         return Err(Failure::Usage(format!("--out {} exists and is not empty", req.out.display())));
     }
-    let same = req.dir.canonicalize().ok().zip(req.out.parent().and_then(|p| p.canonicalize().ok()));
-    if same.is_some_and(|(d, p)| p.starts_with(&d)) {
-        return Err(Failure::Usage("--out may not be inside the source partition".into()));
+    if inside(req.out, req.dir) {
+        return Err(Failure::Usage(format!(
+            "--out {} is inside the source partition {}, which is never written",
+            req.out.display(),
+            req.dir.display()
+        )));
     }
     let (mut first, _) = first_dirty(req.dir, req.checkpoint)?;
     let mut map =
         req.map.build(usize::try_from(req.buffer_bytes).unwrap_or(usize::MAX), req.load_factor).map_err(|e| {
             Failure::Usage(format!("cannot build the {} map of {} bytes: {e:?}", req.map.name(), req.buffer_bytes))
         })?;
-    let mut source = req.dir.to_path_buf();
+    if !req.out.parent().is_none_or(|p| p.as_os_str().is_empty() || p.is_dir()) {
+        return Err(Failure::Usage(format!("--out {}: its parent directory does not exist", req.out.display())));
+    }
+    // Each pass writes `<out>.pass-N`; whatever a failed run leaves of them is removed.
+    let mut current: Option<std::path::PathBuf> = None;
+    let result = passes(req, &mut *map, &mut first, &mut current);
+    match result {
+        Ok(passes) => {
+            let Some(done) = current.take() else {
+                return Err(Failure::Runtime("no pass ran".into()));
+            };
+            if passes > 1 {
+                eprintln!(
+                    "note: the {} buffer took {passes} passes (each re-reads the partition); `logcompact advise \
+                     --format kafka --dir {}` gives the buffer one pass needs",
+                    crate::advise::human_bytes(req.buffer_bytes),
+                    req.dir.display()
+                );
+            }
+            if req.out.exists() {
+                std::fs::remove_dir(req.out)
+                    .map_err(|e| Failure::Runtime(format!("cannot replace {}: {e}", req.out.display())))?;
+            }
+            std::fs::rename(&done, req.out).map_err(|e| {
+                let _ = std::fs::remove_dir_all(&done);
+                Failure::Runtime(format!("cannot move the result to {}: {e}", req.out.display()))
+            })
+        }
+        Err(f) => {
+            if let Some(dir) = current {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            Err(f)
+        }
+    }
+}
+
+/// Runs passes until clean; `current` names the pass directory holding the latest output. Returns the passes.
+fn passes(
+    req: CompactRequest<'_>,
+    map: &mut dyn cleaner::map::OffsetMap,
+    first: &mut i64,
+    current: &mut Option<std::path::PathBuf>,
+) -> Result<u64, Failure> {
     let now_ms = log_core::now_ms();
-    for pass in 1.. {
+    let mut pass = 0u64;
+    loop {
+        pass += 1;
+        let source = current.clone().unwrap_or_else(|| req.dir.to_path_buf());
         let partition = open(&source)?;
         let target = req.out.with_extension(format!("pass-{pass}"));
         let _ = std::fs::remove_dir_all(&target);
@@ -360,37 +412,62 @@ pub fn compact(req: CompactRequest<'_>) -> Result<(), Failure> {
             storage_file::FileStore::open(&target)
                 .map_err(|e| Failure::Runtime(format!("cannot create {}: {e}", target.display())))?,
         );
+        // From here the new directory is ours to remove on failure; the previous pass's output is no longer
+        // needed once this one is written.
+        let previous = current.replace(target.clone());
         let options = KafkaPassOptions {
-            first_dirty_offset: first,
+            first_dirty_offset: *first,
             now_ms,
             delete_retention_ms: req.delete_retention_ms,
             segment_bytes: req.segment_bytes,
             min_compaction_lag_ms: req.min_compaction_lag_ms,
         };
-        let stats = clean_partition(&partition, &mut *map, options, &mut StoreSink::new(&*store))
-            .map_err(|e| cleaner_failure(&source, &e))?;
-        copy_other_files(&source, &target, &partition.other_files)?;
+        let outcome = clean_partition(&partition, map, options, &mut StoreSink::new(&*store))
+            .map_err(|e| cleaner_failure(&source, &e))
+            .and_then(|stats| copy_other_files(&source, &target, &partition.other_files).map(|()| stats));
         drop(store);
+        drop(partition);
+        if let Some(p) = previous {
+            let _ = std::fs::remove_dir_all(p);
+        }
+        let stats = outcome?;
         let _ = std::fs::remove_file(target.join("logcompact.lock"));
         let mut line = serde_json::to_value(&stats).map_err(|e| Failure::Runtime(e.to_string()))?;
         line["pass"] = pass.into();
         line["map"] = req.map.name().into();
         println!("{line}");
-        if source != req.dir {
-            let _ = std::fs::remove_dir_all(&source);
-        }
-        source = target;
         if !stats.map_full {
-            break;
+            return Ok(pass);
         }
-        first = stats.end_offset;
+        *first = stats.end_offset;
     }
-    if req.out.exists() {
-        std::fs::remove_dir(req.out)
-            .map_err(|e| Failure::Runtime(format!("cannot replace {}: {e}", req.out.display())))?;
+}
+
+/// True when `path` (which may not exist yet) lies in `dir`: its deepest existing ancestor is resolved (links,
+/// `..`) and the rest of it appended.
+fn inside(path: &Path, dir: &Path) -> bool {
+    let Ok(dir) = dir.canonicalize() else { return false };
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().map(|c| c.join(path)).unwrap_or_else(|_| path.to_path_buf())
+    };
+    let parts: Vec<std::path::Component<'_>> = absolute.components().collect();
+    let Some(known) = (0..=parts.len()).rev().find(|&i| parts[..i].iter().collect::<std::path::PathBuf>().exists())
+    else {
+        return false;
+    };
+    let Ok(mut resolved) = parts[..known].iter().collect::<std::path::PathBuf>().canonicalize() else { return false };
+    for part in &parts[known..] {
+        match part {
+            std::path::Component::ParentDir => {
+                resolved.pop();
+            }
+            std::path::Component::Normal(name) => resolved.push(name),
+            _ => {}
+        }
     }
-    std::fs::rename(&source, req.out)
-        .map_err(|e| Failure::Runtime(format!("cannot move the result to {}: {e}", req.out.display())))
+    resolved.starts_with(&dir)
 }
 
 /// Copies the partition's other files (epoch checkpoint, metadata, producer snapshots, transaction indexes)
@@ -399,6 +476,10 @@ fn copy_other_files(from: &Path, to: &Path, names: &[String]) -> Result<(), Fail
     for name in names.iter().filter(|n| {
         !n.ends_with(".index") && !n.ends_with(".timeindex") && !n.ends_with(".deleted") && !n.ends_with(".cleaned")
     }) {
+        if !from.join(name).is_file() {
+            eprintln!("note: {name} in {} is not a file: not copied", from.display());
+            continue;
+        }
         std::fs::copy(from.join(name), to.join(name))
             .map_err(|e| Failure::Runtime(format!("cannot copy {name} to {}: {e}", to.display())))?;
     }

@@ -50,7 +50,8 @@ enum Commands {
     ///   printf 'PUT a 1\nPUT a 2\nROLL\nCOMPACT\nDUMP\n' | logcompact run -
     #[command(verbatim_doc_comment, after_help = failure::EXIT_CODES)]
     Run(RunArgs),
-    /// Append a deterministic synthetic workload to the log in a directory; prints a JSON summary.
+    /// Append a deterministic synthetic workload to the log in a directory; prints a JSON summary. Records are
+    /// timestamped 1 ms apart, the last one now.
     #[command(after_help = failure::EXIT_CODES)]
     Gen(GenArgs),
     /// Clean the log in a directory; prints each pass's statistics as one JSON line.
@@ -597,6 +598,9 @@ fn main() -> ExitCode {
             a.settings.settings().and_then(|s| status::status(&a.data_dir, &s, a.config.as_deref(), a.json))
         }
         Commands::Roll(a) => ops::roll(&a.dir),
+        Commands::Dump(a) if a.format == FormatArg::Kafka && a.segments => Err(Failure::Usage(
+            "--segments is the native format's lesson view; a Kafka dump already shows batches and segments".into(),
+        )),
         Commands::Dump(a) if a.format == FormatArg::Kafka => kafka_cmd::dump(&a.dir, a.json),
         Commands::Dump(a) => ops::dump(&a.dir, a.json, a.segments),
         Commands::Check(a) if a.format == FormatArg::Kafka => kafka_cmd::check(&a.dir),

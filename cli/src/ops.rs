@@ -72,7 +72,10 @@ pub fn generate(dir: &Path, workload: Workload, config: LogConfig) -> Result<(),
     let bar = progress::bar(workload.records, "gen", false);
     let started = Instant::now();
     let tombstones = workload
-        .append_to(&log, log_core::now_ms(), |n| bar.set_position(n))
+        // Timestamps 1 ms apart ending now, never in the future (where min.compaction.lag.ms would hold them).
+        .append_to(&log, log_core::now_ms().saturating_sub(i64::try_from(workload.records).unwrap_or(i64::MAX)), |n| {
+            bar.set_position(n)
+        })
         .map_err(|e| Failure::from_log("cannot append", &e))?;
     log.sync().map_err(|e| Failure::from_log("cannot sync the log", &e))?;
     let seconds = started.elapsed().as_secs_f64();

@@ -39,7 +39,18 @@ pub fn path(data_dir: &Path) -> PathBuf {
 /// # Errors
 /// The I/O error, for a warning: the status is a report, and failing to write it stops no cleaning.
 pub fn write(data_dir: &Path, file: &StatusFile) -> std::io::Result<()> {
-    let text = serde_json::to_vec_pretty(file).map_err(std::io::Error::other)?;
+    // A log's last clean outlives the run that did it: a later run that has not cleaned it yet keeps the
+    // time (and duration) of the last clean the file recorded.
+    let mut file = file.clone();
+    if let Ok(Some(previous)) = read(data_dir) {
+        for log in file.status.logs.iter_mut().filter(|l| l.last_clean_ms.is_none()) {
+            if let Some(old) = previous.status.logs.iter().find(|o| o.name == log.name) {
+                log.last_clean_ms = old.last_clean_ms;
+                log.last_clean_secs = old.last_clean_secs;
+            }
+        }
+    }
+    let text = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?;
     let tmp = data_dir.join(format!("{STATUS_FILE}.tmp"));
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path(data_dir))

@@ -153,6 +153,16 @@ fn until_clean_cleans_every_log_with_its_settings_and_isolates_a_damaged_one() {
     assert!(by("orders")["last_clean_ms"].is_i64());
     let text = ok(&logcompact(&["status", "--data-dir", path(&data)], ""));
     assert!(text.contains("uncleanable-partitions-count") && text.contains("UNCLEANABLE"), "{text}");
+
+    // A later run with nothing to clean keeps the last clean time of every log.
+    let last_clean = by("orders")["last_clean_ms"].clone();
+    std::fs::remove_dir_all(data.join("damaged")).expect("remove");
+    ok(&logcompact(&["clean", "--data-dir", path(&data), "--until-clean", "--config", path(&config)], ""));
+    let status: serde_json::Value =
+        serde_json::from_str(&ok(&logcompact(&["status", "--data-dir", path(&data), "--json"], ""))).expect("JSON");
+    let logs = status["status"]["logs"].as_array().expect("logs");
+    let orders = logs.iter().find(|l| l["name"] == "orders").expect("orders");
+    assert_eq!(orders["last_clean_ms"], last_clean, "{orders}");
 }
 
 #[test]

@@ -327,4 +327,46 @@ fn formats_are_never_mistaken_for_each_other_and_damage_is_named() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert_eq!(contents(&damaged), before, "nothing was changed");
+    assert!(!tmp.path().join("out").exists() && !tmp.path().join("out.pass-1").exists(), "a failed run leaves nothing");
+
+    // --out anywhere inside the source is refused before anything is written; so is an --out whose parent is
+    // missing.
+    let source = contents(&kafka_dir);
+    for out in [kafka_dir.join("sub"), kafka_dir.join("sub").join("deeper"), kafka_dir.join("x").join("..").join("y")] {
+        let run = logcompact(&["compact", "--format", "kafka", "--dir", path(&kafka_dir), "--out", path(&out)], "");
+        assert_eq!(run.status.code(), Some(2), "{}: {}", out.display(), stderr(&run));
+        assert!(stderr(&run).contains("inside the source partition"), "{}", stderr(&run));
+    }
+    let run = logcompact(
+        &["compact", "--format", "kafka", "--dir", path(&kafka_dir), "--out", path(&tmp.path().join("no").join("out"))],
+        "",
+    );
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert_eq!(contents(&kafka_dir), source, "the source partition was not written");
+
+    // A stray subdirectory in a partition is not copied, and does not stop a compaction.
+    let stray = tmp.path().join("t-stray-0");
+    std::fs::create_dir(&stray).expect("mkdir");
+    for e in std::fs::read_dir(&kafka_dir).expect("list") {
+        let e = e.expect("entry");
+        std::fs::copy(e.path(), stray.join(e.file_name())).expect("copy");
+    }
+    std::fs::create_dir(stray.join("lost+found")).expect("mkdir");
+    let out = tmp.path().join("stray-out");
+    let run = logcompact(&["compact", "--format", "kafka", "--dir", path(&stray), "--out", path(&out)], "");
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    assert!(!out.join("lost+found").exists());
+
+    // A message set older than magic 2 is a format this tool does not read: exit 2, not corruption.
+    let old = tmp.path().join("old-0");
+    std::fs::create_dir(&old).expect("mkdir");
+    let mut v1 = vec![0u8; 40];
+    v1[11] = 28; // message size
+    v1[16] = 1; // magic 1
+    std::fs::write(old.join("00000000000000000000.log"), &v1).expect("write");
+    for cmd in ["dump", "check", "analyze"] {
+        let run = logcompact(&[cmd, "--format", "kafka", "--dir", path(&old)], "");
+        assert_eq!(run.status.code(), Some(2), "{cmd}: {}", stderr(&run));
+        assert!(stderr(&run).contains("magic 1"), "{}", stderr(&run));
+    }
 }
