@@ -185,6 +185,27 @@ struct Failure {
     retry_at_ms: Option<i64>,
 }
 
+impl Entry {
+    /// A log with no handle, opener or history yet.
+    fn new(name: &str, settings: LogSettings) -> Entry {
+        Entry {
+            name: name.to_owned(),
+            log: None,
+            opener: None,
+            peek: None,
+            peeked: None,
+            busy_until: None,
+            settings,
+            cleaning: false,
+            passes: 0,
+            total_failures: 0,
+            last_clean_ms: None,
+            last_clean_secs: None,
+            failure: None,
+        }
+    }
+}
+
 struct Entry {
     name: String,
     /// The open log: `None` for a detached log between passes, or while a failed log could not be reopened.
@@ -329,30 +350,7 @@ impl CleanerManager {
     /// # Errors
     /// [`Error::InvalidConfig`] for bad settings or a name already taken.
     pub fn add_log(&self, name: &str, log: Arc<Log>, settings: LogSettings, opener: Option<Opener>) -> Result<()> {
-        settings.validate()?;
-        let mut state = self.shared.lock();
-        if state.logs.iter().any(|e| e.name == name) {
-            return Err(Error::invalid("log name", name, "a name not taken by another log"));
-        }
-        state.logs.push(Entry {
-            name: name.to_owned(),
-            log: Some(log),
-            opener,
-            peek: None,
-            peeked: None,
-            busy_until: None,
-            settings,
-            cleaning: false,
-            passes: 0,
-            total_failures: 0,
-            last_clean_ms: None,
-            last_clean_secs: None,
-            failure: None,
-        });
-        state.logs.sort_by(|a, b| a.name.cmp(&b.name));
-        drop(state);
-        self.shared.wake.notify_all();
-        Ok(())
+        self.insert(Entry { log: Some(log), opener, ..Entry::new(name, settings) })
     }
 
     /// Adds a **detached** log: opened with `open` for each pass and closed after it, so that another process
@@ -364,30 +362,7 @@ impl CleanerManager {
     /// # Errors
     /// As [`CleanerManager::add_log`].
     pub fn add_detached(&self, name: &str, settings: LogSettings, open: Opener, peek: Opener) -> Result<()> {
-        settings.validate()?;
-        let mut state = self.shared.lock();
-        if state.logs.iter().any(|e| e.name == name) {
-            return Err(Error::invalid("log name", name, "a name not taken by another log"));
-        }
-        state.logs.push(Entry {
-            name: name.to_owned(),
-            log: None,
-            opener: Some(open),
-            peek: Some(peek),
-            peeked: None,
-            busy_until: None,
-            settings,
-            cleaning: false,
-            passes: 0,
-            total_failures: 0,
-            last_clean_ms: None,
-            last_clean_secs: None,
-            failure: None,
-        });
-        state.logs.sort_by(|a, b| a.name.cmp(&b.name));
-        drop(state);
-        self.shared.wake.notify_all();
-        Ok(())
+        self.insert(Entry { opener: Some(open), peek: Some(peek), ..Entry::new(name, settings) })
     }
 
     /// Adds a log that could not be opened (`error` says why; `corruption` when stored data is damaged): it
@@ -403,31 +378,29 @@ impl CleanerManager {
         error: String,
         corruption: bool,
     ) -> Result<()> {
-        settings.validate()?;
         let now = self.shared.clock.now_ms();
         let config = &self.shared.config;
-        let mut state = self.shared.lock();
-        if state.logs.iter().any(|e| e.name == name) {
-            return Err(Error::invalid("log name", name, "a name not taken by another log"));
-        }
         let retry_at_ms =
             (config.max_retries > 0).then(|| now.saturating_add(retry_backoff(config.retry_backoff_ms, 1)));
-        state.logs.push(Entry {
-            name: name.to_owned(),
-            log: None,
+        self.insert(Entry {
             opener: Some(opener),
-            peek: None,
-            peeked: None,
-            busy_until: None,
-            settings,
-            cleaning: false,
-            passes: 0,
             total_failures: 1,
-            last_clean_ms: None,
-            last_clean_secs: None,
             failure: Some(Failure { error, corruption, count: 1, retry_at_ms }),
-        });
+            ..Entry::new(name, settings)
+        })
+    }
+
+    /// Adds an entry, refusing bad settings and a name already taken, and wakes the threads.
+    fn insert(&self, entry: Entry) -> Result<()> {
+        entry.settings.validate()?;
+        let mut state = self.shared.lock();
+        if state.logs.iter().any(|e| e.name == entry.name) {
+            return Err(Error::invalid("log name", &entry.name, "a name not taken by another log"));
+        }
+        state.logs.push(entry);
         state.logs.sort_by(|a, b| a.name.cmp(&b.name));
+        drop(state);
+        self.shared.wake.notify_all();
         Ok(())
     }
 
