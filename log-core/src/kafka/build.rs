@@ -212,6 +212,7 @@ mod tests {
         let mut bad = out.clone();
         bad[out.len() - 1] ^= 1;
         assert!(matches!(Batch::parse(&bad), Err(super::super::batch::BatchProblem::Crc { .. })));
+        assert!(Batch::parse_unverified(&bad).is_ok(), "pass 1 leaves the CRC to pass 2");
         assert!(matches!(
             Batch::parse(&out[..out.len() - 1]),
             Err(super::super::batch::BatchProblem::Truncated { .. })

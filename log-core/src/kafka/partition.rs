@@ -83,7 +83,7 @@ pub struct KafkaSegment {
 impl KafkaSegment {
     /// Its batches in order, each with its position; ends at the first problem (an `Err`), or at a torn tail.
     pub fn batches(&self) -> BatchScan<'_> {
-        BatchScan { segment: self, pos: 0, failed: false }
+        BatchScan { segment: self, pos: 0, failed: false, verify: true }
     }
 }
 
@@ -93,6 +93,7 @@ pub struct BatchScan<'a> {
     segment: &'a KafkaSegment,
     pos: usize,
     failed: bool,
+    verify: bool,
 }
 
 impl<'a> Iterator for BatchScan<'a> {
@@ -104,7 +105,8 @@ impl<'a> Iterator for BatchScan<'a> {
             return None;
         }
         let at = self.pos;
-        match Batch::parse(&bytes[at..]) {
+        let parsed = if self.verify { Batch::parse(&bytes[at..]) } else { Batch::parse_unverified(&bytes[at..]) };
+        match parsed {
             Ok(batch) => {
                 self.pos += batch.bytes.len();
                 Some(Ok((at as u64, batch)))
@@ -204,7 +206,24 @@ impl Partition {
     /// Every batch of every segment, in order, checked: CRCs, order of offsets. A batch cut off at the end of
     /// the last segment is a torn tail: the scan ends there and `torn_tail` says where.
     pub fn scan(&self) -> PartitionScan<'_> {
-        PartitionScan { partition: self, segment: 0, inner: None, last_offset: None, torn_tail: None, done: false }
+        self.scan_with(true)
+    }
+
+    /// As [`Partition::scan`] without checking CRCs (see [`Batch::parse_unverified`]).
+    pub fn scan_unverified(&self) -> PartitionScan<'_> {
+        self.scan_with(false)
+    }
+
+    fn scan_with(&self, verify: bool) -> PartitionScan<'_> {
+        PartitionScan {
+            partition: self,
+            segment: 0,
+            inner: None,
+            last_offset: None,
+            torn_tail: None,
+            done: false,
+            verify,
+        }
     }
 }
 
@@ -229,6 +248,7 @@ pub struct PartitionScan<'a> {
     /// Set when the scan met a torn tail.
     pub torn_tail: Option<TornTail>,
     done: bool,
+    verify: bool,
 }
 
 /// A batch with its place.
@@ -255,7 +275,8 @@ impl<'a> Iterator for PartitionScan<'a> {
                 self.done = true;
                 return None;
             };
-            let inner = self.inner.get_or_insert_with(|| seg.batches());
+            let verify = self.verify;
+            let inner = self.inner.get_or_insert_with(|| BatchScan { verify, ..seg.batches() });
             match inner.next() {
                 None => {
                     self.segment += 1;
