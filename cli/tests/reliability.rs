@@ -434,3 +434,36 @@ fn a_garbage_swap_never_replaces_a_good_segment() {
     assert!(stdout(&out).contains("set aside 00000000000000000000.log.swap"), "{}", stdout(&out));
     assert_eq!(stdout(&logcompact(&["dump", "--dir", path(&dir)], "")), want, "the good segment stayed");
 }
+
+#[test]
+fn a_checksummed_swap_or_marker_over_the_active_segment_is_refused_and_nothing_changes() {
+    // Segment 0 holds offsets 0-9, the active segment 10 holds 10-12. The protocol never writes a `.swap` for
+    // the active segment nor a marker whose range reaches it, so each of these is corruption, not a swap to
+    // finish: no command may lose records 10-12 or hand offset 10 out again.
+    let crafted: Vec<(String, Vec<u8>)> = vec![
+        (format!("{:020}.log.swap", 10), log_core::removal::encode(10, 13).to_vec()),
+        (format!("{:020}.log.swap", 0), log_core::removal::encode(0, 1 << 62).to_vec()),
+        (format!("{:020}.log.swap", 10), frame(10, b"k0", b"forged")),
+        (format!("{:020}.log.swap", 13), frame(13, b"k0", b"forged")),
+    ];
+    for (name, bytes) in crafted {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = log_dir(tmp.path(), &(puts(10) + "ROLL\n" + &puts(3)));
+        let want = stdout(&logcompact(&["dump", "--dir", path(&dir)], ""));
+        std::fs::write(dir.join(&name), &bytes).expect("write");
+        let before = contents(&dir);
+        for args in [vec!["dump"], vec!["check"], vec!["compact"], vec!["compact", "--until-clean"]] {
+            let mut all = args.clone();
+            all.extend(["--dir", path(&dir)]);
+            let out = logcompact(&all, "");
+            assert_eq!(code(&out), Some(1), "{name} {args:?}: {}", stderr(&out));
+            assert!(stderr(&out).contains(&name), "{name} {args:?}: {}", stderr(&out));
+            assert_eq!(contents(&dir), before, "{name} {args:?} changed nothing");
+        }
+        let out = logcompact(&["run", "--backend", "file", "--dir", path(&dir), "-"], "PUT z 1\n");
+        assert_eq!(code(&out), Some(1), "{name}: appending is refused too: {}", stderr(&out));
+        assert_eq!(contents(&dir), before, "{name}: nothing appended");
+        std::fs::remove_file(dir.join(&name)).expect("remove");
+        assert_eq!(stdout(&logcompact(&["dump", "--dir", path(&dir)], "")), want, "{name}: every record stayed");
+    }
+}

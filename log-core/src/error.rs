@@ -214,6 +214,12 @@ pub enum CorruptKind {
     },
     /// A `.swap` file that should mark a removed segment is not a valid removal marker.
     BadRemovalMarker(&'static str),
+    /// A `.swap` file at or past the active segment's base, or a removal marker whose range reaches it: no
+    /// cleaning pass writes one (the active segment never takes part), so it is never completed.
+    SwapOverActive {
+        /// The active segment's base (`None`: the store holds no `.log` at all).
+        active_base: Option<u64>,
+    },
 }
 
 impl fmt::Display for CorruptKind {
@@ -239,6 +245,14 @@ impl fmt::Display for CorruptKind {
                 write!(f, "offset {found} is not below the next segment's base offset {next_base}")
             }
             CorruptKind::BadRemovalMarker(what) => write!(f, "bad removal marker: {what}"),
+            CorruptKind::SwapOverActive { active_base: Some(a) } => write!(
+                f,
+                "it would replace or remove the active segment (base {a}), which no cleaning pass touches: not a swap \
+                 to complete"
+            ),
+            CorruptKind::SwapOverActive { active_base: None } => {
+                write!(f, "no segment file is left for it to replace: not a swap to complete")
+            }
         }
     }
 }

@@ -243,12 +243,21 @@ pub(crate) fn load_swap(
     name: &str,
     index_interval: u64,
 ) -> Result<SwapContent> {
-    let file = store.open(name).map_err(Error::io("open", name))?;
     let corrupt = |position, kind| Error::Corrupt { segment: name.to_owned(), position, kind };
+    // The active segment (the last `.log`: no pass ever renames it) never takes part in a swap, so a `.swap`
+    // at or past its base, or a marker whose range reaches it, is not what the protocol writes.
+    let active_base = layout.logs.last_key_value().map(|(&b, _)| b);
+    if active_base.is_none_or(|a| base >= a) {
+        return Err(corrupt(0, CorruptKind::SwapOverActive { active_base }));
+    }
+    let file = store.open(name).map_err(Error::io("open", name))?;
     if file.len() == removal::MARKER_BYTES as u64 || file.is_empty() {
         let mut bytes = vec![0; removal::MARKER_BYTES.min(usize::try_from(file.len()).unwrap_or(0))];
         file.read_at(0, &mut bytes).map_err(Error::io("read", name))?;
         let end = removal::decode(&bytes, base).map_err(|kind| corrupt(0, kind))?;
+        if active_base.is_none_or(|a| end > a) {
+            return Err(corrupt(0, CorruptKind::SwapOverActive { active_base }));
+        }
         if layout.swaps.range(base + 1..end.max(base + 1)).next().is_some() {
             return Err(corrupt(0, CorruptKind::BadRemovalMarker("its range covers another .swap file")));
         }
