@@ -341,7 +341,8 @@ pub struct CompactRequest<'a> {
 /// # Errors
 /// As [`open`]; [`Failure::Usage`] for an `--out` that is not empty; [`Failure::Runtime`] for I/O.
 pub fn compact(req: CompactRequest<'_>) -> Result<(), Failure> {
-    if req.out.exists() && std::fs::read_dir(req.out).map(|mut d| d.next().is_some()).unwrap_or(true) {
+    let not_empty = |out: &Path| std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true);
+    if req.out.exists() && not_empty(req.out) {
         return Err(Failure::Usage(format!("--out {} exists and is not empty", req.out.display())));
     }
     if inside(req.out, req.dir) {
@@ -356,12 +357,37 @@ pub fn compact(req: CompactRequest<'_>) -> Result<(), Failure> {
         req.map.build(usize::try_from(req.buffer_bytes).unwrap_or(usize::MAX), req.load_factor).map_err(|e| {
             Failure::Usage(format!("cannot build the {} map of {} bytes: {e:?}", req.map.name(), req.buffer_bytes))
         })?;
-    if !req.out.parent().is_none_or(|p| p.as_os_str().is_empty() || p.is_dir()) {
+    let (Some(parent), Some(name)) = (req.out.parent(), req.out.file_name()) else {
+        return Err(Failure::Usage(format!("--out {} names no directory", req.out.display())));
+    };
+    let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+    if !parent.is_dir() {
         return Err(Failure::Usage(format!("--out {}: its parent directory does not exist", req.out.display())));
     }
-    // Each pass writes `<out>.pass-N`; whatever a failed run leaves of them is removed.
+    // The target is created empty and locked for the whole run, so a second run on it is refused (busy);
+    // once locked it must still be empty (a run that finished meanwhile filled it).
+    let created = match std::fs::create_dir(req.out) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
+        Err(e) => return Err(Failure::Runtime(format!("cannot create {}: {e}", req.out.display()))),
+    };
+    // A failed run leaves no target it created (only while it is still empty: never another run's output).
+    let give_up = |f: Failure| {
+        if created {
+            let _ = std::fs::remove_dir(req.out);
+        }
+        f
+    };
+    let _target = storage_file::FileStore::open_existing(req.out)
+        .map_err(|e| give_up(Failure::Runtime(format!("--out {}: {e}", req.out.display()))))?;
+    if not_empty(req.out) {
+        return Err(Failure::Usage(format!("--out {} exists and is not empty", req.out.display())));
+    }
+    // Each pass writes a directory beside the target named after it (`.<name>.pass-N`), so runs on different
+    // targets never share one and the target's lock keeps every other run off this one's.
+    let pass_dir = |pass: u64| parent.join(format!(".{}.pass-{pass}", name.to_string_lossy()));
     let mut current: Option<std::path::PathBuf> = None;
-    let result = passes(req, &mut *map, &mut first, &mut current);
+    let result = passes(req, &mut *map, &mut first, &mut current, &pass_dir);
     match result {
         Ok(passes) => {
             let Some(done) = current.take() else {
@@ -375,10 +401,7 @@ pub fn compact(req: CompactRequest<'_>) -> Result<(), Failure> {
                     req.dir.display()
                 );
             }
-            if req.out.exists() {
-                std::fs::remove_dir(req.out)
-                    .map_err(|e| Failure::Runtime(format!("cannot replace {}: {e}", req.out.display())))?;
-            }
+            // Renaming over the empty, locked target replaces it at once.
             std::fs::rename(&done, req.out).map_err(|e| {
                 let _ = std::fs::remove_dir_all(&done);
                 Failure::Runtime(format!("cannot move the result to {}: {e}", req.out.display()))
@@ -388,7 +411,7 @@ pub fn compact(req: CompactRequest<'_>) -> Result<(), Failure> {
             if let Some(dir) = current {
                 let _ = std::fs::remove_dir_all(dir);
             }
-            Err(f)
+            Err(give_up(f))
         }
     }
 }
@@ -399,6 +422,7 @@ fn passes(
     map: &mut dyn cleaner::map::OffsetMap,
     first: &mut i64,
     current: &mut Option<std::path::PathBuf>,
+    pass_dir: &dyn Fn(u64) -> std::path::PathBuf,
 ) -> Result<u64, Failure> {
     let now_ms = log_core::now_ms();
     let mut pass = 0u64;
@@ -406,7 +430,7 @@ fn passes(
         pass += 1;
         let source = current.clone().unwrap_or_else(|| req.dir.to_path_buf());
         let partition = open(&source)?;
-        let target = req.out.with_extension(format!("pass-{pass}"));
+        let target = pass_dir(pass);
         let _ = std::fs::remove_dir_all(&target);
         let store: Arc<dyn SegmentStore> = Arc::new(
             storage_file::FileStore::open(&target)

@@ -467,3 +467,92 @@ fn a_checksummed_swap_or_marker_over_the_active_segment_is_refused_and_nothing_c
         assert_eq!(stdout(&logcompact(&["dump", "--dir", path(&dir)], "")), want, "{name}: every record stayed");
     }
 }
+
+/// What a full compaction of [`common::kafka_partition`]'s partition keeps: the latest record of each key
+/// among the closed segments, then the active segment as it is.
+fn kafka_expected(keys: u64, active_base: u64, next: u64) -> Vec<(i64, String, Option<String>)> {
+    let mut latest = std::collections::BTreeMap::new();
+    for o in 0..active_base {
+        latest.insert(o % keys, o);
+    }
+    let mut kept: Vec<u64> = latest.into_values().collect();
+    kept.sort_unstable();
+    kept.extend(active_base..next);
+    kept.into_iter().map(|o| (o as i64, format!("k{}", o % keys), Some(format!("v{o}")))).collect()
+}
+
+#[test]
+fn parallel_kafka_compactions_to_targets_with_dots_in_their_names_never_share_files() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let src = tmp.path().join("orders-0");
+    let next = common::kafka_partition(&src, 2000, 6, 10, 100);
+    let want = kafka_expected(2000, 5000, next);
+    for trial in 0..4 {
+        let parent = tmp.path().join(format!("trial-{trial}"));
+        std::fs::create_dir(&parent).expect("mkdir");
+        let outs = [parent.join("com.acme.orders-0"), parent.join("com.acme.orders-1")];
+        // A buffer of about 300 keys: each run takes several passes, so the runs overlap.
+        let children: Vec<_> = outs
+            .iter()
+            .map(|out| {
+                Command::new(bin())
+                    .args(["compact", "--format", "kafka", "--dir", path(&src), "--out", path(out)])
+                    .args(["--dedupe-buffer", "8000", "--until-clean"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("spawn")
+            })
+            .collect();
+        for (child, out) in children.into_iter().zip(&outs) {
+            let done = child.wait_with_output().expect("wait");
+            assert!(done.status.success(), "{}: {}", out.display(), String::from_utf8_lossy(&done.stderr));
+            assert_eq!(common::kafka_records(out), want, "trial {trial}: {}", out.display());
+        }
+        let left: Vec<String> = std::fs::read_dir(&parent)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))
+            .collect();
+        assert_eq!(left.len(), 2, "nothing but the two outputs is left: {left:?}");
+    }
+}
+
+#[test]
+fn a_second_kafka_compaction_to_the_same_target_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let src = tmp.path().join("orders-0");
+    let next = common::kafka_partition(&src, 2000, 6, 10, 100);
+    let want = kafka_expected(2000, 5000, next);
+    for trial in 0..3 {
+        let out = tmp.path().join(format!("copy-{trial}")).join("orders-0");
+        std::fs::create_dir(tmp.path().join(format!("copy-{trial}"))).expect("mkdir");
+        let children: Vec<_> = (0..2)
+            .map(|_| {
+                Command::new(bin())
+                    .args(["compact", "--format", "kafka", "--dir", path(&src), "--out", path(&out)])
+                    .args(["--dedupe-buffer", "8000", "--until-clean"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("spawn")
+            })
+            .collect();
+        let codes: Vec<(Option<i32>, String)> = children
+            .into_iter()
+            .map(|c| {
+                let o = c.wait_with_output().expect("wait");
+                (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+            })
+            .collect();
+        assert_eq!(codes.iter().filter(|(c, _)| *c == Some(0)).count(), 1, "exactly one run writes: {codes:?}");
+        for (c, err) in &codes {
+            // The loser is refused: busy (3) while the winner holds the target, or a target that is no longer empty
+            // (2) when it comes after.
+            assert!(matches!(c, Some(0 | 2 | 3)), "{codes:?}");
+            if *c != Some(0) {
+                assert!(err.contains(path(&out)), "the refusal names the target: {err}");
+            }
+        }
+        assert_eq!(common::kafka_records(&out), want);
+    }
+}
