@@ -216,17 +216,46 @@ pub fn from_log(log: &Log, budget: Budget) -> Result<LogAdvice> {
     let checkpoint = log.cleaner_checkpoint();
     let mut tally = DirtyKeys::new(budget, checkpoint)?;
     let snapshot = log.snapshot();
+    let mut scratch = Vec::new();
+    let mut buf: Vec<(Option<&'static [u8]>, u64, u64)> = Vec::new();
     for segment in snapshot.closed().iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint)) {
-        let mut failed = None;
-        tally.add_all(segment.records_from(checkpoint).map_while(|item| match item {
-            Ok((_, rec, len)) => Some((rec.key, rec.offset, len as u64)),
-            Err(e) => {
-                failed = Some(e);
-                None
+        let mut scan = segment.scan_from(checkpoint, true);
+        while let Some(window) = scan.next_window()? {
+            let mut run: Vec<(Option<&[u8]>, u64, u64)> = crate::pass1::recycle(std::mem::take(&mut buf));
+            for item in window.batches() {
+                let placed = item?;
+                let batch = placed.batch;
+                if batch.last_offset < checkpoint || !crate::keep::mapped_by_pass1(&batch) {
+                    continue;
+                }
+                let corrupt = |kind| log_core::Error::Corrupt {
+                    segment: segment.name().to_owned(),
+                    position: placed.position,
+                    kind,
+                };
+                // A record's stored bytes: its frame (native), or its share of its batch (Kafka).
+                let per = batch.len() as u64 / batch.record_count.max(1);
+                if let Some(records) = batch.records_in_place() {
+                    for rec in records.map_err(corrupt)? {
+                        let rec = rec.map_err(corrupt)?;
+                        if rec.offset >= checkpoint {
+                            run.push((rec.key, rec.offset, per));
+                        }
+                    }
+                } else {
+                    tally.add_all(run.drain(..))?;
+                    let mut own = Vec::new();
+                    for rec in batch.records(&mut scratch).map_err(corrupt)? {
+                        let rec = rec.map_err(corrupt)?;
+                        if rec.offset >= checkpoint {
+                            own.push((rec.key, rec.offset, per));
+                        }
+                    }
+                    tally.add_all(own)?;
+                }
             }
-        }))?;
-        if let Some(e) = failed {
-            return Err(e.into());
+            tally.add_all(run.drain(..))?;
+            buf = crate::pass1::recycle(run);
         }
     }
     Ok(tally.finish())
@@ -290,7 +319,7 @@ impl DirtyKeys {
     /// # Errors
     /// [`Error::BufferTooSmall`] when a key does not fit a map even alone.
     pub fn add_all<'a>(&mut self, records: impl IntoIterator<Item = (Option<&'a [u8]>, u64, u64)>) -> Result<()> {
-        let mut run: Vec<(&'a [u8], u64)> = crate::kafka::recycle(std::mem::take(&mut self.run));
+        let mut run: Vec<(&'a [u8], u64)> = crate::pass1::recycle(std::mem::take(&mut self.run));
         let mut result = Ok(());
         for (key, offset, bytes) in records {
             self.records += 1;
@@ -317,7 +346,7 @@ impl DirtyKeys {
         if result.is_ok() {
             result = self.put_run(&mut run);
         }
-        self.run = crate::kafka::recycle(run);
+        self.run = crate::pass1::recycle(run);
         result
     }
 

@@ -10,9 +10,6 @@ pub enum Error {
     /// The log failed: I/O, corruption (naming segment and position), or a poisoned log.
     #[error(transparent)]
     Log(#[from] log_core::Error),
-    /// A Kafka partition could not be read or written (file and byte named).
-    #[error(transparent)]
-    Kafka(log_core::kafka::PartitionError),
     /// The dedupe buffer cannot hold a single key, so no pass could make progress.
     #[error(
         "dedupe buffer of {bytes} bytes holds no key at load factor {load_factor}; the {map} map needs at least {min_bytes} bytes"

@@ -28,14 +28,17 @@
 #![deny(missing_docs)]
 
 pub mod advise;
+pub mod analyze;
 mod clock;
 mod config;
 mod error;
 pub mod hll;
-pub mod kafka;
+mod keep;
 pub mod manager;
 pub mod map;
 mod pass;
+mod pass1;
+mod pass2;
 pub mod settings;
 mod shards;
 mod stats;
@@ -49,7 +52,7 @@ pub use config::{
 };
 pub use error::{Error, Result};
 pub use map::{CompactMap, FullKeyMap, MapFull, MapKind, MapStats, OffsetMap, Probes, SkimpyMap};
-pub use pass::{Cleaner, PassOptions, Phase, Progress, ProgressFn};
+pub use pass::{Cleaner, DryRun, Grouping, PassOptions, Phase, Progress, ProgressFn};
 pub use settings::{CleanupPolicy, DEFAULT_DELETE_RETENTION_MS, DEFAULT_MIN_CLEANABLE_DIRTY_RATIO, LogSettings};
 pub use stats::{CleanStats, Pass1Stats, Pass2Stats};
 pub use throttle::Throttler;

@@ -1,17 +1,20 @@
 //! One cleaning pass: Kafka's two passes over the closed segments of a log, inside one cleaning transaction
 //! of the log ([`log_core::Cleaning`]).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use log_core::codec;
-use log_core::{Cleaning, Log, RecordRef, Replacement, SealedSegment, Stamp};
+use log_core::{Cleaning, Format, Log, LogSnapshot, Replacement, SealedSegment};
 
 use crate::clock::Clock;
 use crate::config::CleanerConfig;
 use crate::error::{Error, Result};
-use crate::map::{BATCH, OffsetMap, Probes};
+use crate::keep::{CopyCounts, Judge};
+use crate::map::{OffsetMap, Probes};
+use crate::pass1::map_dirty;
+use crate::pass2::{Buffers, CopyContext, DryOutput, copy_group, copy_segments};
 use crate::settings::DEFAULT_DELETE_RETENTION_MS;
 use crate::shards::{Shards, shard_of};
 use crate::stats::CleanStats;
@@ -29,11 +32,30 @@ pub struct PassOptions {
     pub delete_retention_ms: i64,
     /// The log's `min.compaction.lag.ms`: closed segments holding a record younger than this stay dirty.
     pub min_compaction_lag_ms: i64,
+    /// How pass 2 groups segments.
+    pub grouping: Grouping,
+}
+
+/// How pass 2 groups the closed segments it re-copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Grouping {
+    /// Kafka's `groupSegmentsBySize`: adjacent segments whose sizes add up to at most `segment.bytes` become
+    /// one output.
+    #[default]
+    BySize,
+    /// Each segment is cleaned into a replacement of its own that keeps its base; only segments left empty
+    /// go (the lesson's cleaning, `logcompact run` by default).
+    None,
 }
 
 impl Default for PassOptions {
     fn default() -> Self {
-        PassOptions { purge: false, delete_retention_ms: DEFAULT_DELETE_RETENTION_MS, min_compaction_lag_ms: 0 }
+        PassOptions {
+            purge: false,
+            delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
+            min_compaction_lag_ms: 0,
+            grouping: Grouping::BySize,
+        }
     }
 }
 
@@ -42,14 +64,6 @@ impl PassOptions {
     pub fn purge() -> Self {
         PassOptions { purge: true, ..PassOptions::default() }
     }
-}
-
-/// What pass 2 does with one record.
-pub(crate) enum Verdict {
-    Keep,
-    /// Keep, re-encoded with this delete horizon (a tombstone kept for the first time).
-    Stamp(i64),
-    Drop,
 }
 
 /// Which of the two passes a [`Progress`] report is about.
@@ -75,90 +89,11 @@ pub struct Progress {
 /// A progress callback.
 pub type ProgressFn = Box<dyn FnMut(Progress) + Send>;
 
-/// What pass 2 needs to judge a record, fixed for the whole pass.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Judge {
-    /// Records at or past this offset were not mapped: kept as they are.
-    pub(crate) end_offset: u64,
-    /// The pass's clock.
-    pub(crate) now: i64,
-    /// The delete horizon a tombstone kept for the first time gets.
-    pub(crate) horizon: i64,
-    /// Drop every tombstone whose horizon is set, passed or not.
-    pub(crate) purge: bool,
-}
-
-/// What pass 2's rule looks at in a record, whatever its segment format.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Facts {
-    pub(crate) offset: u64,
-    pub(crate) keyed: bool,
-    pub(crate) tombstone: bool,
-    pub(crate) delete_horizon: Option<i64>,
-}
-
-impl Facts {
-    fn of(rec: &RecordRef<'_>) -> Facts {
-        Facts {
-            offset: rec.offset,
-            keyed: rec.key.is_some(),
-            tombstone: rec.is_tombstone(),
-            delete_horizon: rec.delete_horizon,
-        }
-    }
-}
-
-/// What pass 2 counted (per thread, then summed).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct CopyCounts {
-    pub(crate) segments_read: u64,
-    pub(crate) records_read: u64,
-    pub(crate) bytes_read: u64,
-    pub(crate) records_kept: u64,
-    pub(crate) bytes_kept: u64,
-    pub(crate) tombstones_kept: u64,
-    pub(crate) tombstones_stamped: u64,
-    pub(crate) tombstones_dropped: u64,
-    pub(crate) stale_dropped: u64,
-    pub(crate) invalid_records: u64,
-    pub(crate) probes: Probes,
-}
-
-impl CopyCounts {
-    fn add(&mut self, o: &CopyCounts) {
-        self.segments_read += o.segments_read;
-        self.records_read += o.records_read;
-        self.bytes_read += o.bytes_read;
-        self.records_kept += o.records_kept;
-        self.bytes_kept += o.bytes_kept;
-        self.tombstones_kept += o.tombstones_kept;
-        self.tombstones_stamped += o.tombstones_stamped;
-        self.tombstones_dropped += o.tombstones_dropped;
-        self.stale_dropped += o.stale_dropped;
-        self.invalid_records += o.invalid_records;
-        self.probes.lookups += o.probes.lookups;
-        self.probes.probes += o.probes.probes;
-    }
-
-    fn into_stats(self, stats: &mut CleanStats) {
-        stats.pass2.segments_read = self.segments_read;
-        stats.pass2.records_read = self.records_read;
-        stats.pass2.bytes_read = self.bytes_read;
-        stats.pass2.records_kept = self.records_kept;
-        stats.pass2.bytes_kept = self.bytes_kept;
-        stats.tombstones_kept = self.tombstones_kept;
-        stats.tombstones_stamped = self.tombstones_stamped;
-        stats.tombstones_dropped = self.tombstones_dropped;
-        stats.stale_dropped = self.stale_dropped;
-        stats.invalid_records = self.invalid_records;
-    }
-}
-
 /// Bytes a thread reads between two looks at the stop flag and two charges to the I/O throttle.
 const PACE_BYTES: u64 = 256 << 10;
 
 /// A thread's stop flag and throttle, consulted every [`PACE_BYTES`].
-struct Pace<'a> {
+pub(crate) struct Pace<'a> {
     abort: Option<&'a AtomicBool>,
     throttle: Option<&'a Throttler>,
     pending: u64,
@@ -166,7 +101,7 @@ struct Pace<'a> {
 
 impl Pace<'_> {
     #[inline]
-    fn step(&mut self, bytes: u64) -> Result<()> {
+    pub(crate) fn step(&mut self, bytes: u64) -> Result<()> {
         self.pending += bytes;
         if self.pending < PACE_BYTES {
             return Ok(());
@@ -174,7 +109,7 @@ impl Pace<'_> {
         self.flush()
     }
 
-    fn flush(&mut self) -> Result<()> {
+    pub(crate) fn flush(&mut self) -> Result<()> {
         if let Some(t) = self.throttle {
             t.charge(self.pending);
         }
@@ -350,10 +285,12 @@ impl Cleaner {
         };
         let closed = snapshot.closed();
         let limit = section.first_uncleanable_offset;
+        // Pass 1 maps only segments before the first one no pass may rewrite.
+        let dirty = dirty_segments(closed, checkpoint, section.first_uncleanable_base);
         let end_offset = if self.shards.count() == 1 {
-            self.build_map(closed, checkpoint, limit, &mut stats)?
+            self.build_map(&dirty, checkpoint, limit, &mut stats)?
         } else {
-            self.build_shards(closed, checkpoint, limit, &mut stats)?
+            self.build_shards(&dirty, checkpoint, limit, &mut stats)?
         };
         stats.end_offset = end_offset;
 
@@ -364,14 +301,22 @@ impl Cleaner {
             horizon: now.saturating_add(options.delete_retention_ms.max(0)),
             purge: options.purge,
         };
-        let groups = cleaning.groups(end_offset);
+        let producer_last = producer_last_batches(&snapshot, &mut self.pace())?;
+        // Segments from the first one no pass may rewrite (a too young one, the active one) are left alone.
+        let recopy = end_offset.min(section.first_uncleanable_base);
+        let groups = match options.grouping {
+            Grouping::BySize => cleaning.groups(recopy),
+            Grouping::None => cleaning.single_groups(recopy),
+        };
         stats.groups = groups.len() as u64;
-        let (replacements, counts) = self.copy_groups(&cleaning, &groups, judge)?;
+        let cx = CopyContext { judge, shards: &self.shards, producer_last: &producer_last };
+        let (replacements, counts) = self.copy_groups(&cleaning, &groups, &cx)?;
         counts.into_stats(&mut stats);
         stats.segments_unchanged = (groups.len() - replacements.len()) as u64;
         stats.pass2.seconds = pass2.elapsed().as_secs_f64();
         self.record_map_stats(&mut stats, counts.probes);
         for r in &replacements {
+            stats.bytes_written += r.new_segment().map_or(0, |s| s.size());
             let len = r.old().len() as u64;
             match r.new_segment() {
                 None => stats.segments_removed += len,
@@ -384,6 +329,7 @@ impl Cleaner {
                 }
             }
         }
+        // The last look at the stop flag: from here the pass commits, and a commit is never left half-done.
         if self.abort.as_ref().is_some_and(|a| a.load(Ordering::Relaxed)) {
             return Err(Error::Aborted);
         }
@@ -394,65 +340,99 @@ impl Cleaner {
         Ok(stats)
     }
 
+    /// A dry run of one pass over `log` (which may be open read-only): both passes run as a pass would, but
+    /// pass 2 only counts what it would write and nothing is changed or committed. Returns the pass's
+    /// statistics and the bytes and batches its outputs would hold (groups left unchanged counted whole).
+    ///
+    /// # Errors
+    /// As [`Cleaner::clean_in`], but never an error of a write.
+    pub fn dry_run(&mut self, log: &Log, options: PassOptions) -> Result<(CleanStats, DryRun)> {
+        let now = self.clock.now_ms();
+        let checkpoint = log.cleaner_checkpoint();
+        let snapshot = log.snapshot();
+        let section = log_core::DirtySection::of(&snapshot, checkpoint, now, options.min_compaction_lag_ms);
+        let mut stats = CleanStats {
+            map: self.shards.kind().name().to_owned(),
+            threads: 1,
+            purge: options.purge,
+            now_ms: now,
+            first_dirty_offset: checkpoint,
+            first_uncleanable_offset: section.first_uncleanable_offset,
+            active_base: snapshot.active_base(),
+            dirty_bytes: section.dirty_bytes,
+            clean_bytes: section.clean_bytes,
+            ..CleanStats::default()
+        };
+        let limit = section.first_uncleanable_offset;
+        let dirty = dirty_segments(snapshot.closed(), checkpoint, section.first_uncleanable_base);
+        let end_offset = self.build_map(&dirty, checkpoint, limit, &mut stats)?;
+        stats.end_offset = end_offset;
+        let judge = Judge {
+            end_offset,
+            now,
+            horizon: now.saturating_add(options.delete_retention_ms.max(0)),
+            purge: options.purge,
+        };
+        let producer_last = producer_last_batches(&snapshot, &mut self.pace())?;
+        let max_bytes = match options.grouping {
+            Grouping::BySize => log.config().segment_bytes,
+            Grouping::None => 0,
+        };
+        let recopy = end_offset.min(section.first_uncleanable_base);
+        let groups = log_core::cleaning::plan_groups(log.format(), snapshot.closed(), recopy, max_bytes);
+        let cx = CopyContext { judge, shards: &self.shards, producer_last: &producer_last };
+        let mut counts = CopyCounts::default();
+        let mut bufs = Buffers::default();
+        let mut pace = self.pace();
+        let mut out = DryOutput::default();
+        for group in &groups {
+            copy_segments(group, &cx, &mut bufs, &mut counts, &mut pace, &mut out)?;
+        }
+        counts.into_stats(&mut stats);
+        self.record_map_stats(&mut stats, counts.probes);
+        Ok((stats, DryRun { bytes_written: out.bytes, batches_written: out.batches }))
+    }
+
     /// Pass 1 with one map. Returns `end_offset`: the offset of the first keyed record the map refused, or
     /// `limit` when the whole dirty section was mapped.
     fn build_map(
         &mut self,
-        closed: &[Arc<SealedSegment>],
+        dirty: &[Arc<SealedSegment>],
         checkpoint: u64,
         limit: u64,
         stats: &mut CleanStats,
     ) -> Result<u64> {
         let started = Instant::now();
-        let dirty = dirty_segments(closed, checkpoint, limit);
         let total: u64 = dirty.iter().map(|s| s.size()).sum();
         let mut pace = Pace { abort: self.abort.as_deref(), throttle: self.throttle.as_deref(), pending: 0 };
         let map = &mut *self.shards.maps[0];
         map.begin(checkpoint);
         let progress = &self.progress;
         let mut done = 0;
-        let mut run: Vec<(&[u8], u64)> = Vec::with_capacity(BATCH);
-        let mut end = None;
-        'segments: for segment in &dirty {
-            // Checksums are not computed here: pass 2 reads every frame this pass reads (they all lie below
-            // the end offset) and verifies it before anything is committed, so a damaged frame still fails
-            // the pass, having changed nothing. Each frame is checksummed once per pass instead of twice.
-            for item in segment.records_from_unverified(checkpoint) {
-                let (_, rec, len) = item?;
-                stats.pass1.records_read += 1;
-                stats.pass1.bytes_read += len as u64;
-                pace.step(len as u64)?;
-                let Some(key) = rec.key else { continue };
-                run.push((key, rec.offset));
-                if run.len() == BATCH
-                    && let Some(refused) = put_run(map, &mut run)
-                {
-                    end = Some(refused);
-                    break 'segments;
-                }
-            }
-            done += segment.size();
+        let mut put = |run: &mut Vec<(&[u8], u64)>| put_run(map, run);
+        let mut on_segment = |s: &SealedSegment| {
+            done += s.size();
             send(progress, Phase::Map, done, total);
-        }
-        if end.is_none() {
-            end = put_run(map, &mut run);
-        }
+        };
+        let (end, scanned) =
+            map_dirty(dirty, checkpoint, &mut pace, &|_| true, &mut put, &|_| false, &mut on_segment)?;
         pace.flush()?;
-        stats.map_full = end.is_some();
+        stats.pass1.records_read = scanned.records;
+        stats.pass1.bytes_read = scanned.bytes;
+        stats.map_full = end.is_some_and(|e| e < limit);
         stats.pass1.seconds = started.elapsed().as_secs_f64();
-        Ok(end.unwrap_or(limit))
+        Ok(end.unwrap_or(limit).min(limit))
     }
 
     /// Pass 1 with one shard per thread: every thread scans the dirty section and maps the keys of its shard.
     fn build_shards(
         &mut self,
-        closed: &[Arc<SealedSegment>],
+        dirty: &[Arc<SealedSegment>],
         checkpoint: u64,
         limit: u64,
         stats: &mut CleanStats,
     ) -> Result<u64> {
         let started = Instant::now();
-        let dirty = dirty_segments(closed, checkpoint, limit);
         let n = self.shards.count();
         // The lowest offset any shard refused: the others stop once they reach it.
         let refused = AtomicU64::new(u64::MAX);
@@ -465,40 +445,21 @@ impl Cleaner {
                 .iter_mut()
                 .enumerate()
                 .map(|(shard, map)| {
-                    let (dirty, refused) = (&dirty, &refused);
+                    let refused = &refused;
                     scope.spawn(move || -> Result<(u64, u64)> {
                         map.begin(checkpoint);
                         // Only the first thread charges the throttle: the others read the same bytes.
                         let mut pace = Pace { abort, throttle: throttle.filter(|_| shard == 0), pending: 0 };
-                        let (mut records, mut bytes) = (0u64, 0u64);
-                        let mut run: Vec<(&[u8], u64)> = Vec::with_capacity(BATCH);
-                        for segment in dirty {
-                            for item in segment.records_from_unverified(checkpoint) {
-                                let (_, rec, len) = item?;
-                                records += 1;
-                                bytes += len as u64;
-                                pace.step(len as u64)?;
-                                let Some(key) = rec.key else { continue };
-                                if shard_of(key, n) != shard {
-                                    continue;
-                                }
-                                run.push((key, rec.offset));
-                                if run.len() == BATCH {
-                                    if run[0].1 >= refused.load(Ordering::Relaxed) {
-                                        return Ok((records, bytes));
-                                    }
-                                    if let Some(r) = put_run(&mut **map, &mut run) {
-                                        refused.fetch_min(r, Ordering::Relaxed);
-                                        return Ok((records, bytes));
-                                    }
-                                }
-                            }
-                        }
-                        if let Some(r) = put_run(&mut **map, &mut run) {
+                        let accept = |k: &[u8]| shard_of(k, n) == shard;
+                        let stop_at = |first: u64| first >= refused.load(Ordering::Relaxed);
+                        let mut put = |run: &mut Vec<(&[u8], u64)>| put_run(&mut **map, run);
+                        let (end, scanned) =
+                            map_dirty(dirty, checkpoint, &mut pace, &accept, &mut put, &stop_at, &mut |_| {})?;
+                        if let Some(r) = end.filter(|&r| r != u64::MAX) {
                             refused.fetch_min(r, Ordering::Relaxed);
                         }
                         pace.flush()?;
-                        Ok((records, bytes))
+                        Ok((scanned.records, scanned.bytes))
                     })
                 })
                 .collect();
@@ -531,7 +492,7 @@ impl Cleaner {
         &self,
         cleaning: &Cleaning<'_>,
         groups: &[Vec<Arc<SealedSegment>>],
-        judge: Judge,
+        cx: &CopyContext<'_>,
     ) -> Result<(Vec<Replacement>, CopyCounts)> {
         let total: u64 = groups.iter().flatten().map(|s| s.size()).sum();
         let threads = self.shards.count().min(groups.len()).max(1);
@@ -540,13 +501,12 @@ impl Cleaner {
         let work = || -> Result<ThreadCopies> {
             let mut out = Vec::new();
             let mut counts = CopyCounts::default();
-            let mut scratch = Vec::new();
+            let mut bufs = Buffers::default();
             let mut pace = self.pace();
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(group) = groups.get(i) else { break };
-                let copied = copy_group(cleaning, group, judge, &self.shards, &mut scratch, &mut counts, &mut pace)?;
-                if let Some(r) = copied {
+                if let Some(r) = copy_group(cleaning, group, cx, &mut bufs, &mut counts, &mut pace)? {
                     out.push((i, r));
                 }
                 let bytes: u64 = group.iter().map(|s| s.size()).sum();
@@ -586,6 +546,36 @@ impl Cleaner {
     }
 }
 
+impl CopyCounts {
+    fn into_stats(self, stats: &mut CleanStats) {
+        stats.pass2.segments_read = self.segments_read;
+        stats.pass2.batches_read = self.batches_read;
+        stats.pass2.records_read = self.records_read;
+        stats.pass2.bytes_read = self.bytes_read;
+        stats.pass2.records_kept = self.records_kept;
+        stats.pass2.bytes_kept = self.bytes_kept;
+        stats.pass2.batches_copied = self.batches_copied;
+        stats.pass2.batches_rewritten = self.batches_rewritten;
+        stats.pass2.batches_removed = self.batches_removed;
+        stats.pass2.empty_batches_kept = self.empty_batches_kept;
+        stats.pass2.transactional_batches_kept = self.transactional_batches_kept;
+        stats.tombstones_kept = self.tombstones_kept;
+        stats.tombstones_stamped = self.tombstones_stamped;
+        stats.tombstones_dropped = self.tombstones_dropped;
+        stats.stale_dropped = self.stale_dropped;
+        stats.invalid_records = self.invalid_records;
+    }
+}
+
+/// What a dry run's outputs would hold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DryRun {
+    /// Bytes of the batches the pass would keep (copied or rewritten) in the segments it re-copies.
+    pub bytes_written: u64,
+    /// Those batches.
+    pub batches_written: u64,
+}
+
 /// What one pass-2 thread copied: replacements by group index, and its counts.
 type ThreadCopies = (Vec<(usize, Replacement)>, CopyCounts);
 
@@ -597,7 +587,7 @@ fn send(progress: &Option<Mutex<ProgressFn>>, phase: Phase, bytes_done: u64, byt
     }
 }
 
-/// The closed segments pass 1 reads: those holding offsets at or above the checkpoint, below `limit`.
+/// The closed segments pass 1 reads: those holding offsets at or above the checkpoint, based below `limit`.
 fn dirty_segments(closed: &[Arc<SealedSegment>], checkpoint: u64, limit: u64) -> Vec<Arc<SealedSegment>> {
     closed.iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint) && s.base() < limit).cloned().collect()
 }
@@ -610,113 +600,39 @@ fn put_run(map: &mut dyn OffsetMap, run: &mut Vec<(&[u8], u64)>) -> Option<u64> 
     refused
 }
 
-/// Pass 2 over one group. `Ok(None)` when the group is one segment whose records are all kept as they are
-/// (no new file is written).
-fn copy_group(
-    cleaning: &Cleaning<'_>,
-    group: &[Arc<SealedSegment>],
-    judge: Judge,
-    shards: &Shards,
-    scratch: &mut Vec<u8>,
-    counts: &mut CopyCounts,
-    pace: &mut Pace<'_>,
-) -> Result<Option<Replacement>> {
-    let mut copy = cleaning.copy(group);
-    let mut run: Vec<(u64, RecordRef<'_>, usize)> = Vec::with_capacity(BATCH);
-    let mut keys: Vec<&[u8]> = Vec::with_capacity(BATCH);
-    let mut latest = [None; BATCH];
-    for (i, segment) in group.iter().enumerate() {
-        if i > 0 {
-            copy.next_segment()?;
-        }
-        counts.segments_read += 1;
-        let bytes = segment.bytes();
-        let mut records = segment.records();
-        loop {
-            // Read a run of records, then look up the keys of those the map may know, in one batch.
-            run.clear();
-            for item in records.by_ref() {
-                run.push(item?);
-                if run.len() == BATCH {
-                    break;
-                }
-            }
-            if run.is_empty() {
-                break;
-            }
-            keys.clear();
-            keys.extend(run.iter().filter(|(_, r, _)| r.offset < judge.end_offset).filter_map(|(_, r, _)| r.key));
-            shards.get_batch(&keys, &mut latest, &mut counts.probes);
-            let mut looked_up = latest.iter();
-            for &(pos, rec, len) in &run {
-                counts.records_read += 1;
-                counts.bytes_read += len as u64;
-                pace.step(len as u64)?;
-                let mapped = if rec.offset < judge.end_offset && rec.key.is_some() {
-                    looked_up.next().copied().flatten()
-                } else {
-                    None
-                };
-                let frame = &bytes[pos as usize..pos as usize + len];
-                match verdict(Facts::of(&rec), mapped, judge, counts) {
-                    Verdict::Drop => copy.drop_record()?,
-                    Verdict::Keep => {
-                        counts.records_kept += 1;
-                        counts.bytes_kept += len as u64;
-                        copy.keep(pos, frame, Stamp::of(&rec))?;
-                    }
-                    Verdict::Stamp(h) => {
-                        scratch.clear();
-                        let n = codec::encode_ref_with_horizon(&rec, Some(h), scratch).map_err(|size| {
-                            log_core::Error::RecordTooLarge {
-                                size: size.saturating_sub(codec::FRAME_HEADER_BYTES),
-                                max: codec::MAX_RECORD_BYTES,
-                            }
-                        })?;
-                        counts.records_kept += 1;
-                        counts.bytes_kept += n as u64;
-                        copy.keep_changed(scratch, Stamp { delete_horizon: Some(h), ..Stamp::of(&rec) })?;
-                    }
+/// For a Kafka partition, the base offset of the last batch of every producer in the whole log (the active
+/// segment included), from a walk of the batch headers: a pass keeps that batch, emptied if need be, as Kafka
+/// keeps it for the producer's state. Empty for the native format.
+fn producer_last_batches(snapshot: &LogSnapshot, pace: &mut Pace<'_>) -> Result<HashMap<i64, u64>> {
+    let mut last = HashMap::new();
+    if snapshot.format() != Format::Kafka {
+        return Ok(last);
+    }
+    let mut note = |scan: &mut log_core::SegmentScan<'_>| -> Result<()> {
+        while let Some(window) = scan.next_window()? {
+            for item in window.batches() {
+                let placed = item?;
+                if let Some(p) = placed.batch.producer_id() {
+                    last.insert(p, placed.batch.base_offset);
                 }
             }
         }
+        Ok(())
+    };
+    for segment in snapshot.closed() {
+        pace.step(segment.size())?;
+        note(&mut segment.scan_from(0, false))?;
     }
-    Ok(copy.finish()?)
-}
-
-/// Pass 2's rule for one record, given the offset the map holds for its key (`None` when the record is at or
-/// beyond the end offset, has no key, or its key was not mapped). The one place this rule lives: both segment
-/// formats (this project's frames and Kafka's batches) are judged by it.
-pub(crate) fn verdict(rec: Facts, mapped: Option<u64>, judge: Judge, counts: &mut CopyCounts) -> Verdict {
-    if rec.offset >= judge.end_offset {
-        return Verdict::Keep;
-    }
-    if !rec.keyed {
-        counts.invalid_records += 1;
-        return Verdict::Drop;
-    }
-    if mapped.is_some_and(|latest| rec.offset < latest) {
-        counts.stale_dropped += 1;
-        return Verdict::Drop;
-    }
-    if !rec.tombstone {
-        return Verdict::Keep;
-    }
-    match rec.delete_horizon {
-        Some(h) if judge.purge || judge.now >= h => {
-            counts.tombstones_dropped += 1;
-            Verdict::Drop
-        }
-        Some(_) => {
-            counts.tombstones_kept += 1;
-            Verdict::Keep
-        }
-        None => {
-            counts.tombstones_kept += 1;
-            counts.tombstones_stamped += 1;
-            Verdict::Stamp(judge.horizon)
-        }
-    }
+    let active = snapshot.active_source();
+    note(&mut log_core::SegmentScan::new(
+        Format::Kafka,
+        snapshot.active_name(),
+        active,
+        0,
+        snapshot.active_len(),
+        false,
+    ))?;
+    Ok(last)
 }
 
 /// The message of a caught panic.

@@ -165,6 +165,7 @@ impl LogSettings {
             purge,
             delete_retention_ms: self.delete_retention_ms,
             min_compaction_lag_ms: self.min_compaction_lag_ms,
+            grouping: crate::Grouping::BySize,
         }
     }
 }

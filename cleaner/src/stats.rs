@@ -56,6 +56,8 @@ pub struct CleanStats {
     pub segments_removed: u64,
     /// Groups of one segment that needed no change and were left as they were.
     pub segments_unchanged: u64,
+    /// Bytes of the segments the pass wrote (groups left unchanged cost none).
+    pub bytes_written: u64,
     /// Seconds spent swapping the new segments in and writing the checkpoint.
     pub swap_seconds: f64,
     /// Seconds for the whole pass.
@@ -91,6 +93,18 @@ pub struct Pass1Stats {
 pub struct Pass2Stats {
     /// Closed segments scanned.
     pub segments_read: u64,
+    /// Batches scanned (records, in the native format).
+    pub batches_read: u64,
+    /// Batches copied as their bytes are.
+    pub batches_copied: u64,
+    /// Batches rewritten (records dropped from them, or a delete horizon stamped).
+    pub batches_rewritten: u64,
+    /// Batches that lost every record and went.
+    pub batches_removed: u64,
+    /// Kafka batches that lost every record and stayed, empty, as their producer's last batch.
+    pub empty_batches_kept: u64,
+    /// Kafka transactional and control batches kept whole.
+    pub transactional_batches_kept: u64,
     /// Records scanned.
     pub records_read: u64,
     /// Bytes scanned.

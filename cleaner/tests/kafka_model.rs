@@ -6,10 +6,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use cleaner::kafka::{KafkaPassOptions, StoreSink, clean_partition};
 use cleaner::map::MapKind;
-use log_core::SegmentStore;
-use log_core::kafka::{BatchHeader, Compression, Partition, RecordToWrite, file_name, new_header, write_batch};
+use cleaner::{Cleaner, CleanerConfig, Grouping, ManualClock, PassOptions};
+use log_core::kafka::files::{SegmentFile, Stage, name};
+use log_core::kafka::{BatchHeader, Compression, RecordToWrite, new_header, write_batch};
+use log_core::{CheckpointFile, Log, LogConfig, SegmentScan, SegmentStore};
 use proptest::prelude::*;
 use storage_mem::MemStore;
 
@@ -77,7 +78,7 @@ fn build(segments: &[Vec<BatchSpec>], store: &dyn SegmentStore) -> Vec<(BatchHea
     let mut ts = 1_700_000_000_000i64;
     let mut out = Vec::new();
     for (si, batches) in segments.iter().enumerate() {
-        let file = store.create(&file_name(offset, ".log")).expect("create");
+        let file = store.create(&file_name(offset)).expect("create");
         for (bi, b) in batches.iter().enumerate() {
             let base = offset;
             let mut recs = Vec::new();
@@ -126,9 +127,15 @@ fn build(segments: &[Vec<BatchSpec>], store: &dyn SegmentStore) -> Vec<(BatchHea
             out.push((template, si + 1 == segments.len(), recs));
         }
         file.sync().expect("sync");
-        file.seal().expect("seal");
+        if si + 1 < segments.len() {
+            file.seal().expect("seal");
+        }
     }
     out
+}
+
+fn file_name(base: i64) -> String {
+    name(base as u64, SegmentFile::Log, Stage::Live)
 }
 
 /// By the rules in `cleaner::kafka`'s docs: what a compaction until clean keeps, and the base offsets of the
@@ -139,15 +146,9 @@ fn reference(
     first_dirty: i64,
     lag: i64,
 ) -> (Vec<Rec>, std::collections::BTreeSet<i64>) {
-    // The first closed segment holding a batch younger than the lag, and every segment after it, is not
-    // cleaned (Kafka's first uncleanable offset is that segment's base).
-    let young_segment = batches
-        .iter()
-        .zip(seg_of)
-        .find(|((_, active, recs), _)| {
-            !active && lag > 0 && recs.iter().map(|r| r.timestamp).max().is_some_and(|m| m > NOW - lag)
-        })
-        .map(|(_, &s)| s);
+    // The first dirty closed segment (one reaching the first dirty offset) holding a batch younger than the
+    // lag, and every segment after it, is not cleaned (Kafka's first uncleanable offset is that segment's base).
+    let young_segment = young_segment(batches, seg_of, first_dirty, lag);
     let uncleanable: Vec<bool> = seg_of.iter().map(|&s| young_segment.is_some_and(|y| s >= y)).collect();
     let whole =
         |i: usize, h: &BatchHeader, active: bool| active || uncleanable[i] || h.is_transactional() || h.is_control();
@@ -184,30 +185,68 @@ fn reference(
     (kept, whole_bases)
 }
 
+/// The first dirty closed segment holding a batch younger than the lag.
+fn young_segment(
+    batches: &[(BatchHeader, bool, Vec<Rec>)],
+    seg_of: &[usize],
+    first_dirty: i64,
+    lag: i64,
+) -> Option<usize> {
+    let last_of_segment =
+        |s: usize| batches.iter().zip(seg_of).filter(|(_, t)| **t == s).map(|((h, _, _), _)| h.last_offset()).max();
+    batches
+        .iter()
+        .zip(seg_of)
+        .find(|((_, active, recs), s)| {
+            !active
+                && lag > 0
+                && last_of_segment(**s).is_some_and(|l| l >= first_dirty)
+                && recs.iter().map(|r| r.timestamp).max().is_some_and(|m| m > NOW - lag)
+        })
+        .map(|(_, &s)| s)
+}
+
 /// Every record of a partition, and its batches' (base offset, last offset, horizon, has tombstone, count).
 /// An output batch: (base offset, last offset, delete horizon, holds a tombstone, record count).
 type OutBatch = (i64, i64, Option<i64>, bool, i32);
 
-fn read(store: &dyn SegmentStore) -> (Vec<Rec>, Vec<OutBatch>) {
-    let partition = Partition::open(store).expect("open");
+fn read(log: &Log) -> (Vec<Rec>, Vec<OutBatch>) {
+    let snapshot = log.snapshot();
     let mut recs = Vec::new();
     let mut batches = Vec::new();
     let mut scratch = Vec::new();
-    for placed in partition.scan() {
-        let placed = placed.expect("batch");
-        let h = placed.batch.header;
-        let mut tombstone = false;
-        for r in placed.batch.records(&mut scratch).expect("records") {
-            let r = r.expect("record");
-            tombstone |= r.value.is_none();
-            recs.push(Rec {
-                offset: r.offset,
-                timestamp: r.timestamp,
-                key: r.key.map(<[u8]>::to_vec),
-                value: r.value.map(<[u8]>::to_vec),
-            });
+    let scans: Vec<SegmentScan<'_>> = snapshot
+        .closed()
+        .iter()
+        .map(|s| s.scan())
+        .chain(std::iter::once(SegmentScan::new(
+            log.format(),
+            snapshot.active_name(),
+            snapshot.active_source(),
+            0,
+            snapshot.active_len(),
+            true,
+        )))
+        .collect();
+    for mut scan in scans {
+        while let Some(window) = scan.next_window().expect("window") {
+            for placed in window.batches() {
+                let placed = placed.expect("batch");
+                let h = *placed.batch.kafka_header().expect("a Kafka batch");
+                let mut tombstone = false;
+                for r in placed.batch.records(&mut scratch).expect("records") {
+                    let r = r.expect("record");
+                    tombstone |= r.value.is_none();
+                    recs.push(Rec {
+                        offset: r.offset as i64,
+                        timestamp: r.timestamp,
+                        key: r.key.map(<[u8]>::to_vec),
+                        value: r.value.map(<[u8]>::to_vec),
+                    });
+                }
+                batches.push((h.base_offset, h.last_offset(), h.delete_horizon(), tombstone, h.records_count));
+            }
         }
-        batches.push((h.base_offset, h.last_offset(), h.delete_horizon(), tombstone, h.records_count));
     }
     (recs, batches)
 }
@@ -233,31 +272,32 @@ proptest! {
         let seg_of: Vec<usize> = segments.iter().enumerate().flat_map(|(i, b)| std::iter::repeat_n(i, b.len())).collect();
         let (want, whole_bases) = reference(&batches, &seg_of, first_dirty, lag);
         let buffer = if small_buffer { map.bytes_for(3, 0.9, 2) } else { 1 << 20 };
-        let mut m = map.build(buffer, 0.9).expect("map");
-        let mut input = source;
-        let mut first = first_dirty;
+        let config = LogConfig { segment_bytes: 1 << 30, ..LogConfig::default() };
+        let log = Log::open_kafka(Arc::clone(&source), config, CheckpointFile::Memory).expect("open");
+        log.set_cleaner_checkpoint(first_dirty as u64);
+        let cleaner_config = CleanerConfig { map, dedupe_buffer_bytes: buffer, ..CleanerConfig::default() };
+        let mut cleaner = Cleaner::new(cleaner_config, Arc::new(ManualClock::new(NOW))).expect("map");
+        let options = PassOptions {
+            delete_retention_ms: RETENTION,
+            min_compaction_lag_ms: lag,
+            grouping: if merge_segments { Grouping::BySize } else { Grouping::None },
+            ..PassOptions::default()
+        };
         let mut passes = 0;
-        loop {
-            passes += 1;
-            prop_assert!(passes < 200, "no progress");
-            let partition = Partition::open(&*input).expect("open");
-            let out: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-            let options = KafkaPassOptions {
-                first_dirty_offset: first,
-                now_ms: NOW,
-                delete_retention_ms: RETENTION,
-                segment_bytes: if merge_segments { 1 << 30 } else { 0 },
-                min_compaction_lag_ms: lag,
-            };
-            let stats = clean_partition(&partition, &mut *m, options, &mut StoreSink::new(&*out)).expect("pass");
-            input = out;
-            if !stats.map_full {
-                break;
-            }
-            prop_assert!(stats.end_offset > first, "a pass moves on");
-            first = stats.end_offset;
-        }
-        let (got, out_batches) = read(&*input);
+        let mut first = first_dirty as u64;
+        cleaner
+            .clean_until_clean(&log, options, |stats| {
+                passes += 1;
+                assert!(passes < 200, "no progress");
+                if stats.map_full {
+                    assert!(stats.end_offset > first, "a pass moves on");
+                }
+                first = stats.end_offset;
+                Ok(())
+            })
+            .expect("passes");
+        let input = Arc::clone(log.store());
+        let (got, out_batches) = read(&log);
         prop_assert_eq!(&got, &want);
         let source_ends: BTreeMap<i64, i64> = batches.iter().map(|(h, _, _)| (h.base_offset, h.last_offset())).collect();
         for &(base, last, horizon, tombstone, count) in &out_batches {
@@ -278,13 +318,9 @@ proptest! {
         // Closed segments are merged into one when segment.bytes allows, never with the active one.
         let names: Vec<String> = input.list().expect("list").into_iter().filter(|n| n.ends_with(".log")).collect();
         let active_base = batches.iter().find(|(_, a, _)| *a).map(|(h, _, _)| h.base_offset).expect("active");
-        prop_assert!(names.contains(&file_name(active_base, ".log")), "{:?}", names);
+        prop_assert!(names.contains(&file_name(active_base)), "{:?}", names);
         // Too young segments are copied as they are, each in its own file.
-        let young_segment = batches
-            .iter()
-            .zip(&seg_of)
-            .find(|((_, active, recs), _)| !active && lag > 0 && recs.iter().any(|r| r.timestamp > NOW - lag))
-            .map(|(_, &s)| s);
+        let young_segment = young_segment(&batches, &seg_of, first_dirty, lag);
         let young = young_segment.map_or(0, |y| segments.len() - 1 - y);
         if merge_segments {
             prop_assert!(names.len() <= 2 + young, "{:?}", names);

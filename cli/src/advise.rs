@@ -6,7 +6,6 @@ use std::path::Path;
 use cleaner::advise::{Budget, KeyCount, LogAdvice, MapAdvice, from_counts, from_log};
 use serde::Serialize;
 
-use crate::backend;
 use crate::failure::Failure;
 use crate::out::QuietPipe;
 
@@ -22,8 +21,8 @@ pub enum Source<'a> {
         /// Records over which the keys are spread, if known.
         records: Option<u64>,
     },
-    /// The dirty section of the log in a directory.
-    Dir(&'a Path),
+    /// The dirty section of the log in a directory, of a format, from a first dirty offset if given.
+    Dir(&'a Path, log_core::Format, Option<u64>),
 }
 
 /// A byte count for people: `26.7 MiB`.
@@ -60,9 +59,12 @@ pub fn advise(source: Source<'_>, budget: Budget, as_json: bool) -> Result<(), F
             let maps = from_counts(keys, key_bytes, records, budget).map_err(bad)?;
             (maps, KeyCount { keys, exact: true, relative_error: 0.0 }, None)
         }
-        Source::Dir(dir) => {
-            let log = backend::open_log_read_only(backend::open_read_only_store(dir)?)?;
-            let advice = from_log(&log, budget).map_err(bad)?;
+        Source::Dir(dir, format, checkpoint) => {
+            let opened = logcompact::open_read_only(dir, format).map_err(|e| Failure::from_open(&e))?;
+            if let Some(c) = checkpoint {
+                opened.log.set_cleaner_checkpoint(c);
+            }
+            let advice = from_log(&opened.log, budget).map_err(bad)?;
             (advice.maps.clone(), advice.distinct, Some(advice))
         }
     };

@@ -19,7 +19,8 @@ Exit codes (the same for every command):
   3  the command could not be carried out: an I/O error, the directory is in use by a writer, too little memory";
 
 /// What to do with a Kafka partition given to a command of the native format.
-pub const KAFKA_HINT: &str = "dump, check, analyze, advise and compact read Kafka partitions with --format kafka";
+pub const KAFKA_HINT: &str =
+    "dump, check, analyze, advise, compact, roll, repair and clean take Kafka partitions with --format kafka";
 
 /// A failed command.
 #[derive(Debug)]
@@ -53,6 +54,12 @@ impl Failure {
     pub fn from_log(context: &str, e: &log_core::Error) -> Failure {
         let message = if context.is_empty() { e.to_string() } else { format!("{context}: {e}") };
         match e {
+            // Intact data of a format this tool does not read (a Kafka message set older than magic 2): usage.
+            log_core::Error::Corrupt { kind, .. }
+                if kind.is_other_format() && !matches!(kind, log_core::CorruptKind::UnknownVersion(_)) =>
+            {
+                Failure::Usage(message)
+            }
             _ if e.is_corruption() => Failure::Corruption(format!(
                 "{message}\n(nothing was changed; `logcompact check` describes the damage and `logcompact repair` \
                  can drop it, keeping a copy)"
@@ -65,6 +72,40 @@ impl Failure {
             }
             log_core::Error::NotALog { .. } | log_core::Error::InvalidConfig(_) => Failure::Usage(message),
             _ => Failure::Runtime(message),
+        }
+    }
+
+    /// The failure for a directory that could not be opened as a log.
+    pub fn from_open(e: &logcompact::OpenError) -> Failure {
+        use logcompact::OpenError;
+        match e {
+            OpenError::Store {
+                source: storage_file::Error::NotFound(_) | storage_file::Error::NotADirectory(_),
+                ..
+            } => Failure::Usage(e.to_string()),
+            OpenError::Store { .. } => Failure::Runtime(e.to_string()),
+            OpenError::NotALog { format: "logcompact", found, .. }
+                if found.contains("Kafka") && !found.contains("of magic 0") && !found.contains("of magic 1") =>
+            {
+                Failure::Usage(format!("{e} ({KAFKA_HINT})"))
+            }
+            OpenError::NotALog { .. } => Failure::Usage(e.to_string()),
+            OpenError::Log { dir, source } => Failure::from_log(&dir.display().to_string(), source),
+            _ => Failure::Runtime(e.to_string()),
+        }
+    }
+
+    /// The failure for a compaction that could not be done.
+    pub fn from_compact(e: &logcompact::CompactError) -> Failure {
+        use logcompact::CompactError;
+        match e {
+            CompactError::Usage(m) => Failure::Usage(m.clone()),
+            CompactError::Open(o) => Failure::from_open(o),
+            CompactError::Copy(logcompact::copy::CopyError::BadTarget { .. }) => Failure::Usage(e.to_string()),
+            CompactError::Copy(logcompact::copy::CopyError::Open(o)) => Failure::from_open(o),
+            CompactError::Copy(logcompact::copy::CopyError::Log(l)) => Failure::from_log("copying", l),
+            CompactError::Pass { dir, source } => Failure::from_cleaner(&dir.display().to_string(), source),
+            _ => Failure::Runtime(e.to_string()),
         }
     }
 

@@ -27,9 +27,8 @@ pub fn dump(snapshot: &LogSnapshot, out: &mut impl Write) -> Result<(), Failure>
     let read = |e: log_core::Error| Failure::from_log("cannot read the log", &e);
     for segment in snapshot.closed() {
         write!(out, "segment {}:", segment.base()).map_err(write_failed)?;
-        for item in segment.records() {
-            let (_, rec, _) = item.map_err(read)?;
-            write!(out, " {}", record(&rec.to_record())).map_err(write_failed)?;
+        for rec in segment.read_records().map_err(read)? {
+            write!(out, " {}", record(&rec)).map_err(write_failed)?;
         }
         writeln!(out, " (closed)").map_err(write_failed)?;
     }

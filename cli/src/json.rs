@@ -38,8 +38,8 @@ pub struct JsonRecord {
 pub struct JsonHeader {
     /// Name.
     pub name: String,
-    /// Value.
-    pub value: String,
+    /// Value (null for a null value, which only Kafka's format has).
+    pub value: Option<String>,
 }
 
 /// Bytes as text: valid UTF-8 as is, a backslash as `\\`, every other byte as `\xNN`.
@@ -66,7 +66,11 @@ fn record(r: &Record) -> JsonRecord {
         timestamp: r.timestamp,
         key: r.key.as_deref().map(escape),
         value: r.value.as_deref().map(escape),
-        headers: r.headers.iter().map(|h| JsonHeader { name: h.name.clone(), value: escape(&h.value) }).collect(),
+        headers: r
+            .headers
+            .iter()
+            .map(|h| JsonHeader { name: h.name.clone(), value: h.value.as_deref().map(escape) })
+            .collect(),
         delete_horizon: r.delete_horizon,
     }
 }
@@ -78,7 +82,7 @@ fn record(r: &Record) -> JsonRecord {
 pub fn segments(snapshot: &LogSnapshot) -> log_core::Result<Vec<JsonSegment>> {
     let mut out = Vec::new();
     for s in snapshot.closed() {
-        let records = s.records().map(|r| r.map(|(_, rec, _)| record(&rec.to_record()))).collect::<Result<_, _>>()?;
+        let records = s.read_records()?.iter().map(record).collect();
         out.push(JsonSegment { base: s.base(), state: "closed", records });
     }
     let records = snapshot.active_records()?.iter().map(record).collect();

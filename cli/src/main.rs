@@ -2,6 +2,7 @@
 //! libraries (`log-core`, the storage backends and `cleaner`).
 
 mod advise;
+mod analyze_cmd;
 mod backend;
 mod clean;
 mod failure;
@@ -118,6 +119,15 @@ enum MapArg {
     Fullkey,
     /// 56-bit fingerprints, 12 bytes a slot (13.3 bytes a key at load 0.9), fast misses.
     Compact,
+}
+
+impl From<FormatArg> for log_core::Format {
+    fn from(f: FormatArg) -> log_core::Format {
+        match f {
+            FormatArg::Native => log_core::Format::Native,
+            FormatArg::Kafka => log_core::Format::Kafka,
+        }
+    }
 }
 
 impl From<MapArg> for MapKind {
@@ -243,16 +253,18 @@ struct CompactArgs {
     /// Threads of one pass: a sharded map (the buffer split between them) and groups copied in parallel.
     #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
     threads: usize,
-    /// The directory's format: with kafka, --dir is a Kafka partition, never written, and the compacted copy
-    /// goes to --out in Kafka's layout.
-    #[arg(long, value_enum, default_value_t = FormatArg::Native, requires_if("kafka", "out"))]
+    /// The directory's format: a native log, or a Kafka partition directory of a stopped broker (cleaned in
+    /// place under the broker's lock on its log directory, with Kafka's own swap protocol).
+    #[arg(long, value_enum, default_value_t = FormatArg::Native)]
     format: FormatArg,
-    /// With --format kafka: the directory the compacted partition is written to (must not exist or be empty).
+    /// Compact a copy made in this directory (which must not exist, or be empty) instead: --dir is then only
+    /// read, never written. A Kafka copy's cleaner checkpoint goes to its own parent directory's
+    /// cleaner-offset-checkpoint, as a broker keeps it.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// With --format kafka: the first dirty offset (default: cleaner-offset-checkpoint in the parent, else 0).
-    #[arg(long, value_name = "OFFSET", allow_hyphen_values = true)]
-    checkpoint: Option<i64>,
+    /// Start from this first dirty offset instead of the cleaner checkpoint (the pass then writes its own).
+    #[arg(long, value_name = "OFFSET", value_parser = size::parse_count, allow_hyphen_values = true)]
+    checkpoint: Option<u64>,
 }
 
 /// A log's settings (Kafka's topic settings), for `clean` and `status`.
@@ -368,6 +380,9 @@ struct RollArgs {
     /// The log's directory.
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
+    /// The directory's format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Native)]
+    format: FormatArg,
 }
 
 /// The segment format of a directory.
@@ -408,15 +423,16 @@ struct CheckArgs {
 
 #[derive(Debug, Args)]
 struct AnalyzeArgs {
-    /// The Kafka partition directory (`<topic>-<partition>`).
+    /// The directory: a Kafka partition (`<topic>-<partition>`) or, with --format native, a native log.
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
-    /// The directory's format (only kafka: for a native log, `advise --dir` gives the same figures).
+    /// The directory's format.
     #[arg(long, value_enum, default_value_t = FormatArg::Kafka)]
     format: FormatArg,
-    /// The first dirty offset; default: Kafka's cleaner-offset-checkpoint in the parent directory, else 0.
-    #[arg(long, value_name = "OFFSET", allow_hyphen_values = true)]
-    checkpoint: Option<i64>,
+    /// The first dirty offset; default: the cleaner checkpoint (a Kafka partition's in its log directory's
+    /// cleaner-offset-checkpoint), else the log's start.
+    #[arg(long, value_name = "OFFSET", value_parser = size::parse_count, allow_hyphen_values = true)]
+    checkpoint: Option<u64>,
     /// Cleaner threads (log.cleaner.threads): the buffer is split evenly between them.
     #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
     threads: u32,
@@ -451,9 +467,9 @@ struct AdviseArgs {
     /// The directory's format (with --dir).
     #[arg(long, value_enum, default_value_t = FormatArg::Native, requires = "dir")]
     format: FormatArg,
-    /// With --format kafka: the first dirty offset (default: cleaner-offset-checkpoint in the parent, else 0).
-    #[arg(long, value_name = "OFFSET", requires = "dir", allow_hyphen_values = true)]
-    checkpoint: Option<i64>,
+    /// The first dirty offset (default: the cleaner checkpoint, a Kafka partition's in its log directory).
+    #[arg(long, value_name = "OFFSET", requires = "dir", value_parser = size::parse_count, allow_hyphen_values = true)]
+    checkpoint: Option<u64>,
     /// Cleaner threads (log.cleaner.threads): the buffer is split evenly between them.
     #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
     threads: u32,
@@ -561,20 +577,6 @@ fn main() -> ExitCode {
                 ops::generate(&a.dir, workload, config)
             }
         },
-        Commands::Compact(a) if a.format == FormatArg::Kafka => a.cleaner.config().and_then(|c| {
-            let out = a.out.as_deref().ok_or_else(|| Failure::Usage("--format kafka needs --out DIR".into()))?;
-            kafka_cmd::compact(kafka_cmd::CompactRequest {
-                dir: &a.dir,
-                out,
-                map: c.map,
-                buffer_bytes: c.dedupe_buffer_bytes as u64,
-                load_factor: c.load_factor,
-                delete_retention_ms: a.cleaner.delete_retention_ms,
-                checkpoint: a.checkpoint,
-                segment_bytes: a.segment_bytes,
-                min_compaction_lag_ms: a.min_compaction_lag_ms,
-            })
-        }),
         Commands::Compact(a) => a.cleaner.config().and_then(|c| {
             let c = CleanerConfig { threads: a.threads, ..c };
             c.validate().map_err(|e| Failure::from_cleaner("bad cleaner settings", &e))?;
@@ -584,12 +586,17 @@ fn main() -> ExitCode {
                 ..a.cleaner.pass_options()
             };
             let request = ops::CompactRequest {
-                dir: &a.dir,
                 config: &c,
-                options,
-                until_clean: a.until_clean,
-                segment_bytes: a.segment_bytes,
-                min_cleanable_dirty_ratio: a.min_cleanable_dirty_ratio,
+                request: logcompact::CompactRequest {
+                    dir: a.dir.clone(),
+                    format: a.format.into(),
+                    options,
+                    until_clean: a.until_clean,
+                    segment_bytes: a.segment_bytes,
+                    min_cleanable_dirty_ratio: a.min_cleanable_dirty_ratio,
+                    checkpoint: a.checkpoint,
+                    out: a.out.clone(),
+                },
             };
             ops::compact(&request)
         }),
@@ -597,7 +604,7 @@ fn main() -> ExitCode {
         Commands::Status(a) => {
             a.settings.settings().and_then(|s| status::status(&a.data_dir, &s, a.config.as_deref(), a.json))
         }
-        Commands::Roll(a) => ops::roll(&a.dir),
+        Commands::Roll(a) => ops::roll(&a.dir, a.format.into()),
         Commands::Dump(a) if a.format == FormatArg::Kafka && a.segments => Err(Failure::Usage(
             "--segments is the native format's lesson view; a Kafka dump already shows batches and segments".into(),
         )),
@@ -605,22 +612,20 @@ fn main() -> ExitCode {
         Commands::Dump(a) => ops::dump(&a.dir, a.json, a.segments),
         Commands::Check(a) if a.format == FormatArg::Kafka => kafka_cmd::check(&a.dir),
         Commands::Check(a) => ops::check(&a.dir),
-        Commands::Analyze(a) if a.format != FormatArg::Kafka => {
-            Err(Failure::Usage("analyze reads Kafka partitions; for a native log use `advise --dir`".into()))
-        }
         Commands::Analyze(a) => {
             let budget = cleaner::advise::Budget {
                 total_bytes: a.dedupe_buffer,
                 threads: a.threads,
                 load_factor: a.load_factor,
             };
-            let req = kafka_cmd::AnalyzeRequest {
+            let req = analyze_cmd::AnalyzeRequest {
                 dir: &a.dir,
+                format: a.format.into(),
                 checkpoint: a.checkpoint,
                 budget,
                 delete_retention_ms: a.delete_retention_ms,
             };
-            kafka_cmd::analyze(req, a.json)
+            analyze_cmd::analyze(req, a.json)
         }
         Commands::Repair(a) => ops::repair(&a.dir, a.apply, a.json),
         Commands::Advise(a) => {
@@ -629,22 +634,12 @@ fn main() -> ExitCode {
                 threads: a.threads,
                 load_factor: a.load_factor,
             };
-            if let (Some(dir), FormatArg::Kafka) = (&a.dir, a.format) {
-                let req = kafka_cmd::AnalyzeRequest {
-                    dir,
-                    checkpoint: a.checkpoint,
-                    budget,
-                    delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
-                };
-                kafka_cmd::advise(req, a.json)
-            } else {
-                let source = match (&a.dir, a.keys) {
-                    (Some(dir), _) => advise::Source::Dir(dir),
-                    (None, Some(keys)) => advise::Source::Counts { keys, key_bytes: a.key_bytes, records: a.records },
-                    (None, None) => unreachable!("clap requires --keys or --dir"),
-                };
-                advise::advise(source, budget, a.json)
-            }
+            let source = match (&a.dir, a.keys) {
+                (Some(dir), _) => advise::Source::Dir(dir, a.format.into(), a.checkpoint),
+                (None, Some(keys)) => advise::Source::Counts { keys, key_bytes: a.key_bytes, records: a.records },
+                (None, None) => unreachable!("clap requires --keys or --dir"),
+            };
+            advise::advise(source, budget, a.json)
         }
     };
     match result {

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cleaner::{Cleaner, CleanerConfig, PassOptions, Phase, SystemClock};
+use cleaner::{Cleaner, CleanerConfig, Phase, SystemClock};
 use log_core::LogConfig;
 use log_core::repair::{RepairAction, RepairPlan};
 use log_core::workload::Workload;
@@ -105,77 +105,23 @@ pub fn generate(dir: &Path, workload: Workload, config: LogConfig) -> Result<(),
 /// What `compact` was asked to do.
 #[derive(Debug)]
 pub struct CompactRequest<'a> {
-    /// The log's directory.
-    pub dir: &'a Path,
     /// The cleaner's settings.
     pub config: &'a CleanerConfig,
-    /// The first pass's options.
-    pub options: PassOptions,
-    /// Passes until nothing is dirty.
-    pub until_clean: bool,
-    /// The log's `segment.bytes` (the most a group of cleaned segments merges into).
-    pub segment_bytes: u64,
-    /// Below this dirty ratio nothing is done.
-    pub min_cleanable_dirty_ratio: f64,
+    /// The library's request.
+    pub request: logcompact::CompactRequest,
 }
 
-/// Why a pass would find nothing to clean in `log`, or `None` when it would.
-pub fn nothing_cleanable(log: &log_core::Log, d: &log_core::DirtySection, lag_ms: i64) -> Option<String> {
-    if d.is_cleanable() {
-        return None;
-    }
-    Some(if d.closed_segments == 0 {
-        format!(
-            "nothing to clean: all {} records are in the active segment, which no pass takes; `logcompact roll` seals \
-             it (or write with a smaller --segment-bytes)",
-            d.active_records
-        )
-    } else if d.too_young_bytes > 0 {
-        format!(
-            "nothing to clean: the dirty records ({} bytes) are younger than min.compaction.lag.ms ({lag_ms} ms)",
-            d.too_young_bytes
-        )
-    } else {
-        format!(
-            "nothing dirty: every closed segment has been through a pass (checkpoint at offset {}); the active segment's \
-             {} records wait for a roll",
-            log.cleaner_checkpoint(),
-            d.active_records
-        )
-    })
-}
-
-/// Runs one pass (or passes until nothing is dirty) on the log in `dir`, printing each pass's statistics as
-/// one JSON line; says on standard error when there is nothing to clean, and why.
+/// Runs one pass (or passes until nothing is dirty) on the log in a directory (or on a copy of it made in
+/// `--out`), printing each pass's statistics as one JSON line; says on standard error when there is nothing
+/// to clean, and why.
 ///
 /// # Errors
 /// [`Failure::Usage`] for a bad configuration or a directory without a log; [`Failure::Corruption`] when
-/// stored data is damaged; [`Failure::Runtime`] when the pass fails otherwise.
+/// stored data is damaged; [`Failure::Runtime`] when the pass fails otherwise (a busy directory included).
 pub fn compact(req: &CompactRequest<'_>) -> Result<(), Failure> {
-    let dir = req.dir;
-    if !(0.0..=1.0).contains(&req.min_cleanable_dirty_ratio) {
-        return Err(Failure::Usage(format!(
-            "--min-cleanable-dirty-ratio {} is not in [0, 1]",
-            req.min_cleanable_dirty_ratio
-        )));
-    }
+    let dir = req.request.out.as_deref().unwrap_or(&req.request.dir).to_path_buf();
     let mut cleaner = Cleaner::new(req.config.clone(), Arc::new(SystemClock))
         .map_err(|e| Failure::from_cleaner("cannot build the offset map", &e))?;
-    let config = LogConfig { segment_bytes: req.segment_bytes, ..LogConfig::default() };
-    let log = backend::open_log(backend::open_existing_store(dir)?, config)?;
-    let lag = req.options.min_compaction_lag_ms;
-    let section = log.dirty_section(log_core::now_ms(), lag);
-    if let Some(why) = nothing_cleanable(&log, &section, lag) {
-        eprintln!("{}: {why}", dir.display());
-    } else if section.dirty_ratio() < req.min_cleanable_dirty_ratio {
-        eprintln!(
-            "{}: nothing done: the dirty ratio {:.1}% is below --min-cleanable-dirty-ratio {:.1}%",
-            dir.display(),
-            100.0 * section.dirty_ratio(),
-            100.0 * req.min_cleanable_dirty_ratio
-        );
-        return Ok(());
-    }
     let bar = progress::bar(0, "map", true);
     let shown = bar.clone();
     cleaner.on_progress(move |p| {
@@ -186,35 +132,44 @@ pub fn compact(req: &CompactRequest<'_>) -> Result<(), Failure> {
     let mut warned = false;
     // A failure to print stops the passes; it is what the command reports.
     let mut output_failed = None;
-    let mut each = |stats: &cleaner::CleanStats| -> Result<(), cleaner::Error> {
+    let each = |stats: &cleaner::CleanStats| -> Result<(), cleaner::Error> {
         if let Err(f) = bar.suspend(|| print_json(stats)) {
             output_failed = Some(f);
             return Err(cleaner::Error::Aborted);
         }
         if let Some(passes) = stats.passes_needed().filter(|_| !warned) {
             warned = true;
-            bar.suspend(|| eprintln!("{}", many_passes_warning(stats, passes, Some(dir))));
+            bar.suspend(|| eprintln!("{}", many_passes_warning(stats, passes, Some(&dir))));
         }
         Ok(())
     };
-    let result = if req.until_clean {
-        cleaner.clean_until_clean(&log, req.options, each).map(|_| ())
-    } else {
-        cleaner.clean(&log, req.options).and_then(|s| each(&s))
+    let opened = |r: &log_core::RecoveryReport| {
+        for line in describe_recovery(r, true) {
+            bar.suspend(|| eprintln!("{line}"));
+        }
     };
+    let result = logcompact::compact_observed(&req.request, &mut cleaner, opened, each);
     bar.finish_and_clear();
-    match (result, output_failed) {
-        (_, Some(f)) => Err(f),
-        (r, None) => r.map_err(|e| Failure::from_cleaner("cleaning pass failed", &e)),
+    if let Some(f) = output_failed {
+        return Err(f);
     }
+    let done = result.map_err(|e| Failure::from_compact(&e))?;
+    if let logcompact::CompactOutcome::NothingDone(why) = done.outcome {
+        eprintln!("{}: {why}", dir.display());
+    }
+    Ok(())
 }
 
 /// Seals the active segment of the log in `dir`.
 ///
 /// # Errors
 /// As opening the log; [`Failure::Runtime`] when the roll fails.
-pub fn roll(dir: &Path) -> Result<(), Failure> {
-    let log = backend::open_log(backend::open_existing_store(dir)?, LogConfig::default())?;
+pub fn roll(dir: &Path, format: log_core::Format) -> Result<(), Failure> {
+    let opened = logcompact::open_writable(dir, format, LogConfig::default()).map_err(|e| Failure::from_open(&e))?;
+    let log = opened.log;
+    for line in describe_recovery(log.recovery_report(), true) {
+        eprintln!("{line}");
+    }
     let base = log.active_base();
     let records = log.dirty_section(0, 0).active_records;
     if log.roll().map_err(|e| Failure::from_log("cannot roll the active segment", &e))? {
@@ -247,7 +202,7 @@ pub fn many_passes_warning(stats: &cleaner::CleanStats, passes: u64, dir: Option
 /// # Errors
 /// [`Failure::Usage`] for a directory that holds no log; [`Failure::Corruption`] when stored data is damaged.
 pub fn dump(dir: &Path, as_json: bool, segments: bool) -> Result<(), Failure> {
-    let log = backend::open_log_read_only(backend::open_read_only_store(dir)?)?;
+    let log = logcompact::open_read_only(dir, log_core::Format::Native).map_err(|e| Failure::from_open(&e))?.log;
     let snapshot = log.snapshot();
     if as_json {
         return print_json(&json::segments(&snapshot).map_err(|e| Failure::from_log("cannot read the log", &e))?);
@@ -276,14 +231,20 @@ pub fn check(dir: &Path) -> Result<(), Failure> {
             }
             print_json(&report)
         }
-        Err(problem) => Err(match problem.class {
-            log_core::check::ProblemClass::Corruption => Failure::Corruption(format!(
-                "check failed: {problem}\n(`logcompact repair --dir {}` shows what a repair would drop)",
-                dir.display()
-            )),
-            log_core::check::ProblemClass::NotALog => Failure::Usage(format!("{}: {}", dir.display(), problem.what)),
-            log_core::check::ProblemClass::Unreadable => Failure::Runtime(format!("check failed: {problem}")),
-        }),
+        Err(problem) => Err(check_failure(dir, &problem)),
+    }
+}
+
+/// The failure for a problem `check` found in `dir`.
+pub fn check_failure(dir: &Path, problem: &log_core::check::Problem) -> Failure {
+    match problem.class {
+        log_core::check::ProblemClass::Corruption => Failure::Corruption(format!(
+            "check failed: {problem}\n(`logcompact repair --dir {}` shows what a repair would drop)",
+            dir.display()
+        )),
+        log_core::check::ProblemClass::NotALog => Failure::Usage(format!("{}: {}", dir.display(), problem.what)),
+        log_core::check::ProblemClass::OtherFormat => Failure::Usage(format!("{}: {problem}", dir.display())),
+        log_core::check::ProblemClass::Unreadable => Failure::Runtime(format!("check failed: {problem}")),
     }
 }
 

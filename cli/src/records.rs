@@ -56,7 +56,8 @@ pub fn line(r: &Record) -> String {
         let _ = write!(s, " delete_horizon={h}");
     }
     for h in &r.headers {
-        let _ = write!(s, " header {}={}", quoted(h.name.as_bytes()), quoted(&h.value));
+        let value = h.value.as_deref().map_or_else(|| "NULL".to_owned(), quoted);
+        let _ = write!(s, " header {}={value}", quoted(h.name.as_bytes()));
     }
     s
 }

@@ -39,6 +39,66 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
+/// Parses a count (of records, keys, an offset): a whole number, with an optional decimal suffix (`k` 10^3,
+/// `M` 10^6, `G` 10^9, `T` 10^12) or in scientific notation (`1e6`, `2.5e6`), as long as it is a whole number.
+///
+/// # Errors
+/// A message naming the bad text.
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let bad = || format!("{text:?} is not a count (e.g. 1000000, 1M, 2.5k, 1e6)");
+    if t.starts_with('-') {
+        return Err(format!("{text:?} is negative: a count must be at least 0"));
+    }
+    if let Ok(n) = t.parse::<u64>() {
+        return Ok(n);
+    }
+    let (number, scale) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() && !t[..i].contains(['e', 'E']) => {
+            let scale: u32 = match c {
+                'k' | 'K' => 3,
+                'm' | 'M' => 6,
+                'g' | 'G' => 9,
+                't' | 'T' => 12,
+                _ => return Err(bad()),
+            };
+            (&t[..i], scale)
+        }
+        _ => (t, 0),
+    };
+    // Exact decimal arithmetic on the digits: mantissa, fraction and exponent.
+    let (mantissa, exponent) = match number.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i32>().map_err(|_| bad())?),
+        None => (number, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if whole.is_empty() && fraction.is_empty()
+        || !whole.bytes().all(|b| b.is_ascii_digit())
+        || !fraction.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(bad());
+    }
+    let digits = format!("{whole}{fraction}");
+    let shift = exponent + scale as i32 - fraction.len() as i32;
+    let too_large = || format!("{text:?} is too large (at most 2^64 - 1)");
+    let mut value: u128 = digits.trim_start_matches('0').parse::<u128>().unwrap_or(0);
+    if digits.len() > 38 {
+        return Err(too_large());
+    }
+    if shift >= 0 {
+        for _ in 0..shift {
+            value = value.checked_mul(10).ok_or_else(too_large)?;
+        }
+    } else {
+        let div = 10u128.checked_pow(shift.unsigned_abs()).ok_or_else(bad)?;
+        if !value.is_multiple_of(div) {
+            return Err(format!("{text:?} is not a whole number"));
+        }
+        value /= div;
+    }
+    u64::try_from(value).map_err(|_| too_large())
+}
+
 /// Parses a fraction in `[0, 1]` (a share of appends, say).
 ///
 /// # Errors
@@ -67,6 +127,25 @@ mod tests {
             assert!(parse_bytes(bad).is_err(), "{bad}");
         }
         assert!(parse_bytes("-1").is_err_and(|e| e.contains("negative")));
+    }
+
+    #[test]
+    fn counts() {
+        for (text, want) in [
+            ("0", 0),
+            ("1000", 1000),
+            ("1M", 1_000_000),
+            ("2.5k", 2500),
+            ("1e6", 1_000_000),
+            ("2.5e6", 2_500_000),
+            ("1.5G", 1_500_000_000),
+            ("18446744073709551615", u64::MAX),
+        ] {
+            assert_eq!(parse_count(text), Ok(want), "{text}");
+        }
+        for bad in ["", "-1", "1.5", "1e-1", "1x", "M", "1e", "18446744073709551616", "1e30"] {
+            assert!(parse_count(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -224,6 +224,7 @@ fn compact_writes_a_partition_kafka_python_reads_with_the_latest_record_of_every
                     map,
                     "--dedupe-buffer",
                     buffer,
+                    "--until-clean",
                 ],
                 "",
             ));
@@ -316,7 +317,9 @@ fn formats_are_never_mistaken_for_each_other_and_damage_is_named() {
         let out = logcompact(&full, "");
         assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
         assert!(
-            stderr(&out).contains("00000000000000000000.log at byte") && stderr(&out).contains("CRC"),
+            stderr(&out).contains("00000000000000000000.log")
+                && stderr(&out).contains("at byte")
+                && stderr(&out).contains("CRC"),
             "{}",
             stderr(&out)
         );

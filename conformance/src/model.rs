@@ -197,7 +197,7 @@ fn system_segments(log: &Log) -> Vec<(u64, Vec<MRec>)> {
         .closed()
         .iter()
         .map(|s| {
-            let recs = s.records().map(|r| to_mrec(&r.expect("valid record").1.to_record())).collect();
+            let recs = s.read_records().expect("valid records").iter().map(to_mrec).collect();
             (s.base(), recs)
         })
         .collect();

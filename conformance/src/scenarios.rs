@@ -23,7 +23,7 @@ pub fn segments(log: &Log) -> Segments {
     let mut out: Segments = snap
         .closed()
         .iter()
-        .map(|s| (s.base(), s.records().map(|r| show(&r.expect("valid").1.to_record())).collect(), true))
+        .map(|s| (s.base(), s.read_records().expect("valid").iter().map(show).collect(), true))
         .collect();
     out.push((snap.active_base(), snap.active_records().expect("active").iter().map(show).collect(), false));
     out
@@ -195,8 +195,13 @@ pub fn flipped_byte_is_found(h: &dyn Harness, map: MapKind) {
         }
         log.roll().expect("roll");
         let seg = Arc::clone(&log.snapshot().closed()[0]);
-        let second = seg.records().nth(1).expect("two records").expect("valid").0;
-        (seg.bytes().to_vec(), second)
+        let mut positions = Vec::new();
+        seg.for_each_batch(|p| {
+            positions.push(p.position);
+            Ok(())
+        })
+        .expect("valid");
+        (seg.bytes().expect("mapped").to_vec(), positions[1])
     };
     {
         // Rewrite the closed segment with one byte flipped inside its second record.
@@ -224,7 +229,7 @@ fn closed_state(log: &Log) -> Vec<(u64, Vec<u64>)> {
     log.snapshot()
         .closed()
         .iter()
-        .map(|s| (s.base(), s.records().map(|r| r.expect("valid").1.offset).collect()))
+        .map(|s| (s.base(), s.read_records().expect("valid").iter().map(|r| r.offset).collect()))
         .collect()
 }
 

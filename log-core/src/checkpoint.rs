@@ -1,15 +1,111 @@
-//! The cleaner checkpoint: the first dirty offset, stored as a tiny text file replaced atomically.
+//! The cleaner checkpoint: the first dirty offset, and where each format keeps it.
+//!
+//! - A native log keeps it in its own store, in `cleaner-offset-checkpoint`: a header line and the offset.
+//! - A Kafka partition's lives in its log directory (the partition directory's parent), in the broker's
+//!   `cleaner-offset-checkpoint`: version `0`, an entry count, then `topic partition offset` lines, one per
+//!   partition of the directory. A pass rewrites the file with its own line replaced (or added) and every other
+//!   line as it was. [`crate::kafka::checkpoints`] reads and writes that format.
+//!
+//! Both are replaced atomically: a temporary file, sync, rename, directory sync. Every read is bounded in size.
 
 use std::io;
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
+use crate::kafka::checkpoints::{self, CheckpointEntries};
 use crate::names::{CHECKPOINT_FILE, CHECKPOINT_TMP_FILE};
 use crate::storage::SegmentStore;
 
 const HEADER: &str = "logcompact-checkpoint 1\n";
 
-/// Reads the checkpoint; `Ok(None)` when no pass has committed yet.
-pub(crate) fn read(store: &dyn SegmentStore) -> Result<Option<u64>> {
+/// Where a log's cleaner checkpoint is kept.
+#[derive(Debug, Clone)]
+pub enum CheckpointFile {
+    /// In the log's own store (a native log).
+    Own,
+    /// The partition's line in the broker's `cleaner-offset-checkpoint` of the log directory `dir`.
+    LogDir {
+        /// The log directory.
+        dir: Arc<dyn SegmentStore>,
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: u32,
+    },
+    /// Nowhere on disk (a Kafka partition directory whose name is not `<topic>-<partition>`, or with no log
+    /// directory around it): the checkpoint lives as long as the open log, and every open starts from the log's
+    /// start, which is always correct, only slower.
+    Memory,
+}
+
+/// Serialises read-modify-write cycles of the shared checkpoint files of this process (a log directory's
+/// partitions cleaned by several threads). Other processes are kept out by the broker's lock.
+static SHARED_FILES: Mutex<()> = Mutex::new(());
+
+impl CheckpointFile {
+    /// Reads the checkpoint of the log in `store`; `Ok(None)` when none was written.
+    ///
+    /// # Errors
+    /// [`Error::BadCheckpoint`] for a file that does not parse; [`Error::Io`].
+    pub fn read(&self, store: &dyn SegmentStore) -> Result<Option<u64>> {
+        match self {
+            CheckpointFile::Own => read_own(store),
+            CheckpointFile::LogDir { dir, topic, partition } => {
+                let entries = checkpoints::read(&**dir, checkpoints::CLEANER_OFFSET_CHECKPOINT)?;
+                match entries.and_then(|e| e.get(topic, *partition)) {
+                    Some(o) => u64::try_from(o).map(Some).map_err(|_| Error::BadCheckpoint {
+                        name: checkpoints::CLEANER_OFFSET_CHECKPOINT.into(),
+                        reason: "a negative offset",
+                    }),
+                    None => Ok(None),
+                }
+            }
+            CheckpointFile::Memory => Ok(None),
+        }
+    }
+
+    /// Writes `offset` as the checkpoint of the log in `store`.
+    ///
+    /// # Errors
+    /// [`Error::BadCheckpoint`] when the shared file does not parse (it is never overwritten then);
+    /// [`Error::Io`].
+    pub fn write(&self, store: &dyn SegmentStore, offset: u64) -> Result<()> {
+        match self {
+            CheckpointFile::Own => write_own(store, offset),
+            CheckpointFile::LogDir { dir, topic, partition } => {
+                let _serial = SHARED_FILES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let name = checkpoints::CLEANER_OFFSET_CHECKPOINT;
+                let mut entries = checkpoints::read(&**dir, name)?.unwrap_or_default();
+                let offset = i64::try_from(offset).map_err(|_| Error::BadCheckpoint {
+                    name: name.into(),
+                    reason: "an offset beyond Kafka's range",
+                })?;
+                entries.set(topic, *partition, offset);
+                checkpoints::write(&**dir, name, &entries)
+            }
+            CheckpointFile::Memory => Ok(()),
+        }
+    }
+
+    /// The file it lives in, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            CheckpointFile::Own => CHECKPOINT_FILE.to_owned(),
+            CheckpointFile::LogDir { topic, partition, .. } => {
+                format!("the log directory's {} ({topic} {partition})", checkpoints::CLEANER_OFFSET_CHECKPOINT)
+            }
+            CheckpointFile::Memory => "nowhere (the partition is not inside a log directory)".to_owned(),
+        }
+    }
+}
+
+/// Entries of a Kafka checkpoint file kept in memory (for tests of the format).
+pub fn parse_kafka(text: &str) -> Result<CheckpointEntries, String> {
+    checkpoints::parse(text)
+}
+
+/// Reads a native log's checkpoint; `Ok(None)` when no pass has committed yet.
+pub(crate) fn read_own(store: &dyn SegmentStore) -> Result<Option<u64>> {
     let file = match store.open(CHECKPOINT_FILE) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -31,18 +127,22 @@ pub(crate) fn read(store: &dyn SegmentStore) -> Result<Option<u64>> {
     line.parse().map(Some).map_err(|_| bad("offset is out of range"))
 }
 
-/// Writes the checkpoint: temporary file, sync, rename over the old one, directory sync.
-pub(crate) fn write(store: &dyn SegmentStore, offset: u64) -> Result<()> {
-    match store.delete(CHECKPOINT_TMP_FILE) {
+/// Writes a native log's checkpoint: temporary file, sync, rename over the old one, directory sync.
+fn write_own(store: &dyn SegmentStore, offset: u64) -> Result<()> {
+    write_atomically(store, CHECKPOINT_FILE, CHECKPOINT_TMP_FILE, format!("{HEADER}{offset}\n").as_bytes())
+}
+
+/// Replaces `name` in `store` with `bytes`: `tmp` written and synced, renamed over it, the directory synced.
+pub(crate) fn write_atomically(store: &dyn SegmentStore, name: &str, tmp: &str, bytes: &[u8]) -> Result<()> {
+    match store.delete(tmp) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io("delete", CHECKPOINT_TMP_FILE)(e)),
+        Err(e) => return Err(Error::io("delete", tmp)(e)),
     }
-    let file = store.create(CHECKPOINT_TMP_FILE).map_err(Error::io("create", CHECKPOINT_TMP_FILE))?;
-    let text = format!("{HEADER}{offset}\n");
-    file.append(text.as_bytes()).map_err(Error::io("append", CHECKPOINT_TMP_FILE))?;
-    file.sync().map_err(Error::io("sync", CHECKPOINT_TMP_FILE))?;
-    file.seal().map_err(Error::io("seal", CHECKPOINT_TMP_FILE))?;
-    store.rename(CHECKPOINT_TMP_FILE, CHECKPOINT_FILE).map_err(Error::io("rename", CHECKPOINT_FILE))?;
-    store.sync_dir().map_err(Error::io("sync directory", CHECKPOINT_FILE))
+    let file = store.create(tmp).map_err(Error::io("create", tmp))?;
+    file.append(bytes).map_err(Error::io("append", tmp))?;
+    file.sync().map_err(Error::io("sync", tmp))?;
+    file.seal().map_err(Error::io("seal", tmp))?;
+    store.rename(tmp, name).map_err(Error::io("rename", name))?;
+    store.sync_dir().map_err(Error::io("sync directory", name))
 }

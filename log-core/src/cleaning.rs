@@ -30,6 +30,9 @@ pub struct DirtySection {
     /// The first offset a pass may not take: the active segment's base, or the base of the first dirty closed
     /// segment holding a record younger than `min.compaction.lag.ms` (never below the checkpoint).
     pub first_uncleanable_offset: u64,
+    /// The base of the first segment no pass may rewrite: the active segment, or that too young segment
+    /// (which may lie below the checkpoint, when the young records are in the segment holding it).
+    pub first_uncleanable_base: u64,
     /// Bytes of the closed segments wholly below the checkpoint.
     pub clean_bytes: u64,
     /// Bytes of the closed segments a pass may take: from the one holding the checkpoint to the first
@@ -61,6 +64,7 @@ impl DirtySection {
         let mut section = DirtySection {
             first_dirty_offset: checkpoint,
             first_uncleanable_offset: active_base,
+            first_uncleanable_base: active_base,
             active_bytes: snapshot.active_len(),
             active_records: snapshot.active_records_count(),
             closed_segments: snapshot.closed().len(),
@@ -78,8 +82,9 @@ impl DirtySection {
                 section.oldest_dirty_timestamp = Some(section.oldest_dirty_timestamp.map_or(t, |o| o.min(t)));
             }
             let too_young = min_compaction_lag_ms > 0 && summary.max_timestamp.is_some_and(|t| t > young_after);
-            if too_young && section.first_uncleanable_offset == active_base {
+            if too_young && section.first_uncleanable_base == active_base {
                 section.first_uncleanable_offset = segment.base().max(checkpoint);
+                section.first_uncleanable_base = segment.base();
             }
             if segment.base() < section.first_uncleanable_offset && section.first_uncleanable_offset > checkpoint {
                 section.dirty_bytes += segment.size();
@@ -206,12 +211,17 @@ impl<'a> Cleaning<'a> {
     /// entries within [`MAX_GROUP_INDEX_ENTRIES`]; the output is never larger than its inputs, so a cleaned log
     /// is not left as many small files.
     pub fn groups(&self, end_offset: u64) -> Vec<Vec<Arc<SealedSegment>>> {
-        let taken: Vec<&Arc<SealedSegment>> =
-            self.snapshot.closed().iter().take_while(|s| s.base() < end_offset).collect();
-        group_by_size(&taken, self.log.config.segment_bytes, MAX_GROUP_INDEX_ENTRIES)
-            .into_iter()
-            .map(|range| taken[range].iter().map(|&s| Arc::clone(s)).collect())
-            .collect()
+        self.groups_of(end_offset, self.log.config.segment_bytes)
+    }
+
+    /// As [`Cleaning::groups`], each segment a group of its own (the lesson's cleaning, which keeps every
+    /// segment's base and removes only the segments left empty).
+    pub fn single_groups(&self, end_offset: u64) -> Vec<Vec<Arc<SealedSegment>>> {
+        self.groups_of(end_offset, 0)
+    }
+
+    fn groups_of(&self, end_offset: u64, max_bytes: u64) -> Vec<Vec<Arc<SealedSegment>>> {
+        plan_groups(self.log.format, self.snapshot.closed(), end_offset, max_bytes)
     }
 
     /// Starts the cleaned copy of `group`: adjacent closed segments of the snapshot, oldest first, that
@@ -224,17 +234,31 @@ impl<'a> Cleaning<'a> {
     /// transaction until it commits.
     pub(crate) fn create_output(&self, base: u64) -> Result<SegmentWriter> {
         let log = self.log;
+        let name = match log.format {
+            crate::Format::Native => file_name(base, FileKind::Cleaned),
+            crate::Format::Kafka => crate::kafka::files::name(
+                base,
+                crate::kafka::files::SegmentFile::Log,
+                crate::kafka::files::Stage::Cleaned,
+            ),
+        };
+        let file = self.create_file(&name)?;
+        Ok(SegmentWriter::new(log.format, base, name, file, log.config.index_interval_bytes))
+    }
+
+    /// Creates the empty file `name` (replacing one an abandoned pass left), owned by this transaction until it
+    /// commits (an output's Kafka indexes).
+    pub(crate) fn create_file(&self, name: &str) -> Result<Arc<dyn crate::Segment>> {
+        let log = self.log;
         log.writable()?;
-        let name = file_name(base, FileKind::Cleaned);
-        self.outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(name.clone());
-        let file = log.check(
-            match log.store.delete(&name) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("delete", &name)(e)),
+        self.outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(name.to_owned());
+        log.check(
+            match log.store.delete(name) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("delete", name)(e)),
                 _ => Ok(()),
             }
-            .and_then(|()| log.store.create(&name).map_err(Error::io("create", &name))),
-        )?;
-        Ok(SegmentWriter::new(base, name, file, log.config.index_interval_bytes))
+            .and_then(|()| log.store.create(name).map_err(Error::io("create", name))),
+        )
     }
 
     /// True when `name` is an output of this transaction.
@@ -260,7 +284,13 @@ impl<'a> Cleaning<'a> {
                 }
             }
         }
-        self.log.commit_replacements(replacements, checkpoint)?;
+        match self.log.format {
+            crate::Format::Native => self.log.commit_replacements(replacements, checkpoint)?,
+            crate::Format::Kafka => {
+                let owned = self.outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+                self.log.commit_kafka(replacements, checkpoint, &owned)?;
+            }
+        }
         self.outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
         Ok(())
     }
@@ -275,11 +305,29 @@ impl Drop for Cleaning<'_> {
     }
 }
 
+/// The closed segments of a log of `format` below `end_offset`, grouped as [`Cleaning::groups`] describes
+/// (`max_bytes` 0: each segment alone), for a pass or a dry run of one.
+pub fn plan_groups(
+    format: crate::Format,
+    closed: &[Arc<SealedSegment>],
+    end_offset: u64,
+    max_bytes: u64,
+) -> Vec<Vec<Arc<SealedSegment>>> {
+    let taken: Vec<&Arc<SealedSegment>> = closed.iter().take_while(|s| s.base() < end_offset).collect();
+    // A Kafka index entry holds an offset relative to its segment's base in an i32.
+    let span = (format == crate::Format::Kafka).then_some(i32::MAX as u64);
+    group_by_size(&taken, max_bytes, MAX_GROUP_INDEX_ENTRIES, span)
+        .into_iter()
+        .map(|range| taken[range].iter().map(|&s| Arc::clone(s)).collect())
+        .collect()
+}
+
 /// Adjacent segments grouped as [`Cleaning::groups`] describes: index ranges into `segments`.
 pub fn group_by_size(
     segments: &[&Arc<SealedSegment>],
     max_bytes: u64,
     max_entries: usize,
+    max_offset_span: Option<u64>,
 ) -> Vec<std::ops::Range<usize>> {
     let mut groups = Vec::new();
     let mut start = 0;
@@ -289,7 +337,8 @@ pub fn group_by_size(
         let mut end = start + 1;
         while let Some(next) = segments.get(end) {
             let (b, e) = (bytes + next.size(), entries + next.summary().index.len());
-            if b > max_bytes || e > max_entries {
+            let span = next.last_offset().unwrap_or(next.base()).saturating_sub(segments[start].base());
+            if b > max_bytes || e > max_entries || max_offset_span.is_some_and(|m| span > m) {
                 break;
             }
             (bytes, entries) = (b, e);

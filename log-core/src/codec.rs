@@ -139,12 +139,36 @@ where
     Ok(len)
 }
 
-/// Encodes an owned-header record; see [`encode`].
-pub fn encode_with_headers(fields: &EncodeFields<'_>, headers: &[Header], out: &mut Vec<u8>) -> Result<usize, usize> {
-    encode(fields, headers.iter().map(|h| (h.name.as_str(), h.value.as_slice())), out)
+/// Why an owned record cannot be framed ([`encode_with_headers`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncodeError {
+    /// The frame would be this large, past [`MAX_RECORD_BYTES`] (or a field past its length prefix).
+    TooLarge(usize),
+    /// A header has a null value, which Kafka's format allows and this format cannot store.
+    NullHeaderValue,
 }
 
-/// Re-encodes a borrowed record with a new delete horizon (used by the cleaner to stamp tombstones).
+/// Encodes an owned-header record; see [`encode`].
+///
+/// # Errors
+/// [`EncodeError::TooLarge`] as [`encode`]; [`EncodeError::NullHeaderValue`]; `out` is then unchanged.
+pub fn encode_with_headers(
+    fields: &EncodeFields<'_>,
+    headers: &[Header],
+    out: &mut Vec<u8>,
+) -> Result<usize, EncodeError> {
+    if headers.iter().any(|h| h.value.is_none()) {
+        return Err(EncodeError::NullHeaderValue);
+    }
+    let iter = headers.iter().map(|h| (h.name.as_str(), h.value.as_deref().unwrap_or_default()));
+    encode(fields, iter, out).map_err(EncodeError::TooLarge)
+}
+
+/// Re-encodes a borrowed record of this format with a new delete horizon (used by the cleaner to stamp
+/// tombstones).
+///
+/// # Errors
+/// `Err(size)` as [`encode`].
 pub fn encode_ref_with_horizon(rec: &RecordRef<'_>, horizon: Option<i64>, out: &mut Vec<u8>) -> Result<usize, usize> {
     let fields = EncodeFields {
         offset: rec.offset,
@@ -153,7 +177,9 @@ pub fn encode_ref_with_horizon(rec: &RecordRef<'_>, horizon: Option<i64>, out: &
         value: rec.value,
         delete_horizon: horizon,
     };
-    encode(&fields, rec.headers(), out)
+    // A record of this format was validated by the decoder: UTF-8 names, no null value.
+    let headers = rec.headers().map(|(n, v)| (std::str::from_utf8(n).unwrap_or_default(), v.unwrap_or_default()));
+    encode(&fields, headers, out)
 }
 
 /// Reads the 8-byte frame header at the start of `bytes`: `(total frame length, stored crc)`.
@@ -268,7 +294,8 @@ fn decode_body(body: &[u8]) -> Result<RecordRef<'_>, CorruptKind> {
     if !scan.is_empty() {
         return Err(CorruptKind::Malformed("trailing bytes after the headers"));
     }
-    Ok(RecordRef { offset, timestamp: timestamp as i64, key, value, delete_horizon, headers, header_count: count })
+    let headers = crate::record::HeaderBytes::Native { bytes: headers, count };
+    Ok(RecordRef { offset, timestamp: timestamp as i64, key, value, delete_horizon, headers })
 }
 
 fn split_u16(b: &[u8]) -> Option<(u16, &[u8])> {

@@ -61,7 +61,7 @@ pub enum Error {
         reason: String,
     },
     /// The store holds no log of this format (found when a command that only reads opens it).
-    #[error("no logcompact log here: {found}")]
+    #[error("not a log of this format: it holds {found}")]
     NotALog {
         /// What the store holds instead.
         found: String,
@@ -92,6 +92,9 @@ pub enum Error {
         /// [`crate::codec::MAX_RECORD_BYTES`].
         max: usize,
     },
+    /// A header with a null value appended to a log of the native format, which cannot store one.
+    #[error("a header has a null value, which only Kafka's format can store")]
+    NullHeaderValue,
     /// An earlier write to storage (an append, sync, create, rename or delete) failed, so the durable state is
     /// unknown; the log refuses writes until it is reopened.
     #[error("the log is poisoned by an earlier failed write, sync or rename; reopen it")]
@@ -106,6 +109,14 @@ pub enum Error {
         name: String,
         /// What is wrong.
         reason: &'static str,
+    },
+    /// A checkpoint file of a broker's log directory does not parse.
+    #[error("corrupt checkpoint file {name:?}: {reason}")]
+    BadCheckpointLine {
+        /// File name.
+        name: String,
+        /// What is wrong, naming the line.
+        reason: String,
     },
     /// A cleaning result does not fit the log it is applied to (a bug in the caller); nothing was changed.
     #[error("cannot apply the cleaning result for segment {base}: {problem}")]
@@ -148,7 +159,13 @@ impl Error {
     /// True for every kind of corruption or loss of stored data (as opposed to I/O failures, bad input and
     /// misuse): what `logcompact` reports with exit code 1.
     pub fn is_corruption(&self) -> bool {
-        matches!(self, Error::Corrupt { .. } | Error::CorruptNotTorn { .. } | Error::BadCheckpoint { .. })
+        matches!(
+            self,
+            Error::Corrupt { .. }
+                | Error::CorruptNotTorn { .. }
+                | Error::BadCheckpoint { .. }
+                | Error::BadCheckpointLine { .. }
+        )
     }
 
     /// Wraps an I/O error of `op` on `name`; the name is copied only when there is an error, so the happy
@@ -220,6 +237,21 @@ pub enum CorruptKind {
         /// The active segment's base (`None`: the store holds no `.log` at all).
         active_base: Option<u64>,
     },
+    /// A Kafka record batch is damaged.
+    Kafka(crate::kafka::BatchProblem),
+    /// Damage (what is boxed) in the active segment followed by more plausible batch starts than a torn write
+    /// leaves: telling it from corruption would take more than linear time, so it is treated as corruption.
+    AmbiguousTail(Box<CorruptKind>),
+    /// A preallocated segment's zero fill (Kafka's `log.preallocate`): where its data ends, not a batch.
+    ZeroFill,
+}
+
+impl CorruptKind {
+    /// True for intact data of a format version this build does not read (a frame of a newer version, a Kafka
+    /// message set older than magic 2): never cut as a torn tail, and reported as a format not read.
+    pub fn is_other_format(&self) -> bool {
+        matches!(self, CorruptKind::UnknownVersion(_) | CorruptKind::Kafka(crate::kafka::BatchProblem::OldMagic { .. }))
+    }
 }
 
 impl fmt::Display for CorruptKind {
@@ -250,6 +282,13 @@ impl fmt::Display for CorruptKind {
                 "it would replace or remove the active segment (base {a}), which no cleaning pass touches: not a swap \
                  to complete"
             ),
+            CorruptKind::Kafka(p) => write!(f, "{p}"),
+            CorruptKind::AmbiguousTail(k) => write!(
+                f,
+                "{k}, followed by more plausible batch starts than a torn write leaves (crafted or overwritten data): \
+                 not cut"
+            ),
+            CorruptKind::ZeroFill => write!(f, "zero fill (preallocated space no batch was written to)"),
             CorruptKind::SwapOverActive { active_base: None } => {
                 write!(f, "no segment file is left for it to replace: not a swap to complete")
             }

@@ -3,19 +3,27 @@
 
 use std::sync::Arc;
 
+use crate::batch::Format;
 use crate::cleaning::{Cleaning, Replacement};
-use crate::error::{Error, ReplacementProblem, Result};
-use crate::segment::{SealedSegment, SegmentSummary, SegmentWriter, Stamp};
+use crate::error::{CorruptKind, Error, ReplacementProblem, Result};
+use crate::kafka::files::{SegmentFile, Stage};
+use crate::segment::{SealedSegment, SegmentWriter, Stamp, SummaryBuilder};
 
-/// Builds the cleaned copy of a group as pass 2 walks its segments in order, record by record, calling
-/// [`GroupCopy::next_segment`] before the records of each segment after the first.
+/// Bytes of one `.txnindex` entry (version i16, producer id i64, first, last and last stable offsets i64).
+pub const TXN_INDEX_ENTRY_BYTES: usize = 34;
+
+/// Builds the cleaned copy of a group as pass 2 walks its segments in order, batch by batch, calling
+/// [`GroupCopy::next_segment`] before the batches of each segment after the first.
 ///
-/// The output is named after the first segment of the group that keeps a record (so a segment left empty
-/// disappears and one that loses its first records keeps its name, as a pass over single segments does);
-/// the segments before it, and those after it whose records it now holds, go by removal markers.
+/// In the native format the output is named after the first segment of the group that keeps a record (so a
+/// segment left empty disappears and one that loses its first records keeps its name, as a pass over single
+/// segments does), and the segments before it, and those after it whose records it now holds, go by removal
+/// markers. In Kafka's format the output is always named after the group's first segment and is kept even
+/// when it empties, as a broker's cleaner keeps a group's head (its base may be the log start); it carries
+/// Kafka's `.index` and `.timeindex`, and a `.txnindex` holding the entries of its sources'.
 ///
-/// While every record of the first segment is kept unchanged nothing is written: the copy only remembers how
-/// far the unchanged prefix reaches (and its index, built as it goes). The first record kept after a change,
+/// While every batch of the first segment is kept unchanged nothing is written: the copy only remembers how
+/// far the unchanged prefix reaches (and its summary, built as it goes). The first batch kept after a change,
 /// or the start of a second segment (a group of several becomes one file), creates the output and copies that
 /// prefix in one block. So a segment is scanned once whatever happens, and a group of one segment that needs
 /// no change costs no write at all.
@@ -23,13 +31,14 @@ use crate::segment::{SealedSegment, SegmentSummary, SegmentWriter, Stamp};
 pub struct GroupCopy<'a> {
     cleaning: &'a Cleaning<'a>,
     group: &'a [Arc<SealedSegment>],
+    format: Format,
     /// The segment being read (index into `group`).
     current: usize,
     /// Summary of the first segment's unchanged prefix, while no file exists.
-    prefix: SegmentSummary,
+    prefix: SummaryBuilder,
     /// End of the unchanged prefix in the first segment.
-    prefix_end: usize,
-    /// A record was dropped or re-encoded.
+    prefix_end: u64,
+    /// A batch was dropped or re-encoded.
     changed: bool,
     /// The output and the index in `group` of the segment it is named after.
     writer: Option<(SegmentWriter, usize)>,
@@ -37,11 +46,14 @@ pub struct GroupCopy<'a> {
 
 impl<'a> GroupCopy<'a> {
     pub(crate) fn new(cleaning: &'a Cleaning<'a>, group: &'a [Arc<SealedSegment>]) -> Self {
+        let log = cleaning.log();
+        let first = group.first().map_or(0, |s| s.base());
         GroupCopy {
             cleaning,
             group,
+            format: log.format(),
             current: 0,
-            prefix: SegmentSummary::new(cleaning.log().config.index_interval_bytes),
+            prefix: SummaryBuilder::new(log.format(), first, log.config().index_interval_bytes),
             prefix_end: 0,
             changed: false,
             writer: None,
@@ -52,7 +64,7 @@ impl<'a> GroupCopy<'a> {
         self.group.first().map_or(0, |s| s.base())
     }
 
-    /// Moves on to the next segment of the group; its records follow.
+    /// Moves on to the next segment of the group; its batches follow.
     ///
     /// # Errors
     /// [`Error::Io`] when the output cannot be created; [`Error::BadReplacement`] past the group's end.
@@ -67,58 +79,58 @@ impl<'a> GroupCopy<'a> {
         Ok(())
     }
 
-    /// Keeps, unchanged, the frame at byte `position` of the current segment holding the record `stamp`
-    /// describes.
+    /// Keeps, unchanged, the batch at byte `position` of the current segment (`bytes`, described by `stamp`).
     ///
     /// # Errors
     /// [`Error::Io`] from the backend; [`Error::Corrupt`] if offsets do not increase.
-    pub fn keep(&mut self, position: u64, frame: &[u8], stamp: Stamp) -> Result<()> {
-        if self.writer.is_none() && self.current == 0 && !self.changed && position == self.prefix_end as u64 {
+    pub fn keep(&mut self, position: u64, bytes: &[u8], stamp: Stamp) -> Result<()> {
+        if self.writer.is_none() && self.current == 0 && !self.changed && position == self.prefix_end {
             let source = &self.group[0];
-            self.prefix.note(source.base(), stamp, position, frame.len() as u64).map_err(|kind| Error::Corrupt {
+            self.prefix.note(source.base(), stamp, position, bytes.len() as u64).map_err(|kind| Error::Corrupt {
                 segment: source.name().to_owned(),
                 position,
                 kind,
             })?;
-            self.prefix_end += frame.len();
+            self.prefix_end += bytes.len() as u64;
             return Ok(());
         }
-        let r = self.writer()?.append_frame(frame, stamp);
+        let r = self.writer()?.append_batch(bytes, stamp);
         self.cleaning.log().check(r)
     }
 
-    /// Keeps a record in a new encoding (a tombstone stamped with its delete horizon).
+    /// Keeps a batch in a new encoding (records dropped from it, or a delete horizon stamped on it).
     ///
     /// # Errors
     /// As [`GroupCopy::keep`].
-    pub fn keep_changed(&mut self, frame: &[u8], stamp: Stamp) -> Result<()> {
+    pub fn keep_changed(&mut self, bytes: &[u8], stamp: Stamp) -> Result<()> {
         self.changed = true;
-        let r = self.writer()?.append_frame(frame, stamp);
+        let r = self.writer()?.append_batch(bytes, stamp);
         self.cleaning.log().check(r)
     }
 
-    /// Drops the current record.
+    /// Drops the current batch.
     ///
     /// # Errors
     /// None today; kept fallible for outputs that must record drops.
-    pub fn drop_record(&mut self) -> Result<()> {
+    pub fn drop_batch(&mut self) -> Result<()> {
         self.changed = true;
         Ok(())
     }
 
     /// The output, created on first need: named after the first segment (whose unchanged prefix it starts
-    /// with) when that prefix holds records, else after the current segment, the first to keep a record.
+    /// with) when that prefix holds batches or the format keeps a group's head, else after the current
+    /// segment, the first to keep a record.
     fn writer(&mut self) -> Result<&mut SegmentWriter> {
         if self.writer.is_none() {
-            let named = if self.prefix_end > 0 { 0 } else { self.current };
+            let named = if self.prefix_end > 0 || self.format == Format::Kafka { 0 } else { self.current };
             let segment = self
                 .group
                 .get(named)
                 .ok_or(Error::BadReplacement { base: self.first_base(), problem: ReplacementProblem::Empty })?;
             let mut w = self.cleaning.create_output(segment.base())?;
-            if named == 0 {
-                let prefix = segment.bytes().get(..self.prefix_end).unwrap_or_default();
-                self.cleaning.log().check(w.append_prefix(prefix, std::mem::take(&mut self.prefix)))?;
+            if named == 0 && self.prefix_end > 0 {
+                let prefix = std::mem::replace(&mut self.prefix, SummaryBuilder::new(self.format, 0, 1));
+                self.cleaning.log().check(w.append_prefix(segment.source(), self.prefix_end, prefix))?;
             }
             self.writer = Some((w, named));
         }
@@ -129,7 +141,7 @@ impl<'a> GroupCopy<'a> {
         }
     }
 
-    /// A removal marker for the segments `group[from..to]`.
+    /// A removal marker for the segments `group[from..to]` (native format only).
     fn marker(&self, from: usize, to: usize) -> Result<Option<SealedSegment>> {
         let (Some(first), Some(last)) = (self.group.get(from), to.checked_sub(1).and_then(|l| self.group.get(l)))
         else {
@@ -141,23 +153,32 @@ impl<'a> GroupCopy<'a> {
         // The range ends where the next segment of the group starts, or after the last record of the group.
         let end = match self.group.get(to) {
             Some(next) => next.base(),
-            None => last.last_offset().map_or(last.base(), |l| l + 1),
+            None => last.next_offset(),
         };
         let marker = self.cleaning.create_output(first.base())?;
         self.cleaning.log().check(marker.finish_removal(end)).map(Some)
     }
 
-    /// Ends the copy: `None` when the group is one segment whose records were all kept unchanged (no file
-    /// was written); else the replacement: the finished, synced output (if any record was kept) and the
-    /// removal markers of the segments before and after the one it is named after.
+    /// Ends the copy: `None` when the group is one segment whose batches were all kept unchanged (no file was
+    /// written); else the replacement: the finished, synced output (if any record was kept, or always in
+    /// Kafka's format) and, in the native format, the removal markers of the segments before and after the one
+    /// it is named after.
     ///
     /// # Errors
-    /// [`Error::Io`] (a failed sync poisons the log).
+    /// [`Error::Io`] (a failed sync poisons the log); [`Error::Corrupt`] for a source `.txnindex` that is not
+    /// whole entries.
     pub fn finish(mut self) -> Result<Option<Replacement>> {
         if self.writer.is_none() && self.prefix_end > 0 {
             if !self.changed && self.group.len() == 1 {
                 return Ok(None);
             }
+            self.writer()?;
+        }
+        if self.format == Format::Kafka && self.writer.is_none() {
+            if !self.changed && self.group.len() == 1 {
+                return Ok(None);
+            }
+            // Nothing kept: the group's head stays, empty.
             self.writer()?;
         }
         let old = self.group.to_vec();
@@ -167,9 +188,53 @@ impl<'a> GroupCopy<'a> {
             let head = self.marker(0, self.group.len())?;
             return Ok(Some(Replacement { old, head, new: None, tail: None }));
         };
-        let new = log.check(writer.finish())?;
+        let (new, indexes) = log.check(writer.finish())?;
+        if let Some(files) = indexes {
+            self.write_kafka_files(new.base(), &files)?;
+            return Ok(Some(Replacement { old, head: None, new: Some(new), tail: None }));
+        }
         let head = self.marker(0, named)?;
         let tail = self.marker(named + 1, self.group.len())?;
         Ok(Some(Replacement { old, head, new: Some(new), tail }))
+    }
+
+    /// Writes a Kafka output's `.index.cleaned`, `.timeindex.cleaned` and, when its sources have entries,
+    /// `.txnindex.cleaned` (their entries in order: transactional batches and markers are kept whole, so every
+    /// entry still stands).
+    fn write_kafka_files(&self, base: u64, files: &crate::segment::KafkaIndexFiles) -> Result<()> {
+        let log = self.cleaning.log();
+        let store = log.store();
+        let mut txn = Vec::new();
+        for s in self.group {
+            let n = crate::kafka::files::name(s.base(), SegmentFile::TxnIndex, Stage::Live);
+            let file = match store.open(&n) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return log.check(Err(Error::io("open", &n)(e))),
+            };
+            let len = file.len();
+            if len % TXN_INDEX_ENTRY_BYTES as u64 != 0 || len > s.size().saturating_add(1 << 20) {
+                let kind = CorruptKind::Malformed("a transaction index that is not whole 34-byte entries");
+                return Err(Error::Corrupt { segment: n, position: len - len % TXN_INDEX_ENTRY_BYTES as u64, kind });
+            }
+            let at = txn.len();
+            txn.resize(at + len as usize, 0);
+            file.read_at(0, &mut txn[at..]).map_err(Error::io("read", &n))?;
+        }
+        let mut outputs =
+            vec![(SegmentFile::OffsetIndex, &files.offset_index[..]), (SegmentFile::TimeIndex, &files.time_index[..])];
+        if !txn.is_empty() {
+            outputs.push((SegmentFile::TxnIndex, &txn[..]));
+        }
+        for (file, bytes) in outputs {
+            let n = crate::kafka::files::name(base, file, Stage::Cleaned);
+            let f = self.cleaning.create_file(&n)?;
+            if !bytes.is_empty() {
+                log.check(f.append(bytes).map_err(Error::io("append", &n)))?;
+            }
+            log.check(f.sync().map_err(Error::io("sync", &n)))?;
+            log.check(f.seal().map_err(Error::io("seal", &n)))?;
+        }
+        Ok(())
     }
 }

@@ -105,6 +105,8 @@ pub(crate) fn decode(bytes: &[u8], base: u64, segment_len: u64) -> Result<Segmen
         first_offset: (flags & 1 != 0).then_some(first),
         last_offset: (flags & 1 != 0).then_some(last),
         records,
+        // A native segment holds one record a batch.
+        batches: records,
         max_delete_horizon: (flags & 2 != 0).then_some(horizon),
         first_timestamp: (flags & 1 != 0).then_some(first_timestamp),
         max_timestamp: (flags & 1 != 0).then_some(max_timestamp),
@@ -119,8 +121,10 @@ mod tests {
         let mut s = SegmentSummary::new(100);
         for i in 0..50u64 {
             let stamp = crate::segment::Stamp {
-                offset: 10 + i * 2,
-                timestamp: 1000 - i as i64,
+                base_offset: 10 + i * 2,
+                last_offset: 10 + i * 2,
+                records: 1,
+                max_timestamp: 1000 - i as i64,
                 delete_horizon: (i == 7).then_some(99),
             };
             s.note(10, stamp, i * 40, 40).expect("increasing");

@@ -52,7 +52,7 @@ pub enum PendingSwap {
 #[derive(Debug)]
 pub(crate) enum SwapContent {
     /// The cleaned segment that replaces the `.log` of its base.
-    Segment(SealedSegment),
+    Segment(Box<SealedSegment>),
     /// A removal marker: every segment based in `[base, end)` goes (one segment a pass cleaned away, or the
     /// tail of a group merged into the segment before it).
     Removed {
@@ -263,13 +263,13 @@ pub(crate) fn load_swap(
         }
         return Ok(SwapContent::Removed { end });
     }
-    let segment = SealedSegment::load(base, name.to_owned(), Arc::clone(&file), index_interval)?;
+    let segment = SealedSegment::load(crate::Format::Native, base, name.to_owned(), Arc::clone(&file), index_interval)?;
     if let (Some(next_base), Some(last)) = (next_base_after(layout, markers, base), segment.last_offset())
         && last >= next_base
     {
         return Err(corrupt(0, CorruptKind::OffsetBeyondNextSegment { next_base, found: last }));
     }
-    Ok(SwapContent::Segment(segment))
+    Ok(SwapContent::Segment(Box::new(segment)))
 }
 
 /// The base after `base` among the segments that exist once the swap is completed: the next `.log` or

@@ -26,8 +26,9 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod batch;
 pub mod check;
-mod checkpoint;
+pub mod checkpoint;
 pub mod checksum;
 pub mod cleaning;
 pub mod codec;
@@ -45,12 +46,15 @@ mod reader;
 pub mod record;
 pub mod removal;
 pub mod repair;
+pub mod scan;
 pub mod segment;
 pub mod storage;
 mod swap;
 pub mod tail;
 pub mod workload;
 
+pub use batch::{BatchRef, Format};
+pub use checkpoint::CheckpointFile;
 pub use cleaning::{Cleaning, DirtySection, Replacement};
 pub use config::{DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES, LogConfig, SyncPolicy};
 pub use error::{CorruptKind, Error, ReplacementProblem, Result};
@@ -58,6 +62,7 @@ pub use group_copy::GroupCopy;
 pub use log::{AppendRecord, CheckpointReset, Log, RecoveryReport, now_ms};
 pub use reader::{LogReader, LogSnapshot};
 pub use record::{Header, Record, RecordRef};
+pub use scan::{Placed, SegmentScan, SegmentSource, Window};
 pub use segment::{SealedSegment, SegmentWriter, Stamp};
 pub use storage::{Segment, SegmentBytes, SegmentStore};
 pub use tail::TornTail;

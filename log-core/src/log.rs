@@ -4,13 +4,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use crate::batch::Format;
+use crate::checkpoint::CheckpointFile;
 use crate::codec::{self, EncodeFields};
 use crate::config::{LogConfig, SyncPolicy};
 use crate::error::{Error, Result};
 use crate::names::{FileKind, file_name};
 use crate::reader::LogSnapshot;
 use crate::record::{Header, Record};
-use crate::segment::{SealedSegment, SegmentSummary, Stamp};
+use crate::scan::SegmentSource;
+use crate::segment::{SealedSegment, Stamp, SummaryBuilder};
 use crate::storage::{Segment, SegmentStore};
 use crate::tail::TornTail;
 
@@ -42,8 +45,15 @@ pub struct RecoveryReport {
     /// Closed segments whose `.lcindex` hint was missing, stale or damaged, so they were scanned and
     /// validated (and the hint rewritten, by a writable open).
     pub indexes_rebuilt: usize,
-    /// Leftovers removed (or to be): `.deleted` segments, an interrupted checkpoint write, stray hints.
+    /// Leftovers removed (or to be): `.deleted` segments, an interrupted checkpoint write, stray hints,
+    /// Kafka indexes without their segment (a broker deletes those on load too).
     pub stray_files_removed: usize,
+    /// Where a closed Kafka segment's data ends in zero fill (a preallocated segment): `(file, position)`. Left
+    /// as it is (no batch is there); a broker trims it the same way.
+    pub zero_filled_segments: Vec<(String, u64)>,
+    /// Files that are neither part of the log nor anything it knows (a `server.log` in a partition
+    /// directory, say): left alone.
+    pub ignored_files: Vec<String>,
     /// A checkpoint past the end of the log, reset to the log's start (as Kafka does).
     pub checkpoint_reset: Option<CheckpointReset>,
 }
@@ -70,7 +80,7 @@ pub(crate) struct Active {
     pub(crate) base: u64,
     pub(crate) name: String,
     pub(crate) file: Arc<dyn Segment>,
-    pub(crate) summary: SegmentSummary,
+    pub(crate) summary: SummaryBuilder,
     /// For a log opened read-only: the bytes of the file that belong to the view (a torn tail and whatever
     /// a writer appends later are left out). `None` for a writable log, which reads up to the file's length.
     pub(crate) frozen_len: Option<u64>,
@@ -107,7 +117,10 @@ pub(crate) struct Inner {
 /// segment list under a read lock and then read without it.
 #[derive(Debug)]
 pub struct Log {
+    pub(crate) format: Format,
     pub(crate) store: Arc<dyn SegmentStore>,
+    /// Where the cleaner checkpoint is kept.
+    pub(crate) checkpoint_file: CheckpointFile,
     pub(crate) config: LogConfig,
     pub(crate) inner: RwLock<Inner>,
     pub(crate) poisoned: AtomicBool,
@@ -159,6 +172,16 @@ impl Log {
         r
     }
 
+    /// The segment format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Where the cleaner checkpoint is kept.
+    pub fn checkpoint_file(&self) -> &CheckpointFile {
+        &self.checkpoint_file
+    }
+
     /// The storage backend.
     pub fn store(&self) -> &Arc<dyn SegmentStore> {
         &self.store
@@ -194,13 +217,23 @@ impl Log {
         self.read_inner().checkpoint
     }
 
+    /// Sets the cleaner checkpoint (the first dirty offset) the next pass starts from, in memory only (capped at
+    /// the active segment's base); the pass's commit writes its own. Any value is safe: records below it are
+    /// still judged by pass 2, only not mapped, so a checkpoint set too high leaves them uncleaned until a pass
+    /// starts below them, and one set too low costs only work. For `--checkpoint`, and for a copy whose
+    /// checkpoint lives nowhere on disk.
+    pub fn set_cleaner_checkpoint(&self, offset: u64) {
+        let mut inner = self.inner.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        inner.checkpoint = offset.min(inner.active.base);
+    }
+
     /// A consistent view of the segments for reading.
     pub fn snapshot(&self) -> LogSnapshot {
         self.snapshot_locked(&self.read_inner())
     }
 
     pub(crate) fn snapshot_locked(&self, inner: &Inner) -> LogSnapshot {
-        LogSnapshot::new(Arc::clone(&inner.closed), &inner.active)
+        LogSnapshot::new(self.format, Arc::clone(&inner.closed), &inner.active, inner.next_offset)
     }
 
     /// The first record with an offset `>= offset`, or `None` past the end. A consumer asking for an offset
@@ -212,7 +245,7 @@ impl Log {
         let (snapshot, active_pos) = {
             let inner = self.read_inner();
             let snapshot = self.snapshot_locked(&inner);
-            (snapshot, inner.active.summary.index.seek(offset))
+            (snapshot, inner.active.summary.summary.index.seek(offset))
         };
         snapshot.read_from_hint(offset, active_pos)
     }
@@ -227,25 +260,49 @@ impl Log {
         let mut guard = self.write_inner()?;
         let inner = &mut *guard;
         let offset = inner.next_offset;
-        if offset >= crate::names::MAX_OFFSET {
-            return Err(Error::OffsetSpaceExhausted { next: offset, max: crate::names::MAX_OFFSET });
+        if offset >= crate::names::MAX_OFFSET - 1 {
+            // The last offset stays free: a roll after it would need a segment named at 2^63 - 1, which no
+            // open accepts.
+            return Err(Error::OffsetSpaceExhausted { next: offset, max: crate::names::MAX_OFFSET - 1 });
         }
-        let fields =
-            EncodeFields { offset, timestamp: rec.timestamp, key: rec.key, value: rec.value, delete_horizon: None };
         inner.scratch.clear();
-        let len = codec::encode_with_headers(&fields, rec.headers, &mut inner.scratch).map_err(|size| {
-            Error::RecordTooLarge { size: size.saturating_sub(codec::FRAME_HEADER_BYTES), max: codec::MAX_RECORD_BYTES }
-        })?;
+        let len = match self.format {
+            Format::Native => {
+                let fields = EncodeFields {
+                    offset,
+                    timestamp: rec.timestamp,
+                    key: rec.key,
+                    value: rec.value,
+                    delete_horizon: None,
+                };
+                codec::encode_with_headers(&fields, rec.headers, &mut inner.scratch).map_err(|e| match e {
+                    codec::EncodeError::TooLarge(size) => Error::RecordTooLarge {
+                        size: size.saturating_sub(codec::FRAME_HEADER_BYTES),
+                        max: codec::MAX_RECORD_BYTES,
+                    },
+                    codec::EncodeError::NullHeaderValue => Error::NullHeaderValue,
+                })?
+            }
+            Format::Kafka => crate::kafka::append::encode_one(offset, rec, &mut inner.scratch)?,
+        };
         let size = inner.active.file.len();
         if size > 0 && size + len as u64 > self.config.segment_bytes {
             self.roll_locked(inner)?;
         }
         let active = &mut inner.active;
         let pos = self.check(active.file.append(&inner.scratch).map_err(Error::io("append", &active.name)))?;
-        active
-            .summary
-            .note(active.base, Stamp { offset, timestamp: rec.timestamp, delete_horizon: None }, pos, len as u64)
-            .map_err(|kind| Error::Corrupt { segment: active.name.clone(), position: pos, kind })?;
+        let stamp = Stamp {
+            base_offset: offset,
+            last_offset: offset,
+            records: 1,
+            max_timestamp: rec.timestamp,
+            delete_horizon: None,
+        };
+        active.summary.note(active.base, stamp, pos, len as u64).map_err(|kind| Error::Corrupt {
+            segment: active.name.clone(),
+            position: pos,
+            kind,
+        })?;
         inner.next_offset = offset + 1;
         inner.unsynced_bytes += len as u64;
         let due = match self.config.sync {
@@ -289,7 +346,7 @@ impl Log {
     }
 
     fn roll_locked(&self, inner: &mut Inner) -> Result<bool> {
-        if inner.active.summary.records == 0 {
+        if inner.active.summary.summary.batches == 0 {
             return Ok(false);
         }
         let name = inner.active.name.clone();
@@ -299,19 +356,32 @@ impl Log {
         self.check(file.sync().map_err(Error::io("sync", &name)))?;
         inner.unsynced_bytes = 0;
         inner.last_sync = Instant::now();
-        let bytes = self.check(file.view().map_err(Error::io("map", &name)))?;
+        let source = self.check(SegmentSource::of(&file).map_err(Error::io("map", &name)))?;
         let new_base = inner.next_offset;
         let new_name = file_name(new_base, FileKind::Log);
-        let new_file = self.check(self.store.create(&new_name).map_err(Error::io("create", &new_name)))?;
-        let summary = std::mem::take(&mut inner.active.summary);
-        let sealed = SealedSegment::from_parts(inner.active.base, name, file, bytes, summary);
+        let builder = std::mem::replace(
+            &mut inner.active.summary,
+            SummaryBuilder::new(self.format, new_base, self.config.index_interval_bytes),
+        );
+        let SummaryBuilder { summary, kafka } = builder;
+        let sealed = SealedSegment::from_parts(self.format, inner.active.base, name, file, source, summary);
         self.check(sealed.write_hint(&*self.store))?;
+        if let Some(indexes) = kafka {
+            let files = indexes.finish();
+            self.check(crate::kafka::files::write_indexes(
+                &*self.store,
+                sealed.base(),
+                &files,
+                crate::kafka::files::Stage::Live,
+            ))?;
+        }
+        let new_file = self.check(self.store.create(&new_name).map_err(Error::io("create", &new_name)))?;
         self.check(self.store.sync_dir().map_err(Error::io("sync directory", &new_name)))?;
         inner.active = Active {
             base: new_base,
             name: new_name,
             file: new_file,
-            summary: SegmentSummary::new(self.config.index_interval_bytes),
+            summary: builder_for(self, new_base),
             frozen_len: None,
         };
         let mut closed = Vec::with_capacity(inner.closed.len() + 1);
@@ -333,4 +403,9 @@ impl Log {
         inner.last_sync = Instant::now();
         Ok(())
     }
+}
+
+/// A fresh summary for an active segment of `log` based at `base`.
+fn builder_for(log: &Log, base: u64) -> SummaryBuilder {
+    SummaryBuilder::new(log.format, base, log.config.index_interval_bytes)
 }

@@ -8,7 +8,8 @@ use std::io;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 
-use crate::checkpoint;
+use crate::batch::Format;
+use crate::checkpoint::CheckpointFile;
 use crate::config::LogConfig;
 use crate::error::{CorruptKind, Error, Result};
 use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges};
@@ -18,7 +19,7 @@ use crate::segment::SealedSegment;
 use crate::storage::{Segment, SegmentStore};
 use crate::tail;
 
-fn delete_if_exists(store: &dyn SegmentStore, name: &str) -> Result<()> {
+pub(crate) fn delete_if_exists(store: &dyn SegmentStore, name: &str) -> Result<()> {
     match store.delete(name) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
@@ -26,7 +27,7 @@ fn delete_if_exists(store: &dyn SegmentStore, name: &str) -> Result<()> {
     }
 }
 
-fn sync_dir(store: &dyn SegmentStore) -> Result<()> {
+pub(crate) fn sync_dir(store: &dyn SegmentStore) -> Result<()> {
     store.sync_dir().map_err(Error::io("sync directory", "<store>"))
 }
 
@@ -101,17 +102,19 @@ pub(crate) fn recover_swap(
 }
 
 /// One segment to load: its base and its file.
-struct Source {
-    base: u64,
-    name: String,
-    file: Arc<dyn Segment>,
+pub(crate) struct Source {
+    pub(crate) base: u64,
+    pub(crate) name: String,
+    pub(crate) file: Arc<dyn Segment>,
     /// Already loaded (a validated `.swap` seen by a read-only open).
-    loaded: Option<SealedSegment>,
+    pub(crate) loaded: Option<SealedSegment>,
 }
 
-/// Loads the closed segments in base order and checks that their offsets increase across them. Empty ones
-/// are skipped and counted (the writable open deletes them). Returns the segments and the last offset.
-fn load_closed(
+/// Loads the closed segments in base order and checks that their offsets increase across them. Empty native
+/// ones are skipped and counted (the writable open deletes them); an empty Kafka segment stays, as a broker
+/// keeps it (it may hold the log start offset). Returns the segments and the last offset.
+pub(crate) fn load_closed(
+    format: Format,
     store: &dyn SegmentStore,
     sources: Vec<Source>,
     config: &LogConfig,
@@ -121,7 +124,7 @@ fn load_closed(
     let mut closed = Vec::with_capacity(sources.len());
     let mut previous: Option<u64> = None;
     for Source { base, name, file, loaded } in sources {
-        if file.is_empty() {
+        if file.is_empty() && format == Format::Native {
             if writable {
                 store.delete(&name).map_err(Error::io("delete", &name))?;
                 delete_if_exists(store, &file_name(base, FileKind::Index))?;
@@ -132,7 +135,8 @@ fn load_closed(
         let segment = match loaded {
             Some(s) => s,
             None => {
-                let (segment, rebuilt) = SealedSegment::open_with_hint(
+                let (segment, rebuilt, loaded) = SealedSegment::open_with_hint(
+                    format,
                     store,
                     base,
                     name.clone(),
@@ -141,6 +145,9 @@ fn load_closed(
                     writable,
                 )?;
                 report.indexes_rebuilt += usize::from(rebuilt);
+                if let Some(at) = loaded.zero_fill {
+                    report.zero_filled_segments.push((name.clone(), at));
+                }
                 segment
             }
         };
@@ -161,14 +168,15 @@ fn load_closed(
 
 /// Reads the checkpoint and keeps it within the log: one past the log's end is reset to the log's start, as
 /// Kafka resets an invalid cleaner checkpoint; one inside the active segment is capped at its base.
-fn checkpoint_within(
+pub(crate) fn checkpoint_within(
+    place: &CheckpointFile,
     store: &dyn SegmentStore,
     log_start: u64,
     active_base: u64,
     next_offset: u64,
     report: &mut RecoveryReport,
 ) -> Result<u64> {
-    let found = checkpoint::read(store)?.unwrap_or(log_start);
+    let found = place.read(store)?.unwrap_or(log_start);
     if found > next_offset {
         report.checkpoint_reset = Some(CheckpointReset { found, reset_to: log_start });
         return Ok(log_start);
@@ -176,7 +184,14 @@ fn checkpoint_within(
     Ok(found.min(active_base))
 }
 
-fn build(store: Arc<dyn SegmentStore>, config: LogConfig, parts: Parts, read_only: bool) -> Log {
+pub(crate) fn build(
+    format: Format,
+    checkpoint_file: CheckpointFile,
+    store: Arc<dyn SegmentStore>,
+    config: LogConfig,
+    parts: Parts,
+    read_only: bool,
+) -> Log {
     let Parts { closed, active, next_offset, checkpoint, report } = parts;
     let inner = Inner {
         closed: Arc::new(closed),
@@ -188,7 +203,9 @@ fn build(store: Arc<dyn SegmentStore>, config: LogConfig, parts: Parts, read_onl
         scratch: Vec::new(),
     };
     Log {
+        format,
         store,
+        checkpoint_file,
         config,
         inner: RwLock::new(inner),
         poisoned: AtomicBool::new(false),
@@ -198,12 +215,12 @@ fn build(store: Arc<dyn SegmentStore>, config: LogConfig, parts: Parts, read_onl
     }
 }
 
-struct Parts {
-    closed: Vec<Arc<SealedSegment>>,
-    active: Active,
-    next_offset: u64,
-    checkpoint: u64,
-    report: RecoveryReport,
+pub(crate) struct Parts {
+    pub(crate) closed: Vec<Arc<SealedSegment>>,
+    pub(crate) active: Active,
+    pub(crate) next_offset: u64,
+    pub(crate) checkpoint: u64,
+    pub(crate) report: RecoveryReport,
 }
 
 /// Refuses a store whose names the log cannot use, or that holds another format.
@@ -267,7 +284,7 @@ impl Log {
             let file = store.open(&name).map_err(Error::io("open", &name))?;
             sources.push(Source { base, name, file, loaded: None });
         }
-        let (mut closed, mut previous) = load_closed(&*store, sources, &config, true, &mut report)?;
+        let (mut closed, mut previous) = load_closed(Format::Native, &*store, sources, &config, true, &mut report)?;
         if let Some(prev) = previous.filter(|&p| p >= active_base) {
             let kind = CorruptKind::OffsetBelowBase { base: active_base, found: prev };
             return Err(Error::Corrupt { segment: active_name, position: 0, kind });
@@ -282,7 +299,8 @@ impl Log {
                 // Recreated under the same base: offsets below it may have been handed out and cleaned away.
                 store.delete(&active_name).map_err(Error::io("delete", &active_name))?;
             } else {
-                let (segment, rebuilt) = SealedSegment::open_with_hint(
+                let (segment, rebuilt, _) = SealedSegment::open_with_hint(
+                    Format::Native,
                     &*store,
                     active_base,
                     active_name.clone(),
@@ -301,18 +319,19 @@ impl Log {
             sync_dir(&*store)?;
         }
         let (summary, torn) =
-            tail::scan_active(active_base, &active_name, &file, previous, config.index_interval_bytes)?;
+            tail::scan_active(Format::Native, active_base, &active_name, &file, previous, config.index_interval_bytes)?;
         if let Some(torn) = &torn {
             file.truncate(torn.position).map_err(Error::io("truncate", &active_name))?;
             file.sync().map_err(Error::io("sync", &active_name))?;
         }
         report.truncated_tail = torn;
-        let next_offset = summary.last_offset.map_or(active_base, |l| l + 1);
+        let next_offset = summary.summary.last_offset.map_or(active_base, |l| l + 1);
         let log_start = closed.first().map_or(active_base, |s| s.base());
-        let checkpoint = checkpoint_within(&*store, log_start, active_base, next_offset, &mut report)?;
+        let checkpoint =
+            checkpoint_within(&CheckpointFile::Own, &*store, log_start, active_base, next_offset, &mut report)?;
         let active = Active { base: active_base, name: active_name, file, summary, frozen_len: None };
         let parts = Parts { closed, active, next_offset, checkpoint, report };
-        Ok(build(store, config, parts, false))
+        Ok(build(Format::Native, CheckpointFile::Own, store, config, parts, false))
     }
 
     /// Opens the log kept in `store` for reading only: nothing is written, created, cut or removed and no lock
@@ -333,18 +352,28 @@ impl Log {
     /// [`Error::Changing`] if the log never held still.
     pub fn open_read_only(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log> {
         config.validate()?;
-        for attempt in 1..=READ_ONLY_ATTEMPTS {
-            match load_read_only(&store, &config) {
-                Ok(Some(parts)) => return Ok(build(store, config, parts, true)),
-                Ok(None) => {}
-                // A file renamed or removed between the listing and its open: the log changed.
-                Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
-            }
-            std::thread::sleep(std::time::Duration::from_millis(u64::from(attempt.min(20))));
-        }
-        Err(Error::Changing { attempts: READ_ONLY_ATTEMPTS })
+        retry_read_only(|| load_read_only(&store, &config))
+            .map(|parts| build(Format::Native, CheckpointFile::Own, Arc::clone(&store), config.clone(), parts, true))
     }
+}
+
+/// Runs `attempt` (a read-only load, `Ok(None)` when the log changed meanwhile) until it holds still, as
+/// [`Log::open_read_only`] describes.
+///
+/// # Errors
+/// The attempt's error; [`Error::Changing`] if the log never held still.
+pub(crate) fn retry_read_only(mut attempt: impl FnMut() -> Result<Option<Parts>>) -> Result<Parts> {
+    for n in 1..=READ_ONLY_ATTEMPTS {
+        match attempt() {
+            Ok(Some(parts)) => return Ok(parts),
+            Ok(None) => {}
+            // A file renamed or removed between the listing and its open: the log changed.
+            Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(u64::from(n.min(20))));
+    }
+    Err(Error::Changing { attempts: READ_ONLY_ATTEMPTS })
 }
 
 /// One attempt of a read-only open: `Ok(None)` when the log changed while it was being loaded.
@@ -364,7 +393,7 @@ fn load_read_only(store: &Arc<dyn SegmentStore>, config: &LogConfig) -> Result<O
                 match load_swap(store_ref, &layout, &markers, base, name, config.index_interval_bytes)? {
                     SwapContent::Removed { end } => names.retain(|&b, _| !(base..end).contains(&b)),
                     SwapContent::Segment(s) => {
-                        names.insert(base, (name.clone(), Some(s)));
+                        names.insert(base, (name.clone(), Some(*s)));
                     }
                 }
                 report.swaps_completed += 1;
@@ -385,7 +414,7 @@ fn load_read_only(store: &Arc<dyn SegmentStore>, config: &LogConfig) -> Result<O
         };
         sources.push(Source { base, name, file, loaded });
     }
-    let (closed, previous) = load_closed(store_ref, sources, config, false, &mut report)?;
+    let (closed, previous) = load_closed(Format::Native, store_ref, sources, config, false, &mut report)?;
     if let Some(prev) = previous.filter(|&p| p >= active_base) {
         let kind = CorruptKind::OffsetBelowBase { base: active_base, found: prev };
         return Err(Error::Corrupt { segment: active_name, position: 0, kind });
@@ -394,12 +423,14 @@ fn load_read_only(store: &Arc<dyn SegmentStore>, config: &LogConfig) -> Result<O
         Some(s) => Arc::clone(s.file()),
         None => store.open(&active_name).map_err(Error::io("open", &active_name))?,
     };
-    let (summary, torn) = tail::scan_active(active_base, &active_name, &file, previous, config.index_interval_bytes)?;
+    let (summary, torn) =
+        tail::scan_active(Format::Native, active_base, &active_name, &file, previous, config.index_interval_bytes)?;
     let frozen_len = torn.as_ref().map_or(file.len(), |t| t.position);
     report.truncated_tail = torn;
-    let next_offset = summary.last_offset.map_or(active_base, |l| l + 1);
+    let next_offset = summary.summary.last_offset.map_or(active_base, |l| l + 1);
     let log_start = closed.first().map_or(active_base, |s| s.base());
-    let checkpoint = checkpoint_within(store_ref, log_start, active_base, next_offset, &mut report)?;
+    let checkpoint =
+        checkpoint_within(&CheckpointFile::Own, store_ref, log_start, active_base, next_offset, &mut report)?;
     // Did anything change while we loaded? Every file we hold must still be the one under its name, and the
     // names must resolve to the same segments.
     let again = Layout::scan(store_ref)?;

@@ -1,10 +1,13 @@
 //! Reading: a consistent [`LogSnapshot`] of the segments and the [`LogReader`] over it.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
+use crate::batch::Format;
 use crate::error::{Error, Result};
 use crate::record::Record;
-use crate::segment::{ChunkReader, SealedSegment};
+use crate::scan::{SegmentSource, batch_bytes_at};
+use crate::segment::SealedSegment;
 use crate::storage::Segment;
 
 /// The segments of a log at one instant. Cleaning or rolling after the snapshot was taken does not change what
@@ -12,24 +15,45 @@ use crate::storage::Segment;
 /// a mix.
 #[derive(Debug, Clone)]
 pub struct LogSnapshot {
+    format: Format,
     closed: Arc<Vec<Arc<SealedSegment>>>,
     active_base: u64,
-    active_file: Arc<dyn Segment>,
+    active_name: Arc<str>,
+    active: SegmentSource,
     active_len: u64,
     active_records: u64,
+    active_batches: u64,
     active_first_timestamp: Option<i64>,
+    active_max_timestamp: Option<i64>,
+    next_offset: u64,
 }
 
 impl LogSnapshot {
-    pub(crate) fn new(closed: Arc<Vec<Arc<SealedSegment>>>, active: &crate::log::Active) -> Self {
+    pub(crate) fn new(
+        format: Format,
+        closed: Arc<Vec<Arc<SealedSegment>>>,
+        active: &crate::log::Active,
+        next_offset: u64,
+    ) -> Self {
+        let summary = &active.summary.summary;
         LogSnapshot {
+            format,
             closed,
             active_base: active.base,
-            active_file: Arc::clone(&active.file),
+            active_name: Arc::from(active.name.as_str()),
+            active: SegmentSource::Reads(Arc::clone(&active.file)),
             active_len: active.readable_len(),
-            active_records: active.summary.records,
-            active_first_timestamp: active.summary.first_timestamp,
+            active_records: summary.records,
+            active_batches: summary.batches,
+            active_first_timestamp: summary.first_timestamp,
+            active_max_timestamp: summary.max_timestamp,
+            next_offset,
         }
+    }
+
+    /// The segment format.
+    pub fn format(&self) -> Format {
+        self.format
     }
 
     /// Records in the active segment when the snapshot was taken.
@@ -37,9 +61,19 @@ impl LogSnapshot {
         self.active_records
     }
 
-    /// Timestamp of the active segment's first record, if it has one.
+    /// Batches in the active segment when the snapshot was taken.
+    pub fn active_batches_count(&self) -> u64 {
+        self.active_batches
+    }
+
+    /// Largest timestamp of the active segment's first batch, if it has one.
     pub fn active_first_timestamp(&self) -> Option<i64> {
         self.active_first_timestamp
+    }
+
+    /// Largest timestamp in the active segment, if it has a batch.
+    pub fn active_max_timestamp(&self) -> Option<i64> {
+        self.active_max_timestamp
     }
 
     /// Closed segments, oldest first.
@@ -52,9 +86,32 @@ impl LogSnapshot {
         self.active_base
     }
 
+    /// File name of the active segment.
+    pub fn active_name(&self) -> &str {
+        &self.active_name
+    }
+
+    /// The active segment's bytes, read through reads (it may still grow).
+    pub fn active_source(&self) -> &SegmentSource {
+        &self.active
+    }
+
+    /// The active segment's file.
+    pub fn active_file(&self) -> Option<&Arc<dyn Segment>> {
+        match &self.active {
+            SegmentSource::Reads(f) => Some(f),
+            SegmentSource::Mapped(_) => None,
+        }
+    }
+
     /// Bytes in the active segment when the snapshot was taken.
     pub fn active_len(&self) -> u64 {
         self.active_len
+    }
+
+    /// The offset the next append gets (after the last batch of the log).
+    pub fn next_offset(&self) -> u64 {
+        self.next_offset
     }
 
     /// The records of the active segment as of the snapshot, oldest first.
@@ -62,17 +119,27 @@ impl LogSnapshot {
     /// # Errors
     /// [`Error::Corrupt`] or [`Error::Io`].
     pub fn active_records(&self) -> Result<Vec<Record>> {
-        self.reader_from_hint(self.active_base, 0, self.closed.len()).collect()
+        self.reader_at(self.active_base, 0, self.closed.len()).collect()
     }
 
     /// Every record from the first with offset `>= offset`, across segments.
     pub fn reader(&self, offset: u64) -> LogReader {
-        let seg = self.closed.partition_point(|s| s.last_offset().is_some_and(|l| l < offset));
-        self.reader_from_hint(offset, 0, seg)
+        let seg = self.closed.partition_point(|s| s.next_offset() <= offset);
+        self.reader_at(offset, 0, seg)
     }
 
-    fn reader_from_hint(&self, offset: u64, active_pos: u64, seg: usize) -> LogReader {
-        LogReader { snap: self.clone(), from: offset, seg, pos: None, active: None, active_pos, done: false }
+    fn reader_at(&self, offset: u64, active_pos: u64, seg: usize) -> LogReader {
+        LogReader {
+            snap: self.clone(),
+            from: offset,
+            seg,
+            pos: None,
+            active_pos,
+            pending: VecDeque::new(),
+            buf: Vec::new(),
+            scratch: Vec::new(),
+            done: false,
+        }
     }
 
     /// The first record with offset `>= offset`, or `None`.
@@ -85,61 +152,74 @@ impl LogSnapshot {
 
     /// As [`LogSnapshot::read`], starting the active segment's scan at `active_pos` (from its index).
     pub(crate) fn read_from_hint(&self, offset: u64, active_pos: u64) -> Result<Option<Record>> {
-        let seg = self.closed.partition_point(|s| s.last_offset().is_some_and(|l| l < offset));
-        self.reader_from_hint(offset, active_pos, seg).next().transpose()
+        let seg = self.closed.partition_point(|s| s.next_offset() <= offset);
+        self.reader_at(offset, active_pos, seg).next().transpose()
     }
 }
 
-/// Iterator over owned records from an offset, across closed segments and then the active one.
+/// Iterator over owned records from an offset, across closed segments and then the active one. It decodes
+/// one batch at a time and hands out its records.
 #[derive(Debug)]
 pub struct LogReader {
     snap: LogSnapshot,
     from: u64,
-    /// Index of the closed segment being read; `closed.len()` means the active segment.
+    /// Index of the segment being read; `closed.len()` means the active segment.
     seg: usize,
-    /// Byte position in the current closed segment (`None` until sought).
-    pos: Option<usize>,
-    active: Option<ChunkReader>,
+    /// Byte position of the next batch in the current segment (`None` until sought).
+    pos: Option<u64>,
     active_pos: u64,
+    /// Records of the last batch decoded, not yet handed out.
+    pending: VecDeque<Record>,
+    buf: Vec<u8>,
+    scratch: Vec<u8>,
     done: bool,
 }
 
 impl LogReader {
-    fn next_closed(&mut self) -> Option<Result<Record>> {
-        while let Some(segment) = self.snap.closed.get(self.seg) {
-            let pos = *self.pos.get_or_insert_with(|| segment.seek(self.from));
-            let mut iter = crate::segment::RecordIter::new(segment.bytes(), pos, segment.name());
-            for item in iter.by_ref() {
-                match item {
-                    Err(e) => return Some(Err(e)),
-                    Ok((_, rec, _)) if rec.offset < self.from => continue,
-                    Ok((_, rec, _)) => {
-                        self.pos = Some(iter.position());
-                        return Some(Ok(rec.to_record()));
-                    }
+    /// Decodes the next batch into `pending`; `Ok(false)` at the end of the log.
+    fn next_batch(&mut self) -> Result<bool> {
+        let snap = &self.snap;
+        loop {
+            let (name, source, end, base) = match snap.closed.get(self.seg) {
+                Some(s) => (s.name(), s.source(), s.size(), s.base()),
+                None if self.seg == snap.closed.len() => {
+                    (&*snap.active_name, &snap.active, snap.active_len, snap.active_base)
+                }
+                None => return Ok(false),
+            };
+            let pos = match self.pos {
+                Some(p) => p,
+                None => match snap.closed.get(self.seg) {
+                    Some(s) => s.seek(self.from),
+                    None if self.from >= base => self.active_pos,
+                    None => 0,
+                },
+            };
+            let Some(bytes) = batch_bytes_at(snap.format, name, source, pos, end, &mut self.buf)? else {
+                self.seg += 1;
+                self.pos = None;
+                continue;
+            };
+            if snap.format.is_zero_header(bytes) {
+                // A preallocated segment's zero fill ends its data.
+                self.seg += 1;
+                self.pos = None;
+                continue;
+            }
+            let corrupt = |kind| Error::Corrupt { segment: name.to_owned(), position: pos, kind };
+            let batch = snap.format.parse(bytes, true).map_err(corrupt)?;
+            self.pos = Some(pos + batch.len() as u64);
+            if batch.last_offset < self.from {
+                continue;
+            }
+            for rec in batch.records(&mut self.scratch).map_err(corrupt)? {
+                let rec = rec.map_err(corrupt)?;
+                if rec.offset >= self.from {
+                    self.pending.push_back(rec.to_record());
                 }
             }
-            self.seg += 1;
-            self.pos = None;
-        }
-        None
-    }
-
-    fn next_active(&mut self) -> Option<Result<Record>> {
-        let snap = &self.snap;
-        let start = if self.from >= snap.active_base { self.active_pos } else { 0 };
-        let reader =
-            self.active.get_or_insert_with(|| ChunkReader::new(Arc::clone(&snap.active_file), start, snap.active_len));
-        // The segment's name is built only for an error: reading allocates nothing per record but the record.
-        let name = || crate::names::file_name(snap.active_base, crate::names::FileKind::Log);
-        loop {
-            let position = reader.position();
-            match reader.next_frame() {
-                Err(e) => return Some(Err(Error::io("read", &name())(e))),
-                Ok(None) => return None,
-                Ok(Some(Err(kind))) => return Some(Err(Error::Corrupt { segment: name(), position, kind })),
-                Ok(Some(Ok((_, rec, _)))) if rec.offset < self.from => continue,
-                Ok(Some(Ok((_, rec, _)))) => return Some(Ok(rec.to_record())),
+            if !self.pending.is_empty() {
+                return Ok(true);
             }
         }
     }
@@ -152,11 +232,19 @@ impl Iterator for LogReader {
         if self.done {
             return None;
         }
-        let item = self.next_closed().or_else(|| self.next_active());
-        match &item {
-            None | Some(Err(_)) => self.done = true,
-            Some(Ok(_)) => {}
+        if let Some(r) = self.pending.pop_front() {
+            return Some(Ok(r));
         }
-        item
+        match self.next_batch() {
+            Ok(true) => self.pending.pop_front().map(Ok),
+            Ok(false) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
     }
 }

@@ -5,14 +5,14 @@
 pub struct Header {
     /// Header name (UTF-8, as Kafka's header keys).
     pub name: String,
-    /// Header value.
-    pub value: Vec<u8>,
+    /// Header value; `None` for a null value, which Kafka's format allows and the native format does not.
+    pub value: Option<Vec<u8>>,
 }
 
 impl Header {
-    /// A header from a name and a value.
+    /// A header from a name and a (non-null) value.
     pub fn new(name: impl Into<String>, value: impl Into<Vec<u8>>) -> Self {
-        Header { name: name.into(), value: value.into() }
+        Header { name: name.into(), value: Some(value.into()) }
     }
 }
 
@@ -34,7 +34,8 @@ pub struct Record {
     /// Headers in order.
     pub headers: Vec<Header>,
     /// For a tombstone already kept by a cleaning pass: the time (ms) from which a later pass may drop it
-    /// (KIP-534). `None` until the first pass stamps it.
+    /// (KIP-534). `None` until the first pass stamps it. In Kafka's format the horizon belongs to the batch,
+    /// so every record of a stamped batch carries it.
     pub delete_horizon: Option<i64>,
 }
 
@@ -43,6 +44,15 @@ impl Record {
     pub fn is_tombstone(&self) -> bool {
         self.value.is_none()
     }
+}
+
+/// The encoded headers of a record, as its format stores them (already validated by the decoder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HeaderBytes<'a> {
+    /// This project's frame: `count` × (u16 name length, name, u32 value length, value).
+    Native { bytes: &'a [u8], count: u16 },
+    /// Kafka's record: `count` × (varint name length, name, varint value length (-1: null), value).
+    Kafka { bytes: &'a [u8], count: usize },
 }
 
 /// A record borrowed from the bytes of a segment; decoding one allocates nothing.
@@ -58,9 +68,7 @@ pub struct RecordRef<'a> {
     pub value: Option<&'a [u8]>,
     /// See [`Record::delete_horizon`].
     pub delete_horizon: Option<i64>,
-    /// Encoded headers, already validated by the decoder.
-    pub(crate) headers: &'a [u8],
-    pub(crate) header_count: u16,
+    pub(crate) headers: HeaderBytes<'a>,
 }
 
 impl<'a> RecordRef<'a> {
@@ -69,9 +77,20 @@ impl<'a> RecordRef<'a> {
         self.value.is_none()
     }
 
-    /// The headers, in order.
+    /// The headers, in order: `(name, value)`, a null value as `None`.
     pub fn headers(&self) -> HeaderIter<'a> {
-        HeaderIter { rest: self.headers, left: self.header_count }
+        match self.headers {
+            HeaderBytes::Native { bytes, count } => HeaderIter { rest: bytes, left: usize::from(count), kafka: false },
+            HeaderBytes::Kafka { bytes, count } => HeaderIter { rest: bytes, left: count, kafka: true },
+        }
+    }
+
+    /// The number of headers.
+    pub fn header_count(&self) -> usize {
+        match self.headers {
+            HeaderBytes::Native { count, .. } => usize::from(count),
+            HeaderBytes::Kafka { count, .. } => count,
+        }
     }
 
     /// Copies the record out of the segment.
@@ -81,21 +100,25 @@ impl<'a> RecordRef<'a> {
             timestamp: self.timestamp,
             key: self.key.map(<[u8]>::to_vec),
             value: self.value.map(<[u8]>::to_vec),
-            headers: self.headers().map(|(n, v)| Header::new(n, v)).collect(),
+            headers: self
+                .headers()
+                .map(|(n, v)| Header { name: String::from_utf8_lossy(n).into_owned(), value: v.map(<[u8]>::to_vec) })
+                .collect(),
             delete_horizon: self.delete_horizon,
         }
     }
 }
 
-/// Iterator over the headers of a [`RecordRef`]: `(name, value)` pairs.
+/// Iterator over the headers of a [`RecordRef`]: `(name, value)` pairs, a null value as `None`.
 #[derive(Debug, Clone)]
 pub struct HeaderIter<'a> {
     rest: &'a [u8],
-    left: u16,
+    left: usize,
+    kafka: bool,
 }
 
 impl<'a> Iterator for HeaderIter<'a> {
-    type Item = (&'a str, &'a [u8]);
+    type Item = (&'a [u8], Option<&'a [u8]>);
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.left == 0 {
@@ -103,9 +126,16 @@ impl<'a> Iterator for HeaderIter<'a> {
         }
         self.left -= 1;
         // The decoder validated the whole header block, so these reads cannot fail; stop quietly if they do.
+        if self.kafka {
+            let mut pos = 0;
+            let name = crate::kafka::varint::read_bytes(self.rest, &mut pos).ok()??;
+            let value = crate::kafka::varint::read_bytes(self.rest, &mut pos).ok()?;
+            self.rest = self.rest.get(pos..)?;
+            return Some((name, value));
+        }
         let (name, rest) = crate::codec::split_header(self.rest)?;
         let (value, rest) = crate::codec::split_bytes_u32(rest)?;
         self.rest = rest;
-        Some((std::str::from_utf8(name).ok()?, value))
+        Some((name, Some(value)))
     }
 }

@@ -143,7 +143,10 @@ fn tail_search(
     end: u64,
     floor: Option<u64>,
 ) -> Option<u64> {
-    crate::tail::next_valid_frame(read_at, from, end, floor).ok().flatten()
+    match crate::tail::next_valid_batch(crate::Format::Native, read_at, from, end, floor) {
+        Ok(crate::tail::Found::At(at)) => Some(at),
+        _ => None,
+    }
 }
 
 /// Lists what a repair of the log in `store` would do. Reads only.
@@ -237,7 +240,7 @@ pub fn plan(store: &dyn SegmentStore) -> Result<RepairPlan> {
         });
     }
     if layout.checkpoint
-        && let Err(e) = crate::checkpoint::read(store)
+        && let Err(e) = crate::checkpoint::read_own(store)
     {
         plan.actions.push(RepairAction::ResetCheckpoint { reason: e.to_string() });
     }
@@ -258,8 +261,13 @@ fn hint_actions(
     for (&base, hint) in &layout.hints {
         let Some(name) = segments.get(&base).filter(|_| Some(base) != active_base) else { continue };
         let file = store.open(name).map_err(Error::io("open", name))?;
-        let bytes = read_all(&file, name)?;
-        let segment = crate::segment::SealedSegment::from_bytes(base, name.clone(), file, bytes)?;
+        let segment = crate::segment::SealedSegment::load(
+            crate::Format::Native,
+            base,
+            name.clone(),
+            file,
+            crate::DEFAULT_INDEX_INTERVAL_BYTES,
+        )?;
         if let Err(reason) = crate::check::verify_hint(store, hint, &segment) {
             plan.actions.push(RepairAction::DropHint { file: hint.clone(), reason });
         }

@@ -1,158 +1,122 @@
-//! Segments as the log sees them: a sealed segment with its byte view and index, the record scan over
-//! bytes, and the writer the log and the cleaner both use to build segments.
+//! Segments as the log sees them: a sealed segment with its bytes and index, the summary a scan of its batches
+//! learns, and the writer the log and the cleaner both use to build segments, in either [`Format`].
 
 use std::sync::Arc;
 
-use crate::codec;
+use crate::batch::{BatchRef, Format};
 use crate::error::{CorruptKind, Error, Result};
 use crate::index::OffsetIndex;
 use crate::index_file;
+use crate::kafka::index::KafkaIndexes;
 use crate::names::{FileKind, file_name};
-use crate::record::RecordRef;
-use crate::storage::{Segment, SegmentBytes, SegmentStore};
+use crate::scan::{SegmentScan, SegmentSource, batch_bytes_at};
+use crate::storage::{Segment, SegmentStore};
 
-/// Reads the `.lcindex` hint of the segment based at `base` whose bytes are `bytes`; `None` if missing or
-/// unusable. A hint that decodes is trusted only if it matches the segment where that is cheap to see: its
-/// first entry is the first frame and carries the first offset, and the frames from its last entry on chain
-/// to the end of the segment and end at its last offset. The other entries are checked when a read uses
-/// one ([`SealedSegment::records_from`]), so a crafted hint can never make a read skip records.
-fn read_hint(store: &dyn SegmentStore, base: u64, bytes: &[u8]) -> Option<SegmentSummary> {
+/// Reads the `.lcindex` hint of the native segment based at `base`; `None` if missing or unusable. A hint
+/// that decodes is trusted only if it matches the segment where that is cheap to see: its first entry is the
+/// first frame and carries the first offset, and the frames from its last entry on chain to the end of the
+/// segment and end at its last offset. The other entries are checked when a read uses one
+/// ([`SealedSegment::seek`]), so a crafted hint can never make a read skip records.
+fn read_hint(
+    store: &dyn SegmentStore,
+    base: u64,
+    name: &str,
+    source: &SegmentSource,
+    len: u64,
+) -> Option<SegmentSummary> {
     let file = store.open(&file_name(base, FileKind::Index)).ok()?;
     let size = usize::try_from(file.len()).ok()?;
     // An index holds at most one 16-byte entry per frame; anything larger is not an index of this segment.
-    if size as u64 > 128 + (bytes.len() as u64).saturating_mul(2) {
+    if size as u64 > 128 + len.saturating_mul(2) {
         return None;
     }
     let mut raw = vec![0; size];
     file.read_at(0, &mut raw).ok()?;
-    let summary = index_file::decode(&raw, base, bytes.len() as u64).ok()?;
-    hint_matches(&summary, base, bytes).then_some(summary)
+    let summary = index_file::decode(&raw, base, len).ok()?;
+    hint_matches(&summary, base, name, source, len).then_some(summary)
 }
 
 /// The cheap part of trusting a hint (see [`read_hint`]).
-pub(crate) fn hint_matches(summary: &SegmentSummary, base: u64, bytes: &[u8]) -> bool {
+pub(crate) fn hint_matches(summary: &SegmentSummary, base: u64, name: &str, source: &SegmentSource, len: u64) -> bool {
     let entries = summary.index.entries();
     let (Some(&(first, 0)), Some(&(_, tail))) = (entries.first(), entries.last()) else {
-        return bytes.is_empty() && summary.records == 0;
+        return len == 0 && summary.records == 0;
     };
-    let first_ok = matches!(codec::decode(bytes), Ok((rec, _))
-        if rec.offset == first && first >= base && summary.first_timestamp == Some(rec.timestamp));
+    let mut buf = Vec::new();
+    let first_ok = matches!(
+        batch_bytes_at(Format::Native, name, source, 0, len, &mut buf).ok().flatten().map(|b| Format::Native.parse(b, true)),
+        Some(Ok(b)) if b.base_offset == first && first >= base && summary.first_timestamp == Some(b.max_timestamp)
+    );
     if !first_ok || summary.first_offset != Some(first) {
         return false;
     }
-    let Ok(tail) = usize::try_from(tail) else { return false };
     let mut last = None;
-    for item in RecordIter::new(bytes, tail, "") {
-        match item {
-            Ok((_, rec, _)) if last.is_none_or(|l| rec.offset > l) => last = Some(rec.offset),
-            _ => return false,
+    let mut scan = SegmentScan::new(Format::Native, name, source, tail, len, true);
+    loop {
+        match scan.next_window() {
+            Ok(Some(window)) => {
+                for item in window.batches() {
+                    match item {
+                        Ok(p) if last.is_none_or(|l| p.batch.base_offset > l) => last = Some(p.batch.last_offset),
+                        _ => return false,
+                    }
+                }
+            }
+            Ok(None) => break,
+            Err(_) => return false,
         }
     }
     last == summary.last_offset
 }
 
-/// A decoded frame: its byte position, the record, and the frame's length.
-pub type Frame<'a> = (u64, RecordRef<'a>, usize);
-
-/// Scans the records of a byte slice in order.
-///
-/// Yields `(position, record, frame length)`; on the first bad frame yields one `Err` naming the segment and
-/// the position, then stops.
-#[derive(Debug, Clone)]
-pub struct RecordIter<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-    name: &'a str,
-    failed: bool,
-    /// Skip the checksums ([`codec::decode_unverified`]).
-    unverified: bool,
-}
-
-impl<'a> RecordIter<'a> {
-    /// Scans `bytes` (the segment called `name`) from byte `pos`.
-    pub fn new(bytes: &'a [u8], pos: usize, name: &'a str) -> Self {
-        RecordIter { bytes, pos, name, failed: false, unverified: false }
-    }
-
-    /// The same scan without computing checksums (see [`codec::decode_unverified`] for when that is right).
-    pub fn unverified(mut self) -> Self {
-        self.unverified = true;
-        self
-    }
-
-    /// Byte position of the next frame.
-    pub fn position(&self) -> usize {
-        self.pos
-    }
-}
-
-impl<'a> Iterator for RecordIter<'a> {
-    type Item = Result<Frame<'a>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let Some(rest) = self.bytes.get(self.pos..) else {
-            // A start position past the end (from a bad index entry) is an error, never an empty segment.
-            self.failed = true;
-            let kind = CorruptKind::Truncated { needed: self.pos as u64, available: self.bytes.len() as u64 };
-            return Some(Err(Error::Corrupt { segment: self.name.to_owned(), position: self.pos as u64, kind }));
-        };
-        if rest.is_empty() {
-            return None;
-        }
-        let decoded = if self.unverified { codec::decode_unverified(rest) } else { codec::decode(rest) };
-        match decoded {
-            Ok((rec, len)) => {
-                let at = self.pos as u64;
-                self.pos += len;
-                Some(Ok((at, rec, len)))
-            }
-            Err(kind) => {
-                self.failed = true;
-                Some(Err(Error::Corrupt { segment: self.name.to_owned(), position: self.pos as u64, kind }))
-            }
-        }
-    }
-}
-
 /// What a scan of a segment learned: enough to serve reads without scanning again.
 #[derive(Debug, Clone, Default)]
 pub struct SegmentSummary {
-    /// Sparse offset index.
+    /// Sparse index of `(batch base offset, position)`.
     pub index: OffsetIndex,
-    /// Offset of the first record.
+    /// Base offset of the first batch.
     pub first_offset: Option<u64>,
-    /// Offset of the last record.
+    /// Last offset of the last batch.
     pub last_offset: Option<u64>,
     /// Number of records.
     pub records: u64,
+    /// Number of batches (records, in the native format).
+    pub batches: u64,
     /// Largest delete horizon among stamped tombstones.
     pub max_delete_horizon: Option<i64>,
-    /// Timestamp of the first record (Kafka's first batch timestamp: what `max.compaction.lag.ms` measures
-    /// a dirty segment's age by).
+    /// Largest timestamp of the first batch (Kafka's first batch timestamp: what `max.compaction.lag.ms`
+    /// measures a dirty segment's age by).
     pub first_timestamp: Option<i64>,
     /// Largest record timestamp (Kafka's `largestTimestamp`: a segment holding a record younger than
     /// `min.compaction.lag.ms` is not cleaned yet).
     pub max_timestamp: Option<i64>,
 }
 
-/// What the summary of a segment learns from one record: its offset, timestamp and delete horizon.
+/// What the summary of a segment learns from one batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamp {
-    /// The record's offset.
-    pub offset: u64,
-    /// The record's timestamp, ms since the Unix epoch.
-    pub timestamp: i64,
-    /// The delete horizon of a stamped tombstone.
+    /// Its first offset.
+    pub base_offset: u64,
+    /// Its last offset.
+    pub last_offset: u64,
+    /// Its records.
+    pub records: u64,
+    /// Its largest timestamp, ms since the Unix epoch.
+    pub max_timestamp: i64,
+    /// Its delete horizon, once stamped.
     pub delete_horizon: Option<i64>,
 }
 
 impl Stamp {
-    /// The stamp of `rec`.
-    pub fn of(rec: &RecordRef<'_>) -> Self {
-        Stamp { offset: rec.offset, timestamp: rec.timestamp, delete_horizon: rec.delete_horizon }
+    /// The stamp of `batch`.
+    pub fn of(batch: &BatchRef<'_>) -> Self {
+        Stamp {
+            base_offset: batch.base_offset,
+            last_offset: batch.last_offset,
+            records: batch.record_count,
+            max_timestamp: batch.max_timestamp,
+            delete_horizon: batch.delete_horizon,
+        }
     }
 }
 
@@ -161,114 +125,156 @@ impl SegmentSummary {
         SegmentSummary { index: OffsetIndex::new(index_interval), ..Default::default() }
     }
 
-    /// Records a frame; checks that offsets increase and do not fall below `base`.
+    /// Records a batch; checks that offsets increase and do not fall below `base`.
     pub(crate) fn note(&mut self, base: u64, stamp: Stamp, pos: u64, len: u64) -> Result<(), CorruptKind> {
-        let Stamp { offset, timestamp, delete_horizon: horizon } = stamp;
-        if offset < base {
-            return Err(CorruptKind::OffsetBelowBase { base, found: offset });
+        let Stamp { base_offset, last_offset, records, max_timestamp, delete_horizon } = stamp;
+        if base_offset < base {
+            return Err(CorruptKind::OffsetBelowBase { base, found: base_offset });
         }
-        if offset >= crate::names::MAX_OFFSET {
-            return Err(CorruptKind::OffsetOutOfRange(offset));
+        if last_offset >= crate::names::MAX_OFFSET {
+            return Err(CorruptKind::OffsetOutOfRange(last_offset));
         }
         if let Some(previous) = self.last_offset
-            && offset <= previous
+            && base_offset <= previous
         {
-            return Err(CorruptKind::OffsetNotIncreasing { previous, found: offset });
+            return Err(CorruptKind::OffsetNotIncreasing { previous, found: base_offset });
         }
-        self.index.on_append(offset, pos, len);
-        self.first_offset.get_or_insert(offset);
-        self.last_offset = Some(offset);
-        self.records += 1;
-        self.first_timestamp.get_or_insert(timestamp);
-        self.max_timestamp = Some(self.max_timestamp.map_or(timestamp, |m| m.max(timestamp)));
-        if let Some(h) = horizon {
+        self.index.on_append(base_offset, pos, len);
+        self.first_offset.get_or_insert(base_offset);
+        self.last_offset = Some(last_offset);
+        self.records += records;
+        self.batches += 1;
+        self.first_timestamp.get_or_insert(max_timestamp);
+        self.max_timestamp = Some(self.max_timestamp.map_or(max_timestamp, |m| m.max(max_timestamp)));
+        if let Some(h) = delete_horizon {
             self.max_delete_horizon = Some(self.max_delete_horizon.map_or(h, |m| m.max(h)));
         }
         Ok(())
     }
 }
 
-/// A sealed (closed) segment: immutable, read through a zero-copy view.
+/// A [`SegmentSummary`] being built, with Kafka's `.index` and `.timeindex` for a Kafka segment.
+#[derive(Debug, Clone)]
+pub(crate) struct SummaryBuilder {
+    pub(crate) summary: SegmentSummary,
+    pub(crate) kafka: Option<KafkaIndexes>,
+}
+
+impl SummaryBuilder {
+    pub(crate) fn new(format: Format, base: u64, index_interval: u64) -> Self {
+        let kafka = (format == Format::Kafka).then(|| KafkaIndexes::new(base, index_interval));
+        SummaryBuilder { summary: SegmentSummary::new(index_interval), kafka }
+    }
+
+    pub(crate) fn note(&mut self, base: u64, stamp: Stamp, pos: u64, len: u64) -> Result<(), CorruptKind> {
+        self.summary.note(base, stamp, pos, len)?;
+        if let Some(k) = &mut self.kafka {
+            k.on_batch(&stamp, pos, len);
+        }
+        Ok(())
+    }
+}
+
+/// A sealed (closed) segment: immutable, read through its [`SegmentSource`].
 #[derive(Debug)]
 pub struct SealedSegment {
     base: u64,
     name: String,
+    format: Format,
     file: Arc<dyn Segment>,
-    bytes: SegmentBytes,
+    source: SegmentSource,
+    /// Bytes of batches; a zero fill after them (a preallocated Kafka segment) is left out.
+    data_len: u64,
     summary: SegmentSummary,
 }
 
+/// What loading a segment learned besides its summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Loaded {
+    /// Where a zero fill starts (its data ends there).
+    pub zero_fill: Option<u64>,
+}
+
 impl SealedSegment {
-    /// Seals `file` if needed and validates every frame, building the index.
+    /// Seals `file` if needed and validates every batch (with its checksum for the native format; Kafka's
+    /// headers and lengths, whose checksums every read and pass verifies), building the index.
     ///
     /// # Errors
-    /// [`Error::Corrupt`] naming `name` and the byte position of the first bad frame; [`Error::Io`].
-    pub fn load(base: u64, name: String, file: Arc<dyn Segment>, index_interval: u64) -> Result<Self> {
-        file.seal().map_err(Error::io("seal", &name))?;
-        let bytes = file.view().map_err(Error::io("map", &name))?;
-        let summary = Self::summarize(base, &name, &bytes, index_interval)?;
-        Ok(SealedSegment { base, name, file, bytes, summary })
+    /// [`Error::Corrupt`] naming `name` and the byte position of the first bad batch; [`Error::Io`].
+    pub fn load(format: Format, base: u64, name: String, file: Arc<dyn Segment>, index_interval: u64) -> Result<Self> {
+        Self::load_reporting(format, base, name, file, index_interval).map(|(s, _)| s)
     }
 
-    /// A segment over bytes read into memory (the file itself is not sealed), validated as
-    /// [`SealedSegment::load`] validates.
+    /// As [`SealedSegment::load`], also returning what it noticed.
     ///
     /// # Errors
     /// As [`SealedSegment::load`].
-    pub(crate) fn from_bytes(base: u64, name: String, file: Arc<dyn Segment>, bytes: Vec<u8>) -> Result<Self> {
-        let bytes = SegmentBytes::new(bytes);
-        let summary = Self::summarize(base, &name, &bytes, crate::DEFAULT_INDEX_INTERVAL_BYTES)?;
-        Ok(SealedSegment { base, name, file, bytes, summary })
+    pub fn load_reporting(
+        format: Format,
+        base: u64,
+        name: String,
+        file: Arc<dyn Segment>,
+        index_interval: u64,
+    ) -> Result<(Self, Loaded)> {
+        file.seal().map_err(Error::io("seal", &name))?;
+        let source = SegmentSource::of(&file).map_err(Error::io("map", &name))?;
+        let len = file.len();
+        let (summary, data_len) = summarize(format, base, &name, &source, len, index_interval, true)?;
+        let zero_fill = (data_len < len).then_some(data_len);
+        Ok((SealedSegment { base, name, format, file, source, data_len, summary }, Loaded { zero_fill }))
     }
 
-    fn summarize(base: u64, name: &str, bytes: &[u8], index_interval: u64) -> Result<SegmentSummary> {
-        let mut summary = SegmentSummary::new(index_interval);
-        for item in RecordIter::new(bytes, 0, name) {
-            let (pos, rec, len) = item?;
-            summary.note(base, Stamp::of(&rec), pos, len as u64).map_err(|kind| Error::Corrupt {
-                segment: name.to_owned(),
-                position: pos,
-                kind,
-            })?;
-        }
-        Ok(summary)
-    }
-
-    /// Opens a sealed segment using its `.lcindex` hint when it checks out (no scan), else scanning and
-    /// validating every frame as [`SealedSegment::load`] does, rewriting the hint when `rewrite_hint` is set
-    /// (a log opened read-only leaves it alone). Returns the segment and whether the hint had to be rebuilt.
+    /// Opens a sealed segment of the native format using its `.lcindex` hint when it checks out (no scan),
+    /// else scanning and validating every frame as [`SealedSegment::load`] does, rewriting the hint when
+    /// `rewrite_hint` is set (a log opened read-only leaves it alone). A Kafka segment has no hint of ours: its
+    /// batch headers are walked. Returns the segment, whether a hint had to be rebuilt, and what loading noticed.
     ///
     /// # Errors
     /// As [`SealedSegment::load`].
     pub fn open_with_hint(
+        format: Format,
         store: &dyn SegmentStore,
         base: u64,
         name: String,
         file: Arc<dyn Segment>,
         index_interval: u64,
         rewrite_hint: bool,
-    ) -> Result<(Self, bool)> {
-        file.seal().map_err(Error::io("seal", &name))?;
-        let bytes = file.view().map_err(Error::io("map", &name))?;
-        if let Some(summary) = read_hint(store, base, &bytes) {
-            return Ok((SealedSegment { base, name, file, bytes, summary }, false));
+    ) -> Result<(Self, bool, Loaded)> {
+        if format == Format::Kafka {
+            let (segment, loaded) = SealedSegment::load_reporting(format, base, name, file, index_interval)?;
+            return Ok((segment, false, loaded));
         }
-        let segment = SealedSegment::load(base, name, file, index_interval)?;
+        file.seal().map_err(Error::io("seal", &name))?;
+        let source = SegmentSource::of(&file).map_err(Error::io("map", &name))?;
+        let len = file.len();
+        if let Some(summary) = read_hint(store, base, &name, &source, len) {
+            return Ok((
+                SealedSegment { base, name, format, file, source, data_len: len, summary },
+                false,
+                Loaded::default(),
+            ));
+        }
+        let (summary, data_len) = summarize(format, base, &name, &source, len, index_interval, true)?;
+        let segment = SealedSegment { base, name, format, file, source, data_len, summary };
         if rewrite_hint {
             // The hint is optional: failing to save it (a full disk) must not keep the log from opening; the
             // log is not live yet, so nothing waits on this write, and the next open tries again.
             let _ = segment.write_hint(store);
         }
-        Ok((segment, true))
+        Ok((segment, true, Loaded::default()))
     }
 
-    /// Writes and syncs the `.lcindex` hint of this segment (its name becomes durable with the caller's next
-    /// directory sync). A hint that is never written, or torn by a crash, is rebuilt on open, but a failed
-    /// write or sync is still an error: the log treats every failed sync alike.
+    /// Writes and syncs the `.lcindex` hint of a native segment (its name becomes durable with the caller's
+    /// next directory sync); a Kafka segment's indexes are written with it by its writer. A hint that is never
+    /// written, or torn by a crash, is rebuilt on open, but a failed write or sync is still an error: the log
+    /// treats every failed sync alike.
     ///
     /// # Errors
     /// [`Error::Io`] naming the index file.
     pub fn write_hint(&self, store: &dyn SegmentStore) -> Result<()> {
+        if self.format != Format::Native {
+            return Ok(());
+        }
         let name = file_name(self.base, FileKind::Index);
         match store.delete(&name) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io("delete", &name)(e)),
@@ -281,13 +287,15 @@ impl SealedSegment {
     }
 
     pub(crate) fn from_parts(
+        format: Format,
         base: u64,
         name: String,
         file: Arc<dyn Segment>,
-        bytes: SegmentBytes,
+        source: SegmentSource,
         summary: SegmentSummary,
     ) -> Self {
-        SealedSegment { base, name, file, bytes, summary }
+        let data_len = file.len();
+        SealedSegment { base, name, format, file, source, data_len, summary }
     }
 
     /// The same segment under a new file name (after a rename).
@@ -306,14 +314,25 @@ impl SealedSegment {
         &self.name
     }
 
-    /// All bytes.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+    /// Its format.
+    pub fn format(&self) -> Format {
+        self.format
     }
 
-    /// Size in bytes.
+    /// All bytes of its batches, when the segment is mapped (`None` for one read through reads).
+    pub fn bytes(&self) -> Option<&[u8]> {
+        let len = usize::try_from(self.data_len).ok()?;
+        self.source.mapped().and_then(|b| b.get(..len))
+    }
+
+    /// Where its bytes come from.
+    pub fn source(&self) -> &SegmentSource {
+        &self.source
+    }
+
+    /// Size in bytes of its batches.
     pub fn size(&self) -> u64 {
-        self.bytes.len() as u64
+        self.data_len
     }
 
     /// The backend file.
@@ -326,61 +345,113 @@ impl SealedSegment {
         &self.summary
     }
 
-    /// True for the output of a cleaning pass that kept no record of its segment: it holds a removal marker,
-    /// not frames, and removes the segment when swapped in.
+    /// True for the output of a native cleaning pass that kept no record of its segment: it holds a removal
+    /// marker, not frames, and removes the segment when swapped in. (A Kafka segment may be empty and stay.)
     pub fn is_removal(&self) -> bool {
-        self.summary.records == 0
+        self.format == Format::Native && self.summary.batches == 0
     }
 
-    /// Offset of the last record (`None` only for an empty segment, which a log never keeps).
+    /// Offset of the last batch's last offset (`None` for an empty segment).
     pub fn last_offset(&self) -> Option<u64> {
         self.summary.last_offset
     }
 
-    /// Every record, oldest first.
-    pub fn records(&self) -> RecordIter<'_> {
-        RecordIter::new(&self.bytes, 0, &self.name)
+    /// The offset after its last batch, or its base when it is empty.
+    pub fn next_offset(&self) -> u64 {
+        self.summary.last_offset.map_or(self.base, |l| l + 1)
     }
 
-    /// The records from the first one with an offset `>= offset`, found through the sparse index.
-    pub fn records_from(&self, offset: u64) -> impl Iterator<Item = Result<Frame<'_>>> + '_ {
-        let start = self.seek(offset);
-        RecordIter::new(&self.bytes, start, &self.name)
-            .filter(move |r| !matches!(r, Ok((_, rec, _)) if rec.offset < offset))
+    /// Calls `f` with every batch in order, checksums verified; stops at the first error (`f`'s or damage).
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] naming the segment and position; [`Error::Io`]; what `f` returns.
+    pub fn for_each_batch(&self, mut f: impl FnMut(crate::scan::Placed<'_>) -> Result<()>) -> Result<()> {
+        let mut scan = self.scan();
+        while let Some(window) = scan.next_window()? {
+            for item in window.batches() {
+                f(item?)?;
+            }
+        }
+        Ok(())
     }
 
-    /// As [`SealedSegment::records_from`], without computing checksums: for a reader that reads the same
-    /// frames again with their checksums before acting on what it learned (the cleaner's pass 1).
-    pub fn records_from_unverified(&self, offset: u64) -> impl Iterator<Item = Result<Frame<'_>>> + '_ {
-        let start = self.seek(offset);
-        RecordIter::new(&self.bytes, start, &self.name)
-            .unverified()
-            .filter(move |r| !matches!(r, Ok((_, rec, _)) if rec.offset < offset))
+    /// Every record, copied out (for tests and small tools; a pass reads batches instead).
+    ///
+    /// # Errors
+    /// As [`SealedSegment::for_each_batch`].
+    pub fn read_records(&self) -> Result<Vec<crate::Record>> {
+        let mut out = Vec::new();
+        let mut scratch = Vec::new();
+        self.for_each_batch(|placed| {
+            let corrupt = |kind| Error::Corrupt { segment: self.name.clone(), position: placed.position, kind };
+            for rec in placed.batch.records(&mut scratch).map_err(corrupt)? {
+                out.push(rec.map_err(corrupt)?.to_record());
+            }
+            Ok(())
+        })?;
+        Ok(out)
     }
 
-    /// The byte position to scan from for the first record with an offset `>= offset`: the index entry at or
-    /// below it when that entry points at a valid frame carrying its offset, else the segment's start (an
-    /// index loaded from a damaged hint costs a longer scan, never a skipped record).
-    pub fn seek(&self, offset: u64) -> usize {
+    /// A scan of every batch, checksums included.
+    pub fn scan(&self) -> SegmentScan<'_> {
+        SegmentScan::new(self.format, &self.name, &self.source, 0, self.data_len, true)
+    }
+
+    /// A scan from the batch holding `offset` (found through the index: batches before it may still come
+    /// first, and a caller skips those whose last offset is below `offset`), checksums computed iff `verify`.
+    pub fn scan_from(&self, offset: u64, verify: bool) -> SegmentScan<'_> {
+        SegmentScan::new(self.format, &self.name, &self.source, self.seek(offset), self.data_len, verify)
+    }
+
+    /// The byte position to scan from for the first batch holding an offset `>= offset`: the index entry at
+    /// or below it when that entry points at a valid batch starting at its offset, else the segment's start
+    /// (an index loaded from a damaged hint costs a longer scan, never a skipped record).
+    pub fn seek(&self, offset: u64) -> u64 {
         let Some((entry, pos)) = self.summary.index.seek_entry(offset) else { return 0 };
-        let Ok(at) = usize::try_from(pos) else { return 0 };
-        match self.bytes.get(at..).map(codec::decode) {
-            Some(Ok((rec, _))) if rec.offset == entry => at,
+        let mut buf = Vec::new();
+        match batch_bytes_at(self.format, &self.name, &self.source, pos, self.data_len, &mut buf) {
+            Ok(Some(bytes)) if self.format.parse(bytes, true).is_ok_and(|b| b.base_offset == entry) => pos,
             _ => 0,
         }
     }
 }
 
-/// Builds a segment by appending whole frames, buffering writes (Kafka's 512 KiB I/O buffer) and keeping the
-/// summary as it goes, so the finished segment never has to be scanned again.
+/// Scans `source` (`len` bytes) and builds its summary; returns it and where the data ends.
+fn summarize(
+    format: Format,
+    base: u64,
+    name: &str,
+    source: &SegmentSource,
+    len: u64,
+    index_interval: u64,
+    verify: bool,
+) -> Result<(SegmentSummary, u64)> {
+    // Kafka's checksums are verified by every read and pass, not at open: only the headers are walked.
+    let verify = verify && format == Format::Native;
+    let mut summary = SegmentSummary::new(index_interval);
+    let mut scan = SegmentScan::new(format, name, source, 0, len, verify);
+    while let Some(window) = scan.next_window()? {
+        for item in window.batches() {
+            let placed = item?;
+            summary
+                .note(base, Stamp::of(&placed.batch), placed.position, placed.batch.len() as u64)
+                .map_err(|kind| Error::Corrupt { segment: name.to_owned(), position: placed.position, kind })?;
+        }
+    }
+    Ok((summary, scan.zero_fill().unwrap_or(len)))
+}
+
+/// Builds a segment by appending whole batches, buffering writes (Kafka's 512 KiB I/O buffer) and keeping the
+/// summary (and a Kafka segment's indexes) as it goes, so the finished segment never has to be scanned again.
 #[derive(Debug)]
 pub struct SegmentWriter {
+    format: Format,
     base: u64,
     name: String,
     file: Arc<dyn Segment>,
     buffer: Vec<u8>,
     written: u64,
-    summary: SegmentSummary,
+    summary: SummaryBuilder,
 }
 
 /// Size of the writer's buffer.
@@ -388,48 +459,61 @@ pub const WRITE_BUFFER_BYTES: usize = 512 << 10;
 
 impl SegmentWriter {
     /// A writer appending to the empty `file` called `name` for a segment based at `base`.
-    pub fn new(base: u64, name: String, file: Arc<dyn Segment>, index_interval: u64) -> Self {
+    pub fn new(format: Format, base: u64, name: String, file: Arc<dyn Segment>, index_interval: u64) -> Self {
         let written = file.len();
-        SegmentWriter { base, name, file, buffer: Vec::new(), written, summary: SegmentSummary::new(index_interval) }
+        let summary = SummaryBuilder::new(format, base, index_interval);
+        SegmentWriter { format, base, name, file, buffer: Vec::new(), written, summary }
     }
 
-    /// Appends, in one block, the first bytes of another segment whose records all stay as they are, with
-    /// the summary already built for them. Only valid on a writer that has written nothing yet.
+    /// Appends, in one block, the first `len` bytes of `source` (another segment) whose batches all stay as
+    /// they are, with the summary already built for them. Only valid on a writer that has written nothing yet.
     ///
     /// # Errors
     /// [`Error::Io`] from the backend.
-    pub(crate) fn append_prefix(&mut self, bytes: &[u8], summary: SegmentSummary) -> Result<()> {
+    pub(crate) fn append_prefix(&mut self, source: &SegmentSource, len: u64, summary: SummaryBuilder) -> Result<()> {
         debug_assert_eq!(self.size(), 0, "a prefix goes first");
-        if !bytes.is_empty() {
-            self.file.append(bytes).map_err(Error::io("append", &self.name))?;
-            self.written += bytes.len() as u64;
+        if let Some(bytes) = source.mapped() {
+            let bytes = bytes.get(..usize::try_from(len).unwrap_or(usize::MAX)).unwrap_or_default();
+            if !bytes.is_empty() {
+                self.file.append(bytes).map_err(Error::io("append", &self.name))?;
+            }
+        } else {
+            let mut chunk = vec![0u8; WRITE_BUFFER_BYTES];
+            let mut at = 0u64;
+            while at < len {
+                let n = usize::try_from(len - at).unwrap_or(usize::MAX).min(chunk.len());
+                source.read_at(at, &mut chunk[..n]).map_err(Error::io("read", &self.name))?;
+                self.file.append(&chunk[..n]).map_err(Error::io("append", &self.name))?;
+                at += n as u64;
+            }
         }
+        self.written += len;
         self.summary = summary;
         Ok(())
     }
 
-    /// Appends one encoded frame holding the record `stamp` describes.
+    /// Appends one encoded batch described by `stamp`.
     ///
     /// # Errors
-    /// [`Error::Corrupt`] if the offset does not follow the previous one; [`Error::Io`] from a flush.
-    pub fn append_frame(&mut self, frame: &[u8], stamp: Stamp) -> Result<()> {
+    /// [`Error::Corrupt`] if its offsets do not follow the previous batch's; [`Error::Io`] from a flush.
+    pub fn append_batch(&mut self, batch: &[u8], stamp: Stamp) -> Result<()> {
         let pos = self.written + self.buffer.len() as u64;
-        self.summary.note(self.base, stamp, pos, frame.len() as u64).map_err(|kind| Error::Corrupt {
+        self.summary.note(self.base, stamp, pos, batch.len() as u64).map_err(|kind| Error::Corrupt {
             segment: self.name.clone(),
             position: pos,
             kind,
         })?;
-        if self.buffer.len() + frame.len() > WRITE_BUFFER_BYTES {
+        if self.buffer.len() + batch.len() > WRITE_BUFFER_BYTES {
             self.flush()?;
         }
-        if frame.len() >= WRITE_BUFFER_BYTES {
-            self.file.append(frame).map_err(Error::io("append", &self.name))?;
-            self.written += frame.len() as u64;
+        if batch.len() >= WRITE_BUFFER_BYTES {
+            self.file.append(batch).map_err(Error::io("append", &self.name))?;
+            self.written += batch.len() as u64;
         } else {
             if self.buffer.capacity() == 0 {
                 self.buffer.reserve_exact(WRITE_BUFFER_BYTES);
             }
-            self.buffer.extend_from_slice(frame);
+            self.buffer.extend_from_slice(batch);
         }
         Ok(())
     }
@@ -450,7 +534,7 @@ impl SegmentWriter {
 
     /// Records written so far.
     pub fn records(&self) -> u64 {
-        self.summary.records
+        self.summary.summary.records
     }
 
     /// Bytes written so far, buffered ones included.
@@ -458,101 +542,46 @@ impl SegmentWriter {
         self.written + self.buffer.len() as u64
     }
 
-    /// Ends a copy that kept no record: writes a removal marker for the segment (whose records all lay below
-    /// `end`) instead of leaving an empty file, seals and syncs it. The result stands for "this segment is
-    /// removed" in a cleaning swap; it holds no frame.
+    /// Ends a native copy that kept no record: writes a removal marker for the segment (whose records all lay
+    /// below `end`) instead of leaving an empty file, seals and syncs it. The result stands for "this segment
+    /// is removed" in a cleaning swap; it holds no frame.
     ///
     /// # Errors
     /// [`Error::Io`] from the backend.
     pub fn finish_removal(mut self, end: u64) -> Result<SealedSegment> {
-        debug_assert_eq!(self.summary.records, 0);
+        debug_assert_eq!(self.summary.summary.records, 0);
+        debug_assert_eq!(self.format, Format::Native, "Kafka segments are never removed by markers");
         self.buffer.clear();
         if self.written > 0 {
             self.file.truncate(0).map_err(Error::io("truncate", &self.name))?;
             self.written = 0;
         }
         self.buffer.extend_from_slice(&crate::removal::encode(self.base, end));
-        self.summary = SegmentSummary::new(self.summary.index.interval());
-        self.finish()
+        self.summary = SummaryBuilder::new(self.format, self.base, self.summary.summary.index.interval());
+        self.finish().map(|(s, _)| s)
     }
 
-    /// Flushes, seals and syncs the file, and returns the finished segment.
+    /// Flushes, seals and syncs the file; returns the finished segment and, for a Kafka segment, its offset
+    /// and time index files' bytes (Kafka's layout), for the caller to write beside it.
     ///
     /// # Errors
     /// [`Error::Io`] from the backend.
-    pub fn finish(mut self) -> Result<SealedSegment> {
+    pub fn finish(mut self) -> Result<(SealedSegment, Option<KafkaIndexFiles>)> {
         self.flush()?;
         self.file.seal().map_err(Error::io("seal", &self.name))?;
         self.file.sync().map_err(Error::io("sync", &self.name))?;
-        let bytes = self.file.view().map_err(Error::io("map", &self.name))?;
-        Ok(SealedSegment::from_parts(self.base, self.name, self.file, bytes, self.summary))
+        let source = SegmentSource::of(&self.file).map_err(Error::io("map", &self.name))?;
+        let SummaryBuilder { summary, kafka } = self.summary;
+        let files = kafka.map(KafkaIndexes::finish);
+        Ok((SealedSegment::from_parts(self.format, self.base, self.name, self.file, source, summary), files))
     }
 }
 
-/// Reads frames of a segment that is still being appended to, through [`Segment::read_at`] in chunks.
-#[derive(Debug)]
-pub(crate) struct ChunkReader {
-    file: Arc<dyn Segment>,
-    /// Next position in the file not yet in `buf`.
-    file_pos: u64,
-    end: u64,
-    buf: Vec<u8>,
-    /// Start of the unread part of `buf`.
-    at: usize,
-}
-
-const CHUNK_BYTES: usize = 256 << 10;
-
-impl ChunkReader {
-    pub(crate) fn new(file: Arc<dyn Segment>, start: u64, end: u64) -> Self {
-        ChunkReader { file, file_pos: start, end, buf: Vec::new(), at: 0 }
-    }
-
-    /// Position in the file of the next frame.
-    pub(crate) fn position(&self) -> u64 {
-        self.file_pos - (self.buf.len() - self.at) as u64
-    }
-
-    /// Makes at least `want` unread bytes available if the file has them; returns how many are.
-    fn fill(&mut self, want: usize) -> std::io::Result<usize> {
-        let have = self.buf.len() - self.at;
-        if have >= want || self.file_pos >= self.end {
-            return Ok(have);
-        }
-        self.buf.drain(..self.at);
-        self.at = 0;
-        let left = self.end - self.file_pos;
-        let take = (want.max(CHUNK_BYTES) - have.min(want.max(CHUNK_BYTES))) as u64;
-        let take = take.min(left) as usize;
-        let old = self.buf.len();
-        self.buf.resize(old + take, 0);
-        let read = self.buf.get_mut(old..).unwrap_or_default();
-        self.file.read_at(self.file_pos, read)?;
-        self.file_pos += take as u64;
-        Ok(self.buf.len())
-    }
-
-    /// The next frame: `Ok(None)` at the end, `Err` with the kind of the first bad frame (a torn tail).
-    pub(crate) fn next_frame(&mut self) -> std::io::Result<Option<Result<Frame<'_>, CorruptKind>>> {
-        let pos = self.position();
-        let have = self.fill(codec::FRAME_HEADER_BYTES)?;
-        if have == 0 {
-            return Ok(None);
-        }
-        let head = self.buf.get(self.at..).unwrap_or_default();
-        let frame_len = match codec::frame_header(head) {
-            Ok((len, _)) => len,
-            Err(kind) => return Ok(Some(Err(kind))),
-        };
-        self.fill(frame_len)?;
-        let ChunkReader { buf, at, .. } = self;
-        let rest = buf.get(*at..).unwrap_or_default();
-        match codec::decode(rest) {
-            Ok((rec, len)) => {
-                *at += len;
-                Ok(Some(Ok((pos, rec, len))))
-            }
-            Err(kind) => Ok(Some(Err(kind))),
-        }
-    }
+/// The bytes of a Kafka segment's `.index` and `.timeindex`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KafkaIndexFiles {
+    /// `.index`: relative offset i32, position i32 (big-endian).
+    pub offset_index: Vec<u8>,
+    /// `.timeindex`: timestamp i64, relative offset i32 (big-endian).
+    pub time_index: Vec<u8>,
 }

@@ -81,15 +81,19 @@ pub trait Segment: Debug + Send + Sync {
     /// the caller must not retry but poison itself.
     fn sync(&self) -> io::Result<()>;
 
-    /// Ends appends: flushes buffered bytes to the backend and makes [`Segment::view`] available.
-    /// Idempotent. Does not sync.
+    /// Ends appends: flushes buffered bytes to the backend and makes [`Segment::view`] available (on a backend
+    /// that maps files, only where no other process may change the file: a sealed file is never written
+    /// again by this process). Idempotent. Does not sync.
     fn seal(&self) -> io::Result<()>;
 
     /// True once [`Segment::seal`] has been called.
     fn is_sealed(&self) -> bool;
 
     /// A zero-copy view of all bytes of a sealed segment (a `Vec` in memory, a memory map on files).
-    /// Fails with [`io::ErrorKind::InvalidInput`] on a segment that is not sealed.
+    /// Fails with [`io::ErrorKind::InvalidInput`] on a segment that is not sealed, and with
+    /// [`io::ErrorKind::Unsupported`] on one that is only ever read through [`Segment::read_at`]: a file another
+    /// process may still change (truncate) is never mapped, since a mapping of a file cut underneath faults.
+    /// Callers read such a segment through reads ([`crate::SegmentSource::Reads`]).
     fn view(&self) -> io::Result<SegmentBytes>;
 
     /// The identity of this file, as [`SegmentStore::file_id`] reports it for its current name.

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 
-use crate::checkpoint;
 use crate::cleaning::Replacement;
 use crate::error::{Error, ReplacementProblem, Result};
 use crate::log::Log;
@@ -21,8 +20,22 @@ fn bad(base: u64, problem: ReplacementProblem) -> Error {
 /// True when the outputs of `r` cover its group exactly ([`Replacement`]'s invariant): each output is
 /// `<base>.log.cleaned` of one of the group's segments, markers where the group goes, and a segment where it
 /// stays.
-fn covers_exactly(r: &Replacement) -> bool {
+fn covers_exactly(format: crate::Format, r: &Replacement) -> bool {
     let bases: Vec<u64> = r.old.iter().map(|s| s.base()).collect();
+    if format == crate::Format::Kafka {
+        // One output named after the group's head, which it keeps even when empty; no markers.
+        let named = |o: &SealedSegment| {
+            o.name()
+                == crate::kafka::files::name(
+                    o.base(),
+                    crate::kafka::files::SegmentFile::Log,
+                    crate::kafka::files::Stage::Cleaned,
+                )
+        };
+        return r.head.is_none()
+            && r.tail.is_none()
+            && r.new.as_ref().is_some_and(|n| Some(n.base()) == bases.first().copied() && named(n));
+    }
     let named = |o: &SealedSegment| o.name() == file_name(o.base(), FileKind::Cleaned);
     let at = |o: &SealedSegment| bases.iter().position(|&b| b == o.base());
     match (&r.head, &r.new, &r.tail) {
@@ -71,7 +84,7 @@ impl Log {
 
     /// Checks, under the read lock and changing nothing, that `replacements` fit the log's current segments
     /// and `checkpoint` its active segment; returns the checkpoint now in force.
-    fn validate_replacements(&self, replacements: &[Replacement], checkpoint: u64) -> Result<u64> {
+    pub(crate) fn validate_replacements(&self, replacements: &[Replacement], checkpoint: u64) -> Result<u64> {
         let inner = self.read_inner();
         self.writable()?;
         if checkpoint > inner.active.base {
@@ -98,7 +111,7 @@ impl Log {
                     return Err(bad(old.base(), problem));
                 }
             }
-            if !covers_exactly(r) {
+            if !covers_exactly(self.format, r) {
                 return Err(bad(first.base(), ReplacementProblem::WrongOutput));
             }
         }
@@ -187,7 +200,7 @@ impl Log {
             self.check(store.sync_dir().map_err(Error::io("sync directory", "<store>")))?;
         }
         if checkpoint != previous_checkpoint {
-            self.check(checkpoint::write(store, checkpoint))?;
+            self.check(self.checkpoint_file.write(store, checkpoint))?;
             self.write_inner()?.checkpoint = checkpoint;
         }
         Ok(())

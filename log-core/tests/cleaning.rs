@@ -34,15 +34,15 @@ fn copy_odd(cleaning: &Cleaning<'_>, end: u64) -> Vec<Replacement> {
             if i > 0 {
                 copy.next_segment().expect("next");
             }
-            let bytes = segment.bytes();
-            for item in segment.records() {
-                let (pos, rec, len) = item.expect("record");
-                if rec.offset % 2 == 1 {
-                    copy.keep(pos, &bytes[pos as usize..pos as usize + len], Stamp::of(&rec)).expect("keep");
-                } else {
-                    copy.drop_record().expect("drop");
-                }
-            }
+            segment
+                .for_each_batch(|placed| {
+                    if placed.batch.base_offset % 2 == 1 {
+                        copy.keep(placed.position, placed.batch.bytes(), Stamp::of(&placed.batch))
+                    } else {
+                        copy.drop_batch()
+                    }
+                })
+                .expect("copy");
         }
         out.extend(copy.finish().expect("finish"));
     }
@@ -94,10 +94,15 @@ fn dropping_a_transaction_removes_its_output_unless_the_log_is_poisoned() {
     faults.fail(Op::Sync, faults.count(Op::Sync));
     let group = cleaning.groups(20).remove(0);
     let mut copy = cleaning.copy(&group);
-    copy.drop_record().expect("drop");
+    copy.drop_batch().expect("drop");
     let segment = &group[0];
-    let (pos, rec, len) = segment.records().nth(1).expect("second").expect("valid");
-    copy.keep(pos, &segment.bytes()[pos as usize..pos as usize + len], Stamp::of(&rec)).expect("keep");
+    let mut seen = 0;
+    segment
+        .for_each_batch(|placed| {
+            seen += 1;
+            if seen == 2 { copy.keep(placed.position, placed.batch.bytes(), Stamp::of(&placed.batch)) } else { Ok(()) }
+        })
+        .expect("keep");
     assert!(copy.finish().is_err(), "the sync fails");
     drop(cleaning);
     assert!(log.is_poisoned());

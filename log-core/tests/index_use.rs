@@ -31,7 +31,7 @@ fn a_read_in_a_closed_segment_starts_at_its_index_entry() {
     let store = Arc::new(MemStore::new());
     let bytes = {
         let log = filled(&store, 200, true);
-        log.snapshot().closed()[0].bytes().to_vec()
+        log.snapshot().closed()[0].bytes().expect("mapped").to_vec()
     };
     let name = file_name(0, FileKind::Log);
     let mut damaged = bytes.clone();

@@ -27,6 +27,12 @@ pub enum Error {
         /// The directory.
         dir: PathBuf,
     },
+    /// A Kafka broker (or another process cleaning its partitions) holds the lock of the log directory.
+    #[error("{lock_file:?} is locked: a Kafka broker (or another logcompact process) is using this log directory")]
+    BrokerLocked {
+        /// The `.lock` file.
+        lock_file: PathBuf,
+    },
     /// The path exists and is not a directory.
     #[error("{0:?} is not a directory")]
     NotADirectory(PathBuf),

@@ -26,10 +26,13 @@
 //! ```
 #![deny(missing_docs)]
 
+mod broker_lock;
 mod error;
+pub mod kafka;
 mod segment;
 mod store;
 
+pub use broker_lock::{BROKER_LOCK_FILE, LogDirLock, lock_log_dir};
 pub use error::{Error, Result};
 pub use segment::FileSegment;
-pub use store::{Access, FileStore, LOCK_FILE};
+pub use store::{Access, FileStore, LOCK_FILE, log_dir_of};

@@ -32,8 +32,10 @@ struct State {
     flushed: u64,
     /// Appended bytes not yet written to the file (they follow `flushed`).
     buffer: Vec<u8>,
-    /// The mapping, once sealed.
-    sealed: Option<SegmentBytes>,
+    /// Sealed: no more appends.
+    sealed: bool,
+    /// The mapping, once sealed (a writable store's file only).
+    map: Option<SegmentBytes>,
 }
 
 impl State {
@@ -49,7 +51,7 @@ impl State {
 
 impl FileSegment {
     pub(crate) fn new(file: File, path: PathBuf, len: u64, id: u64, read_only: bool) -> Self {
-        let state = State { file, flushed: len, buffer: Vec::new(), sealed: None };
+        let state = State { file, flushed: len, buffer: Vec::new(), sealed: false, map: None };
         FileSegment { path, id, read_only, state: RwLock::new(state) }
     }
 
@@ -87,7 +89,7 @@ impl Segment for FileSegment {
     fn append(&self, data: &[u8]) -> io::Result<u64> {
         self.writable()?;
         let mut s = self.write();
-        if s.sealed.is_some() {
+        if s.sealed {
             return Err(sealed_error());
         }
         let pos = s.flushed + s.buffer.len() as u64;
@@ -110,7 +112,7 @@ impl Segment for FileSegment {
         if end > s.flushed + s.buffer.len() as u64 {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end of the segment"));
         }
-        if let Some(map) = &s.sealed {
+        if let Some(map) = &s.map {
             let src = map.get(pos as usize..end as usize).ok_or(io::ErrorKind::UnexpectedEof)?;
             out.copy_from_slice(src);
             return Ok(());
@@ -131,7 +133,7 @@ impl Segment for FileSegment {
     fn truncate(&self, len: u64) -> io::Result<()> {
         self.writable()?;
         let mut s = self.write();
-        if s.sealed.is_some() {
+        if s.sealed {
             return Err(sealed_error());
         }
         if len > s.flushed + s.buffer.len() as u64 {
@@ -152,35 +154,46 @@ impl Segment for FileSegment {
 
     fn seal(&self) -> io::Result<()> {
         let mut s = self.write();
-        if s.sealed.is_some() {
+        if s.sealed {
             return Ok(());
         }
         s.flush().map_err(|e| self.with_path(e))?;
+        s.sealed = true;
+        if self.read_only {
+            // A file opened by a reader may belong to another process that can still change it (a broker
+            // truncating a segment): it is read through `read_at` only, never mapped, so a cut underneath is an
+            // error, not SIGBUS.
+            return Ok(());
+        }
         let bytes = if s.flushed == 0 {
             SegmentBytes::new(Vec::new())
         } else {
-            // SAFETY: the mapped file is not modified while the mapping lives. Only sealed segments are mapped,
-            // and the log never writes a sealed segment again: it only renames or deletes it, which does not
-            // affect the mapping. This handle refuses appends and truncation once sealed; `FileStore` hands out
-            // one handle per file, so no other handle of this process can write it; a writable store holds an
-            // exclusive lock on the directory, which keeps every other logcompact writer out, and readers
-            // (read-only stores) map only segments that are closed, which no writer changes either. A foreign
-            // process that truncates the file anyway violates the documented assumption (docs/format.md) and
-            // would fault on access.
+            // SAFETY: the mapped file is not modified while the mapping lives. Only sealed segments of a writable
+            // store are mapped, and the log never writes a sealed segment again: it only renames or deletes it,
+            // which does not affect the mapping. This handle refuses appends and truncation once sealed;
+            // `FileStore` hands out one handle per file, so no other handle of this process can write it; a
+            // writable store holds an exclusive lock on its directory, which keeps every other logcompact writer
+            // out, and a Kafka partition is opened for writing only under its broker's lock on the log
+            // directory, so no broker runs on it. Read-only stores never map (above).
             #[expect(unsafe_code, reason = "memory-mapping a sealed segment; see SAFETY")]
             let map = unsafe { Mmap::map(&s.file) }.map_err(|e| self.with_path(e))?;
             SegmentBytes::new(map)
         };
-        s.sealed = Some(bytes);
+        s.map = Some(bytes);
         Ok(())
     }
 
     fn is_sealed(&self) -> bool {
-        self.read().sealed.is_some()
+        self.read().sealed
     }
 
     fn view(&self) -> io::Result<SegmentBytes> {
-        self.read().sealed.clone().ok_or_else(not_sealed_error)
+        let s = self.read();
+        match (&s.map, s.sealed) {
+            (Some(map), _) => Ok(map.clone()),
+            (None, true) => Err(io::Error::new(io::ErrorKind::Unsupported, "read-only segments are read, not mapped")),
+            (None, false) => Err(not_sealed_error()),
+        }
     }
 
     fn file_id(&self) -> u64 {

@@ -46,6 +46,8 @@ pub struct FileStore {
     /// For a writable store, the directory held open with an exclusive `flock`: the lock lasts as long as
     /// the store and cannot be removed by deleting a file.
     _lock: Option<File>,
+    /// For a store inside a Kafka broker's log directory opened for writing, the broker's lock on it.
+    _broker: Option<Arc<crate::broker_lock::LogDirLock>>,
     /// Live handles by file name.
     handles: Mutex<HashMap<String, Weak<FileSegment>>>,
 }
@@ -94,7 +96,51 @@ impl FileStore {
             Err(TryLockError::WouldBlock) => return Err(Error::Locked { dir }),
             Err(TryLockError::Error(e)) => return Err(io_err("lock", &dir)(e)),
         }
-        Ok(FileStore { dir, access: Access::ReadWrite, _lock: Some(lock), handles: Mutex::new(HashMap::new()) })
+        Ok(FileStore {
+            dir,
+            access: Access::ReadWrite,
+            _lock: Some(lock),
+            _broker: None,
+            handles: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Opens the existing partition directory `dir` of a Kafka broker's log directory (its parent) for
+    /// writing: the broker's lock on the log directory is taken first ([`crate::lock_log_dir`]), then this
+    /// store's own lock on `dir`. Both last as long as the store.
+    ///
+    /// # Errors
+    /// [`Error::BrokerLocked`] while a broker (or another process) holds the log directory;
+    /// [`Error::Locked`]; as [`FileStore::open_existing`].
+    pub fn open_kafka_partition(dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = Self::existing_dir(dir.as_ref())?;
+        let parent = log_dir_of(&dir)?;
+        let broker = crate::broker_lock::lock_log_dir(&parent)?;
+        let mut store = Self::open_existing(&dir)?;
+        store._broker = Some(broker);
+        Ok(store)
+    }
+
+    /// Opens a broker's log directory `dir` for writing its checkpoint files, under the broker's lock `lock`
+    /// (taken by [`crate::lock_log_dir`]); no lock of this store's own (partitions of the directory are locked
+    /// each by their own store).
+    ///
+    /// # Errors
+    /// As [`FileStore::open_existing`].
+    pub fn open_log_dir(dir: impl AsRef<Path>, lock: Arc<crate::broker_lock::LogDirLock>) -> Result<Self> {
+        let dir = Self::existing_dir(dir.as_ref())?;
+        Ok(FileStore {
+            dir,
+            access: Access::ReadWrite,
+            _lock: None,
+            _broker: Some(lock),
+            handles: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The broker's lock this store holds, if it was opened inside a broker's log directory.
+    pub fn broker_lock(&self) -> Option<&Arc<crate::broker_lock::LogDirLock>> {
+        self._broker.as_ref()
     }
 
     /// Opens the existing directory `dir` read-only: no lock is taken and nothing is ever created, changed or
@@ -105,7 +151,7 @@ impl FileStore {
     pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = Self::existing_dir(dir.as_ref())?;
         fs::read_dir(&dir).map_err(io_err("read directory", &dir))?;
-        Ok(FileStore { dir, access: Access::ReadOnly, _lock: None, handles: Mutex::new(HashMap::new()) })
+        Ok(FileStore { dir, access: Access::ReadOnly, _lock: None, _broker: None, handles: Mutex::new(HashMap::new()) })
     }
 
     fn existing_dir(dir: &Path) -> Result<PathBuf> {
@@ -141,6 +187,15 @@ impl FileStore {
     fn handles(&self) -> MutexGuard<'_, HashMap<String, Weak<FileSegment>>> {
         self.handles.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// The log directory holding the partition directory `dir`: its parent, links resolved.
+///
+/// # Errors
+/// [`Error::Io`] when `dir` cannot be resolved; [`Error::NotFound`] for a directory with no parent.
+pub fn log_dir_of(dir: &Path) -> Result<PathBuf> {
+    let full = dir.canonicalize().map_err(io_err("resolve", dir))?;
+    full.parent().map(Path::to_path_buf).ok_or_else(|| Error::NotFound(full.join("..")))
 }
 
 /// Refuses anything but a regular file: a symbolic link or a directory under a segment's name is never

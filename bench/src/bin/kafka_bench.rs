@@ -2,17 +2,20 @@
 //!
 //! `cargo run --release -p bench --bin kafka-bench -- [--bytes 1GiB] [--keys 1000000] [--codec none|lz4] [--dir D]`
 //! writes a partition (`bench::kafka::write_partition`: 100 records a batch, 16-byte keys, 100-byte values of
-//! random letters that compress about 2x, 1% tombstones, 256 MiB segments), then times `analyze` (one read with the three maps replayed, then
-//! a dry run) and one compaction into another directory per map, and prints a JSON line each.
+//! random letters that compress about 2x, 1% tombstones, 256 MiB segments), then times `analyze` (one read with
+//! the three maps replayed, then a dry run) and, per map, one in-place compaction of a copy of it (the copy not
+//! timed), and prints a JSON line each.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
+use std::sync::Arc;
+
 use cleaner::advise::Budget;
-use cleaner::kafka::{KafkaPassOptions, StoreSink, analyze_partition, clean_partition};
 use cleaner::map::MapKind;
-use log_core::SegmentStore;
-use log_core::kafka::{Compression, Partition};
+use cleaner::{Cleaner, CleanerConfig, PassOptions, SystemClock};
+use log_core::kafka::Compression;
+use log_core::{Format, LogConfig};
 
 struct Args {
     bytes: u64,
@@ -88,19 +91,14 @@ fn run() -> Result<(), String> {
     let t = Instant::now();
     let (records, bytes) = generate(&a, &src)?;
     eprintln!("generated {records} records, {bytes} bytes in {:.1} s", t.elapsed().as_secs_f64());
-    let store = storage_file::FileStore::open_read_only(&src).map_err(|e| e.to_string())?;
-    let partition = Partition::open(&store).map_err(|e| e.to_string())?;
     let budget = Budget { total_bytes: 128 << 20, threads: 1, load_factor: 0.9 };
-    let options = KafkaPassOptions {
-        first_dirty_offset: 0,
-        now_ms: log_core::now_ms(),
-        delete_retention_ms: 86_400_000,
-        segment_bytes: 1 << 30,
-        min_compaction_lag_ms: 0,
-    };
     let t = Instant::now();
-    let analysis = analyze_partition(&partition, 0, "none".into(), budget, options).map_err(|e| e.to_string())?;
+    let opened = logcompact::open_read_only(&src, Format::Kafka).map_err(|e| e.to_string())?;
+    let analysis =
+        cleaner::analyze::analyze(&opened.log, "none".into(), budget, PassOptions::default(), Arc::new(SystemClock))
+            .map_err(|e| e.to_string())?;
     let s = t.elapsed().as_secs_f64();
+    drop(opened);
     println!(
         "{}",
         serde_json::json!({"job": "analyze", "codec": a.codec.name(), "records": records, "bytes": bytes, "seconds": s,
@@ -108,21 +106,25 @@ fn run() -> Result<(), String> {
             "records_after_compaction": analysis.records_after_compaction})
     );
     for map in MapKind::ALL {
-        let out = a.dir.join(format!("out-{}", map.name()));
-        let out_store = storage_file::FileStore::open(&out).map_err(|e| e.to_string())?;
-        let mut m = map.build(128 << 20, 0.9).map_err(|e| format!("{e:?}"))?;
+        let out = a.dir.join(format!("out-{}-0", map.name()));
+        logcompact::copy::copy_log(&src, Format::Kafka, &out).map_err(|e| e.to_string())?;
+        let log = logcompact::dir::open_writable_copy(&out, Format::Kafka, LogConfig::default())
+            .map_err(|e| e.to_string())?
+            .log;
+        let config = CleanerConfig { map, dedupe_buffer_bytes: 128 << 20, ..CleanerConfig::default() };
+        let mut cleaner = Cleaner::new(config, Arc::new(SystemClock)).map_err(|e| e.to_string())?;
         let t = Instant::now();
-        let stats = clean_partition(&partition, &mut *m, options, &mut StoreSink::new(&out_store as &dyn SegmentStore))
-            .map_err(|e| e.to_string())?;
+        let stats = cleaner.clean(&log, PassOptions::default()).map_err(|e| e.to_string())?;
         let s = t.elapsed().as_secs_f64();
         println!(
             "{}",
             serde_json::json!({"job": "compact", "map": map.name(), "codec": a.codec.name(), "records": records, "bytes": bytes,
-                "seconds": s, "pass1_seconds": stats.pass1_seconds, "pass2_seconds": stats.pass2_seconds,
-                "records_per_s": records as f64 / s, "mb_per_s": bytes as f64 / s / 1e6, "records_kept": stats.records_kept,
-                "map_full": stats.map_full, "bytes_written": stats.bytes_written})
+                "seconds": s, "pass1_seconds": stats.pass1.seconds, "pass2_seconds": stats.pass2.seconds,
+                "records_per_s": records as f64 / s, "mb_per_s": bytes as f64 / s / 1e6,
+                "records_kept": stats.pass2.records_kept, "map_full": stats.map_full,
+                "bytes_written": stats.bytes_written})
         );
-        drop(out_store);
+        drop(log);
         let _ = std::fs::remove_dir_all(&out);
     }
     let _ = std::fs::remove_dir_all(&a.dir);

@@ -93,7 +93,7 @@ fn main() {
         let started = Instant::now();
         let mut sum = 0u64;
         for seg in snap.closed() {
-            let (words, _) = seg.bytes().as_chunks::<8>();
+            let (words, _) = seg.bytes().unwrap_or_default().as_chunks::<8>();
             sum = words.iter().fold(sum, |acc, w| acc.wrapping_add(u64::from_le_bytes(*w)));
         }
         black_box(sum);
@@ -104,11 +104,12 @@ fn main() {
     let started = Instant::now();
     let mut n = 0u64;
     for seg in snap.closed() {
-        for rec in seg.records() {
-            let (_, rec, _) = rec.expect("valid");
-            black_box(rec.key);
+        seg.for_each_batch(|placed| {
+            black_box(placed.batch.native_record().map(|r| r.key));
             n += 1;
-        }
+            Ok(())
+        })
+        .expect("valid");
     }
     let s = started.elapsed().as_secs_f64();
     r.read_mmap_decode_gb_per_s = bytes as f64 / s / 1e9;

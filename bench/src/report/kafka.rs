@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use cleaner::kafka::KafkaPassOptions;
 use cleaner::map::MapKind;
 use log_core::SegmentStore;
 use log_core::kafka::Compression;
@@ -42,6 +41,9 @@ pub struct KafkaCell {
     pub bytes_per_s: f64,
     /// Records kept.
     pub records_kept: u64,
+    /// Bytes of segments the passes wrote (groups a pass left unchanged cost none).
+    #[serde(default)]
+    pub bytes_written: u64,
     /// xxh3 of the surviving records' offsets, keys and values.
     pub result_digest: String,
 }
@@ -76,25 +78,23 @@ pub fn run(config: &Config, mut progress: impl FnMut(&KafkaCell)) -> Result<Vec<
         for share in [1.0, 0.25] {
             let buffer = ((need as f64 * share).round() as usize).max(1 << 12);
             for map in MapKind::ALL {
-                let mut m = map
-                    .build(buffer, config.load_factor)
-                    .map_err(|e| failed(format!("{} map of {buffer} bytes: {e:?}", map.name())))?;
-                let options = KafkaPassOptions {
-                    first_dirty_offset: 0,
-                    now_ms: 1_800_000_000_000,
-                    delete_retention_ms: 86_400_000,
-                    segment_bytes: config.segment_bytes,
-                    min_compaction_lag_ms: 0,
-                };
+                let store: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
+                crate::kafka::copy_store(&*source, &*store).map_err(failed)?;
                 let started = std::time::Instant::now();
-                let (out, passes) = crate::kafka::compact_until_clean(Arc::clone(&source), &mut *m, options, || {
-                    Ok(Arc::new(MemStore::new()) as Arc<dyn SegmentStore>)
-                })
+                let (log, passes) = crate::kafka::compact_until_clean(
+                    store,
+                    map,
+                    buffer,
+                    config.load_factor,
+                    config.segment_bytes,
+                    1_800_000_000_000,
+                )
                 .map_err(failed)?;
                 let seconds = started.elapsed().as_secs_f64();
-                let per = |f: fn(&cleaner::kafka::KafkaPassStats) -> f64| {
+                let per = |f: fn(&cleaner::CleanStats) -> f64| {
                     passes.iter().map(f).sum::<f64>() * 1e9 / written.records as f64
                 };
+                let (result_digest, records_kept) = crate::kafka::digest(&log).map_err(failed)?;
                 let row = KafkaCell {
                     map: map.name().to_owned(),
                     codec: codec.name().to_owned(),
@@ -104,12 +104,13 @@ pub fn run(config: &Config, mut progress: impl FnMut(&KafkaCell)) -> Result<Vec<
                     buffer_bytes: buffer as u64,
                     buffer_share: share,
                     passes_to_clean: passes.len() as u64,
-                    pass1_ns_per_record: per(|s| s.pass1_seconds),
-                    pass2_ns_per_record: per(|s| s.pass2_seconds),
+                    pass1_ns_per_record: per(|s| s.pass1.seconds),
+                    pass2_ns_per_record: per(|s| s.pass2.seconds),
                     records_per_s: written.records as f64 / seconds,
                     bytes_per_s: written.bytes as f64 / seconds,
-                    records_kept: passes.last().map_or(0, |s| s.records_kept),
-                    result_digest: crate::kafka::digest(&*out).map_err(failed)?,
+                    records_kept,
+                    bytes_written: passes.iter().map(|s| s.bytes_written).sum(),
+                    result_digest,
                 };
                 if let Some(first) = rows.first().filter(|f| f.result_digest != row.result_digest) {
                     return Err(ReportError::Mismatch(format!(

@@ -11,7 +11,7 @@
 use serde::Serialize;
 
 use super::compression::{self, Compression, DecompressError};
-use super::varint::{read_varint, read_varlong};
+use super::varint::{read_bytes, read_varint, read_varlong};
 
 /// Bytes of a batch header.
 pub const HEADER_BYTES: usize = 61;
@@ -274,6 +274,22 @@ impl<'a> Batch<'a> {
         &self.bytes[HEADER_BYTES..]
     }
 
+    /// The records of an uncompressed batch, borrowed from the batch's own bytes (`None` for a compressed one).
+    ///
+    /// # Errors
+    /// [`BatchProblem::BadCount`] for a record count the bytes cannot hold.
+    pub fn records_in_place(&self) -> Option<Result<Records<'a>, BatchProblem>> {
+        if self.header.compression() != Some(Compression::None) {
+            return None;
+        }
+        let data = self.stored_records();
+        let count = self.header.records_count;
+        if count < 0 || (count as usize).saturating_mul(MIN_RECORD_BYTES) > data.len() {
+            return Some(Err(BatchProblem::BadCount { count, bytes: data.len() }));
+        }
+        Some(Ok(Records { data, pos: 0, index: 0, count: count as usize, header: self.header }))
+    }
+
     /// The records, decompressed into `scratch` when the batch has a codec.
     ///
     /// # Errors
@@ -329,18 +345,6 @@ impl<'a> KafkaRecord<'a> {
             Some((name, value))
         })
     }
-}
-
-/// A varint-length-prefixed byte string (-1: null).
-fn read_bytes<'a>(buf: &'a [u8], pos: &mut usize) -> Result<Option<&'a [u8]>, &'static str> {
-    let len = read_varint(buf, pos).ok_or("a length varint is cut off or too long")?;
-    if len < 0 {
-        return if len == -1 { Ok(None) } else { Err("a length below -1") };
-    }
-    let end = pos.checked_add(len as usize).filter(|&e| e <= buf.len()).ok_or("a field runs past the record")?;
-    let s = &buf[*pos..end];
-    *pos = end;
-    Ok(Some(s))
 }
 
 /// The records of a batch, in order.

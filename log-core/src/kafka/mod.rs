@@ -19,20 +19,23 @@
 //! ```
 #![expect(clippy::big_endian_bytes, reason = "Kafka's format is big-endian")]
 
+pub(crate) mod append;
 mod batch;
 mod build;
+pub mod checkpoints;
 pub mod compression;
-mod partition;
+pub mod files;
+pub mod index;
+pub(crate) mod open;
+pub(crate) mod swap;
 pub mod varint;
-mod write;
 
 pub use batch::{
-    Batch, BatchHeader, BatchProblem, HEADER_BYTES, KafkaRecord, LOG_OVERHEAD, MAX_DECOMPRESSED_BYTES,
+    Batch, BatchHeader, BatchProblem, HEADER_BYTES, KafkaRecord, LOG_OVERHEAD, MAGIC_OFFSET, MAX_DECOMPRESSED_BYTES,
     MIN_RECORD_BYTES, Records,
 };
 pub use build::{BuildError, RecordToWrite, new_header, write_batch};
+pub use checkpoints::topic_partition;
 pub use compression::{Compression, DecompressError};
-pub use partition::{
-    KafkaSegment, Partition, PartitionError, PartitionScan, PlacedBatch, TornTail, checkpoint_offset, topic_partition,
-};
-pub use write::{INDEX_INTERVAL_BYTES, SegmentOut, file_name};
+pub use index::INDEX_INTERVAL_BYTES;
+pub use open::KafkaLayout;

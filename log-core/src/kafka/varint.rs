@@ -58,6 +58,21 @@ pub fn varint_len(v: i32) -> usize {
     n
 }
 
+/// Reads a varint-length-prefixed byte string at `*pos` (length -1: null), moving `*pos` past it.
+///
+/// # Errors
+/// What is wrong with the length or the bytes.
+pub fn read_bytes<'a>(buf: &'a [u8], pos: &mut usize) -> Result<Option<&'a [u8]>, &'static str> {
+    let len = read_varint(buf, pos).ok_or("a length varint is cut off or too long")?;
+    if len < 0 {
+        return if len == -1 { Ok(None) } else { Err("a length below -1") };
+    }
+    let end = pos.checked_add(len as usize).filter(|&e| e <= buf.len()).ok_or("a field runs past the record")?;
+    let s = &buf[*pos..end];
+    *pos = end;
+    Ok(Some(s))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

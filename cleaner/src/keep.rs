@@ -1,0 +1,156 @@
+//! The keep rule: what pass 2 does with one record, and with one batch once its records are judged. The one
+//! place these rules live: both segment formats (this project's frames, Kafka's batches) are judged by them.
+
+use log_core::BatchRef;
+
+use crate::map::Probes;
+
+/// What pass 2 needs to judge a record, fixed for the whole pass.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Judge {
+    /// Records at or past this offset were not mapped: kept as they are.
+    pub(crate) end_offset: u64,
+    /// The pass's clock.
+    pub(crate) now: i64,
+    /// The delete horizon a tombstone kept for the first time gets.
+    pub(crate) horizon: i64,
+    /// Drop every tombstone whose horizon is set, passed or not.
+    pub(crate) purge: bool,
+}
+
+/// What the rule looks at in a record, whatever its segment format.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Facts {
+    pub(crate) offset: u64,
+    pub(crate) keyed: bool,
+    pub(crate) tombstone: bool,
+    pub(crate) delete_horizon: Option<i64>,
+}
+
+/// What pass 2 does with one record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Keep,
+    /// Keep, with this delete horizon (a tombstone kept for the first time).
+    Stamp(i64),
+    Drop,
+}
+
+/// What pass 2 counted (per thread, then summed).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CopyCounts {
+    pub(crate) segments_read: u64,
+    pub(crate) batches_read: u64,
+    pub(crate) records_read: u64,
+    pub(crate) bytes_read: u64,
+    pub(crate) records_kept: u64,
+    pub(crate) bytes_kept: u64,
+    pub(crate) batches_copied: u64,
+    pub(crate) batches_rewritten: u64,
+    pub(crate) batches_removed: u64,
+    pub(crate) empty_batches_kept: u64,
+    pub(crate) transactional_batches_kept: u64,
+    pub(crate) tombstones_kept: u64,
+    pub(crate) tombstones_stamped: u64,
+    pub(crate) tombstones_dropped: u64,
+    pub(crate) stale_dropped: u64,
+    pub(crate) invalid_records: u64,
+    pub(crate) probes: Probes,
+}
+
+impl CopyCounts {
+    pub(crate) fn add(&mut self, o: &CopyCounts) {
+        self.segments_read += o.segments_read;
+        self.batches_read += o.batches_read;
+        self.records_read += o.records_read;
+        self.bytes_read += o.bytes_read;
+        self.records_kept += o.records_kept;
+        self.bytes_kept += o.bytes_kept;
+        self.batches_copied += o.batches_copied;
+        self.batches_rewritten += o.batches_rewritten;
+        self.batches_removed += o.batches_removed;
+        self.empty_batches_kept += o.empty_batches_kept;
+        self.transactional_batches_kept += o.transactional_batches_kept;
+        self.tombstones_kept += o.tombstones_kept;
+        self.tombstones_stamped += o.tombstones_stamped;
+        self.tombstones_dropped += o.tombstones_dropped;
+        self.stale_dropped += o.stale_dropped;
+        self.invalid_records += o.invalid_records;
+        self.probes.lookups += o.probes.lookups;
+        self.probes.probes += o.probes.probes;
+    }
+}
+
+/// Pass 2's rule for one record, given the offset the map holds for its key (`None` when the record is at or
+/// beyond the end offset, has no key, or its key was not mapped).
+pub(crate) fn verdict(rec: Facts, mapped: Option<u64>, judge: Judge, counts: &mut CopyCounts) -> Verdict {
+    if rec.offset >= judge.end_offset {
+        return Verdict::Keep;
+    }
+    if !rec.keyed {
+        counts.invalid_records += 1;
+        return Verdict::Drop;
+    }
+    if mapped.is_some_and(|latest| rec.offset < latest) {
+        counts.stale_dropped += 1;
+        return Verdict::Drop;
+    }
+    if !rec.tombstone {
+        return Verdict::Keep;
+    }
+    match rec.delete_horizon {
+        Some(h) if judge.purge || judge.now >= h => {
+            counts.tombstones_dropped += 1;
+            Verdict::Drop
+        }
+        Some(_) => {
+            counts.tombstones_kept += 1;
+            Verdict::Keep
+        }
+        None => {
+            counts.tombstones_kept += 1;
+            counts.tombstones_stamped += 1;
+            Verdict::Stamp(judge.horizon)
+        }
+    }
+}
+
+/// True for a batch pass 2 keeps whole without judging its records: one that starts at or beyond the end
+/// offset (never mapped), and Kafka's transactional and control batches, which this pass neither maps nor
+/// filters (their records never remove another, and are never removed).
+pub(crate) fn kept_whole(batch: &BatchRef<'_>, judge: &Judge) -> bool {
+    batch.base_offset >= judge.end_offset || batch.is_transactional() || batch.is_control()
+}
+
+/// True for a batch pass 1 maps the keys of: any but Kafka's transactional and control batches.
+pub(crate) fn mapped_by_pass1(batch: &BatchRef<'_>) -> bool {
+    !batch.is_transactional() && !batch.is_control()
+}
+
+/// What becomes of a batch once its records are judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BatchDecision {
+    /// Copied as its bytes are.
+    Copy,
+    /// Rewritten holding the kept records, with this delete horizon.
+    Rewrite { horizon: Option<i64> },
+    /// Gone.
+    Remove,
+}
+
+/// What becomes of `batch` given how many of its records were kept and whether a kept tombstone needs a
+/// delete horizon. A Kafka batch that loses every record still stays, empty, when it is its producer's last
+/// batch (`producer_last`), as Kafka keeps it: the producer's sequence and epoch are read from it.
+pub(crate) fn batch_decision(
+    batch: &BatchRef<'_>,
+    kept: usize,
+    stamp: Option<i64>,
+    producer_last: bool,
+) -> BatchDecision {
+    let all = kept as u64 == batch.record_count;
+    match (all, stamp) {
+        (true, None) => BatchDecision::Copy,
+        _ if kept == 0 && !producer_last => BatchDecision::Remove,
+        _ => BatchDecision::Rewrite { horizon: batch.delete_horizon.or(stamp) },
+    }
+}

@@ -1,0 +1,136 @@
+//! Pass 1: key → latest offset over the dirty section, oldest first, stopping at the first key the map
+//! refuses. Keys go to the map in runs of up to [`BATCH`], collected across batches (a whole mapped segment,
+//! or a read window, at a time), so that a map can hide memory latency.
+
+use std::sync::Arc;
+
+use log_core::{Placed, SealedSegment};
+
+use crate::error::Result;
+use crate::keep::mapped_by_pass1;
+use crate::map::BATCH;
+use crate::pass::Pace;
+
+/// Where a run of keys goes: returns the offset of the first key refused, if any.
+pub(crate) type PutRun<'f> = dyn for<'k> FnMut(&mut Vec<(&'k [u8], u64)>) -> Option<u64> + 'f;
+
+/// What a scan of the dirty section counted.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Scanned {
+    pub(crate) records: u64,
+    pub(crate) bytes: u64,
+}
+
+/// Maps the dirty section: every keyed record at or after `checkpoint` in `dirty` whose key `accept` takes,
+/// handed to `put` in runs. Checksums are not computed here: pass 2 reads every batch this pass reads (they
+/// all lie below the end offset) and verifies it before anything is committed, so a damaged batch still fails
+/// the pass, having changed nothing; each batch is checksummed once per pass instead of twice.
+///
+/// Returns the offset of the first key refused (the pass's end offset), if any, and what was read;
+/// `on_segment` is called after each segment (progress) and `stop_at` ends the scan early when it says so
+/// for the first offset of a run (another shard refused below it).
+pub(crate) fn map_dirty(
+    dirty: &[Arc<SealedSegment>],
+    checkpoint: u64,
+    pace: &mut Pace<'_>,
+    accept: &dyn Fn(&[u8]) -> bool,
+    put: &mut PutRun<'_>,
+    stop_at: &dyn Fn(u64) -> bool,
+    on_segment: &mut dyn FnMut(&SealedSegment),
+) -> Result<(Option<u64>, Scanned)> {
+    let mut scanned = Scanned::default();
+    let mut scratch = Vec::new();
+    let mut buf: Vec<(&'static [u8], u64)> = Vec::with_capacity(BATCH);
+    for segment in dirty {
+        let mut scan = segment.scan_from(checkpoint, false);
+        while let Some(window) = scan.next_window()? {
+            let mut run: Vec<(&[u8], u64)> = recycle(std::mem::take(&mut buf));
+            let mut refused = None;
+            for item in window.batches() {
+                let Placed { batch, position } = item?;
+                if batch.last_offset < checkpoint {
+                    continue;
+                }
+                scanned.records += batch.record_count;
+                scanned.bytes += batch.len() as u64;
+                pace.step(batch.len() as u64)?;
+                if !mapped_by_pass1(&batch) {
+                    continue;
+                }
+                let corrupt = |kind| log_core::Error::Corrupt { segment: segment.name().to_owned(), position, kind };
+                if let Some(records) = batch.records_in_place() {
+                    for rec in records.map_err(corrupt)? {
+                        let rec = rec.map_err(corrupt)?;
+                        let Some(key) = rec.key.filter(|k| rec.offset >= checkpoint && accept(k)) else { continue };
+                        run.push((key, rec.offset));
+                        if run.len() == BATCH {
+                            refused = flush(&mut run, put, stop_at);
+                            if refused.is_some() {
+                                break;
+                            }
+                        }
+                    }
+                } else {
+                    // A compressed batch's keys borrow the scratch buffer: the run so far goes first, then
+                    // this batch's keys on their own.
+                    refused = flush(&mut run, put, stop_at);
+                    if refused.is_none() {
+                        let mut local: Vec<(&[u8], u64)> = Vec::with_capacity(BATCH);
+                        for rec in batch.records(&mut scratch).map_err(corrupt)? {
+                            let rec = rec.map_err(corrupt)?;
+                            let Some(key) = rec.key.filter(|k| rec.offset >= checkpoint && accept(k)) else {
+                                continue;
+                            };
+                            local.push((key, rec.offset));
+                            if local.len() == BATCH {
+                                refused = flush(&mut local, put, stop_at);
+                                if refused.is_some() {
+                                    break;
+                                }
+                            }
+                        }
+                        if refused.is_none() {
+                            refused = flush(&mut local, put, stop_at);
+                        }
+                    }
+                }
+                if refused.is_some() {
+                    break;
+                }
+            }
+            if refused.is_none() {
+                refused = flush(&mut run, put, stop_at);
+            }
+            buf = recycle(run);
+            if let Some(r) = refused {
+                return Ok((Some(r), scanned));
+            }
+        }
+        on_segment(segment);
+    }
+    Ok((None, scanned))
+}
+
+/// Hands `run` to `put` unless `stop_at` says to stop at its first offset (another shard refused a key below
+/// it): then `Some(u64::MAX)`, which the caller reads as "stopped", not as a refusal.
+fn flush(run: &mut Vec<(&[u8], u64)>, put: &mut PutRun<'_>, stop_at: &dyn Fn(u64) -> bool) -> Option<u64> {
+    let first = run.first()?.1;
+    if stop_at(first) {
+        run.clear();
+        return Some(u64::MAX);
+    }
+    let refused = put(run);
+    run.clear();
+    refused
+}
+
+/// An empty vector of another element type on the same allocation (the standard library collects in place
+/// when the layouts match), so per-window vectors of borrowed items cost no allocation.
+pub(crate) fn recycle<T, U>(mut v: Vec<T>) -> Vec<U> {
+    v.clear();
+    v.into_iter().map(|_| unreachable_empty()).collect()
+}
+
+fn unreachable_empty<U>() -> U {
+    unreachable!("the vector is empty")
+}

@@ -1,0 +1,314 @@
+//! Pass 2: re-copies a group of closed segments, batch by batch, keeping a record iff the keep rule
+//! ([`crate::keep`]) says so. A batch whose records all stay is copied as its bytes; one that loses records (or
+//! needs a delete horizon) is rewritten in its own format ([`log_core::BatchRef::rewrite`]); one that loses
+//! every record goes (Kafka keeps a producer's last batch, empty). The keys of uncompressed batches are looked
+//! up in runs of up to [`BATCH`] across batches, so a map can hide memory latency.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use log_core::{BatchRef, Cleaning, GroupCopy, Placed, RecordRef, Replacement, SealedSegment, Stamp};
+
+use crate::error::Result;
+use crate::keep::{BatchDecision, CopyCounts, Facts, Judge, Verdict, batch_decision, kept_whole, verdict};
+use crate::map::BATCH;
+use crate::pass::Pace;
+use crate::pass1::recycle;
+use crate::shards::Shards;
+
+/// What pass 2 needs besides the group: the rule's settings, the map, the last batch of every producer (Kafka:
+/// base offset of its last batch in the log), and reusable buffers.
+pub(crate) struct CopyContext<'a> {
+    pub(crate) judge: Judge,
+    pub(crate) shards: &'a Shards,
+    pub(crate) producer_last: &'a HashMap<i64, u64>,
+}
+
+/// Buffers one pass-2 thread reuses from batch to batch (the borrowed ones empty between uses, recycled to
+/// the lifetime at hand), so judging a batch allocates nothing.
+#[derive(Default)]
+pub(crate) struct Buffers {
+    scratch: Vec<u8>,
+    out: Vec<u8>,
+    encode: Vec<u8>,
+    latest: Vec<Option<u64>>,
+    keys: Vec<&'static [u8]>,
+    kept: Vec<RecordRef<'static>>,
+    own: Vec<RecordRef<'static>>,
+}
+
+/// A batch whose records wait in the run for their lookups.
+struct Pending<'w> {
+    placed: Placed<'w>,
+    records: std::ops::Range<usize>,
+}
+
+/// Where pass 2's verdicts go: a group's cleaned copy ([`GroupCopy`]), or a count of what it would write (a
+/// dry run).
+pub(crate) trait CopyOutput {
+    /// The batches of the next segment of the group follow.
+    fn next_segment(&mut self) -> Result<()>;
+    /// Keeps the batch at `position` of the current segment as its `bytes` are.
+    fn keep(&mut self, position: u64, bytes: &[u8], stamp: Stamp) -> Result<()>;
+    /// Keeps a batch in a new encoding.
+    fn keep_changed(&mut self, bytes: &[u8], stamp: Stamp) -> Result<()>;
+    /// Drops the current batch.
+    fn drop_batch(&mut self) -> Result<()>;
+}
+
+impl CopyOutput for GroupCopy<'_> {
+    fn next_segment(&mut self) -> Result<()> {
+        Ok(GroupCopy::next_segment(self)?)
+    }
+    fn keep(&mut self, position: u64, bytes: &[u8], stamp: Stamp) -> Result<()> {
+        Ok(GroupCopy::keep(self, position, bytes, stamp)?)
+    }
+    fn keep_changed(&mut self, bytes: &[u8], stamp: Stamp) -> Result<()> {
+        Ok(GroupCopy::keep_changed(self, bytes, stamp)?)
+    }
+    fn drop_batch(&mut self) -> Result<()> {
+        Ok(GroupCopy::drop_batch(self)?)
+    }
+}
+
+/// A dry run's output: what the copy would write, counted.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct DryOutput {
+    pub(crate) bytes: u64,
+    pub(crate) batches: u64,
+}
+
+impl CopyOutput for DryOutput {
+    fn next_segment(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn keep(&mut self, _position: u64, bytes: &[u8], _stamp: Stamp) -> Result<()> {
+        self.bytes += bytes.len() as u64;
+        self.batches += 1;
+        Ok(())
+    }
+    fn keep_changed(&mut self, bytes: &[u8], _stamp: Stamp) -> Result<()> {
+        self.keep(0, bytes, _stamp)
+    }
+    fn drop_batch(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Pass 2 over one group. `Ok(None)` when the group is one segment whose batches are all kept as they are (no
+/// new file is written).
+pub(crate) fn copy_group(
+    cleaning: &Cleaning<'_>,
+    group: &[Arc<SealedSegment>],
+    cx: &CopyContext<'_>,
+    bufs: &mut Buffers,
+    counts: &mut CopyCounts,
+    pace: &mut Pace<'_>,
+) -> Result<Option<Replacement>> {
+    let mut copy = cleaning.copy(group);
+    copy_segments(group, cx, bufs, counts, pace, &mut copy)?;
+    Ok(copy.finish()?)
+}
+
+/// Pass 2 over the segments of one group into `copy`.
+pub(crate) fn copy_segments<O: CopyOutput>(
+    group: &[Arc<SealedSegment>],
+    cx: &CopyContext<'_>,
+    bufs: &mut Buffers,
+    counts: &mut CopyCounts,
+    pace: &mut Pace<'_>,
+    copy: &mut O,
+) -> Result<()> {
+    let mut pending_buf: Vec<Pending<'static>> = Vec::new();
+    let mut records_buf: Vec<RecordRef<'static>> = Vec::new();
+    for (i, segment) in group.iter().enumerate() {
+        if i > 0 {
+            copy.next_segment()?;
+        }
+        counts.segments_read += 1;
+        let mut scan = segment.scan();
+        while let Some(window) = scan.next_window()? {
+            let mut pending: Vec<Pending<'_>> = recycle(std::mem::take(&mut pending_buf));
+            let mut records: Vec<RecordRef<'_>> = recycle(std::mem::take(&mut records_buf));
+            let mut keys = 0usize;
+            for item in window.batches() {
+                let placed = item?;
+                let batch = placed.batch;
+                counts.batches_read += 1;
+                counts.records_read += batch.record_count;
+                counts.bytes_read += batch.len() as u64;
+                pace.step(batch.len() as u64)?;
+                if kept_whole(&batch, &cx.judge) {
+                    settle(copy, &mut pending, &mut records, cx, bufs, counts)?;
+                    keys = 0;
+                    counts.transactional_batches_kept += u64::from(batch.is_transactional() || batch.is_control());
+                    keep_bytes(copy, &placed, counts)?;
+                    continue;
+                }
+                let corrupt = |kind| log_core::Error::Corrupt {
+                    segment: segment.name().to_owned(),
+                    position: placed.position,
+                    kind,
+                };
+                match batch.records_in_place() {
+                    Some(recs) => {
+                        let start = records.len();
+                        for rec in recs.map_err(corrupt)? {
+                            let rec = rec.map_err(corrupt)?;
+                            keys += usize::from(rec.key.is_some() && rec.offset < cx.judge.end_offset);
+                            records.push(rec);
+                        }
+                        pending.push(Pending { placed, records: start..records.len() });
+                        if keys >= BATCH {
+                            settle(copy, &mut pending, &mut records, cx, bufs, counts)?;
+                            keys = 0;
+                        }
+                    }
+                    None => {
+                        // A compressed batch: its records borrow the scratch buffer, so it is judged alone.
+                        settle(copy, &mut pending, &mut records, cx, bufs, counts)?;
+                        keys = 0;
+                        let mut scratch = std::mem::take(&mut bufs.scratch);
+                        let mut own: Vec<RecordRef<'_>> = recycle(std::mem::take(&mut bufs.own));
+                        let mut result = Ok(());
+                        for rec in batch.records(&mut scratch).map_err(corrupt)? {
+                            match rec {
+                                Ok(r) => own.push(r),
+                                Err(kind) => {
+                                    result = Err(corrupt(kind).into());
+                                    break;
+                                }
+                            }
+                        }
+                        if result.is_ok() {
+                            let one = [Pending { placed, records: 0..own.len() }];
+                            result = judge_run(copy, &one, &own, cx, bufs, counts);
+                        }
+                        bufs.own = recycle(own);
+                        bufs.scratch = scratch;
+                        result?;
+                    }
+                }
+            }
+            settle(copy, &mut pending, &mut records, cx, bufs, counts)?;
+            pending_buf = recycle(pending);
+            records_buf = recycle(records);
+        }
+    }
+    Ok(())
+}
+
+fn keep_bytes<O: CopyOutput>(copy: &mut O, placed: &Placed<'_>, counts: &mut CopyCounts) -> Result<()> {
+    let b = &placed.batch;
+    counts.records_kept += b.record_count;
+    counts.bytes_kept += b.len() as u64;
+    counts.batches_copied += 1;
+    copy.keep(placed.position, b.bytes(), Stamp::of(b))?;
+    Ok(())
+}
+
+/// Judges every pending batch, in order, with one run of lookups for their keys.
+fn settle<'w, O: CopyOutput>(
+    copy: &mut O,
+    pending: &mut Vec<Pending<'w>>,
+    records: &mut Vec<RecordRef<'w>>,
+    cx: &CopyContext<'_>,
+    bufs: &mut Buffers,
+    counts: &mut CopyCounts,
+) -> Result<()> {
+    if !pending.is_empty() {
+        judge_run(copy, pending, records, cx, bufs, counts)?;
+    }
+    pending.clear();
+    records.clear();
+    Ok(())
+}
+
+/// Judges the records of `batches` (each naming its range of `records`), looking their keys up in runs, and
+/// keeps, rewrites or drops each batch in order.
+fn judge_run<O: CopyOutput>(
+    copy: &mut O,
+    batches: &[Pending<'_>],
+    records: &[RecordRef<'_>],
+    cx: &CopyContext<'_>,
+    bufs: &mut Buffers,
+    counts: &mut CopyCounts,
+) -> Result<()> {
+    let judge = cx.judge;
+    let mut keys: Vec<&[u8]> = recycle(std::mem::take(&mut bufs.keys));
+    keys.extend(records.iter().filter(|r| r.offset < judge.end_offset).filter_map(|r| r.key));
+    bufs.latest.clear();
+    bufs.latest.resize(keys.len(), None);
+    for (k, l) in keys.chunks(BATCH).zip(bufs.latest.chunks_mut(BATCH)) {
+        cx.shards.get_batch(k, l, &mut counts.probes);
+    }
+    bufs.keys = recycle(keys);
+    let latest = std::mem::take(&mut bufs.latest);
+    let mut looked_up = latest.iter();
+    let mut kept: Vec<RecordRef<'_>> = recycle(std::mem::take(&mut bufs.kept));
+    let mut result = Ok(());
+    for p in batches {
+        kept.clear();
+        let mut stamp = None;
+        for r in &records[p.records.clone()] {
+            let mapped =
+                if r.offset < judge.end_offset && r.key.is_some() { looked_up.next().copied().flatten() } else { None };
+            let facts = Facts {
+                offset: r.offset,
+                keyed: r.key.is_some(),
+                tombstone: r.is_tombstone(),
+                delete_horizon: r.delete_horizon,
+            };
+            match verdict(facts, mapped, judge, counts) {
+                Verdict::Drop => {}
+                Verdict::Keep => kept.push(*r),
+                Verdict::Stamp(h) => {
+                    stamp = Some(h);
+                    kept.push(*r);
+                }
+            }
+        }
+        result = decide(copy, &p.placed, &kept, stamp, cx, bufs, counts);
+        if result.is_err() {
+            break;
+        }
+    }
+    bufs.kept = recycle(kept);
+    bufs.latest = latest;
+    result
+}
+
+fn decide<O: CopyOutput>(
+    copy: &mut O,
+    placed: &Placed<'_>,
+    kept: &[RecordRef<'_>],
+    stamp: Option<i64>,
+    cx: &CopyContext<'_>,
+    bufs: &mut Buffers,
+    counts: &mut CopyCounts,
+) -> Result<()> {
+    let batch: &BatchRef<'_> = &placed.batch;
+    let producer_last = batch.producer_id().is_some_and(|p| cx.producer_last.get(&p) == Some(&batch.base_offset));
+    match batch_decision(batch, kept.len(), stamp, producer_last) {
+        BatchDecision::Copy => keep_bytes(copy, placed, counts),
+        BatchDecision::Remove => {
+            counts.batches_removed += 1;
+            copy.drop_batch()?;
+            Ok(())
+        }
+        BatchDecision::Rewrite { horizon } => {
+            let corrupt = |kind| log_core::Error::Corrupt {
+                segment: format!("a batch rewritten from byte {}", placed.position),
+                position: placed.position,
+                kind,
+            };
+            let new = batch.rewrite(kept, horizon, &mut bufs.out, &mut bufs.encode).map_err(corrupt)?;
+            counts.records_kept += kept.len() as u64;
+            counts.bytes_kept += bufs.out.len() as u64;
+            counts.batches_rewritten += 1;
+            counts.empty_batches_kept += u64::from(kept.is_empty());
+            copy.keep_changed(&bufs.out, new)?;
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! `analyze --dir`: prints what `cleaner::analyze` finds on a log of either format, as text or JSON.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use cleaner::advise::Budget;
+use cleaner::{PassOptions, SystemClock};
+use log_core::Format;
+
+use crate::advise::human_bytes;
+use crate::failure::Failure;
+use crate::out::QuietPipe;
+
+/// A request to analyze a log.
+#[derive(Debug, Clone, Copy)]
+pub struct AnalyzeRequest<'a> {
+    /// The directory.
+    pub dir: &'a Path,
+    /// Its format.
+    pub format: Format,
+    /// `--checkpoint`: the first dirty offset instead of the stored one.
+    pub checkpoint: Option<u64>,
+    /// The buffer.
+    pub budget: Budget,
+    /// `delete.retention.ms`, for the dry run's tombstones.
+    pub delete_retention_ms: i64,
+}
+
+/// Runs `analyze` and prints it.
+///
+/// # Errors
+/// As opening the log; [`Failure::Corruption`] for damage.
+pub fn analyze(req: AnalyzeRequest<'_>, json: bool) -> Result<(), Failure> {
+    let opened = logcompact::open_read_only(req.dir, req.format).map_err(|e| Failure::from_open(&e))?;
+    let source = match req.checkpoint {
+        Some(c) => {
+            opened.log.set_cleaner_checkpoint(c);
+            "--checkpoint".to_owned()
+        }
+        None => match opened.log.checkpoint_file().read(&**opened.log.store()) {
+            Ok(Some(_)) => opened.checkpoint_source.clone(),
+            _ => format!("none in {} (the whole log is dirty)", opened.checkpoint_source),
+        },
+    };
+    let options = PassOptions { delete_retention_ms: req.delete_retention_ms, ..PassOptions::default() };
+    let a = cleaner::analyze::analyze(&opened.log, source, req.budget, options, Arc::new(SystemClock))
+        .map_err(|e| Failure::from_cleaner(&req.dir.display().to_string(), &e))?;
+    let mut out = QuietPipe::new(std::io::stdout().lock());
+    let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));
+    if json {
+        let text = serde_json::to_string_pretty(&a).map_err(|e| Failure::Runtime(e.to_string()))?;
+        return writeln!(out, "{text}").map_err(failed);
+    }
+    let codecs: Vec<String> = a.batches_by_codec.iter().map(|(c, n)| format!("{c} {n}")).collect();
+    let keys = if a.dirty.distinct.exact {
+        format!("{} distinct keys", a.dirty.distinct.keys)
+    } else {
+        format!(
+            "about {} distinct keys (HyperLogLog, ±{:.1}%)",
+            a.dirty.distinct.keys,
+            a.dirty.distinct.relative_error * 100.0
+        )
+    };
+    let what = if req.format == Format::Kafka { "partition" } else { "log" };
+    let codecs = if codecs.is_empty() { String::new() } else { format!(" ({})", codecs.join(", ")) };
+    let lines = [
+        format!(
+            "{what} {}: {} segments, {} batches{codecs}, {}",
+            req.dir.display(),
+            a.segments,
+            a.batches,
+            human_bytes(a.bytes)
+        ),
+        format!(
+            "offsets {}..={}; {} records: {} keyed, {} unkeyed, {} tombstones; {} transactional and {} control batches",
+            a.first_offset.unwrap_or(0),
+            a.last_offset.map_or_else(|| "-".to_owned(), |l| l.to_string()),
+            a.records,
+            a.keyed_records,
+            a.unkeyed_records,
+            a.tombstones,
+            a.transactional_batches,
+            a.control_batches
+        ),
+        format!(
+            "first dirty offset {} from {}; clean {}, dirty {}, active segment {}: dirty ratio {:.1}%",
+            a.first_dirty_offset,
+            a.checkpoint_source,
+            human_bytes(a.clean_bytes),
+            human_bytes(a.dirty_bytes),
+            human_bytes(a.active_bytes),
+            a.dirty_ratio * 100.0
+        ),
+        format!("dirty section: {} records, {} keyed, {keys}", a.dirty.dirty_records, a.dirty.keyed_records),
+        format!(
+            "a full compaction now keeps {} records in {} and reclaims {} ({:.1}%)",
+            a.records_after_compaction,
+            human_bytes(a.bytes_after_compaction),
+            human_bytes(a.bytes_reclaimed),
+            if a.bytes == 0 { 0.0 } else { a.bytes_reclaimed as f64 * 100.0 / a.bytes as f64 }
+        ),
+    ];
+    for l in lines.iter().chain(&a.notes) {
+        writeln!(out, "{l}").map_err(failed)?;
+    }
+    if a.torn_tail_bytes > 0 {
+        writeln!(out, "torn tail: {} bytes at the end of the active segment", a.torn_tail_bytes).map_err(failed)?;
+    }
+    writeln!(out).map_err(failed)?;
+    drop(out);
+    crate::advise::print(&a.dirty.maps, a.dirty.distinct, Some(&a.dirty), req.budget, false)
+}

@@ -1,0 +1,418 @@
+//! The segment-format seam: a segment is a sequence of batches, and each [`Format`] says how one is laid out.
+//!
+//! - [`Format::Native`]: this project's checksummed frame ([`crate::codec`]); a frame is a batch of one
+//!   record, so a native batch's base and last offsets are its record's offset.
+//! - [`Format::Kafka`]: Kafka's magic 2 record batch ([`crate::kafka`]); its records may be compressed, its
+//!   last offset is `base + last offset delta` whatever records it still holds, and offsets become `u64` here,
+//!   once: a negative base offset, last offset delta or record count is corruption.
+//!
+//! Everything above this module (segment scans, torn tails, the index, group copies, both cleaning passes,
+//! `check`, `dump`) works on [`BatchRef`]s and the [`RecordRef`]s inside them, whatever the format.
+
+use serde::Serialize;
+
+use crate::codec;
+use crate::error::CorruptKind;
+use crate::kafka::{self, BatchHeader, BatchProblem};
+use crate::names::MAX_OFFSET;
+use crate::record::{HeaderBytes, RecordRef};
+
+/// The layout of a segment's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// This project's frames: one record a batch.
+    #[default]
+    Native,
+    /// Kafka's magic 2 record batches.
+    Kafka,
+}
+
+/// Bytes at a batch start that tell its length, in every format (Kafka's offset and length fields; the
+/// native frame header is 8).
+pub const LENGTH_PREFIX_BYTES: usize = kafka::LOG_OVERHEAD;
+
+/// Bytes of a Kafka batch header that are all zero where a preallocated segment's data ends (base offset,
+/// length, leader epoch and magic).
+const ZERO_HEADER_BYTES: usize = kafka::MAGIC_OFFSET + 1;
+
+impl Format {
+    /// The format's name, as `--format` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Native => "native",
+            Format::Kafka => "kafka",
+        }
+    }
+
+    /// The length of the batch starting at `head`, from its first bytes (at least [`LENGTH_PREFIX_BYTES`]
+    /// when the segment has them; fewer is a cut-off batch).
+    ///
+    /// # Errors
+    /// [`CorruptKind`] for too few bytes or an impossible length.
+    pub fn batch_len(self, head: &[u8]) -> Result<usize, CorruptKind> {
+        match self {
+            Format::Native => codec::frame_header(head).map(|(len, _)| len),
+            Format::Kafka => {
+                let Some(prefix) = head.get(..kafka::LOG_OVERHEAD) else {
+                    return Err(kafka_problem(BatchProblem::Truncated {
+                        needed: kafka::LOG_OVERHEAD as u64,
+                        available: head.len() as u64,
+                    }));
+                };
+                #[expect(clippy::big_endian_bytes, reason = "Kafka's format is big-endian")]
+                let length = i32::from_be_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]);
+                if length < (kafka::HEADER_BYTES - kafka::LOG_OVERHEAD) as i32 {
+                    return Err(kafka_problem(BatchProblem::BadLength { length }));
+                }
+                Ok(length as usize + kafka::LOG_OVERHEAD)
+            }
+        }
+    }
+
+    /// Decodes the batch at the start of `bytes` (which may hold more after it). With `verify`, its checksum
+    /// is checked too; without, every length is still checked against the bytes there (for a reader that
+    /// verifies the same batches later, before acting on what it learned: the cleaner's pass 1). A Kafka
+    /// batch's records are not decoded here ([`BatchRef::records`]).
+    ///
+    /// # Errors
+    /// [`CorruptKind`] saying what is wrong.
+    pub fn parse(self, bytes: &[u8], verify: bool) -> Result<BatchRef<'_>, CorruptKind> {
+        match self {
+            Format::Native => {
+                let (rec, len) = if verify { codec::decode(bytes)? } else { codec::decode_unverified(bytes)? };
+                Ok(BatchRef {
+                    bytes: &bytes[..len],
+                    base_offset: rec.offset,
+                    last_offset: rec.offset,
+                    record_count: 1,
+                    max_timestamp: rec.timestamp,
+                    delete_horizon: rec.delete_horizon,
+                    kind: BatchKind::Native(rec),
+                })
+            }
+            Format::Kafka => {
+                let batch = if verify { kafka::Batch::parse(bytes) } else { kafka::Batch::parse_unverified(bytes) }
+                    .map_err(kafka_problem)?;
+                let h = batch.header;
+                let base =
+                    u64::try_from(h.base_offset).map_err(|_| CorruptKind::Malformed("a negative base offset"))?;
+                let delta = u64::try_from(h.last_offset_delta)
+                    .map_err(|_| CorruptKind::Malformed("a negative last offset delta"))?;
+                let last =
+                    base.checked_add(delta).filter(|&l| l < MAX_OFFSET).ok_or(CorruptKind::OffsetOutOfRange(base))?;
+                let count =
+                    u64::try_from(h.records_count).map_err(|_| CorruptKind::Malformed("a negative record count"))?;
+                if count > delta + 1 {
+                    return Err(CorruptKind::Malformed("more records than offsets in the batch"));
+                }
+                Ok(BatchRef {
+                    bytes: batch.bytes,
+                    base_offset: base,
+                    last_offset: last,
+                    record_count: count,
+                    max_timestamp: h.max_timestamp,
+                    delete_horizon: h.delete_horizon(),
+                    kind: BatchKind::Kafka(h),
+                })
+            }
+        }
+    }
+
+    /// Bytes a batch start must offer for [`Format::plausible_start`].
+    pub(crate) fn probe_bytes(self) -> usize {
+        match self {
+            Format::Native => codec::PROBE_BYTES,
+            Format::Kafka => kafka::HEADER_BYTES,
+        }
+    }
+
+    /// A cheap test of whether a batch of this format with a base offset above `floor` could start at `head`,
+    /// with `room` bytes left from there. Returns its length when it could: only then is the checksum worth
+    /// computing. Garbage and zero fill almost never pass.
+    pub(crate) fn plausible_start(self, head: &[u8], room: u64, floor: Option<u64>) -> Option<usize> {
+        match self {
+            Format::Native => codec::plausible_frame_start(head, room, floor),
+            Format::Kafka => {
+                let header = BatchHeader::parse(head.get(..kafka::HEADER_BYTES)?).ok()?;
+                let len = header.size();
+                let base = u64::try_from(header.base_offset).ok()?;
+                let fits = len as u64 <= room;
+                let ok = fits
+                    && floor.is_none_or(|f| base > f)
+                    && base < MAX_OFFSET
+                    && header.last_offset_delta >= 0
+                    && header.records_count >= 0
+                    && header.compression().is_some();
+                ok.then_some(len)
+            }
+        }
+    }
+
+    /// True when the bytes at a batch start are where a preallocated Kafka segment's data ends: a header of
+    /// zeros (Kafka's `log.preallocate`). Never for the native format, whose frames cannot start so.
+    pub(crate) fn is_zero_header(self, head: &[u8]) -> bool {
+        self == Format::Kafka && !head.is_empty() && head.iter().take(ZERO_HEADER_BYTES).all(|&b| b == 0)
+    }
+
+    /// The most bytes one batch may take (a bound on what reading one can allocate).
+    pub fn max_batch_bytes(self) -> usize {
+        match self {
+            Format::Native => codec::FRAME_HEADER_BYTES + codec::MAX_RECORD_BYTES,
+            Format::Kafka => i32::MAX as usize + kafka::LOG_OVERHEAD,
+        }
+    }
+}
+
+fn kafka_problem(p: BatchProblem) -> CorruptKind {
+    CorruptKind::Kafka(p)
+}
+
+/// What kind of batch a [`BatchRef`] is.
+#[derive(Debug, Clone, Copy)]
+enum BatchKind<'a> {
+    /// A native frame and its record, already decoded.
+    Native(RecordRef<'a>),
+    /// A Kafka batch header.
+    Kafka(BatchHeader),
+}
+
+/// One batch, borrowed from a segment's bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchRef<'a> {
+    bytes: &'a [u8],
+    /// The first offset the batch stands for.
+    pub base_offset: u64,
+    /// The last offset it stands for (Kafka keeps it when a cleaner empties the batch's tail).
+    pub last_offset: u64,
+    /// Records it holds.
+    pub record_count: u64,
+    /// Its largest timestamp (Kafka's max timestamp; a native record's timestamp).
+    pub max_timestamp: i64,
+    /// Its delete horizon (KIP-534), once a pass kept a tombstone of it.
+    pub delete_horizon: Option<i64>,
+    kind: BatchKind<'a>,
+}
+
+impl<'a> BatchRef<'a> {
+    /// All its bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Its size in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// True for a batch of no bytes (never: every format has a header).
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Its format.
+    pub fn format(&self) -> Format {
+        match self.kind {
+            BatchKind::Native(_) => Format::Native,
+            BatchKind::Kafka(_) => Format::Kafka,
+        }
+    }
+
+    /// The Kafka header of a Kafka batch.
+    pub fn kafka_header(&self) -> Option<&BatchHeader> {
+        match &self.kind {
+            BatchKind::Kafka(h) => Some(h),
+            BatchKind::Native(_) => None,
+        }
+    }
+
+    /// The one record of a native batch.
+    pub fn native_record(&self) -> Option<&RecordRef<'a>> {
+        match &self.kind {
+            BatchKind::Native(r) => Some(r),
+            BatchKind::Kafka(_) => None,
+        }
+    }
+
+    /// A Kafka control batch (a transaction marker).
+    pub fn is_control(&self) -> bool {
+        self.kafka_header().is_some_and(BatchHeader::is_control)
+    }
+
+    /// A Kafka transactional batch.
+    pub fn is_transactional(&self) -> bool {
+        self.kafka_header().is_some_and(BatchHeader::is_transactional)
+    }
+
+    /// The producer id of a Kafka batch written by an idempotent or transactional producer.
+    pub fn producer_id(&self) -> Option<i64> {
+        self.kafka_header().map(|h| h.producer_id).filter(|&p| p >= 0)
+    }
+
+    /// True when reading its records needs a scratch buffer (a compressed Kafka batch): its records then
+    /// borrow the buffer, not the segment.
+    pub fn is_compressed(&self) -> bool {
+        self.kafka_header().is_some_and(|h| h.compression().is_some_and(|c| c != kafka::Compression::None))
+    }
+
+    /// The records of a batch that needs no scratch buffer (a native frame, an uncompressed Kafka batch),
+    /// borrowed from the segment; `None` for a compressed batch ([`BatchRef::records`] then).
+    ///
+    /// # Errors
+    /// As [`BatchRef::records`].
+    pub fn records_in_place(&self) -> Option<Result<BatchRecords<'a>, CorruptKind>> {
+        match self.kind {
+            BatchKind::Native(rec) => Some(Ok(BatchRecords { inner: Inner::One(Some(rec)) })),
+            BatchKind::Kafka(header) => {
+                let batch = kafka::Batch { header, bytes: self.bytes };
+                Some(batch.records_in_place()?.map_err(kafka_problem).map(|records| BatchRecords {
+                    inner: Inner::Kafka {
+                        records,
+                        base: self.base_offset,
+                        last: self.last_offset,
+                        previous: None,
+                        horizon: self.delete_horizon,
+                    },
+                }))
+            }
+        }
+    }
+
+    /// Writes to `out` this batch holding only `kept` (some of its records, in order) with the delete horizon
+    /// `horizon`, and returns the new batch's stamp. A native batch is its one record re-encoded; a Kafka batch
+    /// is rebuilt as Kafka's `MemoryRecords.filterTo` builds one: under its own header (base offset, producer
+    /// id, epoch and base sequence, leader epoch, last offset delta: it still ends where it ended),
+    /// re-compressed with its codec, its max timestamp recomputed; with no record left it is a bare header
+    /// (what Kafka keeps of a producer's last batch). `scratch` holds uncompressed records.
+    ///
+    /// # Errors
+    /// [`CorruptKind::Malformed`] when the records cannot be written (a native record past its size limit, a
+    /// Kafka batch past 2 GiB); neither can happen to records read from a valid batch.
+    pub fn rewrite(
+        &self,
+        kept: &[RecordRef<'_>],
+        horizon: Option<i64>,
+        out: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<crate::segment::Stamp, CorruptKind> {
+        const CANNOT: CorruptKind = CorruptKind::Malformed("the kept records cannot be written as a batch");
+        out.clear();
+        match self.kind {
+            BatchKind::Native(_) => {
+                let rec = kept.first().ok_or(CANNOT)?;
+                codec::encode_ref_with_horizon(rec, horizon, out).map_err(|_| CANNOT)?;
+                Ok(crate::segment::Stamp {
+                    base_offset: rec.offset,
+                    last_offset: rec.offset,
+                    records: 1,
+                    max_timestamp: rec.timestamp,
+                    delete_horizon: horizon,
+                })
+            }
+            BatchKind::Kafka(header) => {
+                let records: Vec<kafka::RecordToWrite<'_>> = kept
+                    .iter()
+                    .map(|r| {
+                        let (header_bytes, header_count) = match r.headers {
+                            HeaderBytes::Kafka { bytes, count } => (bytes, count),
+                            HeaderBytes::Native { .. } => (&[][..], 0),
+                        };
+                        kafka::RecordToWrite {
+                            offset: r.offset as i64,
+                            timestamp: r.timestamp,
+                            key: r.key,
+                            value: r.value,
+                            header_count,
+                            header_bytes,
+                        }
+                    })
+                    .collect();
+                let codec = header.compression().unwrap_or(kafka::Compression::None);
+                scratch.clear();
+                kafka::write_batch(&header, codec, horizon, &records, out, scratch).map_err(|_| CANNOT)?;
+                let written = BatchHeader::parse(out).map_err(kafka_problem)?;
+                Ok(crate::segment::Stamp {
+                    base_offset: self.base_offset,
+                    last_offset: self.last_offset,
+                    records: kept.len() as u64,
+                    max_timestamp: written.max_timestamp,
+                    delete_horizon: horizon,
+                })
+            }
+        }
+    }
+
+    /// The records, decompressed into `scratch` when the batch is compressed.
+    ///
+    /// # Errors
+    /// [`CorruptKind`] for records that do not decompress or whose count the bytes cannot hold; each record's
+    /// own damage comes from the iterator.
+    pub fn records<'s>(&self, scratch: &'s mut Vec<u8>) -> Result<BatchRecords<'s>, CorruptKind>
+    where
+        'a: 's,
+    {
+        match self.kind {
+            BatchKind::Native(rec) => Ok(BatchRecords { inner: Inner::One(Some(rec)) }),
+            BatchKind::Kafka(header) => {
+                let batch = kafka::Batch { header, bytes: self.bytes };
+                let records = batch.records(scratch).map_err(kafka_problem)?;
+                Ok(BatchRecords {
+                    inner: Inner::Kafka {
+                        records,
+                        base: self.base_offset,
+                        last: self.last_offset,
+                        previous: None,
+                        horizon: self.delete_horizon,
+                    },
+                })
+            }
+        }
+    }
+}
+
+/// The records of one batch, in order.
+#[derive(Debug, Clone)]
+pub struct BatchRecords<'s> {
+    inner: Inner<'s>,
+}
+
+#[derive(Debug, Clone)]
+enum Inner<'s> {
+    One(Option<RecordRef<'s>>),
+    Kafka { records: kafka::Records<'s>, base: u64, last: u64, previous: Option<u64>, horizon: Option<i64> },
+}
+
+impl<'s> Iterator for BatchRecords<'s> {
+    type Item = Result<RecordRef<'s>, CorruptKind>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.inner {
+            Inner::One(rec) => rec.take().map(Ok),
+            Inner::Kafka { records, base, last, previous, horizon } => {
+                let rec = match records.next()? {
+                    Ok(r) => r,
+                    Err(p) => return Some(Err(kafka_problem(p))),
+                };
+                // A record's offset lies inside its batch and offsets increase within it (Kafka's own
+                // validation on append); anything else is damage, never read as a record.
+                let offset = match u64::try_from(rec.offset) {
+                    Ok(o) if o >= *base && o <= *last && previous.is_none_or(|p| o > p) => o,
+                    _ => {
+                        return Some(Err(CorruptKind::Malformed(
+                            "a record's offset lies outside its batch or does not increase",
+                        )));
+                    }
+                };
+                *previous = Some(offset);
+                Some(Ok(RecordRef {
+                    offset,
+                    timestamp: rec.timestamp,
+                    key: rec.key,
+                    value: rec.value,
+                    delete_horizon: *horizon,
+                    headers: HeaderBytes::Kafka { bytes: rec.header_bytes, count: rec.header_count },
+                }))
+            }
+        }
+    }
+}

@@ -1,0 +1,441 @@
+//! Opening a Kafka partition directory as a [`Log`], with a broker's own recovery rules (`LogLoader`), so that
+//! whatever a crash of ours leaves, our next open and a broker started instead finish or undo it alike:
+//!
+//! 1. Every `*.deleted` file goes.
+//! 2. Every `.swap` file whose base is at or above the smallest `.cleaned` base goes (a pass renames its
+//!    outputs from `.cleaned` to `.swap` in descending base order, so a `.cleaned` file left means the swap was
+//!    not committed), and every `.cleaned` file goes.
+//! 3. The remaining `.log.swap` files cover `[smallest base, largest next offset)`: every segment file in that
+//!    range goes, and every `.swap` file is renamed into place.
+//! 4. Index files without their `.log` go.
+//!
+//! Before anything is changed, every `.log.swap` to complete is loaded and checked: its batches must parse,
+//! and it must lie wholly below the active segment (no pass writes one that reaches it). Anything else is
+//! corruption naming the file, and nothing is changed. The read-only open applies the same rules in memory
+//! and reports what the next writable open will do.
+//!
+//! Unlike the native format, an empty closed segment stays (a broker keeps a cleaned group's head even when
+//! it empties: its base is the log start), and a zero fill at the end of a segment (`log.preallocate`) ends
+//! its data.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::Arc;
+
+use super::files::{KafkaName, SegmentFile, Stage, classify, name};
+use crate::batch::Format;
+use crate::checkpoint::CheckpointFile;
+use crate::config::LogConfig;
+use crate::error::{CorruptKind, Error, Result};
+use crate::log::{Active, Log, RecoveryReport};
+use crate::open::{Parts, Source, build, checkpoint_within, delete_if_exists, load_closed, sync_dir};
+use crate::segment::SealedSegment;
+use crate::storage::{Segment, SegmentStore};
+use crate::tail;
+
+/// The names of a partition directory, classified.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KafkaLayout {
+    /// Segment files by base, then by file and stage.
+    pub segments: BTreeMap<u64, BTreeMap<(SegmentFile, Stage), String>>,
+    /// Producer snapshots and the broker's own files: left alone.
+    pub kept: Vec<String>,
+    /// `*.deleted` files of producer snapshots (a broker removes them on load, and so does recovery).
+    pub deleted_snapshots: Vec<String>,
+    /// Names that are not part of the partition (ignored, with a notice).
+    pub foreign: Vec<String>,
+    /// Names a broker would take for segment files that cannot be used, with the reason.
+    pub unusable: Vec<(String, String)>,
+}
+
+impl KafkaLayout {
+    /// Lists and classifies the names of `store`. Changes nothing.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the store cannot be listed.
+    pub fn scan(store: &dyn SegmentStore) -> Result<KafkaLayout> {
+        let names = store.list().map_err(Error::io("list", "<store>"))?;
+        let mut layout = KafkaLayout::default();
+        for n in names {
+            match classify(&n) {
+                KafkaName::Segment { base, file, stage } => {
+                    if let Err(e) = store.file_id(&n)
+                        && e.kind() != io::ErrorKind::NotFound
+                    {
+                        layout.unusable.push((n, format!("it is not a regular file ({e})")));
+                        continue;
+                    }
+                    layout.segments.entry(base).or_default().insert((file, stage), n);
+                }
+                KafkaName::Snapshot if n.ends_with(Stage::Deleted.suffix()) => layout.deleted_snapshots.push(n),
+                KafkaName::Snapshot | KafkaName::Broker => layout.kept.push(n),
+                KafkaName::Unusable(reason) => layout.unusable.push((n, reason.to_owned())),
+                KafkaName::Foreign => layout.foreign.push(n),
+            }
+        }
+        Ok(layout)
+    }
+
+    /// The files of one file kind and stage, by base.
+    pub fn files(&self, file: SegmentFile, stage: Stage) -> BTreeMap<u64, String> {
+        self.segments.iter().filter_map(|(&b, m)| m.get(&(file, stage)).map(|n| (b, n.clone()))).collect()
+    }
+
+    /// Every name at `stage`, any file kind.
+    fn names_at(&self, stage: Stage) -> Vec<(u64, String)> {
+        let mut out = Vec::new();
+        for (&b, m) in &self.segments {
+            for ((_, st), n) in m {
+                if *st == stage {
+                    out.push((b, n.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Signs that the directory holds a log of this project's own format.
+    fn native_signs(&self) -> Vec<&str> {
+        self.foreign
+            .iter()
+            .map(String::as_str)
+            .filter(|n| n.ends_with(".lcindex") || *n == crate::names::CHECKPOINT_FILE || *n == "logcompact.lock")
+            .take(3)
+            .collect()
+    }
+}
+
+/// What recovery does to a partition, decided before anything changes.
+#[derive(Debug, Default)]
+struct Recovery {
+    /// Files to delete, in order: leftovers first, then the segments the swap replaces.
+    delete_first: Vec<String>,
+    /// Segment files a completed swap replaces.
+    replaced: Vec<String>,
+    /// `.swap` files renamed into place: (from, to).
+    renames: Vec<(String, String)>,
+    /// The validated `.log.swap` segments by base (what they become).
+    swapped: BTreeMap<u64, SealedSegment>,
+    /// The range `[from, to)` the swap covers.
+    range: Option<(u64, u64)>,
+    /// Index files left without their `.log`.
+    orphans: Vec<String>,
+    report: RecoveryReport,
+}
+
+/// Decides recovery for `layout` (Kafka's `LogLoader` rules), validating every `.log.swap` it would complete.
+fn plan(store: &dyn SegmentStore, layout: &KafkaLayout, config: &LogConfig) -> Result<Recovery> {
+    let mut r = Recovery::default();
+    for (_, n) in layout.names_at(Stage::Deleted) {
+        r.delete_first.push(n);
+        r.report.stray_files_removed += 1;
+    }
+    for n in &layout.deleted_snapshots {
+        r.delete_first.push(n.clone());
+        r.report.stray_files_removed += 1;
+    }
+    let cleaned = layout.names_at(Stage::Cleaned);
+    let min_cleaned = cleaned.iter().map(|&(b, _)| b).min();
+    let mut swaps = Vec::new();
+    for (b, n) in layout.names_at(Stage::Swap) {
+        if min_cleaned.is_some_and(|m| b >= m) {
+            r.delete_first.push(n);
+            r.report.cleaned_files_discarded += 1;
+        } else {
+            swaps.push((b, n));
+        }
+    }
+    for (_, n) in cleaned {
+        r.delete_first.push(n);
+        r.report.cleaned_files_discarded += 1;
+    }
+    let live_logs = layout.files(SegmentFile::Log, Stage::Live);
+    let active_base = live_logs.last_key_value().map(|(&b, _)| b);
+    let log_swaps: Vec<(u64, String)> =
+        swaps.iter().filter(|(b, n)| n == &name(*b, SegmentFile::Log, Stage::Swap)).cloned().collect();
+    for (base, n) in &log_swaps {
+        let corrupt = |kind| Error::Corrupt { segment: n.clone(), position: 0, kind };
+        if active_base.is_none_or(|a| *base >= a) {
+            return Err(corrupt(CorruptKind::SwapOverActive { active_base }));
+        }
+        let file = store.open(n).map_err(Error::io("open", n))?;
+        let segment = SealedSegment::load(Format::Kafka, *base, n.clone(), file, config.index_interval_bytes)?;
+        if active_base.is_some_and(|a| segment.next_offset() > a) {
+            return Err(corrupt(CorruptKind::SwapOverActive { active_base }));
+        }
+        r.swapped.insert(*base, segment);
+    }
+    if let (Some(from), Some(to)) =
+        (r.swapped.keys().next().copied(), r.swapped.values().map(SealedSegment::next_offset).max())
+    {
+        r.range = Some((from, to.max(from)));
+        for files in layout.segments.range(from..to.max(from)).map(|(_, f)| f) {
+            for ((_, stage), n) in files {
+                if *stage == Stage::Live {
+                    r.replaced.push(n.clone());
+                }
+            }
+        }
+    }
+    for (b, n) in &swaps {
+        let stem = n.strip_suffix(Stage::Swap.suffix()).unwrap_or(n).to_owned();
+        r.renames.push((n.clone(), stem));
+        if r.swapped.contains_key(b) && n.ends_with(".log.swap") {
+            r.report.swaps_completed += 1;
+        }
+    }
+    // Index files whose `.log` is gone once the swap is done (a broker deletes orphaned indexes on load).
+    let mut after: BTreeMap<u64, Vec<SegmentFile>> = BTreeMap::new();
+    for (&b, files) in &layout.segments {
+        for ((file, stage), n) in files {
+            let live = match stage {
+                Stage::Live => !r.replaced.contains(n),
+                Stage::Swap => swaps.iter().any(|(_, s)| s == n),
+                Stage::Cleaned | Stage::Deleted => false,
+            };
+            if live {
+                after.entry(b).or_default().push(*file);
+            }
+        }
+    }
+    for (b, files) in after {
+        if !files.contains(&SegmentFile::Log) {
+            for file in files {
+                r.orphans.push(name(b, file, Stage::Live));
+                r.report.stray_files_removed += 1;
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// Refuses a directory whose names cannot be used or that holds a native log.
+fn usable(store: &dyn SegmentStore, layout: &KafkaLayout) -> Result<()> {
+    if let Some((n, reason)) = layout.unusable.first() {
+        return Err(Error::UnusableName { name: n.clone(), reason: reason.clone() });
+    }
+    let signs = layout.native_signs();
+    if !signs.is_empty() {
+        return Err(Error::NotALog {
+            found: format!("a log of this project's own format (its files: {})", signs.join(", ")),
+        });
+    }
+    if let Some((_, first)) = layout.files(SegmentFile::Log, Stage::Live).first_key_value()
+        && let Ok(file) = store.open(first)
+    {
+        let mut head = [0u8; crate::codec::PROBE_BYTES];
+        let n = usize::try_from(file.len()).unwrap_or(0).min(head.len());
+        if file.read_at(0, &mut head[..n]).is_ok()
+            && crate::codec::plausible_frame_start(&head[..n], file.len(), None).is_some()
+        {
+            return Err(Error::NotALog {
+                found: format!("{first} starts with a record frame of this project's own format"),
+            });
+        }
+    }
+    Ok(())
+}
+
+impl Log {
+    /// Opens the Kafka partition in `store` for reading and writing (the caller holds the broker's lock on its
+    /// log directory), creating its first segment when it has none; the cleaner checkpoint is kept in
+    /// `checkpoint`. Recovery follows a broker's rules (see the module docs); a torn tail or zero fill of the
+    /// active segment is cut back to its last whole batch, as a broker's recovery does; damage followed by
+    /// valid batches is corruption and nothing is cut.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`]; [`Error::UnusableName`]; [`Error::NotALog`] for a log of this project's own
+    /// format; [`Error::Corrupt`] or [`Error::CorruptNotTorn`] naming file and position; [`Error::Io`].
+    pub fn open_kafka(store: Arc<dyn SegmentStore>, config: LogConfig, checkpoint: CheckpointFile) -> Result<Log> {
+        config.validate_for(Format::Kafka)?;
+        if store.is_read_only() {
+            return Err(Error::ReadOnly);
+        }
+        let layout = KafkaLayout::scan(&*store)?;
+        usable(&*store, &layout)?;
+        let recovery = plan(&*store, &layout, &config)?;
+        let mut report = recovery.report.clone();
+        report.ignored_files = layout.foreign.clone();
+        let mut changed = false;
+        for n in &recovery.delete_first {
+            delete_if_exists(&*store, n)?;
+            changed = true;
+        }
+        if changed {
+            sync_dir(&*store)?;
+        }
+        // The segments a swap replaces go before the swap files take their names, as a broker does it.
+        for n in &recovery.replaced {
+            delete_if_exists(&*store, n)?;
+        }
+        for (from, to) in &recovery.renames {
+            store.rename(from, to).map_err(Error::io("rename", from))?;
+        }
+        for n in &recovery.orphans {
+            delete_if_exists(&*store, n)?;
+        }
+        if !recovery.replaced.is_empty() || !recovery.renames.is_empty() || !recovery.orphans.is_empty() {
+            sync_dir(&*store)?;
+        }
+        drop(recovery);
+        let layout = KafkaLayout::scan(&*store)?;
+        let mut logs = layout.files(SegmentFile::Log, Stage::Live);
+        let (active_base, active_name) = match logs.pop_last() {
+            Some(last) => last,
+            None => {
+                let n = name(0, SegmentFile::Log, Stage::Live);
+                store.create(&n).map_err(Error::io("create", &n))?;
+                sync_dir(&*store)?;
+                (0, n)
+            }
+        };
+        let mut sources = Vec::with_capacity(logs.len());
+        for (base, n) in logs {
+            let file = store.open(&n).map_err(Error::io("open", &n))?;
+            sources.push(Source { base, name: n, file, loaded: None });
+        }
+        let (mut closed, mut previous) = load_closed(Format::Kafka, &*store, sources, &config, true, &mut report)?;
+        check_below(previous, active_base, &active_name)?;
+        let mut file = store.open(&active_name).map_err(Error::io("open", &active_name))?;
+        let (mut active_base, mut active_name) = (active_base, active_name);
+        if file.is_sealed() && file.is_empty() {
+            // A store that outlives the process (storage-mem reused in one process) can hand back the last
+            // segment sealed: an empty one is made anew under its base.
+            store.delete(&active_name).map_err(Error::io("delete", &active_name))?;
+            file = store.create(&active_name).map_err(Error::io("create", &active_name))?;
+            sync_dir(&*store)?;
+        } else if file.is_sealed() {
+            // A sealed last segment (a roll that failed half-way, in a store that outlives the process)
+            // becomes a closed segment and a new active segment starts after it.
+            let segment = SealedSegment::load(
+                Format::Kafka,
+                active_base,
+                active_name.clone(),
+                file,
+                config.index_interval_bytes,
+            )?;
+            active_base = segment.next_offset();
+            previous = segment.last_offset().or(previous);
+            closed.push(Arc::new(segment));
+            active_name = name(active_base, SegmentFile::Log, Stage::Live);
+            file = store.create(&active_name).map_err(Error::io("create", &active_name))?;
+            sync_dir(&*store)?;
+        }
+        let (summary, torn) =
+            tail::scan_active(Format::Kafka, active_base, &active_name, &file, previous, config.index_interval_bytes)?;
+        if let Some(torn) = &torn {
+            file.truncate(torn.position).map_err(Error::io("truncate", &active_name))?;
+            file.sync().map_err(Error::io("sync", &active_name))?;
+        }
+        report.truncated_tail = torn;
+        let next_offset = summary.summary.last_offset.map_or(active_base, |l| l + 1);
+        let log_start = closed.first().map_or(active_base, |s| s.base());
+        let checkpoint_at = checkpoint_within(&checkpoint, &*store, log_start, active_base, next_offset, &mut report)?;
+        let active = Active { base: active_base, name: active_name, file, summary, frozen_len: None };
+        let parts = Parts { closed, active, next_offset, checkpoint: checkpoint_at, report };
+        Ok(build(Format::Kafka, checkpoint, store, config, parts, false))
+    }
+
+    /// Opens the Kafka partition in `store` for reading only: nothing is written, created, cut or removed, no
+    /// lock is taken, and no file is mapped (a running broker may truncate any of them: a read of a file cut
+    /// underneath is an error, never a signal). It sees the partition as the next writable open (or a broker's
+    /// recovery) would leave it, and [`Log::recovery_report`] says what that would do. Consistency without a
+    /// lock is as [`Log::open_read_only`] gets it: names and file identities compared after loading.
+    ///
+    /// # Errors
+    /// [`Error::NotALog`] when the directory holds no segment or a native log; otherwise as
+    /// [`Log::open_kafka`], and [`Error::Changing`] if the directory never held still.
+    pub fn open_kafka_read_only(
+        store: Arc<dyn SegmentStore>,
+        config: LogConfig,
+        checkpoint: CheckpointFile,
+    ) -> Result<Log> {
+        config.validate_for(Format::Kafka)?;
+        crate::open::retry_read_only(|| load_read_only(&store, &config, &checkpoint))
+            .map(|parts| build(Format::Kafka, checkpoint.clone(), Arc::clone(&store), config.clone(), parts, true))
+    }
+}
+
+fn check_below(previous: Option<u64>, active_base: u64, active_name: &str) -> Result<()> {
+    if let Some(prev) = previous.filter(|&p| p >= active_base) {
+        let kind = CorruptKind::OffsetBelowBase { base: active_base, found: prev };
+        return Err(Error::Corrupt { segment: active_name.to_owned(), position: 0, kind });
+    }
+    Ok(())
+}
+
+/// One attempt of a read-only open: `Ok(None)` when the directory changed while it was being loaded.
+fn load_read_only(
+    store: &Arc<dyn SegmentStore>,
+    config: &LogConfig,
+    checkpoint: &CheckpointFile,
+) -> Result<Option<Parts>> {
+    let store_ref: &dyn SegmentStore = &**store;
+    let layout = KafkaLayout::scan(store_ref)?;
+    usable(store_ref, &layout)?;
+    let mut recovery = plan(store_ref, &layout, config)?;
+    let mut report = std::mem::take(&mut recovery.report);
+    report.ignored_files = layout.foreign.clone();
+    // The segments as the writable open would leave them: live logs outside the swapped range, then the
+    // swapped segments in place of what they cover.
+    let mut names: BTreeMap<u64, (String, Option<SealedSegment>)> = layout
+        .files(SegmentFile::Log, Stage::Live)
+        .into_iter()
+        .filter(|(b, _)| recovery.range.is_none_or(|(from, to)| !(from..to).contains(b)))
+        .map(|(b, n)| (b, (n, None)))
+        .collect();
+    for (b, s) in std::mem::take(&mut recovery.swapped) {
+        names.insert(b, (s.name().to_owned(), Some(s)));
+    }
+    let Some((active_base, (active_name, active_loaded))) = names.pop_last() else {
+        return Err(Error::NotALog { found: describe(&layout) });
+    };
+    let mut sources = Vec::with_capacity(names.len());
+    for (base, (n, loaded)) in names {
+        let file = match &loaded {
+            Some(s) => Arc::clone(s.file()),
+            None => store.open(&n).map_err(Error::io("open", &n))?,
+        };
+        sources.push(Source { base, name: n, file, loaded });
+    }
+    let (closed, previous) = load_closed(Format::Kafka, store_ref, sources, config, false, &mut report)?;
+    check_below(previous, active_base, &active_name)?;
+    let file: Arc<dyn Segment> = match &active_loaded {
+        Some(s) => Arc::clone(s.file()),
+        None => store.open(&active_name).map_err(Error::io("open", &active_name))?,
+    };
+    let (summary, torn) =
+        tail::scan_active(Format::Kafka, active_base, &active_name, &file, previous, config.index_interval_bytes)?;
+    let frozen_len = torn.as_ref().map_or(file.len(), |t| t.position);
+    report.truncated_tail = torn;
+    let next_offset = summary.summary.last_offset.map_or(active_base, |l| l + 1);
+    let log_start = closed.first().map_or(active_base, |s| s.base());
+    let checkpoint_at = checkpoint_within(checkpoint, store_ref, log_start, active_base, next_offset, &mut report)?;
+    let again = KafkaLayout::scan(store_ref)?;
+    let same_files = closed
+        .iter()
+        .map(|s| (s.name(), s.file()))
+        .chain(std::iter::once((active_name.as_str(), &file)))
+        .all(|(n, f)| store.file_id(n).is_ok_and(|id| id == f.file_id()));
+    let same_names = again
+        .files(SegmentFile::Log, Stage::Live)
+        .range(..=active_base)
+        .eq(layout.files(SegmentFile::Log, Stage::Live).range(..=active_base))
+        && again.names_at(Stage::Swap) == layout.names_at(Stage::Swap)
+        && again.names_at(Stage::Cleaned) == layout.names_at(Stage::Cleaned);
+    if !same_files || !same_names {
+        return Ok(None);
+    }
+    let active = Active { base: active_base, name: active_name, file, summary, frozen_len: Some(frozen_len) };
+    Ok(Some(Parts { closed, active, next_offset, checkpoint: checkpoint_at, report }))
+}
+
+/// What a directory without a segment holds, for the error.
+fn describe(layout: &KafkaLayout) -> String {
+    let mut shown: Vec<&str> = layout.foreign.iter().chain(&layout.kept).map(String::as_str).take(5).collect();
+    if shown.is_empty() {
+        return "no segment file (<20-digit base>.log): the directory is empty".into();
+    }
+    shown.sort_unstable();
+    format!("no segment file (<20-digit base>.log); other files: {}", shown.join(", "))
+}

@@ -1,0 +1,349 @@
+//! Reading a segment's batches, in windows of whole batches: from a mapped view (one window, zero-copy) or
+//! through reads (windows of about [`WINDOW_BYTES`], for the active segment and for files another process
+//! may still change, which are never mapped).
+//!
+//! A consumer asks the [`SegmentScan`] for a [`Window`] and iterates the batches inside it with a plain
+//! iterator; everything it borrows from one window stays valid until it asks for the next, so a pass can
+//! collect a run of keys across many batches (a whole mapped segment, or a window's worth) before handing them
+//! to a map.
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use crate::batch::{BatchRef, Format, LENGTH_PREFIX_BYTES};
+use crate::error::{CorruptKind, Error, Result};
+use crate::storage::{Segment, SegmentBytes};
+
+/// Bytes a read-through scan reads at a time (a window grows to hold a larger batch).
+pub const WINDOW_BYTES: usize = 1 << 20;
+
+/// Where a segment's bytes come from.
+#[derive(Debug, Clone)]
+pub enum SegmentSource {
+    /// A zero-copy view (a memory map, or memory).
+    Mapped(SegmentBytes),
+    /// Reads through [`Segment::read_at`]: a file that may still change (the active segment, or a file of a
+    /// broker that may truncate it) is never mapped, so a file cut underneath gives an error, not a signal.
+    Reads(Arc<dyn Segment>),
+}
+
+impl SegmentSource {
+    /// The source for `file`: its view when it has one, else reads.
+    ///
+    /// # Errors
+    /// The view's error, unless it is [`std::io::ErrorKind::Unsupported`] (a segment read only through reads).
+    pub fn of(file: &Arc<dyn Segment>) -> std::io::Result<SegmentSource> {
+        match file.view() {
+            Ok(bytes) => Ok(SegmentSource::Mapped(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => Ok(SegmentSource::Reads(Arc::clone(file))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The mapped bytes, when the source is a view.
+    pub fn mapped(&self) -> Option<&[u8]> {
+        match self {
+            SegmentSource::Mapped(b) => Some(b),
+            SegmentSource::Reads(_) => None,
+        }
+    }
+
+    /// Fills `out` with the bytes at `pos`.
+    ///
+    /// # Errors
+    /// [`std::io::ErrorKind::UnexpectedEof`] past the end; the file's error.
+    pub fn read_at(&self, pos: u64, out: &mut [u8]) -> std::io::Result<()> {
+        match self {
+            SegmentSource::Mapped(b) => {
+                let start = usize::try_from(pos).map_err(|_| std::io::ErrorKind::UnexpectedEof)?;
+                let src = b.get(start..start + out.len()).ok_or(std::io::ErrorKind::UnexpectedEof)?;
+                out.copy_from_slice(src);
+                Ok(())
+            }
+            SegmentSource::Reads(f) => f.read_at(pos, out),
+        }
+    }
+}
+
+/// A scan of the batches of one segment between two byte positions.
+#[derive(Debug)]
+pub struct SegmentScan<'a> {
+    format: Format,
+    name: &'a str,
+    source: &'a SegmentSource,
+    /// Next byte to deliver.
+    pos: u64,
+    end: u64,
+    buf: Vec<u8>,
+    verify: bool,
+    finished: bool,
+    /// Where a zero fill (a preallocated segment's unwritten space) ends the data, once found.
+    zero_fill: Cell<Option<u64>>,
+}
+
+impl<'a> SegmentScan<'a> {
+    /// Scans the bytes `start..end` of `source` (the segment called `name`, for errors), checking every
+    /// batch's checksum when `verify` is set.
+    pub fn new(format: Format, name: &'a str, source: &'a SegmentSource, start: u64, end: u64, verify: bool) -> Self {
+        SegmentScan {
+            format,
+            name,
+            source,
+            pos: start,
+            end,
+            buf: Vec::new(),
+            verify,
+            finished: false,
+            zero_fill: Cell::new(None),
+        }
+    }
+
+    /// Where the data ends in a zero fill, if the scan met one (Kafka's preallocated segments).
+    pub fn zero_fill(&self) -> Option<u64> {
+        self.zero_fill.get()
+    }
+
+    /// The next window of whole batches, `Ok(None)` at the end. A window ends either at a batch boundary or
+    /// at the end of the scan; damage shows as an `Err` from its batch iterator.
+    ///
+    /// # Errors
+    /// [`Error::Io`] from a read; a batch larger than its format allows is [`Error::Corrupt`].
+    pub fn next_window(&mut self) -> Result<Option<Window<'_>>> {
+        if self.finished || self.pos >= self.end {
+            return Ok(None);
+        }
+        let start = self.pos;
+        if let Some(bytes) = self.source.mapped() {
+            self.finished = true;
+            self.pos = self.end;
+            let (from, to) = (usize::try_from(start).unwrap_or(usize::MAX), usize::try_from(self.end).unwrap_or(0));
+            let bytes = bytes.get(from..to.min(bytes.len())).unwrap_or_default();
+            return Ok(Some(self.window(bytes, start, true)));
+        }
+        let SegmentSource::Reads(file) = self.source else { return Ok(None) };
+        let left = self.end - start;
+        let take = usize::try_from(left).unwrap_or(usize::MAX).min(WINDOW_BYTES);
+        self.buf.resize(take, 0);
+        file.read_at(start, &mut self.buf).map_err(Error::io("read", self.name))?;
+        // Walk the batch lengths to the last batch that is whole in the buffer.
+        let mut at = 0usize;
+        loop {
+            let head = &self.buf[at..];
+            if head.is_empty() {
+                break;
+            }
+            if self.format.is_zero_header(head) {
+                if at > 0 {
+                    break;
+                }
+                if self.rest_is_zero(file, start)? {
+                    self.zero_fill.set(Some(start));
+                    self.finished = true;
+                    return Ok(None);
+                }
+                // Zeros followed by something else: what is there is shown, as damage, by the batches.
+                break;
+            }
+            let probe = &head[..head.len().min(LENGTH_PREFIX_BYTES)];
+            let len = match self.format.batch_len(probe) {
+                Ok(len) if len <= self.format.max_batch_bytes() => len,
+                _ => break,
+            };
+            if at + len <= self.buf.len() {
+                at += len;
+                continue;
+            }
+            if at == 0 && start + len as u64 <= self.end {
+                // One batch larger than a window: read all of it.
+                let have = self.buf.len();
+                self.buf.resize(len, 0);
+                file.read_at(start + have as u64, &mut self.buf[have..]).map_err(Error::io("read", self.name))?;
+                at = len;
+            }
+            break;
+        }
+        let len = if at == 0 { self.buf.len() } else { at };
+        if at == 0 {
+            // The first batch is damaged or cut off: the window shows it, and the scan ends after it.
+            self.finished = true;
+        }
+        self.pos = start + len as u64;
+        let reaches_end = self.pos == self.end;
+        let (format, name, verify) = (self.format, self.name, self.verify);
+        Ok(Some(Window {
+            format,
+            name,
+            verify,
+            bytes: &self.buf[..len],
+            start,
+            reaches_end,
+            zero_fill: &self.zero_fill,
+        }))
+    }
+
+    fn window<'w>(&'w self, bytes: &'w [u8], start: u64, reaches_end: bool) -> Window<'w> {
+        Window {
+            format: self.format,
+            name: self.name,
+            verify: self.verify,
+            bytes,
+            start,
+            reaches_end,
+            zero_fill: &self.zero_fill,
+        }
+    }
+
+    /// True when every byte from `from` to the end of the scan is zero (read in windows).
+    fn rest_is_zero(&self, file: &Arc<dyn Segment>, from: u64) -> Result<bool> {
+        let mut buf = vec![0u8; WINDOW_BYTES.min(usize::try_from(self.end - from).unwrap_or(usize::MAX))];
+        let mut at = from;
+        while at < self.end {
+            let n = usize::try_from(self.end - at).unwrap_or(usize::MAX).min(buf.len());
+            file.read_at(at, &mut buf[..n]).map_err(Error::io("read", self.name))?;
+            if buf[..n].iter().any(|&b| b != 0) {
+                return Ok(false);
+            }
+            at += n as u64;
+        }
+        Ok(true)
+    }
+}
+
+/// Whole batches of a segment, borrowed from a [`SegmentScan`].
+#[derive(Debug)]
+pub struct Window<'w> {
+    format: Format,
+    name: &'w str,
+    verify: bool,
+    bytes: &'w [u8],
+    /// Position in the segment of `bytes[0]`.
+    start: u64,
+    /// The window runs to the end of the scan.
+    reaches_end: bool,
+    zero_fill: &'w Cell<Option<u64>>,
+}
+
+impl<'w> Window<'w> {
+    /// The window's bytes.
+    pub fn bytes(&self) -> &'w [u8] {
+        self.bytes
+    }
+
+    /// Position in the segment of its first byte.
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
+    /// Its batches in order; on the first bad one an `Err` naming the segment and position, then nothing.
+    pub fn batches(&self) -> Batches<'w> {
+        Batches {
+            format: self.format,
+            name: self.name,
+            verify: self.verify,
+            bytes: self.bytes,
+            start: self.start,
+            reaches_end: self.reaches_end,
+            at: 0,
+            failed: false,
+            zero_fill: self.zero_fill,
+        }
+    }
+}
+
+/// A batch and where it starts in its segment.
+#[derive(Debug, Clone, Copy)]
+pub struct Placed<'w> {
+    /// Byte position of the batch in the segment.
+    pub position: u64,
+    /// The batch.
+    pub batch: BatchRef<'w>,
+}
+
+/// The batches of a [`Window`].
+#[derive(Debug, Clone)]
+pub struct Batches<'w> {
+    format: Format,
+    name: &'w str,
+    verify: bool,
+    bytes: &'w [u8],
+    start: u64,
+    reaches_end: bool,
+    at: usize,
+    failed: bool,
+    zero_fill: &'w Cell<Option<u64>>,
+}
+
+impl<'w> Batches<'w> {
+    /// Byte position in the segment of the next batch.
+    pub fn position(&self) -> u64 {
+        self.start + self.at as u64
+    }
+}
+
+impl<'w> Iterator for Batches<'w> {
+    type Item = Result<Placed<'w>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let rest = self.bytes.get(self.at..)?;
+        if rest.is_empty() {
+            return None;
+        }
+        let position = self.start + self.at as u64;
+        if self.format.is_zero_header(rest) {
+            self.failed = true;
+            if self.reaches_end && rest.iter().all(|&b| b == 0) {
+                self.zero_fill.set(Some(position));
+                return None;
+            }
+            // Zeros where a batch should start, with data after them: not a preallocated tail.
+            return Some(Err(Error::Corrupt { segment: self.name.to_owned(), position, kind: CorruptKind::ZeroFill }));
+        }
+        match self.format.parse(rest, self.verify) {
+            Ok(batch) => {
+                self.at += batch.len();
+                Some(Ok(Placed { position, batch }))
+            }
+            Err(kind) => {
+                self.failed = true;
+                Some(Err(Error::Corrupt { segment: self.name.to_owned(), position, kind }))
+            }
+        }
+    }
+}
+
+/// The bytes of the one batch at `pos` of `source` (`buf` holds them when they are read), `Ok(None)` at or
+/// past `end`.
+///
+/// # Errors
+/// [`Error::Corrupt`] for a length that runs past `end` or is impossible; [`Error::Io`].
+pub(crate) fn batch_bytes_at<'b>(
+    format: Format,
+    name: &str,
+    source: &'b SegmentSource,
+    pos: u64,
+    end: u64,
+    buf: &'b mut Vec<u8>,
+) -> Result<Option<&'b [u8]>> {
+    if pos >= end {
+        return Ok(None);
+    }
+    let corrupt = |kind| Error::Corrupt { segment: name.to_owned(), position: pos, kind };
+    let room = end - pos;
+    let mut head = [0u8; LENGTH_PREFIX_BYTES];
+    let n = usize::try_from(room).unwrap_or(usize::MAX).min(head.len());
+    source.read_at(pos, &mut head[..n]).map_err(Error::io("read", name))?;
+    let len = format.batch_len(&head[..n]).map_err(corrupt)?;
+    if len as u64 > room {
+        return Err(corrupt(CorruptKind::Truncated { needed: len as u64, available: room }));
+    }
+    if let Some(bytes) = source.mapped() {
+        let at = usize::try_from(pos).unwrap_or(usize::MAX);
+        return Ok(bytes.get(at..at + len));
+    }
+    buf.resize(len, 0);
+    source.read_at(pos, buf).map_err(Error::io("read", name))?;
+    Ok(Some(&buf[..]))
+}

@@ -1,0 +1,193 @@
+//! Compacting one log directory, in place or into a copy: the passes a `compact` command runs, for both
+//! formats, with every setting a pass takes.
+
+use std::path::{Path, PathBuf};
+
+use cleaner::{CleanStats, Cleaner, PassOptions};
+use log_core::{DirtySection, Format, Log, LogConfig, RecoveryReport};
+
+use crate::copy::{CopyError, copy_log};
+use crate::dir::{OpenError, OpenedLog, open_writable, open_writable_copy};
+
+/// What to compact, and how.
+#[derive(Debug, Clone)]
+pub struct CompactRequest {
+    /// The log's directory.
+    pub dir: PathBuf,
+    /// Its format.
+    pub format: Format,
+    /// The first pass's options (later passes of `until_clean` do not purge again).
+    pub options: PassOptions,
+    /// Passes until nothing is dirty, or one pass.
+    pub until_clean: bool,
+    /// The log's `segment.bytes` (the most a group of cleaned segments merges into).
+    pub segment_bytes: u64,
+    /// Nothing is done below this dirty ratio (Kafka's `min.cleanable.dirty.ratio`).
+    pub min_cleanable_dirty_ratio: f64,
+    /// Start from this first dirty offset instead of the checkpoint.
+    pub checkpoint: Option<u64>,
+    /// Compact a copy made here instead of the directory itself (which is then never written).
+    pub out: Option<PathBuf>,
+}
+
+/// What a compaction did.
+#[derive(Debug)]
+pub struct Compaction {
+    /// The directory compacted (the copy with `out`).
+    pub dir: PathBuf,
+    /// What opening it repaired (a torn tail cut, an interrupted swap finished, a checkpoint reset).
+    pub recovery: RecoveryReport,
+    /// What the passes did.
+    pub outcome: CompactOutcome,
+}
+
+/// What the passes of a compaction did.
+#[derive(Debug)]
+pub enum CompactOutcome {
+    /// Nothing was done, and why.
+    NothingDone(String),
+    /// The passes ran: their statistics.
+    Cleaned(Vec<CleanStats>),
+}
+
+/// Why a compaction failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompactError {
+    /// A setting is out of range.
+    #[error("{0}")]
+    Usage(String),
+    /// The directory could not be opened.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// The copy for `out` could not be made.
+    #[error(transparent)]
+    Copy(#[from] CopyError),
+    /// A pass failed; passes already committed stay.
+    #[error("{dir}: cleaning pass failed: {source}")]
+    Pass {
+        /// The directory.
+        dir: PathBuf,
+        /// The cleaner's error.
+        #[source]
+        source: cleaner::Error,
+    },
+}
+
+/// Why a pass would find nothing to clean in `log`, or `None` when it would.
+pub fn nothing_cleanable(log: &Log, d: &DirtySection, lag_ms: i64) -> Option<String> {
+    if d.is_cleanable() {
+        return None;
+    }
+    Some(if d.closed_segments == 0 {
+        format!(
+            "nothing to clean: all {} records are in the active segment, which no pass takes; `logcompact roll` seals \
+             it (or write with a smaller --segment-bytes)",
+            d.active_records
+        )
+    } else if d.too_young_bytes > 0 {
+        format!(
+            "nothing to clean: the dirty records ({} bytes) are younger than min.compaction.lag.ms ({lag_ms} ms)",
+            d.too_young_bytes
+        )
+    } else {
+        format!(
+            "nothing dirty: every closed segment has been through a pass (checkpoint at offset {}); the active \
+             segment's {} records wait for a roll",
+            log.cleaner_checkpoint(),
+            d.active_records
+        )
+    })
+}
+
+/// Runs `req` with `cleaner`, calling `each` with every pass's statistics as it ends (an error from it stops
+/// the passes). With `out`, the directory is copied there first and the copy compacted.
+///
+/// # Errors
+/// [`CompactError`].
+pub fn compact(
+    req: &CompactRequest,
+    cleaner: &mut Cleaner,
+    each: impl FnMut(&CleanStats) -> Result<(), cleaner::Error>,
+) -> Result<Compaction, CompactError> {
+    compact_observed(req, cleaner, |_| {}, each)
+}
+
+/// As [`compact`], calling `opened` with what opening the log repaired before the first pass.
+///
+/// # Errors
+/// [`CompactError`].
+pub fn compact_observed(
+    req: &CompactRequest,
+    cleaner: &mut Cleaner,
+    opened: impl FnOnce(&RecoveryReport),
+    each: impl FnMut(&CleanStats) -> Result<(), cleaner::Error>,
+) -> Result<Compaction, CompactError> {
+    if !(0.0..=1.0).contains(&req.min_cleanable_dirty_ratio) {
+        return Err(CompactError::Usage(format!(
+            "--min-cleanable-dirty-ratio {} is not in [0, 1]",
+            req.min_cleanable_dirty_ratio
+        )));
+    }
+    let config = LogConfig { segment_bytes: req.segment_bytes, ..LogConfig::default() };
+    config.validate_for(req.format).map_err(|e| CompactError::Usage(e.to_string()))?;
+    let (dir, checkpoint) = match &req.out {
+        Some(out) => {
+            let copied = copy_log(&req.dir, req.format, out)?;
+            (out.clone(), Some(req.checkpoint.unwrap_or(copied.checkpoint)))
+        }
+        None => (req.dir.clone(), req.checkpoint),
+    };
+    let log = if req.out.is_some() {
+        open_writable_copy(&dir, req.format, config)
+    } else {
+        open_writable(&dir, req.format, config)
+    };
+    let result = log.map_err(CompactError::from).and_then(|OpenedLog { log, .. }| {
+        if let Some(c) = checkpoint {
+            log.set_cleaner_checkpoint(c);
+        }
+        opened(log.recovery_report());
+        let outcome = compact_log(&log, &dir, req, cleaner, each)?;
+        Ok(Compaction { dir: dir.clone(), recovery: log.recovery_report().clone(), outcome })
+    });
+    if result.is_err() && req.out.is_some() {
+        // The copy is this run's own: a failed compaction leaves no half-done copy behind.
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    result
+}
+
+/// The passes of [`compact`] on an open log.
+///
+/// # Errors
+/// As [`compact`].
+pub fn compact_log(
+    log: &Log,
+    dir: &Path,
+    req: &CompactRequest,
+    cleaner: &mut Cleaner,
+    mut each: impl FnMut(&CleanStats) -> Result<(), cleaner::Error>,
+) -> Result<CompactOutcome, CompactError> {
+    let lag = req.options.min_compaction_lag_ms;
+    let section = log.dirty_section(log_core::now_ms(), lag);
+    if let Some(why) = nothing_cleanable(log, &section, lag) {
+        return Ok(CompactOutcome::NothingDone(why));
+    }
+    if section.dirty_ratio() < req.min_cleanable_dirty_ratio {
+        return Ok(CompactOutcome::NothingDone(format!(
+            "nothing done: the dirty ratio {:.1}% is below --min-cleanable-dirty-ratio {:.1}%",
+            100.0 * section.dirty_ratio(),
+            100.0 * req.min_cleanable_dirty_ratio
+        )));
+    }
+    let pass_error = |source| CompactError::Pass { dir: dir.to_path_buf(), source };
+    let passes = if req.until_clean {
+        cleaner.clean_until_clean(log, req.options, &mut each).map_err(pass_error)?
+    } else {
+        let stats = cleaner.clean(log, req.options).map_err(pass_error)?;
+        each(&stats).map_err(pass_error)?;
+        vec![stats]
+    };
+    Ok(CompactOutcome::Cleaned(passes))
+}

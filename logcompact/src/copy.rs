@@ -1,0 +1,221 @@
+//! Copying a log directory (either format) into a new directory, for `compact --out`: the copy is cleaned in
+//! place afterwards, and the source is never written.
+//!
+//! The source is read through a read-only open (no lock; a consistent snapshot even beside a writer: a pending
+//! swap is resolved as the next open would, a torn tail left out), and written into a directory beside the
+//! target named after it (`.<name>.logcompact-copy-<pid>`), every file synced, then renamed into place at
+//! once. A run that fails or is killed leaves no target: at most that temporary directory, which names its
+//! target and process. Two runs on one target cannot both win: the rename of the second fails once the
+//! target holds the first's copy.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use log_core::kafka::files::{SegmentFile, Stage, name as kafka_name};
+use log_core::{Format, SegmentSource};
+
+use crate::dir::{OpenError, open_read_only};
+
+/// Why a copy could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CopyError {
+    /// The target cannot be used.
+    #[error("--out {target}: {why}")]
+    BadTarget {
+        /// The target.
+        target: PathBuf,
+        /// Why not.
+        why: String,
+    },
+    /// The source could not be opened.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// Reading the source or writing the copy failed.
+    #[error("copying to {path}: {source}")]
+    Io {
+        /// The file being written.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The source's data could not be read.
+    #[error(transparent)]
+    Log(#[from] log_core::Error),
+}
+
+/// What a copy holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Copied {
+    /// The source's cleaner checkpoint (the first dirty offset), for the copy to start from.
+    pub checkpoint: u64,
+    /// Bytes of segments copied.
+    pub bytes: u64,
+}
+
+fn io_at(path: &Path) -> impl FnOnce(std::io::Error) -> CopyError + '_ {
+    move |source| CopyError::Io { path: path.to_path_buf(), source }
+}
+
+/// Checks that `target` may receive a copy of `source`: it does not exist or is an empty directory, its
+/// parent exists, and it does not lie inside the source (links and `..` resolved).
+///
+/// # Errors
+/// [`CopyError::BadTarget`] saying why.
+pub fn check_target(source: &Path, format: Format, target: &Path) -> Result<(), CopyError> {
+    let bad = |why: String| CopyError::BadTarget { target: target.to_path_buf(), why };
+    if target.exists() && fs::read_dir(target).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        return Err(bad("it exists and is not an empty directory".into()));
+    }
+    if inside(target, source) {
+        let what = if format == Format::Kafka { "partition" } else { "log" };
+        return Err(bad(format!("it is inside the source {what} {}, which is never written", source.display())));
+    }
+    let (Some(parent), Some(_)) = (target.parent(), target.file_name()) else {
+        return Err(bad("it names no directory".into()));
+    };
+    let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+    if !parent.is_dir() {
+        return Err(bad("its parent directory does not exist".into()));
+    }
+    Ok(())
+}
+
+/// Copies the log of `format` in `source` to `target` (see the module docs).
+///
+/// # Errors
+/// [`CopyError`]; nothing is left at `target` then.
+pub fn copy_log(source: &Path, format: Format, target: &Path) -> Result<Copied, CopyError> {
+    check_target(source, format, target)?;
+    let opened = open_read_only(source, format)?;
+    let log = &opened.log;
+    let snapshot = log.snapshot();
+    let parent = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = parent.join(format!(".{name}.logcompact-copy-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&temp);
+    fs::create_dir(&temp).map_err(io_at(&temp))?;
+    let result = (|| -> Result<Copied, CopyError> {
+        let mut bytes = 0;
+        let live = |base: u64| match format {
+            Format::Native => log_core::names::file_name(base, log_core::names::FileKind::Log),
+            Format::Kafka => kafka_name(base, SegmentFile::Log, Stage::Live),
+        };
+        for s in snapshot.closed() {
+            bytes += write_from(s.source(), s.size(), &temp.join(live(s.base())))?;
+        }
+        bytes += write_from(snapshot.active_source(), snapshot.active_len(), &temp.join(live(snapshot.active_base())))?;
+        match format {
+            Format::Native => {
+                // Hints are rebuilt by the copy's first open; the checkpoint goes with the records.
+                let text = format!("logcompact-checkpoint 1\n{}\n", log.cleaner_checkpoint());
+                write_bytes(&temp.join(log_core::names::CHECKPOINT_FILE), text.as_bytes())?;
+            }
+            Format::Kafka => copy_kafka_files(source, &temp, &snapshot)?,
+        }
+        fs::File::open(&temp).and_then(|d| d.sync_all()).map_err(io_at(&temp))?;
+        Ok(Copied { checkpoint: log.cleaner_checkpoint(), bytes })
+    })();
+    let copied = match result {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = fs::remove_dir_all(&temp);
+            return Err(e);
+        }
+    };
+    if let Err(e) = fs::rename(&temp, target) {
+        let _ = fs::remove_dir_all(&temp);
+        return Err(CopyError::BadTarget {
+            target: target.to_path_buf(),
+            why: format!("cannot move the copy there: {e}"),
+        });
+    }
+    fs::File::open(&parent).and_then(|d| d.sync_all()).map_err(io_at(&parent))?;
+    Ok(copied)
+}
+
+/// A Kafka partition's other files: each segment's indexes (the transaction index above all, which says which
+/// transactions were aborted), producer snapshots, the leader epoch checkpoint and the partition metadata.
+fn copy_kafka_files(source: &Path, temp: &Path, snapshot: &log_core::LogSnapshot) -> Result<(), CopyError> {
+    let store = storage_file::FileStore::open_read_only(source)
+        .map_err(|e| CopyError::Io { path: source.to_path_buf(), source: e.into() })?;
+    let layout = log_core::kafka::KafkaLayout::scan(&store)?;
+    let bases: Vec<u64> =
+        snapshot.closed().iter().map(|s| s.base()).chain(std::iter::once(snapshot.active_base())).collect();
+    let mut names = Vec::new();
+    for base in bases {
+        let Some(files) = layout.segments.get(&base) else { continue };
+        for file in [SegmentFile::OffsetIndex, SegmentFile::TimeIndex, SegmentFile::TxnIndex] {
+            // The live file, or the one a pending swap is about to put in its place.
+            let found = files.get(&(file, Stage::Swap)).or_else(|| files.get(&(file, Stage::Live)));
+            if let Some(n) = found {
+                names.push((n.clone(), kafka_name(base, file, Stage::Live)));
+            }
+        }
+    }
+    names.extend(layout.kept.iter().map(|n| (n.clone(), n.clone())));
+    for (from, to) in names {
+        let path = source.join(&from);
+        let meta = match fs::symlink_metadata(&path) {
+            Ok(m) if m.is_file() => m,
+            _ => continue,
+        };
+        let mut f = fs::File::open(&path).map_err(io_at(&path))?;
+        let out_path = temp.join(&to);
+        let mut out = fs::File::create(&out_path).map_err(io_at(&out_path))?;
+        std::io::copy(&mut (&mut f).take(meta.len()), &mut out).map_err(io_at(&out_path))?;
+        out.sync_all().map_err(io_at(&out_path))?;
+    }
+    Ok(())
+}
+
+/// Writes the first `len` bytes of `source` to `path`, synced; returns `len`.
+fn write_from(source: &SegmentSource, len: u64, path: &Path) -> Result<u64, CopyError> {
+    let mut out = fs::File::create(path).map_err(io_at(path))?;
+    let mut buf = vec![0u8; (1 << 20).min(usize::try_from(len).unwrap_or(usize::MAX)).max(1)];
+    let mut at = 0;
+    while at < len {
+        let n = usize::try_from(len - at).unwrap_or(usize::MAX).min(buf.len());
+        source.read_at(at, &mut buf[..n]).map_err(io_at(path))?;
+        out.write_all(&buf[..n]).map_err(io_at(path))?;
+        at += n as u64;
+    }
+    out.sync_all().map_err(io_at(path))?;
+    Ok(len)
+}
+
+fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), CopyError> {
+    let mut out = fs::File::create(path).map_err(io_at(path))?;
+    out.write_all(bytes).and_then(|()| out.sync_all()).map_err(io_at(path))
+}
+
+/// True when `path` (which may not exist yet) lies in `dir`: its deepest existing ancestor is resolved (links,
+/// `..`) and the rest of it appended.
+pub fn inside(path: &Path, dir: &Path) -> bool {
+    let Ok(dir) = dir.canonicalize() else { return false };
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().map(|c| c.join(path)).unwrap_or_else(|_| path.to_path_buf())
+    };
+    let parts: Vec<std::path::Component<'_>> = absolute.components().collect();
+    let Some(known) = (0..=parts.len()).rev().find(|&i| parts[..i].iter().collect::<PathBuf>().exists()) else {
+        return false;
+    };
+    let Ok(mut resolved) = parts[..known].iter().collect::<PathBuf>().canonicalize() else { return false };
+    for part in &parts[known..] {
+        match part {
+            std::path::Component::ParentDir => {
+                resolved.pop();
+            }
+            std::path::Component::Normal(name) => resolved.push(name),
+            _ => {}
+        }
+    }
+    resolved.starts_with(&dir)
+}

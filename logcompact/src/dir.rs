@@ -1,0 +1,196 @@
+//! Opening a directory on disk as a [`Log`]: a native log's directory, or a Kafka partition directory
+//! (`<log dir>/<topic>-<partition>/`, its cleaner checkpoint in the log directory's `cleaner-offset-checkpoint`).
+//!
+//! Read-only opens take no lock, create nothing and map nothing a broker may change; writable opens lock
+//! the directory (and, for a Kafka partition, take the broker's lock on the log directory) and never create a
+//! log where there is none.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use log_core::layout::Layout;
+use log_core::{CheckpointFile, Format, Log, LogConfig, SegmentStore};
+
+/// Why a directory could not be opened as a log.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The directory cannot be used as a store (missing, not a directory, unreadable, locked).
+    #[error("{dir}: {source}")]
+    Store {
+        /// The directory.
+        dir: PathBuf,
+        /// What the backend said.
+        #[source]
+        source: storage_file::Error,
+    },
+    /// The directory holds no log of the format asked for.
+    #[error("{} is not a {}: it holds {found}", dir.display(), if *format == "Kafka" { "Kafka partition" } else { "logcompact log" })]
+    NotALog {
+        /// The directory.
+        dir: PathBuf,
+        /// The format asked for.
+        format: &'static str,
+        /// What it holds instead.
+        found: String,
+    },
+    /// The log failed to open (corruption, I/O).
+    #[error("{dir}: {source}")]
+    Log {
+        /// The directory.
+        dir: PathBuf,
+        /// The log's error.
+        #[source]
+        source: log_core::Error,
+    },
+}
+
+impl OpenError {
+    /// True when another process holds the directory (or its broker's log directory).
+    pub fn is_busy(&self) -> bool {
+        matches!(
+            self,
+            OpenError::Store {
+                source: storage_file::Error::Locked { .. } | storage_file::Error::BrokerLocked { .. },
+                ..
+            }
+        )
+    }
+}
+
+/// A log opened from a directory, with where its cleaner checkpoint lives.
+#[derive(Debug)]
+pub struct OpenedLog {
+    /// The log.
+    pub log: Log,
+    /// The directory.
+    pub dir: PathBuf,
+    /// Where the checkpoint was read from, for reports.
+    pub checkpoint_source: String,
+}
+
+fn store_error(dir: &Path) -> impl FnOnce(storage_file::Error) -> OpenError + '_ {
+    move |source| OpenError::Store { dir: dir.to_path_buf(), source }
+}
+
+fn log_error(dir: &Path) -> impl FnOnce(log_core::Error) -> OpenError + '_ {
+    move |source| match source {
+        log_core::Error::NotALog { found } => {
+            OpenError::NotALog { dir: dir.to_path_buf(), format: "logcompact", found }
+        }
+        source => OpenError::Log { dir: dir.to_path_buf(), source },
+    }
+}
+
+/// Opens the log in `dir` for reading only.
+///
+/// # Errors
+/// [`OpenError`].
+pub fn open_read_only(dir: &Path, format: Format) -> Result<OpenedLog, OpenError> {
+    match format {
+        Format::Native => {
+            let store: Arc<dyn SegmentStore> =
+                Arc::new(storage_file::FileStore::open_read_only(dir).map_err(store_error(dir))?);
+            let log = Log::open_read_only(store, LogConfig::default()).map_err(log_error(dir))?;
+            Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: log_core::names::CHECKPOINT_FILE.into() })
+        }
+        Format::Kafka => {
+            let stores = storage_file::kafka::open_read_only(dir).map_err(store_error(dir))?;
+            let source = stores.checkpoint.describe();
+            let log = Log::open_kafka_read_only(stores.partition, LogConfig::default(), stores.checkpoint)
+                .map_err(|e| kafka_error(dir, e))?;
+            Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: source })
+        }
+    }
+}
+
+/// Opens the existing log in `dir` for writing with `config`; a directory that holds no log is refused (a
+/// command that changes a log never creates one).
+///
+/// # Errors
+/// [`OpenError`]; [`OpenError::Store`] with a lock error when another process holds it.
+pub fn open_writable(dir: &Path, format: Format, config: LogConfig) -> Result<OpenedLog, OpenError> {
+    open_writable_as(dir, format, config, false)
+}
+
+/// As [`open_writable`] for a copy made by this process (`compact --out`): a Kafka copy outside a broker's log
+/// directory takes no broker lock and keeps its checkpoint in memory
+/// ([`storage_file::kafka::open_writable_copy`]).
+///
+/// # Errors
+/// As [`open_writable`].
+pub fn open_writable_copy(dir: &Path, format: Format, config: LogConfig) -> Result<OpenedLog, OpenError> {
+    open_writable_as(dir, format, config, true)
+}
+
+fn open_writable_as(dir: &Path, format: Format, config: LogConfig, copy: bool) -> Result<OpenedLog, OpenError> {
+    match format {
+        Format::Native => {
+            let store: Arc<dyn SegmentStore> =
+                Arc::new(storage_file::FileStore::open_existing(dir).map_err(store_error(dir))?);
+            refuse_empty(dir, &*store)?;
+            let log = Log::open(store, config).map_err(log_error(dir))?;
+            Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: log_core::names::CHECKPOINT_FILE.into() })
+        }
+        Format::Kafka => {
+            // Look before locking: an empty or foreign directory is refused without creating a `.lock`.
+            let look = storage_file::kafka::open_read_only(dir).map_err(store_error(dir))?;
+            let layout = log_core::kafka::KafkaLayout::scan(&*look.partition).map_err(log_error(dir))?;
+            if layout.files(log_core::kafka::files::SegmentFile::Log, log_core::kafka::files::Stage::Live).is_empty()
+                && layout
+                    .files(log_core::kafka::files::SegmentFile::Log, log_core::kafka::files::Stage::Swap)
+                    .is_empty()
+            {
+                return Err(OpenError::NotALog {
+                    dir: dir.to_path_buf(),
+                    format: "Kafka",
+                    found: "no segment file (<20-digit base>.log)".into(),
+                });
+            }
+            let stores = if copy {
+                storage_file::kafka::open_writable_copy(dir)
+            } else {
+                storage_file::kafka::open_writable(dir)
+            }
+            .map_err(store_error(dir))?;
+            let source = stores.checkpoint.describe();
+            let log = Log::open_kafka(stores.partition, config, stores.checkpoint).map_err(|e| kafka_error(dir, e))?;
+            Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: source })
+        }
+    }
+}
+
+fn kafka_error(dir: &Path, e: log_core::Error) -> OpenError {
+    match e {
+        log_core::Error::NotALog { found } => OpenError::NotALog { dir: dir.to_path_buf(), format: "Kafka", found },
+        source => OpenError::Log { dir: dir.to_path_buf(), source },
+    }
+}
+
+/// Refuses a native store that holds no log, or a log of another format.
+///
+/// # Errors
+/// [`OpenError::NotALog`] saying what the directory holds instead.
+pub fn refuse_empty(dir: &Path, store: &dyn SegmentStore) -> Result<(), OpenError> {
+    let layout = Layout::scan(store).map_err(log_error(dir))?;
+    if let Some(found) = layout.foreign_format(store) {
+        return Err(OpenError::NotALog { dir: dir.to_path_buf(), format: "logcompact", found });
+    }
+    if layout.has_no_segments() {
+        return Err(OpenError::NotALog { dir: dir.to_path_buf(), format: "logcompact", found: layout.describe() });
+    }
+    Ok(())
+}
+
+/// The checkpoint file of a native log, for naming in reports.
+pub fn checkpoint_place(format: Format) -> &'static str {
+    match format {
+        Format::Native => log_core::names::CHECKPOINT_FILE,
+        Format::Kafka => "the log directory's cleaner-offset-checkpoint",
+    }
+}
+
+/// Where a Kafka partition directory's checkpoint lives, without opening it.
+pub fn kafka_checkpoint(dir: &Path) -> CheckpointFile {
+    storage_file::kafka::open_read_only(dir).map_or(CheckpointFile::Memory, |s| s.checkpoint)
+}

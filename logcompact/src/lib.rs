@@ -1,0 +1,42 @@
+//! `logcompact`: the front door of the logcompact toolkit. It opens a directory on disk as a log, either this
+//! project's native log or a Kafka partition directory (`<log dir>/<topic>-<partition>/`), compacts it in place
+//! or into a copy with Kafka's two-pass cleaner, and runs Kafka's cleaner manager over a whole data directory.
+//! Everything the `logcompact` command line does is here; the command line only parses and prints.
+//!
+//! The layers underneath, for embedding one piece: `log_core` (the log, both segment formats, recovery, the
+//! cleaning transaction), `storage_file` and `storage_mem` (backends), `cleaner` (offset maps, the passes, the
+//! manager).
+//!
+//! # Example
+//! Compact a Kafka partition of a stopped broker in place, until nothing is dirty:
+//! ```no_run
+//! use std::sync::Arc;
+//! use logcompact::{Cleaner, CleanerConfig, CompactRequest, Format, PassOptions, SystemClock};
+//!
+//! let req = CompactRequest {
+//!     dir: "/var/lib/kafka/data/orders-0".into(),
+//!     format: Format::Kafka,
+//!     options: PassOptions::default(),
+//!     until_clean: true,
+//!     segment_bytes: 1 << 30,
+//!     min_cleanable_dirty_ratio: 0.0,
+//!     checkpoint: None,
+//!     out: None,
+//! };
+//! let mut cleaner = Cleaner::new(CleanerConfig::default(), Arc::new(SystemClock))?;
+//! let outcome = logcompact::compact(&req, &mut cleaner, |stats| {
+//!     println!("pass up to offset {}", stats.end_offset);
+//!     Ok(())
+//! })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+pub mod compact;
+pub mod copy;
+pub mod dir;
+
+pub use cleaner::{CleanStats, Cleaner, CleanerConfig, MapKind, PassOptions, SystemClock};
+pub use compact::{CompactError, CompactOutcome, CompactRequest, Compaction, compact, compact_observed};
+pub use dir::{OpenError, OpenedLog, open_read_only, open_writable};
+pub use log_core::{Format, Log, LogConfig};
