@@ -414,8 +414,7 @@ impl Cleaner {
             done += s.size();
             send(progress, Phase::Map, done, total);
         };
-        let (end, scanned) =
-            map_dirty(dirty, checkpoint, &mut pace, &|_| true, &mut put, &|_| false, &mut on_segment)?;
+        let (end, scanned) = map_dirty(dirty, checkpoint, &mut pace, &|_| true, &mut put, &|_| false, &mut on_segment)?;
         pace.flush()?;
         stats.pass1.records_read = scanned.records;
         stats.pass1.bytes_read = scanned.bytes;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use log_core::SegmentStore;
+use log_core::{CheckpointFile, Format, Log, LogConfig, SegmentStore};
 use storage_mem::MemStore;
 use storage_mem::crash::CrashStore;
 
@@ -26,6 +26,93 @@ pub trait Fixture {
     /// chosen by `seed`). Returns `false` for backends that cannot simulate one (the next open is then a
     /// clean restart).
     fn crash(&mut self, seed: u64) -> bool;
+    /// The segment format of the logs kept here.
+    fn format(&self) -> Format {
+        Format::Native
+    }
+    /// Where a log kept here keeps its cleaner checkpoint (a Kafka partition's log directory).
+    fn checkpoint_file(&mut self) -> CheckpointFile {
+        CheckpointFile::Own
+    }
+    /// Where a reader's view finds the checkpoint.
+    fn reader_checkpoint_file(&self) -> CheckpointFile {
+        CheckpointFile::Own
+    }
+    /// Opens the log kept here for writing, in its format.
+    ///
+    /// # Errors
+    /// The log's.
+    fn open_log(&mut self, config: LogConfig) -> log_core::Result<Log> {
+        let store = self.open_store();
+        match self.format() {
+            Format::Native => Log::open(store, config),
+            Format::Kafka => Log::open_kafka(store, config, self.checkpoint_file()),
+        }
+    }
+    /// Opens the log kept here for reading only, through [`Fixture::reader_store`].
+    ///
+    /// # Errors
+    /// The log's.
+    fn open_reader(&self, config: LogConfig) -> log_core::Result<Log> {
+        let store = self.reader_store();
+        match self.format() {
+            Format::Native => Log::open_read_only(store, config),
+            Format::Kafka => Log::open_kafka_read_only(store, config, self.reader_checkpoint_file()),
+        }
+    }
+}
+
+/// Any backend holding Kafka partitions: the partition in one fixture of the backend, its log directory (the
+/// broker's `cleaner-offset-checkpoint`) in another, crashed together.
+#[derive(Debug, Clone, Copy)]
+pub struct Kafka<H>(pub H);
+
+struct KafkaFixture {
+    partition: Box<dyn Fixture>,
+    log_dir: Box<dyn Fixture>,
+}
+
+impl<H: Harness> Harness for Kafka<H> {
+    fn name(&self) -> &'static str {
+        match self.0.name() {
+            "mem" => "kafka on mem",
+            "file" => "kafka on file",
+            "crash" => "kafka on crash",
+            _ => "kafka",
+        }
+    }
+
+    fn fixture(&self) -> Box<dyn Fixture> {
+        Box::new(KafkaFixture { partition: self.0.fixture(), log_dir: self.0.fixture() })
+    }
+}
+
+impl Fixture for KafkaFixture {
+    fn open_store(&mut self) -> Arc<dyn SegmentStore> {
+        self.partition.open_store()
+    }
+
+    fn reader_store(&self) -> Arc<dyn SegmentStore> {
+        self.partition.reader_store()
+    }
+
+    fn crash(&mut self, seed: u64) -> bool {
+        let crashed = self.partition.crash(seed);
+        self.log_dir.crash(seed.rotate_left(17));
+        crashed
+    }
+
+    fn format(&self) -> Format {
+        Format::Kafka
+    }
+
+    fn checkpoint_file(&mut self) -> CheckpointFile {
+        CheckpointFile::LogDir { dir: self.log_dir.open_store(), topic: "t".into(), partition: 0 }
+    }
+
+    fn reader_checkpoint_file(&self) -> CheckpointFile {
+        CheckpointFile::LogDir { dir: self.log_dir.reader_store(), topic: "t".into(), partition: 0 }
+    }
 }
 
 /// storage-mem.

@@ -15,14 +15,41 @@ mod harness;
 pub mod model;
 pub mod scenarios;
 
-pub use harness::{Crash, Files, Fixture, Harness, Mem};
+pub use harness::{Crash, Files, Fixture, Harness, Kafka, Mem};
 
 /// Expands to the whole suite as `#[test]` functions for one harness, with `$cases` cases per property. Every
 /// test runs with every offset map ([`cleaner::MapKind::ALL`]); the property tests also check that the maps
-/// leave the same log after every step.
+/// leave the same log after every step. `kafka` in front runs the format-neutral part on Kafka partitions
+/// ([`Kafka`]); the rest (the lesson's trace, this format's index hints, a flipped byte's position) is the
+/// native format's.
 #[macro_export]
 macro_rules! conformance_tests {
+    (kafka $harness:expr, $cases:expr) => {
+        $crate::conformance_tests!(@common $harness, $cases);
+    };
     ($harness:expr, $cases:expr) => {
+        $crate::conformance_tests!(@common $harness, $cases);
+
+        #[test]
+        fn seed_trace() {
+            for map in cleaner::MapKind::ALL {
+                $crate::scenarios::seed_trace(&$harness, map);
+            }
+        }
+
+        #[test]
+        fn index_hints_are_rebuilt() {
+            $crate::scenarios::index_hints_are_rebuilt(&$harness);
+        }
+
+        #[test]
+        fn flipped_byte_is_found() {
+            for map in cleaner::MapKind::ALL {
+                $crate::scenarios::flipped_byte_is_found(&$harness, map);
+            }
+        }
+    };
+    (@common $harness:expr, $cases:expr) => {
         use proptest::prelude::*;
 
         proptest! {
@@ -61,13 +88,6 @@ macro_rules! conformance_tests {
         }
 
         #[test]
-        fn seed_trace() {
-            for map in cleaner::MapKind::ALL {
-                $crate::scenarios::seed_trace(&$harness, map);
-            }
-        }
-
-        #[test]
         fn partial_passes_continue_after_restart() {
             for map in cleaner::MapKind::ALL {
                 $crate::scenarios::partial_passes_continue_after_restart(&$harness, map);
@@ -77,18 +97,6 @@ macro_rules! conformance_tests {
         #[test]
         fn torn_tail_is_cut() {
             $crate::scenarios::torn_tail_is_cut(&$harness);
-        }
-
-        #[test]
-        fn index_hints_are_rebuilt() {
-            $crate::scenarios::index_hints_are_rebuilt(&$harness);
-        }
-
-        #[test]
-        fn flipped_byte_is_found() {
-            for map in cleaner::MapKind::ALL {
-                $crate::scenarios::flipped_byte_is_found(&$harness, map);
-            }
         }
 
         #[test]

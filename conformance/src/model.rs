@@ -81,6 +81,9 @@ pub struct MRec {
 
 #[derive(Debug)]
 struct Model {
+    /// Kafka's format keeps a cleaned group's head (named after its first segment, even when empty); the
+    /// native format names it after the first segment that keeps a record and drops a group left empty.
+    kafka: bool,
     closed: Vec<(u64, Vec<MRec>)>,
     active_base: u64,
     active: Vec<MRec>,
@@ -118,7 +121,8 @@ impl Model {
     /// a tombstone kept for the first time is stamped with now + retention, one stamped before goes once its
     /// horizon has passed, or on a purge whatever its horizon). Adjacent segments merge while their sizes
     /// (`sizes`, by base, as the real log had them before the pass) stay within `segment_bytes`; a group
-    /// becomes one segment named after its first segment that keeps a record, or disappears.
+    /// becomes one segment named after its first segment that keeps a record, or disappears (native), or one
+    /// named after its first segment, empty or not (Kafka).
     fn pass(&mut self, end: u64, purge: bool, sizes: &BTreeMap<u64, u64>, segment_bytes: u64) {
         let latest = self.mapped(end);
         let now = self.now;
@@ -143,7 +147,7 @@ impl Model {
             }
         }
         for group in groups {
-            let mut name = None;
+            let mut name = if self.kafka { group.first().map(|(b, _)| *b) } else { None };
             let mut kept = Vec::new();
             for (base, seg) in group {
                 for mut r in seg {
@@ -272,9 +276,11 @@ pub fn cleaner_for(map: MapKind, keys: usize, clock: &Arc<ManualClock>) -> Clean
 pub fn run(harness: &dyn Harness, map: MapKind, ops: &[Op], segment_bytes: u64) -> Vec<Vec<(u64, Vec<MRec>)>> {
     let config = LogConfig { segment_bytes, index_interval_bytes: 64, sync: SyncPolicy::EveryAppend };
     let mut fixture = harness.fixture();
-    let mut log = Log::open(fixture.open_store(), config.clone()).expect("open");
+    let mut log = fixture.open_log(config.clone()).expect("open");
     let clock = Arc::new(ManualClock::new(NOW));
-    let mut model = Model { closed: Vec::new(), active_base: 0, active: Vec::new(), next: 0, now: NOW, checkpoint: 0 };
+    let kafka = fixture.format() == log_core::Format::Kafka;
+    let mut model =
+        Model { kafka, closed: Vec::new(), active_base: 0, active: Vec::new(), next: 0, now: NOW, checkpoint: 0 };
     let mut states = Vec::with_capacity(ops.len());
     for op in ops {
         match *op {
@@ -333,12 +339,12 @@ pub fn run(harness: &dyn Harness, map: MapKind, ops: &[Op], segment_bytes: u64) 
             }
             Op::Reopen => {
                 drop(log);
-                log = Log::open(fixture.open_store(), config.clone()).expect("reopen");
+                log = fixture.open_log(config.clone()).expect("reopen");
             }
             Op::Crash(seed) => {
                 drop(log);
                 fixture.crash(seed);
-                log = Log::open(fixture.open_store(), config.clone()).expect("open after a crash");
+                log = fixture.open_log(config.clone()).expect("open after a crash");
             }
             Op::Read(o) => {
                 let first = log.read(o).expect("read").map(|r| to_mrec(&r));

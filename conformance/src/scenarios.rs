@@ -63,7 +63,7 @@ pub fn seed_trace(h: &dyn Harness, map: MapKind) {
     let mut fx = h.fixture();
     let clock = Arc::new(ManualClock::new(1_000));
     {
-        let log = Log::open(fx.open_store(), LogConfig::default()).expect("open");
+        let log = fx.open_log(LogConfig::default()).expect("open");
         for (k, v) in [("p", Some("1")), ("q", Some("1"))] {
             log.put(k.as_bytes(), v.unwrap_or_default().as_bytes()).expect("put");
         }
@@ -85,7 +85,7 @@ pub fn seed_trace(h: &dyn Harness, map: MapKind) {
         assert_eq!(segments(&log), vec![seg(2, &["2 p=2", "3 q=TOMBSTONE"], true), seg(4, &["4 r=1"], false)]);
     }
     // The tombstone's horizon, the checkpoint and the gaps survive a restart; the purge then removes it.
-    let log = Log::open(fx.open_store(), LogConfig::default()).expect("reopen");
+    let log = fx.open_log(LogConfig::default()).expect("reopen");
     assert_eq!(segments(&log), vec![seg(2, &["2 p=2", "3 q=TOMBSTONE"], true), seg(4, &["4 r=1"], false)]);
     assert_eq!((log.cleaner_checkpoint(), log.next_offset()), (4, 5));
     let tomb = log.read(3).expect("read").expect("tombstone");
@@ -101,7 +101,7 @@ pub fn partial_passes_continue_after_restart(h: &dyn Harness, map: MapKind) {
     let clock = Arc::new(ManualClock::new(1_000));
     let expected;
     {
-        let log = Log::open(fx.open_store(), LogConfig { segment_bytes: 600, ..LogConfig::default() }).expect("open");
+        let log = fx.open_log(LogConfig { segment_bytes: 600, ..LogConfig::default() }).expect("open");
         for i in 0..300u32 {
             log.put(format!("k{}", i % 23).as_bytes(), format!("v{i}").as_bytes()).expect("put");
         }
@@ -113,7 +113,7 @@ pub fn partial_passes_continue_after_restart(h: &dyn Harness, map: MapKind) {
     }
     let mut passes = 0;
     loop {
-        let log = Log::open(fx.open_store(), LogConfig::default()).expect("reopen");
+        let log = fx.open_log(LogConfig::default()).expect("reopen");
         assert_eq!(value_view(&log), expected, "after {passes} passes on {}", h.name());
         let stats = cleaner(map, &clock, 6).clean(&log, PassOptions::default()).expect("pass");
         passes += 1;
@@ -128,21 +128,24 @@ pub fn partial_passes_continue_after_restart(h: &dyn Harness, map: MapKind) {
 }
 
 fn check_ok(log: &Log) -> Result<log_core::check::CheckReport, log_core::check::Problem> {
-    log_core::check::check_store(Arc::clone(log.store()))
+    match log.format() {
+        log_core::Format::Native => log_core::check::check_store(Arc::clone(log.store())),
+        log_core::Format::Kafka => log_core::check::check_kafka(Arc::clone(log.store()), log.checkpoint_file().clone()),
+    }
 }
 
 /// A torn tail of the active segment is cut back to the last whole record on open.
 pub fn torn_tail_is_cut(h: &dyn Harness) {
     let mut fx = h.fixture();
     {
-        let log = Log::open(fx.open_store(), LogConfig::default()).expect("open");
+        let log = fx.open_log(LogConfig::default()).expect("open");
         for i in 0..10u8 {
             log.put(&[b'k', i], b"value").expect("put");
         }
         log.sync().expect("sync");
         log.store().open(&file_name(0, FileKind::Log)).expect("open file").append(&[40, 0, 0, 0, 9, 9]).expect("tear");
     }
-    let log = Log::open(fx.open_store(), LogConfig::default()).expect("reopen");
+    let log = fx.open_log(LogConfig::default()).expect("reopen");
     let report = log.recovery_report().truncated_tail.clone().expect("reported");
     assert_eq!(report.bytes, 6, "six torn bytes cut on {}", h.name());
     assert_eq!(log.next_offset(), 10);
@@ -154,8 +157,7 @@ pub fn torn_tail_is_cut(h: &dyn Harness) {
 pub fn index_hints_are_rebuilt(h: &dyn Harness) {
     let mut fx = h.fixture();
     {
-        let log =
-            Log::open(fx.open_store(), LogConfig { index_interval_bytes: 64, ..LogConfig::default() }).expect("open");
+        let log = fx.open_log(LogConfig { index_interval_bytes: 64, ..LogConfig::default() }).expect("open");
         for i in 0..200u32 {
             log.put(format!("k{i}").as_bytes(), b"value").expect("put");
             if i % 50 == 49 {
@@ -173,7 +175,7 @@ pub fn index_hints_are_rebuilt(h: &dyn Harness) {
         assert_eq!((report.indexes_verified, report.indexes_missing), (2, 2));
         assert!(report.notices.iter().any(|n| n.file == damaged && n.what.contains("rebuilds")), "{report:?}");
     }
-    let log = Log::open(fx.open_store(), LogConfig::default()).expect("reopen");
+    let log = fx.open_log(LogConfig::default()).expect("reopen");
     assert_eq!(log.recovery_report().indexes_rebuilt, 2, "on {}", h.name());
     for o in [0, 49, 50, 77, 100, 150, 199] {
         assert_eq!(log.read(o).expect("read").map(|r| r.offset), Some(o));
@@ -189,7 +191,7 @@ pub fn flipped_byte_is_found(h: &dyn Harness, map: MapKind) {
     // A dense index: the hint's last entry lies well after the damage, so the cheap checks at open pass.
     let config = LogConfig { index_interval_bytes: 64, ..LogConfig::default() };
     let (bytes, second) = {
-        let log = Log::open(fx.open_store(), config.clone()).expect("open");
+        let log = fx.open_log(config.clone()).expect("open");
         for i in 0..20u8 {
             log.put(&[b'k', i], b"value").expect("put");
         }
@@ -213,7 +215,7 @@ pub fn flipped_byte_is_found(h: &dyn Harness, map: MapKind) {
         let problem = log_core::check::check_store(Arc::clone(&store)).expect_err("check must fail");
         assert_eq!((problem.file.as_str(), problem.position), (name.as_str(), Some(second)), "on {}", h.name());
     }
-    let log = Log::open(fx.open_store(), config).expect("a valid index hint spares the scan");
+    let log = fx.open_log(config).expect("a valid index hint spares the scan");
     let err = log.snapshot().reader(0).find_map(Result::err).expect("the read fails");
     assert!(
         matches!(err, log_core::Error::Corrupt { ref segment, position, .. } if *segment == name && position == second)
@@ -291,7 +293,7 @@ pub fn read_only_opens_beside_running_passes(h: &dyn Harness, map: MapKind) {
     use std::sync::Mutex;
     let mut fx = h.fixture();
     let config = LogConfig { segment_bytes: 1500, index_interval_bytes: 128, ..LogConfig::default() };
-    let log = Arc::new(Log::open(fx.open_store(), config.clone()).expect("open"));
+    let log = Arc::new(fx.open_log(config.clone()).expect("open"));
     for i in 0..2000u32 {
         let key = format!("k{}", i % 61);
         if i % 13 == 5 {
@@ -322,8 +324,14 @@ pub fn read_only_opens_beside_running_passes(h: &dyn Harness, map: MapKind) {
                 .clean(&w, PassOptions { purge: round % 10 == 9, ..PassOptions::default() })
                 .expect("pass");
         }));
-        let view = Log::open_read_only(Arc::clone(&reader) as Arc<dyn SegmentStore>, LogConfig::default())
-            .expect("a snapshot");
+        let reader_store = Arc::clone(&reader) as Arc<dyn SegmentStore>;
+        let view = match fx.format() {
+            log_core::Format::Native => Log::open_read_only(reader_store, LogConfig::default()),
+            log_core::Format::Kafka => {
+                Log::open_kafka_read_only(reader_store, LogConfig::default(), fx.reader_checkpoint_file())
+            }
+        }
+        .expect("a snapshot");
         assert!(view.is_read_only());
         let after = closed_state(&log);
         let rewritten = before.iter().filter(|s| !after.contains(s)).count();

@@ -3,13 +3,14 @@
 //! each offset map: the failure surfaces as a typed error,
 //! the log then refuses every write until it is reopened (the store itself would accept them: only that one
 //! operation failed), `check` finds the store intact, and the reopened log holds every acknowledged record,
-//! every key with its latest value at its original offset.
+//! every key with its latest value at its original offset. Both formats: a native log, and a Kafka partition
+//! (whose checkpoint lives in a log directory of its own, which does not fail).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cleaner::{Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions};
-use log_core::{Error, Log, LogConfig, SegmentStore, SyncPolicy};
+use log_core::{CheckpointFile, Error, Format, Log, LogConfig, SegmentStore, SyncPolicy};
 use storage_mem::MemStore;
 use storage_mem::fault::{FaultStore, Op, is_injected};
 
@@ -19,6 +20,30 @@ type Acked = (Vec<u8>, u64, Option<Vec<u8>>);
 
 fn config() -> LogConfig {
     LogConfig { segment_bytes: 300, index_interval_bytes: 64, sync: SyncPolicy::OnRoll }
+}
+
+/// A partition's log directory.
+fn log_dir() -> CheckpointFile {
+    CheckpointFile::LogDir { dir: Arc::new(MemStore::new()), topic: "t".into(), partition: 0 }
+}
+
+/// Opens the log of `format` in `store` (a Kafka partition's checkpoint in `checkpoint`).
+fn open(format: Format, store: Arc<dyn SegmentStore>, checkpoint: &CheckpointFile) -> Result<Log, Error> {
+    match format {
+        Format::Native => Log::open(store, config()),
+        Format::Kafka => Log::open_kafka(store, config(), checkpoint.clone()),
+    }
+}
+
+fn check(
+    format: Format,
+    store: Arc<dyn SegmentStore>,
+    checkpoint: &CheckpointFile,
+) -> Result<log_core::check::CheckReport, log_core::check::Problem> {
+    match format {
+        Format::Native => log_core::check::check_store(store),
+        Format::Kafka => log_core::check::check_kafka(store, checkpoint.clone()),
+    }
 }
 
 fn pass(map: MapKind, log: &Log, clock: &Arc<ManualClock>, keys: usize, purge: bool) -> Result<bool, cleaner::Error> {
@@ -101,9 +126,9 @@ fn injected(f: &Failed) -> bool {
 
 /// A store holding a short log whose active segment ends in a torn write, so that opening it cuts a tail
 /// (and syncs it) before the workload starts; returns the acknowledged records.
-fn torn_start() -> (Arc<dyn SegmentStore>, Vec<Acked>) {
+fn torn_start(format: Format, checkpoint: &CheckpointFile) -> (Arc<dyn SegmentStore>, Vec<Acked>) {
     let mem: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-    let log = Log::open(Arc::clone(&mem), config()).expect("open");
+    let log = open(format, Arc::clone(&mem), checkpoint).expect("open");
     let mut acked = Vec::new();
     for i in 0..8u32 {
         let (key, value) = (format!("k{i}").into_bytes(), format!("start-{i}").into_bytes());
@@ -120,23 +145,29 @@ fn torn_start() -> (Arc<dyn SegmentStore>, Vec<Acked>) {
 }
 
 fn sweep(op: Op) -> u64 {
-    MapKind::ALL.into_iter().map(|map| sweep_with(map, op)).sum()
+    MapKind::ALL.into_iter().map(|map| sweep_with(Format::Native, map, op)).sum()
 }
 
-fn sweep_with(map: MapKind, op: Op) -> u64 {
+fn sweep_kafka(op: Op) -> u64 {
+    MapKind::ALL.into_iter().map(|map| sweep_with(Format::Kafka, map, op)).sum()
+}
+
+fn sweep_with(format: Format, map: MapKind, op: Op) -> u64 {
     let clock = Arc::new(ManualClock::new(1_000_000));
-    let dry = FaultStore::new(torn_start().0);
+    let dry_dir = log_dir();
+    let dry = FaultStore::new(torn_start(format, &dry_dir).0);
     {
-        let log = Log::open(Arc::new(dry.clone()), config()).expect("open");
+        let log = open(format, Arc::new(dry.clone()), &dry_dir).expect("open");
         workload(map, &log, &clock, &mut Vec::new()).expect("the dry run succeeds");
     }
     let total = dry.count(op);
-    eprintln!("{op:?} with {map}: {total} operations, each failed once");
+    eprintln!("{op:?} with {map} ({}): {total} operations, each failed once", format.name());
     for n in 0..total {
-        let (mem, mut acked) = torn_start();
+        let dir = log_dir();
+        let (mem, mut acked) = torn_start(format, &dir);
         let store = FaultStore::new(Arc::clone(&mem));
         store.fail(op, n);
-        match Log::open(Arc::new(store.clone()), config()) {
+        match open(format, Arc::new(store.clone()), &dir) {
             // The failure struck while the log was being opened (and its torn tail cut): it surfaced.
             Err(e) => assert!(matches!(&e, Error::Io { source, .. } if is_injected(source)), "{op:?} {n}: {e}"),
             Ok(log) => {
@@ -149,9 +180,9 @@ fn sweep_with(map: MapKind, op: Op) -> u64 {
             }
         }
         assert_eq!(store.fired(), 1, "{op:?} {n}");
-        let report = log_core::check::check_store(Arc::clone(&mem))
+        let report = check(format, Arc::clone(&mem), &dir)
             .unwrap_or_else(|p| panic!("{op:?} {n}: check after the failure found {p}"));
-        let log = Log::open(Arc::clone(&mem), config()).unwrap_or_else(|e| panic!("{op:?} {n}: reopen: {e}"));
+        let log = open(format, Arc::clone(&mem), &dir).unwrap_or_else(|e| panic!("{op:?} {n}: reopen: {e}"));
         assert_eq!(report.records, log.snapshot().reader(0).count() as u64, "{op:?} {n}");
         assert!(!log.is_poisoned());
         assert_eq!(view(&log), expected(&acked), "{op:?} {n}: a key lost its latest value or moved");
@@ -185,4 +216,31 @@ fn every_failed_list_create_or_truncate_poisons_and_loses_nothing() {
     assert!(sweep(Op::List) > 5);
     assert!(sweep(Op::Create) > 5);
     assert!(sweep(Op::Truncate) >= 1, "the open cuts a torn tail");
+}
+
+#[test]
+fn kafka_every_failed_write_poisons_and_loses_nothing() {
+    assert!(sweep_kafka(Op::Write) > 50);
+}
+
+#[test]
+fn kafka_every_failed_sync_poisons_and_loses_nothing() {
+    assert!(sweep_kafka(Op::Sync) > 20);
+}
+
+#[test]
+fn kafka_every_failed_rename_poisons_and_loses_nothing() {
+    assert!(sweep_kafka(Op::Rename) > 5);
+}
+
+#[test]
+fn kafka_every_failed_delete_poisons_and_loses_nothing() {
+    assert!(sweep_kafka(Op::Delete) > 5);
+}
+
+#[test]
+fn kafka_every_failed_list_create_or_truncate_poisons_and_loses_nothing() {
+    assert!(sweep_kafka(Op::List) > 5);
+    assert!(sweep_kafka(Op::Create) > 5);
+    assert!(sweep_kafka(Op::Truncate) >= 1, "the open cuts a torn tail");
 }

@@ -32,7 +32,9 @@
 //! - Partial syncs: a sync either takes full effect or is the crash point. Failed syncs that leave the process
 //!   running (an `EIO` after which the kernel drops the dirty pages) are not modeled.
 //! - Rename atomicity is assumed: after a crash a name maps to its old file or its new one, never to neither
-//!   or to a mixture. File data and directory entries are independent: syncing a file never makes its name
+//!   or to a mixture. [`CrashStore::crash_image`] makes every name change since the last directory sync vanish
+//!   together; [`CrashStore::crash_image_ordered`] keeps any prefix of them in the order they were made,
+//!   as a file system journaling them in order leaves them; no other reordering of name changes is modeled. File data and directory entries are independent: syncing a file never makes its name
 //!   durable (stricter than some file systems, which is the safe side for tests).
 //! - Metadata other than names and bytes (sizes, times, permissions), block or page granularity, and
 //!   concurrent writers racing with the crash beyond a single global order of operations.
@@ -72,6 +74,14 @@ fn not_found(name: &str) -> io::Error {
     io::Error::new(io::ErrorKind::NotFound, format!("no file named {name:?}"))
 }
 
+/// A change of names not yet made durable by a directory sync, in the order it was made.
+#[derive(Clone)]
+enum NameOp {
+    Create(String, Arc<File>),
+    Rename(String, String),
+    Delete(String),
+}
+
 /// The directory and the crash bookkeeping of a store. Lock order: this mutex before any file's lock. Every
 /// mutation of a file happens with this mutex held, so a crash (which sets `crashed` under it) freezes all
 /// durable and live state at once.
@@ -79,6 +89,9 @@ fn not_found(name: &str) -> io::Error {
 struct Dir {
     live: BTreeMap<String, Arc<File>>,
     durable: BTreeMap<String, Arc<File>>,
+    /// Name changes since the last directory sync, in order (for images of a file system that journals them in
+    /// order: [`CrashStore::crash_image_ordered`]).
+    pending: Vec<NameOp>,
     /// Sync points reached so far (the number of the next one).
     sync_points: u64,
     crash_at: Option<u64>,
@@ -259,9 +272,39 @@ impl CrashStore {
     /// the durable bytes plus a prefix of the unsynced tail, of a length between 0 and the whole tail drawn
     /// deterministically from `seed` and the file name: a torn write. This store is not changed.
     pub fn crash_image(&self, torn: Option<u64>) -> CrashStore {
+        self.crash_image_ordered(torn, 0)
+    }
+
+    /// Name changes made since the last directory sync (up to the crash, once crashed).
+    pub fn pending_name_changes(&self) -> usize {
+        self.dir().pending.len()
+    }
+
+    /// As [`CrashStore::crash_image`], with the first `applied` of the name changes made since the last
+    /// directory sync durable too, in the order they were made: the disk of a file system that journals
+    /// directory changes in order and crashed part-way through writing them out (most journaling file systems
+    /// keep one directory's changes in order; none promises which prefix reached the disk). A created file
+    /// that becomes durable this way keeps only its durable (synced) bytes, plus a torn tail as `torn` says.
+    pub fn crash_image_ordered(&self, torn: Option<u64>, applied: usize) -> CrashStore {
         let files: Vec<(String, Vec<u8>)> = {
             let dir = self.dir();
-            dir.durable.iter().map(|(name, file)| (name.clone(), file.read().crash_bytes(name, torn))).collect()
+            let mut names = dir.durable.clone();
+            for op in dir.pending.iter().take(applied) {
+                match op {
+                    NameOp::Create(name, file) => {
+                        names.insert(name.clone(), Arc::clone(file));
+                    }
+                    NameOp::Rename(from, to) => {
+                        if let Some(file) = names.remove(from) {
+                            names.insert(to.clone(), file);
+                        }
+                    }
+                    NameOp::Delete(name) => {
+                        names.remove(name);
+                    }
+                }
+            }
+            names.iter().map(|(name, file)| (name.clone(), file.read().crash_bytes(name, torn))).collect()
         };
         let mut dir = Dir::default();
         for (name, bytes) in files {
@@ -283,6 +326,7 @@ impl SegmentStore for CrashStore {
             }
             let file = Arc::new(File::default());
             dir.live.insert(name.to_owned(), Arc::clone(&file));
+            dir.pending.push(NameOp::Create(name.to_owned(), Arc::clone(&file)));
             file
         };
         Ok(self.handle(file))
@@ -313,19 +357,23 @@ impl SegmentStore for CrashStore {
         dir.check()?;
         let file = dir.live.remove(from).ok_or_else(|| not_found(from))?;
         dir.live.insert(to.to_owned(), file);
+        dir.pending.push(NameOp::Rename(from.to_owned(), to.to_owned()));
         Ok(())
     }
 
     fn delete(&self, name: &str) -> io::Result<()> {
         let mut dir = self.dir();
         dir.check()?;
-        dir.live.remove(name).map(drop).ok_or_else(|| not_found(name))
+        dir.live.remove(name).map(drop).ok_or_else(|| not_found(name))?;
+        dir.pending.push(NameOp::Delete(name.to_owned()));
+        Ok(())
     }
 
     fn sync_dir(&self) -> io::Result<()> {
         let mut dir = self.dir();
         dir.sync_point()?;
         dir.durable = dir.live.clone();
+        dir.pending.clear();
         Ok(())
     }
 }
@@ -700,6 +748,30 @@ mod tests {
         assert!(store.open("a.log")?.is_sealed());
         seg.sync()?;
         assert_eq!(contents(&store.crash_image(None))?, map(&[("a.log", b"abc")]));
+        Ok(())
+    }
+
+    #[test]
+    fn ordered_images_keep_a_prefix_of_the_name_changes_in_order() -> io::Result<()> {
+        let store = CrashStore::new();
+        let a = store.create("a")?;
+        a.append(b"A")?;
+        a.sync()?;
+        store.sync_dir()?;
+        store.rename("a", "b")?;
+        let c = store.create("c")?;
+        c.append(b"C")?;
+        c.sync()?;
+        store.delete("b")?;
+        store.crash_now();
+        assert_eq!(store.pending_name_changes(), 3);
+        let images: Vec<BTreeMap<String, Vec<u8>>> =
+            (0..=3).map(|j| contents(&store.crash_image_ordered(None, j))).collect::<io::Result<_>>()?;
+        assert_eq!(images[0], map(&[("a", b"A")]));
+        assert_eq!(images[1], map(&[("b", b"A")]));
+        assert_eq!(images[2], map(&[("b", b"A"), ("c", b"C")]));
+        assert_eq!(images[3], map(&[("c", b"C")]));
+        assert_eq!(contents(&store.crash_image(None))?, images[0], "the plain image applies none");
         Ok(())
     }
 
