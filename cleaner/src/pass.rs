@@ -110,14 +110,20 @@ impl Pace<'_> {
     }
 
     pub(crate) fn flush(&mut self) -> Result<()> {
-        if let Some(t) = self.throttle {
-            t.charge(self.pending);
-        }
-        self.pending = 0;
+        self.settle();
         if self.abort.is_some_and(|a| a.load(Ordering::Relaxed)) {
             return Err(Error::Aborted);
         }
         Ok(())
+    }
+
+    /// Charges what is pending to the throttle, at the end of a thread's work. (The stop flag's last look is
+    /// the pass's own, just before its commit.)
+    pub(crate) fn settle(&mut self) {
+        if let Some(t) = self.throttle {
+            t.charge(self.pending);
+        }
+        self.pending = 0;
     }
 }
 
@@ -511,7 +517,7 @@ impl Cleaner {
                 let bytes: u64 = group.iter().map(|s| s.size()).sum();
                 self.report(Phase::Copy, done.fetch_add(bytes, Ordering::Relaxed) + bytes, total);
             }
-            pace.flush()?;
+            pace.settle();
             Ok((out, counts))
         };
         let results: Vec<Result<ThreadCopies>> = if threads == 1 {

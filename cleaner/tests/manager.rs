@@ -244,24 +244,78 @@ fn the_throttle_holds_the_threads_to_the_rate() {
     assert!(started.elapsed() >= least, "{:?} for {bytes} bytes at {rate} B/s", started.elapsed());
 }
 
+/// A store that holds the first pass output's creation until the test lets it go: a pass is then certainly
+/// running, past its map and into its copy, when the test stops it.
+#[derive(Debug)]
+struct Gate {
+    inner: MemStore,
+    entered: Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    go: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
+}
+
+impl SegmentStore for Gate {
+    fn create(&self, name: &str) -> std::io::Result<Arc<dyn log_core::Segment>> {
+        if name.ends_with(".cleaned") {
+            if let Some(entered) = self.entered.lock().expect("gate").take() {
+                let _ = entered.send(());
+                if let Some(go) = self.go.lock().expect("gate").take() {
+                    let _ = go.recv();
+                }
+            }
+        }
+        self.inner.create(name)
+    }
+    fn open(&self, name: &str) -> std::io::Result<Arc<dyn log_core::Segment>> {
+        self.inner.open(name)
+    }
+    fn list(&self) -> std::io::Result<Vec<String>> {
+        self.inner.list()
+    }
+    fn file_id(&self, name: &str) -> std::io::Result<u64> {
+        self.inner.file_id(name)
+    }
+    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn delete(&self, name: &str) -> std::io::Result<()> {
+        self.inner.delete(name)
+    }
+    fn sync_dir(&self) -> std::io::Result<()> {
+        self.inner.sync_dir()
+    }
+}
+
 #[test]
 fn a_stopped_watch_abandons_its_pass_and_changes_nothing() {
-    let manager = Arc::new(CleanerManager::new(config(1), Arc::new(ManualClock::new(NOW))).expect("manager"));
-    let log = new_log(20_000, 3, NOW);
+    // The pass is held while it creates its first output, the watch is stopped, then the pass goes on: it
+    // must see the stop before its commit. Nothing here depends on timing: without the stop the pass would
+    // commit (the second half shows it does).
+    let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel();
+    let store =
+        Arc::new(Gate { inner: MemStore::new(), entered: Mutex::new(Some(entered_tx)), go: Mutex::new(Some(go_rx)) });
+    let log = Arc::new(Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_config()).expect("open"));
+    fill(&log, 300, 3, NOW);
     let before: Vec<u64> = log.snapshot().reader(0).map(|r| r.expect("read").offset).collect();
+    let manager = Arc::new(CleanerManager::new(config(1), Arc::new(ManualClock::new(NOW))).expect("manager"));
     manager.add_log("big", Arc::clone(&log), LogSettings::default(), None).expect("add");
-    // Abort at once: the pass sees the flag before its commit.
-    manager.abort_flag().store(true, Ordering::SeqCst);
     let watcher = {
         let m = Arc::clone(&manager);
         std::thread::spawn(move || m.run(Mode::Watch))
     };
+    entered_rx.recv().expect("a pass starts copying");
     manager.stop(true);
+    go_tx.send(()).expect("let the pass go on");
     let status = watcher.join().expect("the watch ends");
     assert_eq!(status.gauges.uncleanable_partitions_count, 0, "an abandoned pass is no failure");
     let after: Vec<u64> = log.snapshot().reader(0).map(|r| r.expect("read").offset).collect();
-    assert_eq!(after, before);
-    // And the manager can run again.
+    assert_eq!(after, before, "the abandoned pass committed nothing");
+    assert!(
+        store.inner.list().expect("list").iter().all(|n| !n.ends_with(".cleaned") && !n.ends_with(".swap")),
+        "its outputs are gone"
+    );
+    // And the manager can run again: this time the pass commits.
     let status = manager.run(Mode::UntilClean);
     assert_eq!(status.logs[0].dirty_bytes, 0);
+    assert_eq!(log.snapshot().reader(0).count(), 300, "one record per key is left");
 }

@@ -193,6 +193,11 @@ struct RunArgs {
     /// Print each pass's statistics as one JSON line on standard error.
     #[arg(long)]
     stats: bool,
+    /// COMPACT merges adjacent closed segments up to --segment-bytes into one, as Kafka's cleaner groups them
+    /// (and as every directory command does). Without it COMPACT follows the lesson: each closed segment is
+    /// cleaned into a replacement that keeps its base, and only segments left empty go.
+    #[arg(long)]
+    group_segments: bool,
     /// Where the log lives: in memory (gone at exit) or in files under --dir (created or reopened, so a
     /// second run continues the first).
     #[arg(long, value_enum, default_value_t = Backend::Mem)]
@@ -505,28 +510,14 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     let stdout = io::stdout();
     let mut out = out::QuietPipe::new(BufWriter::new(stdout.lock()));
     let mut err = io::stderr();
+    let grouping = if args.group_segments { cleaner::Grouping::BySize } else { cleaner::Grouping::None };
+    let options = PassOptions { grouping, ..args.cleaner.pass_options() };
     let result = if args.script == "-" {
-        run::run_script(
-            io::stdin().lock(),
-            &log,
-            &cleaner_config,
-            args.cleaner.pass_options(),
-            args.stats,
-            &mut out,
-            &mut err,
-        )
+        run::run_script(io::stdin().lock(), &log, &cleaner_config, options, args.stats, &mut out, &mut err)
     } else {
         let file = File::open(&args.script)
             .map_err(|e| Failure::Usage(format!("cannot open script {:?}: {e}", PathBuf::from(&args.script))))?;
-        run::run_script(
-            BufReader::new(file),
-            &log,
-            &cleaner_config,
-            args.cleaner.pass_options(),
-            args.stats,
-            &mut out,
-            &mut err,
-        )
+        run::run_script(BufReader::new(file), &log, &cleaner_config, options, args.stats, &mut out, &mut err)
     };
     out.flush().map_err(|e| Failure::Runtime(format!("cannot write output: {e}")))?;
     result?;

@@ -144,3 +144,22 @@ fn every_map_prints_the_seed_trace_and_names_itself_in_the_statistics() {
     let out = logcompact(&["run", "--map", "md5", "-"], "");
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn compact_follows_the_lesson_by_default_and_kafkas_grouping_with_a_flag() {
+    let script = "PUT a 1\nPUT b 1\nROLL\nPUT a 2\nROLL\nPUT c 1\nROLL\nCOMPACT\nDUMP\n";
+    let lesson = logcompact(&["run", "-"], script);
+    assert_eq!(
+        stdout(&lesson),
+        "segment 0: 1 b=1 (closed)\nsegment 2: 2 a=2 (closed)\nsegment 3: 3 c=1 (closed)\nsegment 4: (active)\n",
+        "{}",
+        stderr(&lesson)
+    );
+    let grouped = logcompact(&["run", "--group-segments", "-"], script);
+    assert_eq!(
+        stdout(&grouped),
+        "segment 0: 1 b=1 2 a=2 3 c=1 (closed)\nsegment 4: (active)\n",
+        "{}",
+        stderr(&grouped)
+    );
+}
