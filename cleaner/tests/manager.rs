@@ -2,7 +2,6 @@
 //! ratio (its active segment rolled), failures isolated and retried with backoff and reopening, then only on
 //! request, several threads, the I/O throttle, a stop that abandons passes cleanly, and Kafka's gauges.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -255,12 +254,12 @@ struct Gate {
 
 impl SegmentStore for Gate {
     fn create(&self, name: &str) -> std::io::Result<Arc<dyn log_core::Segment>> {
-        if name.ends_with(".cleaned") {
-            if let Some(entered) = self.entered.lock().expect("gate").take() {
-                let _ = entered.send(());
-                if let Some(go) = self.go.lock().expect("gate").take() {
-                    let _ = go.recv();
-                }
+        if name.ends_with(".cleaned")
+            && let Some(entered) = self.entered.lock().expect("gate").take()
+        {
+            let _ = entered.send(());
+            if let Some(go) = self.go.lock().expect("gate").take() {
+                let _ = go.recv();
             }
         }
         self.inner.create(name)
