@@ -128,6 +128,21 @@ impl LogSettings {
         Ok(())
     }
 
+    /// One setting by its Kafka name, as text (`max.compaction.lag.ms` at its "never" value prints as such); an
+    /// unknown name gives an empty string.
+    pub fn get(&self, name: &str) -> String {
+        match name {
+            "cleanup.policy" => self.cleanup_policy.name().to_owned(),
+            "min.cleanable.dirty.ratio" => self.min_cleanable_dirty_ratio.to_string(),
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms.to_string(),
+            "max.compaction.lag.ms" if self.max_compaction_lag_ms == i64::MAX => "never".to_owned(),
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms.to_string(),
+            "delete.retention.ms" => self.delete_retention_ms.to_string(),
+            "segment.bytes" => self.segment_bytes.to_string(),
+            _ => String::new(),
+        }
+    }
+
     /// Sets one setting by its Kafka name from text (`segment.bytes` takes a plain byte count here; the
     /// command line parses units before it calls this).
     ///

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use log_core::layout::Layout;
-use log_core::{Log, LogConfig, RecoveryReport, SegmentStore};
+use log_core::{Log, LogConfig, SegmentStore};
 
 use crate::failure::Failure;
 
@@ -82,37 +82,7 @@ pub fn refuse_empty(dir: &Path, store: &dyn SegmentStore) -> Result<(), Failure>
     Ok(())
 }
 
-/// Lines describing what a recovery report says was repaired (`done`) or will be (`!done`).
-pub fn describe_recovery(r: &RecoveryReport, done: bool) -> Vec<String> {
-    let (did, will) = if done { ("", "") } else { ("the next open ", "will ") };
-    let mut lines = Vec::new();
-    if let Some(t) = &r.truncated_tail {
-        let verb = if done { "cut" } else { "will cut" };
-        lines.push(format!(
-            "recovery: {did}{verb} a torn tail of {} bytes off {} at byte {} ({})",
-            t.bytes, t.segment, t.position, t.kind
-        ));
-    }
-    if r.swaps_completed > 0 {
-        let verb = if done { "completed" } else { "complete" };
-        lines
-            .push(format!("recovery: {did}{will}{verb} an interrupted cleaning swap ({} segments)", r.swaps_completed));
-    }
-    if r.cleaned_files_discarded > 0 {
-        let verb = if done { "rolled back" } else { "roll back" };
-        lines.push(format!(
-            "recovery: {did}{will}{verb} an interrupted cleaning swap ({} files)",
-            r.cleaned_files_discarded
-        ));
-    }
-    if let Some(c) = r.checkpoint_reset {
-        lines.push(format!(
-            "recovery: the cleaner checkpoint {} is past the end of the log; cleaning restarts from offset {}",
-            c.found, c.reset_to
-        ));
-    }
-    lines
-}
+pub use logcompact::describe_recovery;
 
 /// Opens a log on `store` for writing, reporting on standard error what recovery repaired.
 ///

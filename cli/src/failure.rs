@@ -119,6 +119,21 @@ impl Failure {
             _ => Failure::Runtime(format!("{context}: {e}")),
         }
     }
+
+    /// The failure for the data-directory service.
+    pub fn from_data_dir(e: &logcompact::datadir::DataDirError) -> Failure {
+        use logcompact::datadir::DataDirError;
+        match e {
+            DataDirError::NoLogs { .. } | DataDirError::UnknownPolicy { .. } | DataDirError::Settings(_) => {
+                Failure::Usage(e.to_string())
+            }
+            DataDirError::Unreadable { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                Failure::Usage(e.to_string())
+            }
+            DataDirError::Cleaner(c) => Failure::from_cleaner("bad cleaner settings", c),
+            _ => Failure::Runtime(e.to_string()),
+        }
+    }
 }
 
 impl fmt::Display for Failure {

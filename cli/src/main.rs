@@ -15,10 +15,7 @@ mod progress;
 mod records;
 mod run;
 mod script;
-mod settings_file;
-mod size;
 mod status;
-mod status_file;
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Write};
@@ -26,12 +23,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use cleaner::{CleanerConfig, DEFAULT_DELETE_RETENTION_MS, DEFAULT_LOAD_FACTOR, LogSettings, MapKind, PassOptions};
+use cleaner::{CleanerConfig, DEFAULT_DELETE_RETENTION_MS, DEFAULT_LOAD_FACTOR, MapKind, PassOptions};
 use log_core::LogConfig;
 use log_core::workload::Workload;
 
 use backend::Backend;
 use failure::Failure;
+use logcompact::size;
 
 /// Kafka-style log compaction: a segmented keyed log, its two-pass cleaner and its offset maps.
 #[derive(Debug, Parser)]
@@ -58,11 +56,16 @@ enum Commands {
     /// Clean the log in a directory; prints each pass's statistics as one JSON line.
     #[command(after_help = failure::EXIT_CODES)]
     Compact(CompactArgs),
-    /// Keep every log of a data directory (each subdirectory a log) compacted, as Kafka's cleaner threads do.
+    /// Keep every log of a data directory (each subdirectory a log, or a stopped broker's partitions) compacted,
+    /// as Kafka's cleaner threads do.
     ///
     /// Threads split the dedupe buffer; a free thread takes the log the policy picks (Kafka's: a log past
     /// max.compaction.lag.ms first, else the dirtiest above its min.cleanable.dirty.ratio) and runs one pass.
-    /// Per-log settings come from the flags, then the --config file (defaults, then a [log] section each).
+    /// Per-log settings, lowest first: the defaults (Kafka's; for __consumer_offsets and __transaction_state
+    /// what Kafka creates them with), what earlier runs saved (<data-dir>/logcompact-settings.json), the
+    /// --config file (defaults, then a [log] or [topic] section each), the flags. `status` shows where each
+    /// setting came from. A second run on the same data directory is refused (exit 3); a Kafka log directory
+    /// is held under the broker's own lock, so no broker starts on it meanwhile.
     /// A log whose pass fails is marked uncleanable and retried with backoff, then on SIGHUP; the others go
     /// on. Prints a summary per pass (or JSON lines), and keeps <data-dir>/cleaner-status.json up to date.
     /// SIGINT or SIGTERM abandons running passes (their logs unchanged); a second one ends at once.
@@ -272,54 +275,60 @@ struct CompactArgs {
     checkpoint: Option<u64>,
 }
 
-/// A log's settings (Kafka's topic settings), for `clean` and `status`.
+/// A log's settings (Kafka's topic settings), for `clean` and `status`. Each given flag goes over the settings
+/// file and is saved for later runs; one not given takes the settings file's value, the saved one, or the
+/// default.
 #[derive(Debug, Args)]
 struct LogSettingsArgs {
-    /// cleanup.policy: compact, delete (the cleaner leaves the log alone) or compact,delete.
-    #[arg(long, value_name = "POLICY", default_value = "compact")]
-    cleanup_policy: String,
-    /// min.cleanable.dirty.ratio: the share of dirty bytes a log needs before it is cleaned.
-    #[arg(long, value_name = "R", default_value_t = cleaner::DEFAULT_MIN_CLEANABLE_DIRTY_RATIO, allow_hyphen_values = true)]
-    min_cleanable_dirty_ratio: f64,
-    /// min.compaction.lag.ms: closed segments holding a record younger than this are not cleaned yet.
-    #[arg(long, value_name = "MS", default_value_t = 0, allow_hyphen_values = true)]
-    min_compaction_lag_ms: i64,
+    /// cleanup.policy: compact, delete (the cleaner leaves the log alone) or compact,delete. Default: compact.
+    #[arg(long, value_name = "POLICY")]
+    cleanup_policy: Option<String>,
+    /// min.cleanable.dirty.ratio: the share of dirty bytes a log needs before it is cleaned. Default: 0.5.
+    #[arg(long, value_name = "R", allow_hyphen_values = true)]
+    min_cleanable_dirty_ratio: Option<String>,
+    /// min.compaction.lag.ms: closed segments holding a record younger than this are not cleaned yet. Default: 0.
+    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+    min_compaction_lag_ms: Option<String>,
     /// max.compaction.lag.ms: a log whose oldest dirty record is older is cleaned whatever its ratio (and its
     /// active segment rolled once its first record is older). Default: never.
     #[arg(long, value_name = "MS", allow_hyphen_values = true)]
-    max_compaction_lag_ms: Option<i64>,
-    /// delete.retention.ms: how long a tombstone lives after the first pass that keeps it.
-    #[arg(long, value_name = "MS", default_value_t = DEFAULT_DELETE_RETENTION_MS, allow_hyphen_values = true)]
-    delete_retention_ms: i64,
-    /// segment.bytes: the size logs roll at, and the most cleaned segments are merged into.
-    #[arg(long, value_name = "BYTES", default_value = "1GiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
-    segment_bytes: u64,
+    max_compaction_lag_ms: Option<String>,
+    /// delete.retention.ms: how long a tombstone lives after the first pass that keeps it. Default: 86400000.
+    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+    delete_retention_ms: Option<String>,
+    /// segment.bytes: the size logs roll at, and the most cleaned segments are merged into. Default: 1GiB.
+    #[arg(long, value_name = "BYTES", allow_hyphen_values = true)]
+    segment_bytes: Option<String>,
 }
 
 impl LogSettingsArgs {
-    fn settings(&self) -> Result<LogSettings, Failure> {
-        let policy = cleaner::CleanupPolicy::from_name(&self.cleanup_policy).ok_or_else(|| {
-            Failure::Usage(format!("--cleanup-policy {:?}: use compact, delete or compact,delete", self.cleanup_policy))
-        })?;
-        let settings = LogSettings {
-            cleanup_policy: policy,
-            min_cleanable_dirty_ratio: self.min_cleanable_dirty_ratio,
-            min_compaction_lag_ms: self.min_compaction_lag_ms,
-            max_compaction_lag_ms: self.max_compaction_lag_ms.unwrap_or(i64::MAX),
-            delete_retention_ms: self.delete_retention_ms,
-            segment_bytes: self.segment_bytes,
-        };
-        settings.validate().map_err(|e| Failure::from_cleaner("bad log settings", &e))?;
-        Ok(settings)
+    /// The flags given, as `(setting, value, flag)`.
+    fn flags(&self) -> Vec<(&'static str, String, &'static str)> {
+        [
+            ("cleanup.policy", &self.cleanup_policy, "--cleanup-policy"),
+            ("min.cleanable.dirty.ratio", &self.min_cleanable_dirty_ratio, "--min-cleanable-dirty-ratio"),
+            ("min.compaction.lag.ms", &self.min_compaction_lag_ms, "--min-compaction-lag-ms"),
+            ("max.compaction.lag.ms", &self.max_compaction_lag_ms, "--max-compaction-lag-ms"),
+            ("delete.retention.ms", &self.delete_retention_ms, "--delete-retention-ms"),
+            ("segment.bytes", &self.segment_bytes, "--segment-bytes"),
+        ]
+        .into_iter()
+        .filter_map(|(setting, value, flag)| value.as_ref().map(|v| (setting, v.clone(), flag)))
+        .collect()
     }
 }
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("mode").required(true).args(["until_clean", "watch"])))]
 struct CleanArgs {
-    /// The data directory: every subdirectory is a log's directory.
+    /// The data directory: every subdirectory is a log's directory (with --format kafka: a stopped broker's
+    /// log directory, every `<topic>-<partition>` subdirectory a partition).
     #[arg(long, value_name = "DIR")]
     data_dir: PathBuf,
+    /// The logs' format. A Kafka log directory is held under the broker's lock for the run; only partitions
+    /// of topics named in a --config section, and Kafka's internal topics, are compacted.
+    #[arg(long, value_enum, default_value_t = FormatArg::Native)]
+    format: FormatArg,
     /// Run until no log is cleanable, then exit.
     #[arg(long)]
     until_clean: bool,
@@ -356,7 +365,8 @@ struct CleanArgs {
     policy: String,
     #[command(flatten)]
     settings: LogSettingsArgs,
-    /// Per-log settings: `name = value` lines for every log, then `[log]` sections (Kafka's names).
+    /// Per-log settings: `name = value` lines for every log, then `[log]` sections (a topic's name in a Kafka
+    /// log directory), with Kafka's setting names. Saved in the data directory for later runs, until replaced.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Print each event as one JSON line, and the final status as JSON.
@@ -369,10 +379,13 @@ struct StatusArgs {
     /// The data directory.
     #[arg(long, value_name = "DIR")]
     data_dir: PathBuf,
+    /// The logs' format (a Kafka log directory: every `<topic>-<partition>` subdirectory a partition).
+    #[arg(long, value_enum, default_value_t = FormatArg::Native)]
+    format: FormatArg,
     #[command(flatten)]
     settings: LogSettingsArgs,
-    /// The settings file `clean` runs with (for each log's policy, minimum ratio and lag). Without it, and
-    /// without flags, a log takes the settings the last `clean` run used (from its status file).
+    /// A settings file as `clean` takes it. Without it, and without flags, a log takes the settings the last
+    /// `clean` run saved in the data directory.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Print JSON.
@@ -526,7 +539,6 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
 }
 
 fn clean_command(a: &CleanArgs) -> Result<(), Failure> {
-    let settings = a.settings.settings()?;
     let manager = cleaner::manager::ManagerConfig {
         threads: a.threads,
         dedupe_buffer_bytes: usize::try_from(a.dedupe_buffer)
@@ -538,16 +550,18 @@ fn clean_command(a: &CleanArgs) -> Result<(), Failure> {
         max_retries: a.max_retries,
         retry_backoff_ms: a.retry_backoff_ms,
     };
-    let request = clean::CleanRequest {
-        data_dir: &a.data_dir,
+    let format = a.format.into();
+    let layers = logcompact::datadir::layers(&a.data_dir, format, a.config.as_deref(), &a.settings.flags())
+        .map_err(|e| Failure::from_data_dir(&e))?;
+    let request = logcompact::datadir::CleanRequest {
+        data_dir: a.data_dir.clone(),
+        format,
         manager,
-        policy: &a.policy,
-        settings,
-        config_file: a.config.as_deref(),
+        policy: a.policy.clone(),
+        layers,
         mode: if a.watch { cleaner::manager::Mode::Watch } else { cleaner::manager::Mode::UntilClean },
-        json: a.json,
     };
-    clean::clean(&request)
+    clean::clean(&request, a.json)
 }
 
 fn main() -> ExitCode {
@@ -593,7 +607,9 @@ fn main() -> ExitCode {
         }),
         Commands::Clean(a) => clean_command(a),
         Commands::Status(a) => {
-            a.settings.settings().and_then(|s| status::status(&a.data_dir, &s, a.config.as_deref(), a.json))
+            logcompact::datadir::layers(&a.data_dir, a.format.into(), a.config.as_deref(), &a.settings.flags())
+                .map_err(|e| Failure::from_data_dir(&e))
+                .and_then(|layers| status::status(&a.data_dir, a.format.into(), &layers, a.json))
         }
         Commands::Roll(a) => ops::roll(&a.dir, a.format.into()),
         Commands::Dump(a) if a.format == FormatArg::Kafka && a.segments => Err(Failure::Usage(

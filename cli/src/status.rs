@@ -5,15 +5,17 @@
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
 
-use cleaner::LogSettings;
-use cleaner::manager::{LogState, LogStatus, ManagerStatus};
-use serde::Serialize;
+use cleaner::manager::{LogState, ManagerStatus};
+use logcompact::Format;
+use logcompact::datadir::{
+    self,
+    settings::Layers,
+    status_file::{self, StatusFile},
+};
 
 use crate::failure::Failure;
 use crate::out::QuietPipe;
-use crate::status_file::{self, StatusFile};
 
 fn size(bytes: u64) -> String {
     match bytes {
@@ -33,13 +35,17 @@ fn state_name(s: LogState) -> &'static str {
     }
 }
 
-/// The gauges and a line per log, as text. `file` adds where the gauges come from.
-pub fn table(status: &ManagerStatus, file: Option<&StatusFile>) -> String {
+/// The gauges and a line per log, as text. `file` adds where the gauges come from, and whether that run goes on.
+pub fn table(status: &ManagerStatus, file: Option<(&StatusFile, bool)>) -> String {
     let mut s = String::new();
     let g = &status.gauges;
     match file {
-        Some(f) => {
-            let how = if f.running { "running" } else { "ended" };
+        Some((f, alive)) => {
+            let how = match (f.running, alive) {
+                (_, true) => "running",
+                (true, false) => "died (its process is gone)",
+                (false, false) => "ended",
+            };
             let _ = writeln!(
                 s,
                 "cleaner gauges (`logcompact clean` pid {}, {} mode, {how}; written {}):",
@@ -101,103 +107,47 @@ pub fn table(status: &ManagerStatus, file: Option<&StatusFile>) -> String {
     s
 }
 
-/// What `status --json` prints.
-#[derive(Debug, Serialize)]
-struct StatusOutput {
-    /// The last `clean` run's status file, if any.
-    status_file: Option<StatusFile>,
-    /// The status with every log's figures as they stand now.
-    status: ManagerStatus,
-    /// Logs that could not be read, with the reason.
-    unreadable: Vec<(String, String)>,
-}
-
 /// Prints the status of the data directory.
 ///
 /// # Errors
-/// [`Failure::Usage`] for a data directory that cannot be listed or holds no log, or a bad settings file.
-pub fn status(data_dir: &Path, settings: &LogSettings, config_file: Option<&Path>, json: bool) -> Result<(), Failure> {
-    let file = crate::clean::settings_file(config_file)?;
-    let dirs = crate::clean::log_dirs(data_dir)?;
-    let recorded = match status_file::read(data_dir) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("warning: the status file cannot be read ({e}); showing live figures only");
-            None
-        }
-    };
-    let now = log_core::now_ms();
-    let mut logs = Vec::new();
-    let mut unreadable = Vec::new();
-    for (name, dir) in &dirs {
-        let last = recorded.as_ref().and_then(|f| f.status.logs.iter().find(|l| &l.name == name));
-        // The settings the last run used, unless a settings file is given.
-        let settings = match (last, config_file) {
-            (Some(l), None) => l.settings.clone(),
-            _ => file.settings_for(name, settings).map_err(|e| Failure::Usage(e.to_string()))?,
-        };
-        let log = storage_file::FileStore::open_read_only(dir).map_err(|e| e.to_string()).and_then(|store| {
-            log_core::Log::open_read_only(Arc::new(store), log_core::LogConfig::default()).map_err(|e| e.to_string())
-        });
-        let log = match log {
-            Ok(log) => log,
-            Err(why) => {
-                if !why.contains("no logcompact log") {
-                    unreadable.push((name.clone(), why));
-                }
-                continue;
-            }
-        };
-        let d = log.dirty_section(now, settings.min_compaction_lag_ms);
-        let state = match last {
-            _ if !settings.cleanup_policy.compacts() => LogState::NotCompacted,
-            Some(l) if recorded.as_ref().is_some_and(|f| f.running) || l.state == LogState::Uncleanable => l.state,
-            _ => LogState::Idle,
-        };
-        logs.push(LogStatus {
-            name: name.clone(),
-            state,
-            dirty_ratio: d.dirty_ratio(),
-            dirty_bytes: d.dirty_bytes,
-            clean_bytes: d.clean_bytes,
-            held_back_bytes: d.too_young_bytes + d.active_bytes,
-            min_cleanable_dirty_ratio: settings.min_cleanable_dirty_ratio,
-            compaction_delay_ms: d.compaction_delay_ms(now, settings.max_compaction_lag_ms),
-            passes: last.map_or(0, |l| l.passes),
-            last_clean_ms: last.and_then(|l| l.last_clean_ms),
-            last_clean_secs: last.and_then(|l| l.last_clean_secs),
-            last_error: last.and_then(|l| l.last_error.clone()),
-            failures: last.map_or(0, |l| l.failures),
-            total_failures: last.map_or(0, |l| l.total_failures),
-            retry_at_ms: last.and_then(|l| l.retry_at_ms),
-            settings,
-        });
+/// [`Failure::Usage`] for a data directory that cannot be listed or holds no log, or bad settings.
+pub fn status(data_dir: &Path, format: Format, layers: &Layers, json: bool) -> Result<(), Failure> {
+    let report = datadir::status(data_dir, format, layers).map_err(|e| Failure::from_data_dir(&e))?;
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
     }
-    if logs.is_empty() && unreadable.is_empty() {
-        return Err(Failure::Usage(format!("{} holds no log in its subdirectories", data_dir.display())));
-    }
-    let status = ManagerStatus {
-        at_ms: now,
-        gauges: recorded.as_ref().map(|f| f.status.gauges.clone()).unwrap_or_default(),
-        threads: recorded.as_ref().map_or(0, |f| f.status.threads),
-        policy: recorded.as_ref().map_or_else(|| "-".to_owned(), |f| f.status.policy.clone()),
-        passes: recorded.as_ref().map_or(0, |f| f.status.passes),
-        logs,
-    };
     let mut out = QuietPipe::new(std::io::stdout().lock());
     let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));
     if json {
-        let text = serde_json::to_string(&StatusOutput { status_file: recorded, status, unreadable })
-            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        let text = serde_json::to_string(&report).map_err(|e| Failure::Runtime(e.to_string()))?;
         return writeln!(out, "{text}").map_err(failed);
     }
+    let recorded = report.status_file.as_ref().map(|f| (f, report.running));
     if recorded.is_none() {
         writeln!(out, "no `logcompact clean` has run on {} yet (no {})", data_dir.display(), status_file::STATUS_FILE)
             .map_err(failed)?;
     }
-    writeln!(out, "{}", table(&status, recorded.as_ref())).map_err(failed)?;
-    for (name, why) in &unreadable {
+    writeln!(out, "{}", table(&report.status, recorded)).map_err(failed)?;
+    for (name, why) in &report.unreadable {
         writeln!(out, "{name}: cannot be read: {why}").map_err(failed)?;
     }
-    Ok(())
+    for (name, why) in &report.left_alone {
+        writeln!(out, "{name}: left alone: {why}").map_err(failed)?;
+    }
+    writeln!(out, "{}", sources(&report)).map_err(failed)
+}
+
+/// Where each log's settings came from, the settings a default left out.
+fn sources(report: &datadir::StatusReport) -> String {
+    let mut s = String::from("\nsettings (where each came from; the others are defaults):");
+    for l in &report.status.logs {
+        let Some(from) = report.sources.get(&l.name) else { continue };
+        let given: Vec<String> = from
+            .iter()
+            .filter(|(_, source)| source.as_str() != "default")
+            .map(|(setting, source)| format!("{setting} = {} ({source})", l.settings.get(setting)))
+            .collect();
+        let _ = write!(s, "\n  {:<20} {}", l.name, if given.is_empty() { "-".to_owned() } else { given.join("; ") });
+    }
+    s
 }

@@ -282,6 +282,76 @@ fn compact_writes_a_partition_kafka_python_reads_with_the_latest_record_of_every
     }
 }
 
+/// What a pass over `[checkpoint, active_base)` keeps: a record of the dirty section if it is its key's latest
+/// there; a record before the checkpoint unless the dirty section has its key at a later offset; the active
+/// segment as it is.
+fn expected_after_clean(
+    written: &[(i64, i64, Value, Value, Value)],
+    checkpoint: i64,
+    active_base: i64,
+) -> Vec<(i64, i64, Value, Value, Value)> {
+    let mut latest: BTreeMap<String, i64> = BTreeMap::new();
+    for r in written.iter().filter(|r| r.0 >= checkpoint && r.0 < active_base) {
+        latest.insert(r.2.to_string(), r.0);
+    }
+    written
+        .iter()
+        .filter(|r| r.0 >= active_base || latest.get(&r.2.to_string()).is_none_or(|&l| r.0 >= l))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn clean_compacts_a_whole_kafka_log_directory_in_place_and_kafka_python_reads_every_partition() {
+    let Some(p) = partitions() else { return };
+    let root = PathBuf::from(p.list[0]["dir"].as_str().expect("dir")).parent().expect("root").to_path_buf();
+    // The broker's checkpoint: t-none-0 was cleaned up to its second segment before, the others never.
+    let checkpoints = std::fs::read_to_string(root.join("cleaner-offset-checkpoint")).expect("checkpoint file");
+    let checkpoint_of = |topic: &str| -> i64 {
+        checkpoints
+            .lines()
+            .skip(2)
+            .find_map(|l| l.strip_prefix(&format!("{topic} 0 ")).map(|o| o.parse().expect("offset")))
+            .unwrap_or(0)
+    };
+    let mut config = String::new();
+    let mut want = BTreeMap::new();
+    for part in &p.list {
+        let dir = PathBuf::from(part["dir"].as_str().expect("dir"));
+        let name = dir.file_name().expect("name").to_string_lossy().into_owned();
+        let topic = name.strip_suffix("-0").expect("partition 0").to_owned();
+        config.push_str(&format!("[{topic}]\n"));
+        let written = records_of(part["records"].as_array().expect("records"));
+        want.insert(name, (dir, expected_after_clean(&written, checkpoint_of(&topic), active_base(part))));
+    }
+    let settings = root.parent().expect("parent").join("topics.conf");
+    std::fs::write(&settings, config).expect("settings");
+    let out = logcompact(
+        &["clean", "--format", "kafka", "--data-dir", path(&root), "--until-clean", "--config", path(&settings)],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for (name, (dir, want)) in &want {
+        let read = run_python(&p.py, &[script("read_partition.py").to_str().expect("utf-8"), path(dir)]);
+        let records: Vec<Value> = read["batches"]
+            .as_array()
+            .expect("batches")
+            .iter()
+            .flat_map(|b| b["records"].as_array().expect("records").clone())
+            .collect();
+        assert_eq!(&records_of(&records), want, "{name}: kafka-python reads what the cleaner keeps");
+        ok(&logcompact(&["check", "--format", "kafka", "--dir", path(dir)], ""));
+    }
+    // The broker's checkpoint file now has every partition at its active segment's base.
+    let after = std::fs::read_to_string(root.join("cleaner-offset-checkpoint")).expect("checkpoint file");
+    for part in &p.list {
+        let name =
+            PathBuf::from(part["dir"].as_str().expect("dir")).file_name().expect("name").to_string_lossy().into_owned();
+        let line = format!("{} 0 {}", name.strip_suffix("-0").expect("partition 0"), active_base(part));
+        assert!(after.lines().any(|l| l == line), "{line:?} in {after}");
+    }
+}
+
 #[test]
 fn formats_are_never_mistaken_for_each_other_and_damage_is_named() {
     let Some(p) = partitions() else { return };

@@ -34,9 +34,13 @@
 
 pub mod compact;
 pub mod copy;
+pub mod datadir;
 pub mod dir;
+mod recovery;
+pub mod size;
 
 pub use cleaner::{CleanStats, Cleaner, CleanerConfig, MapKind, PassOptions, SystemClock};
 pub use compact::{CompactError, CompactOutcome, CompactRequest, Compaction, compact, compact_observed};
 pub use dir::{OpenError, OpenedLog, open_read_only, open_writable};
 pub use log_core::{Format, Log, LogConfig};
+pub use recovery::describe_recovery;

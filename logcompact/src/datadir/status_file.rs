@@ -1,7 +1,8 @@
-//! `<data-dir>/cleaner-status.json`: what `logcompact clean` last knew (Kafka's gauges and every log's
-//! figures), rewritten as it runs (written to a `.tmp` file and renamed over, so a reader never sees half a
-//! file); `logcompact status` reads it.
+//! `<data-dir>/cleaner-status.json`: what `logcompact clean` last knew (Kafka's gauges and every log's figures
+//! and settings), rewritten as it runs (a `.tmp` file renamed over, so a reader never sees half a file), with
+//! the writing process's id and start time, so that `status` tells a live run from one that died.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use cleaner::manager::ManagerStatus;
@@ -10,7 +11,7 @@ use serde::{Deserialize, Serialize};
 /// The file's name in the data directory.
 pub const STATUS_FILE: &str = "cleaner-status.json";
 /// The version of its layout.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// The status file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -19,14 +20,39 @@ pub struct StatusFile {
     pub version: u32,
     /// The process that writes it.
     pub pid: u32,
+    /// That process's start time (clock ticks after boot, `/proc/<pid>/stat`), to tell it from a later process
+    /// given the same id.
+    #[serde(default)]
+    pub pid_start: Option<u64>,
     /// `until-clean` or `watch`.
     pub mode: String,
+    /// The data directory's format.
+    #[serde(default)]
+    pub format: log_core::Format,
     /// When the run began (ms since the epoch).
     pub started_ms: i64,
     /// True while the run goes on; false once it ended.
     pub running: bool,
     /// The manager's status when written.
     pub status: ManagerStatus,
+    /// Per log, where each of its settings came from.
+    #[serde(default)]
+    pub sources: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl StatusFile {
+    /// True when the file says a run goes on and its process is still the one that wrote it.
+    pub fn writer_alive(&self) -> bool {
+        self.running && start_time(self.pid).is_some_and(|t| self.pid_start.is_none_or(|s| s == t))
+    }
+}
+
+/// The start time of process `pid` (clock ticks after boot), if it runs.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: the fields after it follow the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// The path of the status file of `data_dir`.
@@ -62,11 +88,11 @@ pub fn write(data_dir: &Path, file: &StatusFile) -> std::io::Result<()> {
 /// A message when it exists but cannot be read or parsed.
 pub fn read(data_dir: &Path) -> Result<Option<StatusFile>, String> {
     let p = path(data_dir);
-    match std::fs::read(&p) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| format!("{}: {e}", p.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", p.display())),
+    if !p.exists() {
+        return Ok(None);
     }
+    let text = super::settings::read_bounded(&p, 64 << 20).map_err(|e| format!("{}: {e}", p.display()))?;
+    serde_json::from_str(&text).map(Some).map_err(|e| format!("{}: {e}", p.display()))
 }
 
 /// `ms` since the epoch as `YYYY-MM-DD HH:MM:SSZ`.
@@ -95,5 +121,29 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01 00:00:00Z");
         assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00Z");
         assert_eq!(utc(1_796_083_200_000 + 3_723_000), "2026-12-01 01:02:03Z");
+    }
+
+    #[test]
+    fn a_live_process_is_told_from_a_dead_one() {
+        let me = std::process::id();
+        let mine = start_time(me).expect("this process runs");
+        let file = |pid, pid_start| StatusFile {
+            version: VERSION,
+            pid,
+            pid_start,
+            mode: "watch".into(),
+            format: log_core::Format::Native,
+            started_ms: 0,
+            running: true,
+            status: ManagerStatus::default(),
+            sources: BTreeMap::new(),
+        };
+        assert!(file(me, Some(mine)).writer_alive());
+        assert!(!file(me, Some(mine + 1)).writer_alive(), "another process under a reused id");
+        // A child that has ended leaves its id free.
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let pid = child.id();
+        child.wait().expect("wait");
+        assert!(!file(pid, None).writer_alive());
     }
 }

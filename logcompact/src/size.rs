@@ -1,5 +1,6 @@
-//! Numbers on the command line, checked before they cost anything: byte sizes (`4096`, `64KiB`, `1.5GiB`,
-//! `2TiB`; `K`, `KB`, `M`, ... are powers of 1024 too) and fractions.
+//! Numbers as people write them, checked before they cost anything: byte sizes (`4096`, `64KiB`, `1.5GiB`,
+//! `2TiB`; `K`, `KB`, `M`, ... are powers of 1024 too), counts (`1M`, `1e6`) and fractions. The command line
+//! and the settings files read numbers with these.
 
 /// Parses a byte size: a non-negative number, decimals allowed, with an optional binary unit.
 ///

@@ -1,0 +1,640 @@
+//! The data-directory service: Kafka's cleaner manager over every log of a directory, as a broker runs its
+//! cleaner threads. A native data directory holds a log in each subdirectory; a Kafka log directory (of a
+//! stopped broker) holds a partition in each `<topic>-<partition>` subdirectory.
+//!
+//! [`clean`] finds the logs, decides which are compacted and with which settings ([`settings`]), takes the
+//! directory (a second run on it is refused: for a Kafka log directory this is the broker's own lock, so no
+//! broker starts while it runs), opens the logs, runs the manager until nothing is cleanable or until asked to
+//! stop, keeps `cleaner-status.json` up to date ([`status_file`]), and saves its settings for later runs.
+//! [`status`] reads what the last run left and measures every log read-only.
+//!
+//! # Example
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::sync::atomic::AtomicBool;
+//! use logcompact::datadir::{CleanRequest, Hooks, clean, settings::Layers};
+//! use logcompact::Format;
+//!
+//! let req = CleanRequest {
+//!     data_dir: "/var/lib/kafka/data".into(),
+//!     format: Format::Kafka,
+//!     manager: cleaner::manager::ManagerConfig::default(),
+//!     policy: "dirtiest-first".into(),
+//!     layers: Layers { format: Format::Kafka, ..Layers::default() },
+//!     mode: cleaner::manager::Mode::UntilClean,
+//! };
+//! let done = clean(&req, &Hooks::quiet())?;
+//! println!("{} passes", done.status.passes);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod settings;
+pub mod status_file;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cleaner::manager::{CleanerManager, Event, LogState, LogStatus, ManagerConfig, ManagerStatus, Mode, Opener};
+use cleaner::{LogSettings, SystemClock};
+use log_core::{Format, LogConfig};
+
+use crate::dir::{OpenError, open_read_only, open_writable};
+use settings::{Layers, Resolved, SettingsError};
+use status_file::StatusFile;
+
+/// Why the service could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DataDirError {
+    /// The data directory cannot be listed (or opened to be locked).
+    #[error("cannot read the data directory {}: {source}", dir.display())]
+    Unreadable {
+        /// The directory.
+        dir: PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// The data directory holds no log to work on.
+    #[error("{} holds no log to {what}{}", dir.display(), if *left_alone > 0 { format!(": {left_alone} partition(s) left alone (name their topics in a settings section)") } else { String::new() })]
+    NoLogs {
+        /// The directory.
+        dir: PathBuf,
+        /// What was to be done (`compact`, `show`).
+        what: &'static str,
+        /// Kafka partitions found but left alone, their topics named in no section.
+        left_alone: usize,
+    },
+    /// Another process holds the directory (a broker, or another `clean`).
+    #[error("{} is in use: {holder}", dir.display())]
+    Busy {
+        /// The directory.
+        dir: PathBuf,
+        /// Who holds it, as far as known.
+        holder: String,
+    },
+    /// No such scheduling policy.
+    #[error("unknown policy {name:?} (dirtiest-first or oldest-dirty-first)")]
+    UnknownPolicy {
+        /// The name given.
+        name: String,
+    },
+    /// The settings are wrong.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// The manager's settings are wrong.
+    #[error(transparent)]
+    Cleaner(#[from] cleaner::Error),
+}
+
+/// A log of a data directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Its directory's name (the log's name in reports).
+    pub name: String,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// What its settings are looked up by: the directory's name (native), or its topic (Kafka).
+    pub settings_name: String,
+}
+
+/// The logs of a data directory, and what was passed over.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Discovery {
+    /// The logs, by name.
+    pub logs: Vec<Found>,
+    /// Directories passed over, with why (a Kafka directory that is no partition: `-delete`, `-future`...).
+    pub ignored: Vec<(String, String)>,
+}
+
+/// The logs of `data_dir`: its subdirectories (hidden ones left out), and for a Kafka log directory only
+/// those named `<topic>-<partition>`.
+///
+/// # Errors
+/// [`DataDirError::Unreadable`] when `data_dir` cannot be listed.
+pub fn discover(data_dir: &Path, format: Format) -> Result<Discovery, DataDirError> {
+    let unreadable = |source| DataDirError::Unreadable { dir: data_dir.to_path_buf(), source };
+    let entries = std::fs::read_dir(data_dir).map_err(unreadable)?;
+    let mut found = Discovery::default();
+    for entry in entries {
+        let entry = entry.map_err(unreadable)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let settings_name = match format {
+            Format::Native => name.clone(),
+            Format::Kafka => match log_core::kafka::topic_partition(&name) {
+                Some((topic, _)) => topic.to_owned(),
+                None => {
+                    found.ignored.push((name, "not a partition directory (<topic>-<partition>)".into()));
+                    continue;
+                }
+            },
+        };
+        found.logs.push(Found { name, dir: entry.path(), settings_name });
+    }
+    found.logs.sort_by(|a, b| a.name.cmp(&b.name));
+    found.ignored.sort();
+    Ok(found)
+}
+
+/// What [`clean`] is asked to do.
+#[derive(Debug, Clone)]
+pub struct CleanRequest {
+    /// The data directory.
+    pub data_dir: PathBuf,
+    /// Its format.
+    pub format: Format,
+    /// The manager's settings.
+    pub manager: ManagerConfig,
+    /// The scheduling policy's name.
+    pub policy: String,
+    /// The settings' layers.
+    pub layers: Layers,
+    /// Until clean, or watching.
+    pub mode: Mode,
+}
+
+/// How [`clean`] reports and is stopped.
+pub struct Hooks {
+    /// Once the logs are taken on, with the manager's status then (what is to be cleaned).
+    pub on_start: Arc<dyn Fn(&ManagerStatus) + Send + Sync>,
+    /// Every event of the manager (a pass done or failed, a roll).
+    pub on_event: Arc<dyn Fn(&Event) + Send + Sync>,
+    /// A line worth telling an operator (a log skipped, a new log watched, a warning).
+    pub on_notice: Arc<dyn Fn(&str) + Send + Sync>,
+    /// Set to stop: running passes are abandoned, their logs unchanged.
+    pub stop: Arc<AtomicBool>,
+    /// Set to make every uncleanable log due for a retry now (cleared when taken).
+    pub retry: Arc<AtomicBool>,
+}
+
+impl Hooks {
+    /// Hooks that report nothing and are never set.
+    pub fn quiet() -> Hooks {
+        Hooks {
+            on_start: Arc::new(|_| {}),
+            on_event: Arc::new(|_| {}),
+            on_notice: Arc::new(|_| {}),
+            stop: Arc::new(AtomicBool::new(false)),
+            retry: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooks").finish_non_exhaustive()
+    }
+}
+
+/// What a run ended with.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// The manager's status at the end.
+    pub status: ManagerStatus,
+    /// The run was stopped (by [`Hooks::stop`]) before it was done.
+    pub interrupted: bool,
+    /// Logs left alone (not compacted), with why.
+    pub left_alone: Vec<(String, String)>,
+}
+
+impl Finished {
+    /// The names of the logs left uncleanable.
+    pub fn uncleanable(&self) -> Vec<&str> {
+        self.status.logs.iter().filter(|l| l.state == LogState::Uncleanable).map(|l| l.name.as_str()).collect()
+    }
+}
+
+/// The hold of one run on its data directory.
+enum DirLock {
+    /// A Kafka log directory: the broker's lock.
+    Broker(#[allow(dead_code)] Arc<storage_file::LogDirLock>),
+    /// A native data directory: an exclusive `flock` on the directory.
+    Flock(#[allow(dead_code)] File),
+}
+
+/// Takes `data_dir` for one run, or says who holds it.
+fn take(data_dir: &Path, format: Format) -> Result<DirLock, DataDirError> {
+    let busy = |holder: String| DataDirError::Busy { dir: data_dir.to_path_buf(), holder };
+    match format {
+        Format::Kafka => match storage_file::lock_log_dir(data_dir) {
+            Ok(lock) => Ok(DirLock::Broker(lock)),
+            Err(e @ storage_file::Error::BrokerLocked { .. }) => Err(busy(e.to_string())),
+            Err(e) => Err(DataDirError::Unreadable { dir: data_dir.to_path_buf(), source: e.into() }),
+        },
+        Format::Native => {
+            let unreadable = |source| DataDirError::Unreadable { dir: data_dir.to_path_buf(), source };
+            let dir = File::open(data_dir).map_err(unreadable)?;
+            match dir.try_lock() {
+                Ok(()) => Ok(DirLock::Flock(dir)),
+                Err(std::fs::TryLockError::WouldBlock) => Err(busy("another `logcompact clean` runs on it".into())),
+                Err(std::fs::TryLockError::Error(e)) => Err(unreadable(e)),
+            }
+        }
+    }
+}
+
+/// An open error as the manager takes it: another process's lock is "busy, try later" (`WouldBlock`).
+fn as_log_error(e: OpenError) -> log_core::Error {
+    let busy = e.is_busy();
+    match e {
+        OpenError::Log { source, .. } => source,
+        other => {
+            let kind = if busy { std::io::ErrorKind::WouldBlock } else { std::io::ErrorKind::Other };
+            log_core::Error::Io {
+                op: "open",
+                name: String::new(),
+                source: std::io::Error::new(kind, other.to_string()),
+            }
+        }
+    }
+}
+
+/// Opens the log in `dir` for writing.
+fn opener(dir: PathBuf, format: Format, segment_bytes: u64) -> Opener {
+    Box::new(move || {
+        let config = LogConfig { segment_bytes, ..LogConfig::default() };
+        open_writable(&dir, format, config).map(|o| o.log).map_err(as_log_error)
+    })
+}
+
+/// Opens the log in `dir` read-only (no lock), to measure it between passes.
+fn peeker(dir: PathBuf, format: Format) -> Opener {
+    Box::new(move || open_read_only(&dir, format).map(|o| o.log).map_err(as_log_error))
+}
+
+/// The run's view of which logs it has.
+struct Known {
+    names: Vec<String>,
+}
+
+/// Adds the log `found` to the manager; `Ok(false)` when it is left alone (a Kafka topic nobody named, a
+/// directory that holds no log yet), with why in `left_alone`.
+fn add(
+    manager: &CleanerManager,
+    req: &CleanRequest,
+    found: &Found,
+    left_alone: &mut Vec<(String, String)>,
+    sources: &mut BTreeMap<String, BTreeMap<String, String>>,
+    notice: &dyn Fn(&str),
+) -> Result<bool, DataDirError> {
+    let Some(Resolved { settings, sources: from }) = req.layers.resolve(&found.settings_name)? else {
+        left_alone.push((found.name.clone(), format!("topic {} is named in no settings section", found.settings_name)));
+        return Ok(false);
+    };
+    let open = opener(found.dir.clone(), req.format, settings.segment_bytes);
+    if req.mode == Mode::Watch {
+        // Watching, a log is opened for each pass and closed after it; it is measured read-only.
+        if let Err(e @ OpenError::NotALog { .. }) = open_read_only(&found.dir, req.format) {
+            notice(&format!("skipping {}: {e}", found.dir.display()));
+            return Ok(false);
+        }
+        manager.add_detached(&found.name, settings, open, peeker(found.dir.clone(), req.format))?;
+        sources.insert(found.name.clone(), from);
+        return Ok(true);
+    }
+    let config = LogConfig { segment_bytes: settings.segment_bytes, ..LogConfig::default() };
+    match open_writable(&found.dir, req.format, config) {
+        Ok(opened) => {
+            for line in crate::describe_recovery(opened.log.recovery_report(), true) {
+                notice(&format!("{}: {line}", found.name));
+            }
+            manager.add_log(&found.name, Arc::new(opened.log), settings, Some(open))?;
+        }
+        Err(e @ OpenError::NotALog { .. }) => {
+            notice(&format!("skipping {}: {e}", found.dir.display()));
+            return Ok(false);
+        }
+        Err(e) => {
+            // In use, damaged or unreadable: uncleanable for now, retried as retries come due.
+            let corruption = matches!(&e, OpenError::Log { source, .. } if source.is_corruption());
+            manager.add_unopened(&found.name, settings, open, format!("cannot open the log: {e}"), corruption)?;
+        }
+    }
+    sources.insert(found.name.clone(), from);
+    Ok(true)
+}
+
+/// Runs the manager over `req.data_dir` until it is clean, or until [`Hooks::stop`] when watching.
+///
+/// Until clean, every log is held open (and locked) for the run, and a log whose pass failed and has a retry
+/// scheduled is waited for, so that "left uncleanable" means its retries are used up. Watching, a log is opened
+/// for each pass and closed after it, so that a writer may hold it in between, and new logs are taken on as
+/// they appear.
+///
+/// # Errors
+/// [`DataDirError::Busy`] when another process holds the directory; [`DataDirError::NoLogs`] for a directory
+/// without logs; [`DataDirError::Settings`] for bad settings; [`DataDirError::Unreadable`].
+pub fn clean(req: &CleanRequest, hooks: &Hooks) -> Result<Finished, DataDirError> {
+    let found = discover(&req.data_dir, req.format)?;
+    let _lock = take(&req.data_dir, req.format)?;
+    let notice = |s: &str| (hooks.on_notice)(s);
+    let names: Vec<String> = found.logs.iter().map(|f| f.settings_name.clone()).collect();
+    for name in req.layers.unknown_sections(&names) {
+        notice(&format!(
+            "warning: the settings have a section [{name}] but {} has no such log",
+            req.data_dir.display()
+        ));
+    }
+    for (name, why) in &found.ignored {
+        notice(&format!("ignoring {name}: {why}"));
+    }
+    let policy = cleaner::manager::policy_by_name(&req.policy)
+        .ok_or_else(|| DataDirError::UnknownPolicy { name: req.policy.clone() })?;
+    let manager = CleanerManager::with_policy(req.manager.clone(), Arc::new(SystemClock), policy)?;
+    let events = Arc::clone(&hooks.on_event);
+    manager.on_event(move |e| events(e));
+    let mut left_alone = Vec::new();
+    let mut sources = BTreeMap::new();
+    let mut known = Known { names: Vec::new() };
+    for f in &found.logs {
+        if add(&manager, req, f, &mut left_alone, &mut sources, &notice)? {
+            known.names.push(f.name.clone());
+        }
+    }
+    if known.names.is_empty() && req.mode == Mode::UntilClean {
+        return Err(DataDirError::NoLogs { dir: req.data_dir.clone(), what: "compact", left_alone: left_alone.len() });
+    }
+    // Settings given once hold for later runs until replaced.
+    let save = req.layers.to_save();
+    if save != req.layers.saved
+        && let Err(e) = save.write(&req.data_dir)
+    {
+        notice(&format!("warning: cannot save the settings in {}: {e}", req.data_dir.display()));
+    }
+    (hooks.on_start)(&manager.status());
+    let started_ms = log_core::now_ms();
+    let mode = if req.mode == Mode::Watch { "watch" } else { "until-clean" };
+    let snapshot = Snapshot { sources: sources.clone(), format: req.format, started_ms, mode };
+    let manager = Arc::new(manager);
+    let done = Arc::new(AtomicBool::new(false));
+    let added_sources: Arc<Mutex<BTreeMap<String, BTreeMap<String, String>>>> = Arc::new(Mutex::new(BTreeMap::new()));
+    let monitor = {
+        let (manager, done) = (Arc::clone(&manager), Arc::clone(&done));
+        let (stop, retry, notify) = (Arc::clone(&hooks.stop), Arc::clone(&hooks.retry), Arc::clone(&hooks.on_notice));
+        let req = req.clone();
+        let added_sources = Arc::clone(&added_sources);
+        let snapshot = snapshot.clone();
+        let mut known = known;
+        std::thread::spawn(move || {
+            let warned = AtomicBool::new(false);
+            let mut last_write = Instant::now();
+            while !done.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(50));
+                if stop.load(Ordering::SeqCst) {
+                    manager.stop(true);
+                    break;
+                }
+                if retry.swap(false, Ordering::SeqCst) {
+                    let n = manager.retry_uncleanable(None);
+                    notify(&format!("{n} uncleanable log(s) due for a retry now"));
+                }
+                if last_write.elapsed() < Duration::from_secs(1) {
+                    continue;
+                }
+                last_write = Instant::now();
+                if req.mode == Mode::Watch {
+                    watch_new_logs(&manager, &req, &mut known, &added_sources, &*notify);
+                }
+                let extra = added_sources.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+                if let Err(e) = status_file::write(&req.data_dir, &snapshot.at(manager.status(), true, &extra))
+                    && !warned.swap(true, Ordering::SeqCst)
+                {
+                    notify(&format!("warning: cannot write {}: {e}", status_file::path(&req.data_dir).display()));
+                }
+            }
+        })
+    };
+    let status = run_until_settled(&manager, req.mode, &hooks.stop);
+    done.store(true, Ordering::SeqCst);
+    let _ = monitor.join();
+    let extra = added_sources.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    if let Err(e) = status_file::write(&req.data_dir, &snapshot.at(status.clone(), false, &extra)) {
+        notice(&format!("warning: cannot write {}: {e}", status_file::path(&req.data_dir).display()));
+    }
+    Ok(Finished { status, interrupted: hooks.stop.load(Ordering::SeqCst), left_alone })
+}
+
+/// What a status file is made of besides the manager's status.
+#[derive(Clone)]
+struct Snapshot {
+    sources: BTreeMap<String, BTreeMap<String, String>>,
+    format: Format,
+    started_ms: i64,
+    mode: &'static str,
+}
+
+impl Snapshot {
+    /// The status file for `status`, with the settings' sources of the logs added since the start.
+    fn at(
+        &self,
+        status: ManagerStatus,
+        running: bool,
+        extra: &BTreeMap<String, BTreeMap<String, String>>,
+    ) -> StatusFile {
+        let mut sources = self.sources.clone();
+        sources.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        StatusFile {
+            version: status_file::VERSION,
+            pid: std::process::id(),
+            pid_start: status_file::start_time(std::process::id()),
+            mode: self.mode.to_owned(),
+            format: self.format,
+            started_ms: self.started_ms,
+            running,
+            status,
+            sources,
+        }
+    }
+}
+
+/// Watching: adds the logs that appeared in the data directory since the last look (as a broker takes on new
+/// partitions). Directories that hold no log yet are looked at again next time.
+fn watch_new_logs(
+    manager: &CleanerManager,
+    req: &CleanRequest,
+    known: &mut Known,
+    added: &Mutex<BTreeMap<String, BTreeMap<String, String>>>,
+    notify: &dyn Fn(&str),
+) {
+    let Ok(found) = discover(&req.data_dir, req.format) else { return };
+    let new: Vec<&Found> = found.logs.iter().filter(|f| !known.names.contains(&f.name)).collect();
+    for f in new {
+        let mut left = Vec::new();
+        let mut sources = BTreeMap::new();
+        match add(manager, req, f, &mut left, &mut sources, &|_| {}) {
+            Ok(true) => {
+                notify(&format!("watching a new log: {}", f.name));
+                known.names.push(f.name.clone());
+                added.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(sources);
+            }
+            Ok(false) if !left.is_empty() => known.names.push(f.name.clone()),
+            Ok(false) => {}
+            Err(e) => {
+                notify(&format!("cannot watch {}: {e}", f.dir.display()));
+                known.names.push(f.name.clone());
+            }
+        }
+    }
+}
+
+/// Runs the manager. In until-clean mode a log that failed and has a retry scheduled is waited for (the wait
+/// ends early on a stop), so that "left uncleanable" means its retries are used up.
+fn run_until_settled(manager: &CleanerManager, mode: Mode, stop: &AtomicBool) -> ManagerStatus {
+    loop {
+        let status = manager.run(mode);
+        let next_retry = status.logs.iter().filter_map(|l| l.retry_at_ms).min();
+        let (Mode::UntilClean, Some(at)) = (mode, next_retry) else { return status };
+        if stop.load(Ordering::SeqCst) {
+            return status;
+        }
+        let wait = Duration::from_millis(u64::try_from(at.saturating_sub(log_core::now_ms())).unwrap_or(0));
+        let until = Instant::now() + wait;
+        while Instant::now() < until && !stop.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(20).min(until.saturating_duration_since(Instant::now())));
+        }
+        if stop.load(Ordering::SeqCst) {
+            return manager.status();
+        }
+    }
+}
+
+/// What [`status`] found.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StatusReport {
+    /// The last run's status file, if any.
+    pub status_file: Option<StatusFile>,
+    /// True when that run is still going (its process lives).
+    pub running: bool,
+    /// Every log's figures as they stand now, with the last run's gauges.
+    pub status: ManagerStatus,
+    /// Per log, where each setting came from.
+    pub sources: BTreeMap<String, BTreeMap<String, String>>,
+    /// Logs left alone (not compacted), with why.
+    pub left_alone: Vec<(String, String)>,
+    /// Logs that could not be read, with why.
+    pub unreadable: Vec<(String, String)>,
+    /// What an operator should know (a status file that does not parse).
+    pub warnings: Vec<String>,
+}
+
+/// The data directory's status: the last run's gauges and every log's figures now, each log opened read-only
+/// (no lock, nothing written), with the settings `layers` give it (without a settings file or flags, the ones
+/// the last run saved).
+///
+/// # Errors
+/// [`DataDirError::NoLogs`] for a directory without logs; [`DataDirError::Settings`].
+pub fn status(data_dir: &Path, format: Format, layers: &Layers) -> Result<StatusReport, DataDirError> {
+    let found = discover(data_dir, format)?;
+    let mut warnings = Vec::new();
+    let recorded = status_file::read(data_dir).unwrap_or_else(|why| {
+        warnings.push(format!(
+            "the status file {} cannot be read ({why}); showing live figures only",
+            status_file::path(data_dir).display()
+        ));
+        None
+    });
+    let running = recorded.as_ref().is_some_and(StatusFile::writer_alive);
+    let now = log_core::now_ms();
+    let mut logs = Vec::new();
+    let (mut unreadable, mut left_alone) = (Vec::new(), Vec::new());
+    let mut sources = BTreeMap::new();
+    for f in &found.logs {
+        let last = recorded.as_ref().and_then(|r| r.status.logs.iter().find(|l| l.name == f.name));
+        let Some(resolved) = layers.resolve(&f.settings_name)? else {
+            left_alone.push((f.name.clone(), format!("topic {} is named in no settings section", f.settings_name)));
+            continue;
+        };
+        let settings: LogSettings = resolved.settings;
+        sources.insert(f.name.clone(), resolved.sources);
+        let log = match open_read_only(&f.dir, format) {
+            Ok(o) => o.log,
+            Err(OpenError::NotALog { .. }) => continue,
+            Err(e) => {
+                unreadable.push((f.name.clone(), e.to_string()));
+                continue;
+            }
+        };
+        let d = log.dirty_section(now, settings.min_compaction_lag_ms);
+        let state = match last {
+            _ if !settings.cleanup_policy.compacts() => LogState::NotCompacted,
+            Some(l) if running || l.state == LogState::Uncleanable => l.state,
+            _ => LogState::Idle,
+        };
+        logs.push(LogStatus {
+            name: f.name.clone(),
+            state,
+            dirty_ratio: d.dirty_ratio(),
+            dirty_bytes: d.dirty_bytes,
+            clean_bytes: d.clean_bytes,
+            held_back_bytes: d.too_young_bytes + d.active_bytes,
+            min_cleanable_dirty_ratio: settings.min_cleanable_dirty_ratio,
+            compaction_delay_ms: d.compaction_delay_ms(now, settings.max_compaction_lag_ms),
+            passes: last.map_or(0, |l| l.passes),
+            last_clean_ms: last.and_then(|l| l.last_clean_ms),
+            last_clean_secs: last.and_then(|l| l.last_clean_secs),
+            last_error: last.and_then(|l| l.last_error.clone()),
+            failures: last.map_or(0, |l| l.failures),
+            total_failures: last.map_or(0, |l| l.total_failures),
+            retry_at_ms: last.and_then(|l| l.retry_at_ms),
+            settings,
+        });
+    }
+    if logs.is_empty() && unreadable.is_empty() && left_alone.is_empty() {
+        return Err(DataDirError::NoLogs { dir: data_dir.to_path_buf(), what: "show", left_alone: 0 });
+    }
+    let status = ManagerStatus {
+        at_ms: now,
+        gauges: recorded.as_ref().map(|f| f.status.gauges.clone()).unwrap_or_default(),
+        threads: recorded.as_ref().map_or(0, |f| f.status.threads),
+        policy: recorded.as_ref().map_or_else(|| "-".to_owned(), |f| f.status.policy.clone()),
+        passes: recorded.as_ref().map_or(0, |f| f.status.passes),
+        logs,
+    };
+    Ok(StatusReport { status_file: recorded, running, status, sources, left_alone, unreadable, warnings })
+}
+
+/// Reads the layers of settings of a run on `data_dir`: the saved ones, the settings file at `config` (if
+/// given) and `flags` (`(setting, value, flag)`, the flags given explicitly).
+///
+/// # Errors
+/// [`DataDirError::Settings`].
+pub fn layers(
+    data_dir: &Path,
+    format: Format,
+    config: Option<&Path>,
+    flags: &[(&str, String, &str)],
+) -> Result<Layers, DataDirError> {
+    let saved = settings::Saved::read(data_dir)?;
+    let file = config.map(settings::SettingsFile::read).transpose()?;
+    let flags = flags.iter().map(|(s, v, f)| ((*s).to_owned(), (v.clone(), (*f).to_owned()))).collect();
+    Ok(Layers { format, saved, file, flags })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kafka_log_directory_holds_partitions_and_nothing_else() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        for d in ["orders-0", "orders-1", "__consumer_offsets-12", "orders-0.1a2b-delete", "orders-0-future", ".hidden"]
+        {
+            std::fs::create_dir(tmp.path().join(d)).expect("mkdir");
+        }
+        std::fs::write(tmp.path().join("server.log"), b"x").expect("write");
+        let found = discover(tmp.path(), Format::Kafka).expect("list");
+        let names: Vec<(&str, &str)> = found.logs.iter().map(|f| (f.name.as_str(), f.settings_name.as_str())).collect();
+        assert_eq!(
+            names,
+            [("__consumer_offsets-12", "__consumer_offsets"), ("orders-0", "orders"), ("orders-1", "orders")]
+        );
+        let ignored: Vec<&str> = found.ignored.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(ignored, ["orders-0-future", "orders-0.1a2b-delete"]);
+    }
+}

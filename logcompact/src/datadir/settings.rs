@@ -1,0 +1,431 @@
+//! Which logs of a data directory are compacted, and with what settings: Kafka's topic settings under their
+//! names, in layers, each setting remembering where it came from.
+//!
+//! From the lowest layer up: the built-in defaults (Kafka's broker defaults; for `__consumer_offsets` and
+//! `__transaction_state`, what Kafka creates them with: `cleanup.policy=compact`, 100 MiB segments); the
+//! settings saved in the data directory by an earlier run ([`SAVED_FILE`]); this run's settings file
+//! (`--config`: lines before any section for every log, then `[name]` sections); this run's flags. A run
+//! saves what it was given, so a later run without `--config` or flags uses it: a `--config` replaces the
+//! saved file's layer, a flag replaces the saved value of that setting.
+//!
+//! In a native data directory every subdirectory is a log and is managed. In a Kafka log directory a section
+//! is a topic (`[orders]` applies to every `orders-N`), and only the partitions of topics named in a section
+//! (or internal topics) are managed: Kafka's default `cleanup.policy` for a topic is `delete`, so a topic
+//! nobody named is left alone, and listed as such.
+//!
+//! ```text
+//! # Every log (or topic named below).
+//! min.cleanable.dirty.ratio = 0.3
+//!
+//! [orders]
+//! delete.retention.ms = 3600000
+//! segment.bytes = 64MiB
+//!
+//! [audit]
+//! cleanup.policy = delete
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use cleaner::LogSettings;
+use log_core::Format;
+use serde::{Deserialize, Serialize};
+
+/// The file a run saves its settings in, in the data directory.
+pub const SAVED_FILE: &str = "logcompact-settings.json";
+/// The largest settings file read (a FIFO or `/dev/zero` given as `--config` is refused, never waited on).
+pub const MAX_SETTINGS_BYTES: u64 = 1 << 20;
+
+/// Settings by name, as text: `(name, value, where)` in file order.
+pub type Overrides = Vec<(String, String, String)>;
+
+/// A parsed settings file.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingsFile {
+    /// For every managed log.
+    pub defaults: Overrides,
+    /// Per log (native) or topic (Kafka), by name.
+    pub logs: BTreeMap<String, Overrides>,
+}
+
+/// A line of a settings file that is not right.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {problem}")]
+pub struct FileError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+/// Why settings could not be had.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// The settings file cannot be read (missing, not a regular file, too large).
+    #[error("cannot read the settings file {path}: {why}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// Why not.
+        why: String,
+    },
+    /// A line of it is wrong.
+    #[error("{path}: {error}")]
+    Line {
+        /// The file.
+        path: String,
+        /// The line.
+        error: FileError,
+    },
+    /// A value does not fit its setting.
+    #[error("{name}: {setting} = {value} ({from}): {why}")]
+    Value {
+        /// The log or topic.
+        name: String,
+        /// The setting.
+        setting: String,
+        /// The value.
+        value: String,
+        /// Where it came from.
+        from: String,
+        /// Why it does not fit.
+        why: String,
+    },
+}
+
+impl SettingsFile {
+    /// Parses the text of a settings file; `origin` (its path) goes into every setting's source.
+    ///
+    /// # Errors
+    /// [`FileError`] naming the first bad line.
+    pub fn parse(text: &str, origin: &str) -> Result<Self, FileError> {
+        let mut file = SettingsFile::default();
+        let mut section: Option<String> = None;
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let l = raw.trim();
+            if l.is_empty() || l.starts_with('#') {
+                continue;
+            }
+            if let Some(rest) = l.strip_prefix('[') {
+                let name = rest.strip_suffix(']').map(str::trim).filter(|n| !n.is_empty()).ok_or_else(|| {
+                    FileError { line, problem: format!("{l:?} is not a section header ([log-name])") }
+                })?;
+                if file.logs.contains_key(name) {
+                    return Err(FileError { line, problem: format!("section [{name}] appears twice") });
+                }
+                file.logs.insert(name.to_owned(), Vec::new());
+                section = Some(name.to_owned());
+                continue;
+            }
+            let Some((name, value)) = l.split_once('=') else {
+                return Err(FileError { line, problem: format!("{l:?} is not `name = value`") });
+            };
+            let (name, value) = (name.trim(), value.trim());
+            if !cleaner::settings::SETTING_NAMES.contains(&name) {
+                return Err(FileError {
+                    line,
+                    problem: format!(
+                        "unknown setting {name:?} (known: {})",
+                        cleaner::settings::SETTING_NAMES.join(", ")
+                    ),
+                });
+            }
+            let entry = (name.to_owned(), value.to_owned(), format!("{origin} line {line}"));
+            match &section {
+                Some(s) => file.logs.entry(s.clone()).or_default().push(entry),
+                None => file.defaults.push(entry),
+            }
+        }
+        Ok(file)
+    }
+
+    /// Reads and parses the settings file at `path`, bounded in size and only a regular file (a FIFO is refused,
+    /// never waited on).
+    ///
+    /// # Errors
+    /// [`SettingsError`].
+    pub fn read(path: &Path) -> Result<Self, SettingsError> {
+        let shown = path.display().to_string();
+        let unreadable = |why: String| SettingsError::Unreadable { path: shown.clone(), why };
+        let text = read_bounded(path, MAX_SETTINGS_BYTES).map_err(unreadable)?;
+        SettingsFile::parse(&text, &shown).map_err(|error| SettingsError::Line { path: shown.clone(), error })
+    }
+}
+
+/// The text of the regular file `path`, at most `max` bytes.
+///
+/// # Errors
+/// A sentence: not a regular file, larger than `max`, not UTF-8, or the I/O error.
+pub fn read_bounded(path: &Path, max: u64) -> Result<String, String> {
+    use std::io::Read;
+    // Opened without blocking, so a FIFO with no writer is found out instead of waited on.
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(path)
+            .map_err(|e| e.to_string())?
+    };
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("it is not a regular file".into());
+    }
+    if meta.len() > max {
+        return Err(format!("it is larger than {max} bytes ({} bytes)", meta.len()));
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > max {
+        return Err(format!("it is larger than {max} bytes"));
+    }
+    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".into())
+}
+
+/// What a run saved for the next ones.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Saved {
+    /// The last settings file's layer.
+    pub file: SettingsFile,
+    /// The flags given, by setting name: `(value, where)`.
+    pub flags: BTreeMap<String, (String, String)>,
+}
+
+impl Saved {
+    /// The saved settings of `data_dir`; empty when there are none.
+    ///
+    /// # Errors
+    /// [`SettingsError::Unreadable`] for a saved file that does not parse.
+    pub fn read(data_dir: &Path) -> Result<Saved, SettingsError> {
+        let path = data_dir.join(SAVED_FILE);
+        match read_bounded(&path, MAX_SETTINGS_BYTES) {
+            Ok(text) => serde_json::from_str(&text)
+                .map_err(|e| SettingsError::Unreadable { path: path.display().to_string(), why: e.to_string() }),
+            Err(_) if !path.exists() => Ok(Saved::default()),
+            Err(why) => Err(SettingsError::Unreadable { path: path.display().to_string(), why }),
+        }
+    }
+
+    /// Writes these settings into `data_dir` (a temporary file renamed over the old one).
+    ///
+    /// # Errors
+    /// The I/O error.
+    pub fn write(&self, data_dir: &Path) -> std::io::Result<()> {
+        let text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        let tmp = data_dir.join(format!("{SAVED_FILE}.tmp"));
+        std::fs::write(&tmp, text)?;
+        std::fs::File::open(&tmp)?.sync_all()?;
+        std::fs::rename(&tmp, data_dir.join(SAVED_FILE))
+    }
+}
+
+/// One log's settings with where each came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resolved {
+    /// The settings.
+    pub settings: LogSettings,
+    /// Setting name → where its value came from (`default`, a file and line, a flag; `saved: ` in front when
+    /// an earlier run gave it).
+    pub sources: BTreeMap<String, String>,
+}
+
+/// The layers of settings of one run (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct Layers {
+    /// The data directory's format.
+    pub format: Format,
+    /// What earlier runs saved.
+    pub saved: Saved,
+    /// This run's settings file, if one was given.
+    pub file: Option<SettingsFile>,
+    /// This run's flags, by setting name: `(value, flag)`.
+    pub flags: BTreeMap<String, (String, String)>,
+}
+
+/// Kafka's internal topics, compacted with these settings when a broker creates them.
+fn internal_topic(topic: &str) -> Option<&'static [(&'static str, &'static str)]> {
+    match topic {
+        "__consumer_offsets" | "__transaction_state" => {
+            Some(&[("cleanup.policy", "compact"), ("segment.bytes", "104857600")])
+        }
+        _ => None,
+    }
+}
+
+impl Layers {
+    /// What this run saves: its file (or the saved one, when it has none) and the saved flags with this run's
+    /// over them.
+    pub fn to_save(&self) -> Saved {
+        let mut flags = self.saved.flags.clone();
+        flags.extend(self.flags.iter().map(|(k, v)| (k.clone(), v.clone())));
+        Saved { file: self.file.clone().unwrap_or_else(|| self.saved.file.clone()), flags }
+    }
+
+    /// The settings file in force: this run's, else the saved one.
+    fn file(&self) -> (&SettingsFile, bool) {
+        match &self.file {
+            Some(f) => (f, false),
+            None => (&self.saved.file, true),
+        }
+    }
+
+    /// True when a section names `name`.
+    pub fn names(&self, name: &str) -> bool {
+        self.file().0.logs.contains_key(name)
+    }
+
+    /// The sections of the file in force that name no log found (for a warning).
+    pub fn unknown_sections<'a>(&'a self, found: &'a [String]) -> impl Iterator<Item = &'a String> + 'a {
+        self.file().0.logs.keys().filter(move |n| !found.contains(n))
+    }
+
+    /// The settings of the log `name` (a native log's directory name, or a Kafka topic), or `None` when it is a
+    /// Kafka topic no section names (left alone).
+    ///
+    /// # Errors
+    /// [`SettingsError::Value`] naming the setting, its value and where it came from.
+    pub fn resolve(&self, name: &str) -> Result<Option<Resolved>, SettingsError> {
+        let (file, saved) = self.file();
+        let internal = internal_topic(name).filter(|_| self.format == Format::Kafka);
+        if self.format == Format::Kafka && internal.is_none() && !file.logs.contains_key(name) {
+            return Ok(None);
+        }
+        let mut settings = LogSettings::default();
+        let mut sources: BTreeMap<String, String> =
+            cleaner::settings::SETTING_NAMES.iter().map(|n| ((*n).to_owned(), "default".to_owned())).collect();
+        let mut layers: Vec<(String, String, String)> = Vec::new();
+        for &(setting, value) in internal.unwrap_or(&[]) {
+            layers.push((setting.to_owned(), value.to_owned(), format!("Kafka's default for {name}")));
+        }
+        let prefix = if saved { "saved: " } else { "" };
+        for (setting, value, from) in file.defaults.iter().chain(file.logs.get(name).into_iter().flatten()) {
+            layers.push((setting.clone(), value.clone(), format!("{prefix}{from}")));
+        }
+        for (setting, (value, from)) in &self.saved.flags {
+            if !self.flags.contains_key(setting) {
+                layers.push((setting.clone(), value.clone(), format!("saved: {from}")));
+            }
+        }
+        for (setting, (value, from)) in &self.flags {
+            layers.push((setting.clone(), value.clone(), from.clone()));
+        }
+        for (setting, value, from) in layers {
+            let parsed = if setting == "segment.bytes" {
+                crate::size::parse_bytes(&value).map(|b| b.to_string())
+            } else {
+                Ok(value.clone())
+            };
+            let bad = |why: String| SettingsError::Value {
+                name: name.to_owned(),
+                setting: setting.clone(),
+                value: value.clone(),
+                from: from.clone(),
+                why,
+            };
+            let parsed = parsed.map_err(bad)?;
+            settings.set(&setting, &parsed).map_err(|e| bad(e.to_string()))?;
+            sources.insert(setting, from);
+        }
+        if self.format == Format::Kafka && settings.segment_bytes > i32::MAX as u64 {
+            return Err(SettingsError::Value {
+                name: name.to_owned(),
+                setting: "segment.bytes".into(),
+                value: settings.segment_bytes.to_string(),
+                from: sources.get("segment.bytes").cloned().unwrap_or_default(),
+                why: "Kafka's segment.bytes is an int (at most 2147483647)".into(),
+            });
+        }
+        Ok(Some(Resolved { settings, sources }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cleaner::CleanupPolicy;
+
+    fn layers(format: Format, file: Option<&str>) -> Layers {
+        Layers { format, file: file.map(|t| SettingsFile::parse(t, "f.conf").expect("parses")), ..Layers::default() }
+    }
+
+    #[test]
+    fn defaults_then_sections_then_flags_each_with_its_source() {
+        let text = "# c\nmin.cleanable.dirty.ratio = 0.3\n\n[orders]\ndelete.retention.ms=5\nsegment.bytes = 1MiB\n[audit]\ncleanup.policy = delete\n";
+        let mut l = layers(Format::Native, Some(text));
+        l.flags.insert("min.compaction.lag.ms".into(), ("7".into(), "--min-compaction-lag-ms".into()));
+        let orders = l.resolve("orders").expect("valid").expect("managed");
+        let s = &orders.settings;
+        assert_eq!((s.min_cleanable_dirty_ratio, s.delete_retention_ms, s.segment_bytes), (0.3, 5, 1 << 20));
+        assert_eq!(s.min_compaction_lag_ms, 7);
+        assert_eq!(orders.sources["segment.bytes"], "f.conf line 6");
+        assert_eq!(orders.sources["min.compaction.lag.ms"], "--min-compaction-lag-ms");
+        assert_eq!(orders.sources["max.compaction.lag.ms"], "default");
+        let audit = l.resolve("audit").expect("valid").expect("managed");
+        assert_eq!(audit.settings.cleanup_policy, CleanupPolicy::Delete);
+        assert_eq!(
+            l.resolve("other").expect("valid").expect("native logs are all managed").settings.min_cleanable_dirty_ratio,
+            0.3
+        );
+    }
+
+    #[test]
+    fn a_kafka_topic_nobody_names_is_left_alone_and_internal_topics_compact() {
+        let l = layers(Format::Kafka, Some("[orders]\nsegment.bytes = 64MiB\n"));
+        assert!(l.resolve("payments").expect("valid").is_none());
+        let offsets = l.resolve("__consumer_offsets").expect("valid").expect("internal");
+        assert_eq!(offsets.settings.segment_bytes, 104_857_600);
+        assert_eq!(offsets.sources["segment.bytes"], "Kafka's default for __consumer_offsets");
+        assert_eq!(l.resolve("orders").expect("valid").expect("named").settings.segment_bytes, 64 << 20);
+        let big = layers(Format::Kafka, Some("[orders]\nsegment.bytes = 3GiB\n"));
+        assert!(big.resolve("orders").is_err(), "Kafka's segment.bytes is an int");
+    }
+
+    #[test]
+    fn saved_settings_hold_until_replaced() {
+        let first = layers(Format::Native, Some("[audit]\ncleanup.policy = delete\n"));
+        let saved = first.to_save();
+        let second = Layers { format: Format::Native, saved: saved.clone(), ..Layers::default() };
+        let audit = second.resolve("audit").expect("valid").expect("managed");
+        assert_eq!(audit.settings.cleanup_policy, CleanupPolicy::Delete, "a second run without --config keeps it");
+        assert_eq!(audit.sources["cleanup.policy"], "saved: f.conf line 2");
+        let third = Layers { format: Format::Native, saved, file: Some(SettingsFile::default()), ..Layers::default() };
+        assert_eq!(
+            third.resolve("audit").expect("valid").expect("managed").settings.cleanup_policy,
+            CleanupPolicy::Compact
+        );
+    }
+
+    #[test]
+    fn bad_lines_name_their_number() {
+        for (text, line, needle) in [
+            ("a.b = 1\n", 1, "unknown setting"),
+            ("\n[x\n", 2, "section header"),
+            ("[x]\n[x]\n", 2, "twice"),
+            ("[x]\nnothing here\n", 2, "name = value"),
+        ] {
+            let e = SettingsFile::parse(text, "f").expect_err(text);
+            assert_eq!(e.line, line, "{text:?}");
+            assert!(e.problem.contains(needle), "{e}");
+        }
+        let l = layers(Format::Native, Some("[x]\nmin.cleanable.dirty.ratio = 2\n"));
+        let e = l.resolve("x").expect_err("out of range");
+        assert!(e.to_string().contains("f line 2") && e.to_string().contains("min.cleanable.dirty.ratio"), "{e}");
+    }
+
+    #[test]
+    fn a_fifo_or_a_huge_file_is_refused_without_waiting_or_reading_it_all() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let fifo = tmp.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+        let e = SettingsFile::read(&fifo).expect_err("a FIFO");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let e = SettingsFile::read(Path::new("/dev/zero")).expect_err("a device");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let big = tmp.path().join("big");
+        std::fs::write(&big, vec![b'#'; (MAX_SETTINGS_BYTES + 1) as usize]).expect("write");
+        assert!(SettingsFile::read(&big).expect_err("too big").to_string().contains("larger than"));
+    }
+}
