@@ -10,41 +10,19 @@
 //! locally, and fail under CI (`CI` set), so that CI can never skip them silently.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use serde_json::Value;
 
 mod common;
-use common::{contents, logcompact, path, stderr, stdout};
+use common::{contents, logcompact, path, run_python, stderr, stdout};
 
 fn python() -> Option<String> {
-    let candidates = std::env::var("LOGCOMPACT_PYTHON").into_iter().chain(["python3".to_owned()]);
-    for py in candidates {
-        let ok = Command::new(&py)
-            .args(["-c", "import kafka, lz4, snappy, zstandard, confluent_kafka"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(py);
-        }
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must run the Kafka tests: set LOGCOMPACT_PYTHON to a Python with tests/kafka/requirements.txt installed"
-    );
-    eprintln!("skipped: no Python with kafka-python, lz4, python-snappy and zstandard (set LOGCOMPACT_PYTHON)");
-    None
+    common::kafka_python()
 }
 
 fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("kafka").join(name)
-}
-
-fn run_python(py: &str, args: &[&str]) -> Value {
-    let out = Command::new(py).args(args).output().expect("run python");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("JSON from python")
+    common::kafka_script(name)
 }
 
 fn ok(out: &std::process::Output) -> String {

@@ -62,16 +62,50 @@ pub fn path(p: &Path) -> &str {
 /// batches of `per_batch` records: keys `k0..k{keys}` in turn, values naming the offset, timestamps from 1.
 /// Returns the next offset. For tests that need a partition without the Python clients.
 pub fn kafka_partition(dir: &Path, keys: u64, segments: u64, batches: u64, per_batch: u64) -> u64 {
+    write_kafka_partition(
+        dir,
+        &PartitionSpec { keys, segments, batches, per_batch, tombstone_every: 0, mixed_codecs: false },
+    )
+}
+
+/// The shape of a partition [`write_kafka_partition`] writes.
+#[derive(Debug, Clone, Copy)]
+pub struct PartitionSpec {
+    /// Distinct keys, written in a scrambled order.
+    pub keys: u64,
+    /// Segments (the last one the active segment).
+    pub segments: u64,
+    /// Batches per segment.
+    pub batches: u64,
+    /// Records per batch.
+    pub per_batch: u64,
+    /// Every n-th record is a tombstone (0: none).
+    pub tombstone_every: u64,
+    /// Batches compressed in turn with none, gzip, snappy, lz4 and zstd; else all uncompressed.
+    pub mixed_codecs: bool,
+}
+
+/// Writes a Kafka partition directory `dir` (created) as `spec` says: values name the offset, timestamps from
+/// 1. Returns the next offset.
+pub fn write_kafka_partition(dir: &Path, spec: &PartitionSpec) -> u64 {
     use log_core::kafka::{Compression, RecordToWrite, new_header, write_batch};
+    const CODECS: [Compression; 5] =
+        [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
     std::fs::create_dir_all(dir).expect("mkdir");
     let mut offset = 0u64;
     let (mut out, mut scratch) = (Vec::new(), Vec::new());
-    for _ in 0..segments {
+    let key_of =
+        |o: u64| if spec.tombstone_every == 0 { o % spec.keys } else { o.wrapping_mul(0x9E37_79B9) % spec.keys };
+    for s in 0..spec.segments {
         let base = offset;
         let mut bytes = Vec::new();
-        for _ in 0..batches {
-            let names: Vec<(Vec<u8>, Vec<u8>)> = (0..per_batch)
-                .map(|i| (format!("k{}", (offset + i) % keys).into_bytes(), format!("v{}", offset + i).into_bytes()))
+        for b in 0..spec.batches {
+            let names: Vec<(Vec<u8>, Option<Vec<u8>>)> = (0..spec.per_batch)
+                .map(|i| {
+                    let o = offset + i;
+                    let tombstone = spec.tombstone_every > 0 && o % spec.tombstone_every == spec.tombstone_every - 1;
+                    (format!("k{}", key_of(o)).into_bytes(), (!tombstone).then(|| format!("v{o}").into_bytes()))
+                })
                 .collect();
             let records: Vec<RecordToWrite<'_>> = names
                 .iter()
@@ -80,20 +114,72 @@ pub fn kafka_partition(dir: &Path, keys: u64, segments: u64, batches: u64, per_b
                     offset: (offset + i as u64) as i64,
                     timestamp: 1 + (offset + i as u64) as i64,
                     key: Some(k),
-                    value: Some(v),
+                    value: v.as_deref(),
                     header_count: 0,
                     header_bytes: &[],
                 })
                 .collect();
             out.clear();
-            let header = new_header(offset as i64, (per_batch - 1) as i32);
-            write_batch(&header, Compression::None, None, &records, &mut out, &mut scratch).expect("batch");
+            let header = new_header(offset as i64, (spec.per_batch - 1) as i32);
+            let codec =
+                if spec.mixed_codecs { CODECS[((s * spec.batches + b) % 5) as usize] } else { Compression::None };
+            write_batch(&header, codec, None, &records, &mut out, &mut scratch).expect("batch");
             bytes.extend_from_slice(&out);
-            offset += per_batch;
+            offset += spec.per_batch;
         }
         std::fs::write(dir.join(format!("{base:020}.log")), &bytes).expect("write segment");
     }
     offset
+}
+
+/// A Python with the Kafka clients of `tests/kafka/requirements.txt` (`LOGCOMPACT_PYTHON`, else `python3`).
+/// Without one a test says so and passes locally, and fails under CI (`CI` set), so that CI never skips it.
+pub fn kafka_python() -> Option<String> {
+    let candidates = std::env::var("LOGCOMPACT_PYTHON").into_iter().chain(["python3".to_owned()]);
+    for py in candidates {
+        let ok = Command::new(&py)
+            .args(["-c", "import kafka, lz4, snappy, zstandard, confluent_kafka"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(py);
+        }
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must run the Kafka tests: set LOGCOMPACT_PYTHON to a Python with tests/kafka/requirements.txt installed"
+    );
+    eprintln!("skipped: no Python with kafka-python, lz4, python-snappy and zstandard (set LOGCOMPACT_PYTHON)");
+    None
+}
+
+/// A script of `tests/kafka/`.
+pub fn kafka_script(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("kafka").join(name)
+}
+
+/// Runs a Python script and parses the JSON it prints.
+pub fn run_python(py: &str, args: &[&str]) -> serde_json::Value {
+    let out = Command::new(py).args(args).output().expect("run python");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON from python")
+}
+
+/// (offset, key, value) of every record of a Kafka partition as kafka-python's record-batch reader reads it,
+/// every CRC checked.
+pub fn kafka_python_records(py: &str, dir: &Path) -> Vec<(i64, String, Option<String>)> {
+    let read = run_python(py, &[kafka_script("read_partition.py").to_str().expect("utf-8"), path(dir)]);
+    let mut all = Vec::new();
+    for b in read["batches"].as_array().expect("batches") {
+        for r in b["records"].as_array().expect("records") {
+            all.push((
+                r["offset"].as_i64().expect("offset"),
+                r["key"].as_str().expect("key").to_owned(),
+                r["value"].as_str().map(str::to_owned),
+            ));
+        }
+    }
+    all
 }
 
 /// (offset, key, value) of every record of a Kafka partition, as `dump --format kafka --json` reads it.
