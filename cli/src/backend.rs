@@ -3,7 +3,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use log_core::layout::Layout;
 use log_core::{Log, LogConfig, SegmentStore};
 
 use crate::failure::Failure;
@@ -39,47 +38,12 @@ pub fn open_store(backend: Backend, dir: Option<&Path>) -> Result<Arc<dyn Segmen
     }
 }
 
-/// Opens the existing directory `dir` for writing, refusing one that holds no log: commands that change a
-/// log (`compact`, `repair`) never create one.
-///
-/// # Errors
-/// [`Failure::Usage`] when `dir` is missing or holds no log; [`Failure::Runtime`] when it cannot be opened or
-/// another writer holds it.
-pub fn open_existing_store(dir: &Path) -> Result<Arc<dyn SegmentStore>, Failure> {
-    let store: Arc<dyn SegmentStore> = Arc::new(storage_file::FileStore::open_existing(dir).map_err(store_failure)?);
-    refuse_empty(dir, &*store)?;
-    Ok(store)
-}
-
 /// Opens `dir` read-only: no lock, nothing created or changed.
 ///
 /// # Errors
 /// [`Failure::Usage`] when `dir` is missing; [`Failure::Runtime`] when it cannot be read.
 pub fn open_read_only_store(dir: &Path) -> Result<Arc<dyn SegmentStore>, Failure> {
     Ok(Arc::new(storage_file::FileStore::open_read_only(dir).map_err(store_failure)?))
-}
-
-/// Refuses a store that holds no log, or a log of another format.
-///
-/// # Errors
-/// [`Failure::Usage`] saying what the directory holds instead.
-pub fn refuse_empty(dir: &Path, store: &dyn SegmentStore) -> Result<(), Failure> {
-    let layout = Layout::scan(store).map_err(|e| Failure::from_log("cannot list the directory", &e))?;
-    if let Some(found) = layout.foreign_format(store) {
-        return Err(Failure::Usage(format!(
-            "{} is not a logcompact log: it holds {found}{}",
-            dir.display(),
-            if found.contains("of magic 0") || found.contains("of magic 1") {
-                String::new()
-            } else {
-                format!(" ({})", crate::failure::KAFKA_HINT)
-            }
-        )));
-    }
-    if layout.has_no_segments() {
-        return Err(Failure::Usage(format!("{} holds no log: {}", dir.display(), layout.describe())));
-    }
-    Ok(())
 }
 
 pub use logcompact::describe_recovery;
@@ -95,12 +59,4 @@ pub fn open_log(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log, 
         eprintln!("{line}");
     }
     Ok(log)
-}
-
-/// Opens a log on `store` for reading only.
-///
-/// # Errors
-/// As [`open_log`]; [`Failure::Usage`] when the store holds no log of this format.
-pub fn open_log_read_only(store: Arc<dyn SegmentStore>) -> Result<Log, Failure> {
-    Log::open_read_only(store, LogConfig::default()).map_err(|e| Failure::from_log("cannot read the log", &e))
 }

@@ -507,6 +507,10 @@ struct RepairArgs {
     /// The log's directory.
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
+    /// The directory's format: a native log, or a Kafka partition directory of a stopped broker (repaired
+    /// under the broker's lock; cut segments get their .index and .timeindex rewritten).
+    #[arg(long, value_enum, default_value_t = FormatArg::Native)]
+    format: FormatArg,
     /// Carry the repair out (without it, only show what it would drop).
     #[arg(long)]
     apply: bool,
@@ -634,7 +638,7 @@ fn main() -> ExitCode {
             };
             analyze_cmd::analyze(req, a.json)
         }
-        Commands::Repair(a) => ops::repair(&a.dir, a.apply, a.json),
+        Commands::Repair(a) => ops::repair(&a.dir, a.format.into(), a.apply, a.json),
         Commands::Advise(a) => {
             let budget = cleaner::advise::Budget {
                 total_bytes: a.dedupe_buffer,

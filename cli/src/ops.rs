@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use cleaner::{Cleaner, CleanerConfig, Phase, SystemClock};
 use log_core::LogConfig;
-use log_core::repair::{RepairAction, RepairPlan};
+use log_core::repair::RepairAction;
 use log_core::workload::Workload;
 use serde::Serialize;
 
@@ -265,6 +265,9 @@ fn describe(action: &RepairAction) -> String {
             format!("set aside the cleaner checkpoint ({reason}); cleaning restarts from the log's start")
         }
         RepairAction::DropHint { file, reason } => format!("delete the index hint {file} ({reason})"),
+        RepairAction::RebuildIndexes { segment, reason } => {
+            format!("rebuild the .index and .timeindex of {segment} from its batches ({reason})")
+        }
     }
 }
 
@@ -273,35 +276,21 @@ fn describe(action: &RepairAction) -> String {
 ///
 /// # Errors
 /// [`Failure::Corruption`] when something cannot be repaired; [`Failure::Runtime`] when the repair fails.
-pub fn repair(dir: &Path, apply: bool, as_json: bool) -> Result<(), Failure> {
-    let read = |e: log_core::Error| Failure::from_log("cannot read the log", &e);
-    let plan: RepairPlan = if apply {
-        let store = backend::open_existing_store(dir)?;
-        let plan = log_core::repair::plan(&*store).map_err(read)?;
-        let stamp = u64::try_from(log_core::now_ms()).unwrap_or(0);
-        let outcome =
-            log_core::repair::apply(&*store, &plan, stamp).map_err(|e| Failure::from_log("repair failed", &e))?;
-        for name in &outcome.backups {
-            eprintln!("kept a copy of what was cut in {}", dir.join(name).display());
+pub fn repair(dir: &Path, format: log_core::Format, apply: bool, as_json: bool) -> Result<(), Failure> {
+    let done = logcompact::repair(dir, format, apply).map_err(|e| match e {
+        logcompact::RepairError::Open(o) => Failure::from_open(&o),
+        logcompact::RepairError::Log { source, .. } => {
+            Failure::from_log(&format!("{}: repair failed", dir.display()), &source)
         }
-        if plan.cannot_fix.is_empty() {
-            // Let the open finish what it repairs by itself (a torn tail, an interrupted swap).
-            let log = backend::open_log(store, LogConfig::default())?;
-            drop(log);
-        }
-        plan
-    } else {
-        let store = backend::open_read_only_store(dir)?;
-        backend::refuse_empty(dir, &*store)?;
-        let plan = log_core::repair::plan(&*store).map_err(read)?;
-        let log = backend::open_log_read_only(Arc::clone(&store));
-        if let Ok(log) = &log {
-            for line in describe_recovery(log.recovery_report(), false) {
-                eprintln!("{line}");
-            }
-        }
-        plan
-    };
+        other => Failure::Runtime(other.to_string()),
+    })?;
+    for name in done.outcome.iter().flat_map(|o| &o.backups) {
+        eprintln!("kept a copy of what was cut in {}", dir.join(name).display());
+    }
+    for line in &done.recovery {
+        eprintln!("{line}");
+    }
+    let plan = done.plan;
     if as_json {
         print_json(&plan)?;
     } else {
@@ -316,8 +305,9 @@ pub fn repair(dir: &Path, apply: bool, as_json: bool) -> Result<(), Failure> {
         if !apply && !plan.actions.is_empty() {
             writeln!(
                 out,
-                "run `logcompact repair --dir {} --apply` to do it; a copy of every cut byte is kept in repair-<time>.*.bytes files",
-                dir.display()
+                "run `logcompact repair --dir {}{} --apply` to do it; a copy of every cut byte is kept in repair-<time>.*.bytes files",
+                dir.display(),
+                if format == log_core::Format::Kafka { " --format kafka" } else { "" }
             )
             .map_err(write_failed)?;
         }

@@ -205,6 +205,26 @@ impl SealedSegment {
         Self::load_reporting(format, base, name, file, index_interval).map(|(s, _)| s)
     }
 
+    /// As [`SealedSegment::load`], verifying every batch's checksum whatever the format: for a segment about to
+    /// replace others (a `.swap` to complete), whose damage would otherwise be found only once the segments it
+    /// replaces are gone.
+    ///
+    /// # Errors
+    /// As [`SealedSegment::load`].
+    pub fn load_verified(
+        format: Format,
+        base: u64,
+        name: String,
+        file: Arc<dyn Segment>,
+        index_interval: u64,
+    ) -> Result<Self> {
+        file.seal().map_err(Error::io("seal", &name))?;
+        let source = SegmentSource::of(&file).map_err(Error::io("map", &name))?;
+        let len = file.len();
+        let (summary, data_len) = summarize(format, base, &name, &source, len, index_interval, true)?;
+        Ok(SealedSegment { base, name, format, file, source, data_len, summary })
+    }
+
     /// As [`SealedSegment::load`], also returning what it noticed.
     ///
     /// # Errors
@@ -219,7 +239,9 @@ impl SealedSegment {
         file.seal().map_err(Error::io("seal", &name))?;
         let source = SegmentSource::of(&file).map_err(Error::io("map", &name))?;
         let len = file.len();
-        let (summary, data_len) = summarize(format, base, &name, &source, len, index_interval, true)?;
+        // Kafka's checksums are verified by every read and pass, not at open: only the headers are walked.
+        let verify = format == Format::Native;
+        let (summary, data_len) = summarize(format, base, &name, &source, len, index_interval, verify)?;
         let zero_fill = (data_len < len).then_some(data_len);
         Ok((SealedSegment { base, name, format, file, source, data_len, summary }, Loaded { zero_fill }))
     }
@@ -416,7 +438,8 @@ impl SealedSegment {
     }
 }
 
-/// Scans `source` (`len` bytes) and builds its summary; returns it and where the data ends.
+/// Scans `source` (`len` bytes) and builds its summary, checking every checksum when `verify` is set; returns
+/// it and where the data ends.
 fn summarize(
     format: Format,
     base: u64,
@@ -426,8 +449,6 @@ fn summarize(
     index_interval: u64,
     verify: bool,
 ) -> Result<(SegmentSummary, u64)> {
-    // Kafka's checksums are verified by every read and pass, not at open: only the headers are walked.
-    let verify = verify && format == Format::Native;
     let mut summary = SegmentSummary::new(index_interval);
     let mut scan = SegmentScan::new(format, name, source, 0, len, verify);
     while let Some(window) = scan.next_window()? {

@@ -126,38 +126,70 @@ pub fn open_writable_copy(dir: &Path, format: Format, config: LogConfig) -> Resu
 fn open_writable_as(dir: &Path, format: Format, config: LogConfig, copy: bool) -> Result<OpenedLog, OpenError> {
     match format {
         Format::Native => {
-            let store: Arc<dyn SegmentStore> =
-                Arc::new(storage_file::FileStore::open_existing(dir).map_err(store_error(dir))?);
-            refuse_empty(dir, &*store)?;
+            let store = native_store(dir, true)?;
             let log = Log::open(store, config).map_err(log_error(dir))?;
             Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: log_core::names::CHECKPOINT_FILE.into() })
         }
         Format::Kafka => {
-            // Look before locking: an empty or foreign directory is refused without creating a `.lock`.
-            let look = storage_file::kafka::open_read_only(dir).map_err(store_error(dir))?;
-            let layout = log_core::kafka::KafkaLayout::scan(&*look.partition).map_err(log_error(dir))?;
-            if layout.files(log_core::kafka::files::SegmentFile::Log, log_core::kafka::files::Stage::Live).is_empty()
-                && layout
-                    .files(log_core::kafka::files::SegmentFile::Log, log_core::kafka::files::Stage::Swap)
-                    .is_empty()
-            {
-                return Err(OpenError::NotALog {
-                    dir: dir.to_path_buf(),
-                    format: "Kafka",
-                    found: "no segment file (<20-digit base>.log)".into(),
-                });
-            }
-            let stores = if copy {
-                storage_file::kafka::open_writable_copy(dir)
-            } else {
-                storage_file::kafka::open_writable(dir)
-            }
-            .map_err(store_error(dir))?;
+            let stores = if copy { kafka_copy_stores(dir)? } else { kafka_stores(dir, true)? };
             let source = stores.checkpoint.describe();
             let log = Log::open_kafka(stores.partition, config, stores.checkpoint).map_err(|e| kafka_error(dir, e))?;
             Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: source })
         }
     }
+}
+
+/// The store of the native log in `dir`: locked for writing (`writable`), or read-only (no lock); a directory
+/// that holds no native log is refused.
+///
+/// # Errors
+/// [`OpenError::Store`]; [`OpenError::NotALog`].
+pub fn native_store(dir: &Path, writable: bool) -> Result<Arc<dyn SegmentStore>, OpenError> {
+    let store: Arc<dyn SegmentStore> = if writable {
+        Arc::new(storage_file::FileStore::open_existing(dir).map_err(store_error(dir))?)
+    } else {
+        Arc::new(storage_file::FileStore::open_read_only(dir).map_err(store_error(dir))?)
+    };
+    refuse_empty(dir, &*store)?;
+    Ok(store)
+}
+
+/// The stores of the Kafka partition in `dir`: under the broker's lock on its log directory (`writable`), or
+/// read-only (no lock, nothing mapped). A directory without a segment is refused before anything is locked or
+/// created.
+///
+/// # Errors
+/// [`OpenError::Store`] (a lock error when a broker holds it); [`OpenError::NotALog`].
+pub fn kafka_stores(dir: &Path, writable: bool) -> Result<storage_file::kafka::PartitionStores, OpenError> {
+    let look = storage_file::kafka::open_read_only(dir).map_err(store_error(dir))?;
+    refuse_no_kafka_segment(dir, &look)?;
+    if !writable {
+        return Ok(look);
+    }
+    storage_file::kafka::open_writable(dir).map_err(store_error(dir))
+}
+
+/// As [`kafka_stores`] for a copy made by this process: outside a broker's log directory no broker lock is
+/// taken and the checkpoint is kept in memory.
+fn kafka_copy_stores(dir: &Path) -> Result<storage_file::kafka::PartitionStores, OpenError> {
+    let look = storage_file::kafka::open_read_only(dir).map_err(store_error(dir))?;
+    refuse_no_kafka_segment(dir, &look)?;
+    storage_file::kafka::open_writable_copy(dir).map_err(store_error(dir))
+}
+
+/// Refuses a directory with neither a segment nor a segment swap of Kafka's.
+fn refuse_no_kafka_segment(dir: &Path, look: &storage_file::kafka::PartitionStores) -> Result<(), OpenError> {
+    use log_core::kafka::files::{SegmentFile, Stage};
+    let layout = log_core::kafka::KafkaLayout::scan(&*look.partition).map_err(log_error(dir))?;
+    if layout.files(SegmentFile::Log, Stage::Live).is_empty() && layout.files(SegmentFile::Log, Stage::Swap).is_empty()
+    {
+        return Err(OpenError::NotALog {
+            dir: dir.to_path_buf(),
+            format: "Kafka",
+            found: "no segment file (<20-digit base>.log)".into(),
+        });
+    }
+    Ok(())
 }
 
 fn kafka_error(dir: &Path, e: log_core::Error) -> OpenError {

@@ -37,6 +37,7 @@ pub mod copy;
 pub mod datadir;
 pub mod dir;
 mod recovery;
+pub mod repair;
 pub mod size;
 
 pub use cleaner::{CleanStats, Cleaner, CleanerConfig, MapKind, PassOptions, SystemClock};
@@ -44,3 +45,4 @@ pub use compact::{CompactError, CompactOutcome, CompactRequest, Compaction, comp
 pub use dir::{OpenError, OpenedLog, open_read_only, open_writable};
 pub use log_core::{Format, Log, LogConfig};
 pub use recovery::describe_recovery;
+pub use repair::{RepairError, Repaired, repair};

@@ -74,14 +74,31 @@ impl KafkaIndexes {
     }
 }
 
+/// Bytes of an offset-index entry.
+pub const OFFSET_ENTRY_BYTES: usize = 8;
+/// Bytes of a time-index entry.
+pub const TIME_ENTRY_BYTES: usize = 12;
+
+/// An offset-index entry as stored: `(relative offset, position)`.
+pub fn offset_entry(e: &[u8; OFFSET_ENTRY_BYTES]) -> (i32, u32) {
+    (i32::from_be_bytes([e[0], e[1], e[2], e[3]]), u32::from_be_bytes([e[4], e[5], e[6], e[7]]))
+}
+
+/// A time-index entry as stored: `(timestamp, relative offset)`.
+pub fn time_entry(e: &[u8; TIME_ENTRY_BYTES]) -> (i64, i32) {
+    let mut t = [0u8; 8];
+    t.copy_from_slice(&e[..8]);
+    (i64::from_be_bytes(t), i32::from_be_bytes([e[8], e[9], e[10], e[11]]))
+}
+
 /// Entries of an offset index: `(offset, position)`, offsets absolute. Bytes after the last whole entry (a
 /// preallocated index's zeros are entries of offset `base`, position 0, as Kafka reads them) are ignored.
 pub fn read_offset_index(bytes: &[u8], base: u64) -> Vec<(u64, u32)> {
     bytes
-        .chunks_exact(8)
+        .chunks_exact(OFFSET_ENTRY_BYTES)
+        .filter_map(|e| e.try_into().ok())
         .map(|e| {
-            let rel = i32::from_be_bytes([e[0], e[1], e[2], e[3]]);
-            let pos = u32::from_be_bytes([e[4], e[5], e[6], e[7]]);
+            let (rel, pos) = offset_entry(e);
             (base.saturating_add_signed(i64::from(rel)), pos)
         })
         .collect()
@@ -90,12 +107,11 @@ pub fn read_offset_index(bytes: &[u8], base: u64) -> Vec<(u64, u32)> {
 /// Entries of a time index: `(timestamp, offset)`, offsets absolute.
 pub fn read_time_index(bytes: &[u8], base: u64) -> Vec<(i64, u64)> {
     bytes
-        .chunks_exact(12)
+        .chunks_exact(TIME_ENTRY_BYTES)
+        .filter_map(|e| e.try_into().ok())
         .map(|e| {
-            let mut t = [0u8; 8];
-            t.copy_from_slice(&e[..8]);
-            let rel = i32::from_be_bytes([e[8], e[9], e[10], e[11]]);
-            (i64::from_be_bytes(t), base.saturating_add_signed(i64::from(rel)))
+            let (t, rel) = time_entry(e);
+            (t, base.saturating_add_signed(i64::from(rel)))
         })
         .collect()
 }

@@ -9,8 +9,8 @@
 //!    range goes, and every `.swap` file is renamed into place.
 //! 4. Index files without their `.log` go.
 //!
-//! Before anything is changed, every `.log.swap` to complete is loaded and checked: its batches must parse,
-//! and it must lie wholly below the active segment (no pass writes one that reaches it). Anything else is
+//! Before anything is changed, every `.log.swap` to complete is loaded and checked: its batches must parse
+//! with their checksums, and it must lie wholly below the active segment (no pass writes one that reaches it). Anything else is
 //! corruption naming the file, and nothing is changed. The read-only open applies the same rules in memory
 //! and reports what the next writable open will do.
 //!
@@ -82,7 +82,7 @@ impl KafkaLayout {
     }
 
     /// Every name at `stage`, any file kind.
-    fn names_at(&self, stage: Stage) -> Vec<(u64, String)> {
+    pub(crate) fn names_at(&self, stage: Stage) -> Vec<(u64, String)> {
         let mut out = Vec::new();
         for (&b, m) in &self.segments {
             for ((_, st), n) in m {
@@ -107,7 +107,7 @@ impl KafkaLayout {
 
 /// What recovery does to a partition, decided before anything changes.
 #[derive(Debug, Default)]
-struct Recovery {
+pub(crate) struct Recovery {
     /// Files to delete, in order: leftovers first, then the segments the swap replaces.
     delete_first: Vec<String>,
     /// Segment files a completed swap replaces.
@@ -115,16 +115,16 @@ struct Recovery {
     /// `.swap` files renamed into place: (from, to).
     renames: Vec<(String, String)>,
     /// The validated `.log.swap` segments by base (what they become).
-    swapped: BTreeMap<u64, SealedSegment>,
+    pub(crate) swapped: BTreeMap<u64, SealedSegment>,
     /// The range `[from, to)` the swap covers.
-    range: Option<(u64, u64)>,
+    pub(crate) range: Option<(u64, u64)>,
     /// Index files left without their `.log`.
     orphans: Vec<String>,
     report: RecoveryReport,
 }
 
 /// Decides recovery for `layout` (Kafka's `LogLoader` rules), validating every `.log.swap` it would complete.
-fn plan(store: &dyn SegmentStore, layout: &KafkaLayout, config: &LogConfig) -> Result<Recovery> {
+pub(crate) fn plan(store: &dyn SegmentStore, layout: &KafkaLayout, config: &LogConfig) -> Result<Recovery> {
     let mut r = Recovery::default();
     for (_, n) in layout.names_at(Stage::Deleted) {
         r.delete_first.push(n);
@@ -159,7 +159,8 @@ fn plan(store: &dyn SegmentStore, layout: &KafkaLayout, config: &LogConfig) -> R
             return Err(corrupt(CorruptKind::SwapOverActive { active_base }));
         }
         let file = store.open(n).map_err(Error::io("open", n))?;
-        let segment = SealedSegment::load(Format::Kafka, *base, n.clone(), file, config.index_interval_bytes)?;
+        // Checksums too: once the swap completes, the segments it replaces are gone.
+        let segment = SealedSegment::load_verified(Format::Kafka, *base, n.clone(), file, config.index_interval_bytes)?;
         if active_base.is_some_and(|a| segment.next_offset() > a) {
             return Err(corrupt(CorruptKind::SwapOverActive { active_base }));
         }
@@ -209,8 +210,44 @@ fn plan(store: &dyn SegmentStore, layout: &KafkaLayout, config: &LogConfig) -> R
     Ok(r)
 }
 
+/// Applies Kafka's recovery rules to the files of `store` (see the module docs): leftovers removed, a committed
+/// swap completed, orphaned indexes removed. Every `.log.swap` is validated before anything changes.
+///
+/// # Errors
+/// [`Error::Corrupt`] for a `.log.swap` that cannot be completed (nothing changed); [`Error::Io`].
+pub(crate) fn recover_files(
+    store: &dyn SegmentStore,
+    layout: &KafkaLayout,
+    config: &LogConfig,
+) -> Result<RecoveryReport> {
+    let recovery = plan(store, layout, config)?;
+    let report = recovery.report.clone();
+    let mut changed = false;
+    for n in &recovery.delete_first {
+        delete_if_exists(store, n)?;
+        changed = true;
+    }
+    if changed {
+        sync_dir(store)?;
+    }
+    // The segments a swap replaces go before the swap files take their names, as a broker does it.
+    for n in &recovery.replaced {
+        delete_if_exists(store, n)?;
+    }
+    for (from, to) in &recovery.renames {
+        store.rename(from, to).map_err(Error::io("rename", from))?;
+    }
+    for n in &recovery.orphans {
+        delete_if_exists(store, n)?;
+    }
+    if !recovery.replaced.is_empty() || !recovery.renames.is_empty() || !recovery.orphans.is_empty() {
+        sync_dir(store)?;
+    }
+    Ok(report)
+}
+
 /// Refuses a directory whose names cannot be used or that holds a native log.
-fn usable(store: &dyn SegmentStore, layout: &KafkaLayout) -> Result<()> {
+pub(crate) fn usable(store: &dyn SegmentStore, layout: &KafkaLayout) -> Result<()> {
     if let Some((n, reason)) = layout.unusable.first() {
         return Err(Error::UnusableName { name: n.clone(), reason: reason.clone() });
     }
@@ -253,31 +290,8 @@ impl Log {
         }
         let layout = KafkaLayout::scan(&*store)?;
         usable(&*store, &layout)?;
-        let recovery = plan(&*store, &layout, &config)?;
-        let mut report = recovery.report.clone();
+        let mut report = recover_files(&*store, &layout, &config)?;
         report.ignored_files = layout.foreign.clone();
-        let mut changed = false;
-        for n in &recovery.delete_first {
-            delete_if_exists(&*store, n)?;
-            changed = true;
-        }
-        if changed {
-            sync_dir(&*store)?;
-        }
-        // The segments a swap replaces go before the swap files take their names, as a broker does it.
-        for n in &recovery.replaced {
-            delete_if_exists(&*store, n)?;
-        }
-        for (from, to) in &recovery.renames {
-            store.rename(from, to).map_err(Error::io("rename", from))?;
-        }
-        for n in &recovery.orphans {
-            delete_if_exists(&*store, n)?;
-        }
-        if !recovery.replaced.is_empty() || !recovery.renames.is_empty() || !recovery.orphans.is_empty() {
-            sync_dir(&*store)?;
-        }
-        drop(recovery);
         let layout = KafkaLayout::scan(&*store)?;
         let mut logs = layout.files(SegmentFile::Log, Stage::Live);
         let (active_base, active_name) = match logs.pop_last() {

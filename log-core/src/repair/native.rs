@@ -1,161 +1,32 @@
-//! `repair`: the one way stored records are ever dropped because they look damaged, and only on request.
-//!
-//! [`plan`] reads the store (changing nothing) and lists what a repair would do: drop the damaged byte ranges
-//! of segments while keeping every valid record around them, set aside a `.swap` that would replace a segment
-//! with garbage (restoring the segment it replaced), set aside an unreadable checkpoint, delete hints that
-//! disagree with their segments. [`apply`] does it, keeping a copy of every byte it cuts in a file named
-//! `repair-<time>.<what>.bytes` in the store (such names are not part of the log and stay until removed by
-//! hand).
-//!
-//! Order matters for crashes. Invalid `.swap` files are set aside first; then a pending swap is finished
-//! (completed or rolled back) exactly as the next open would; only then are segments cut. Each segment is
-//! replaced atomically: its repaired copy is written to `repair-<time>.<base>.log.new` (a name outside the
-//! swap protocol, so a crash can never make recovery mistake it for a pass's output), synced, and renamed
-//! over `<base>.log`. A crash leaves the old or the new segment, and at worst a leftover `.new` file. A torn
-//! tail alone is left to the next open, which cuts it.
+//! Repairing a native log: its layout, its removal markers, its `.lcindex` hints and its checkpoint.
 
 use std::sync::Arc;
 
-use crate::codec;
+use super::{Backups, RepairAction, RepairOutcome, RepairPlan, Rewrite, damage, delete_quietly, rewrite_without};
+use crate::batch::Format;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges};
 use crate::names::{CHECKPOINT_FILE, FileKind, file_name};
 use crate::storage::{Segment, SegmentStore};
 
-/// One thing a repair does.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "action", rename_all = "snake_case")]
-pub enum RepairAction {
-    /// Drop these byte ranges of a segment, keeping the valid records before, between and after them.
-    CutRanges {
-        /// The segment's file.
-        segment: String,
-        /// `[start, end)` byte ranges to drop.
-        ranges: Vec<(u64, u64)>,
-        /// Bytes dropped in all.
-        bytes: u64,
-        /// Valid records kept in the segment.
-        records_kept: u64,
-        /// True for the active (last) segment.
-        active: bool,
-    },
-    /// Set aside a committed `.swap` that is not a valid segment or removal marker, and put back the segment it
-    /// was to replace.
-    DiscardSwap {
-        /// The `.swap` file.
-        file: String,
-        /// Why it is not valid.
-        reason: String,
-        /// What happens to the segment of that base: kept, restored from `.deleted`, or lost.
-        segment: String,
-    },
-    /// Set aside a checkpoint file that does not parse; cleaning then starts from the log's start.
-    ResetCheckpoint {
-        /// Why it does not parse.
-        reason: String,
-    },
-    /// Delete an index hint that disagrees with its segment (the next open rebuilds it).
-    DropHint {
-        /// The hint.
-        file: String,
-        /// How it disagrees.
-        reason: String,
-    },
-}
-
-/// What a repair would do; empty when there is nothing to repair by hand.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct RepairPlan {
-    /// The actions, in the order [`apply`] takes them.
-    pub actions: Vec<RepairAction>,
-    /// Problems a repair cannot fix (names the log cannot use, segments whose offsets overlap), for a human.
-    pub cannot_fix: Vec<String>,
-}
-
-/// All bytes of the file `name`.
-fn read_all(file: &Arc<dyn Segment>, name: &str) -> Result<Vec<u8>> {
-    let len =
-        usize::try_from(file.len()).map_err(|_| Error::io("read", name)(std::io::ErrorKind::OutOfMemory.into()))?;
-    let mut bytes = vec![0; len];
+/// The first bytes of `file`, at most `max` (enough to tell a removal marker).
+fn head(file: &Arc<dyn Segment>, name: &str, max: usize) -> Result<Vec<u8>> {
+    let mut bytes = vec![0; usize::try_from(file.len()).unwrap_or(usize::MAX).min(max)];
     file.read_at(0, &mut bytes).map_err(Error::io("read", name))?;
     Ok(bytes)
 }
 
-/// What a scan of one segment's bytes found.
-struct Damage {
-    /// `[start, end)` byte ranges that hold no valid frame continuing the segment.
-    ranges: Vec<(u64, u64)>,
-    /// Valid frames kept.
-    frames: u64,
-    /// Offset of the first valid frame.
-    first: Option<u64>,
-    /// Offset of the last valid frame.
-    last: Option<u64>,
-}
-
-/// The damaged ranges of the bytes of a segment based at `base`: from each frame that fails to decode (or
-/// whose offset does not continue the segment) to the next valid frame that does.
-fn damaged_ranges(bytes: &[u8], base: u64) -> Damage {
-    let mut ranges = Vec::new();
-    let mut frames = 0;
-    let mut first = None;
-    let mut last: Option<u64> = None;
-    let mut pos = 0usize;
-    let read_at = |p: u64, out: &mut [u8]| {
-        let start = usize::try_from(p).map_err(|_| std::io::ErrorKind::InvalidInput)?;
-        let src = bytes.get(start..start + out.len()).ok_or(std::io::ErrorKind::UnexpectedEof)?;
-        out.copy_from_slice(src);
-        Ok(())
-    };
-    while pos < bytes.len() {
-        let good = match codec::decode(&bytes[pos..]) {
-            Ok((rec, len))
-                if rec.offset >= base
-                    && last.is_none_or(|l| rec.offset > l)
-                    && rec.offset < crate::names::MAX_OFFSET =>
-            {
-                Some((rec.offset, len))
-            }
-            _ => None,
-        };
-        match good {
-            Some((offset, len)) => {
-                frames += 1;
-                first.get_or_insert(offset);
-                last = Some(offset);
-                pos += len;
-            }
-            None => {
-                let floor = last.or(base.checked_sub(1));
-                let resume = tail_search(&read_at, pos as u64 + 1, bytes.len() as u64, floor);
-                let end = resume.map_or(bytes.len(), |r| r as usize);
-                ranges.push((pos as u64, end as u64));
-                pos = end;
-            }
-        }
-    }
-    Damage { ranges, frames, first, last }
-}
-
-fn tail_search(
-    read_at: &dyn Fn(u64, &mut [u8]) -> std::io::Result<()>,
-    from: u64,
-    end: u64,
-    floor: Option<u64>,
-) -> Option<u64> {
-    match crate::tail::next_valid_batch(crate::Format::Native, read_at, from, end, floor) {
-        Ok(crate::tail::Found::At(at)) => Some(at),
-        _ => None,
-    }
-}
-
-/// Lists what a repair of the log in `store` would do. Reads only.
+/// Lists what a repair of the native log in `store` would do. Reads only.
 ///
 /// # Errors
 /// [`Error::Io`] when the store cannot be read.
 pub fn plan(store: &dyn SegmentStore) -> Result<RepairPlan> {
     let layout = Layout::scan(store)?;
-    let mut plan = RepairPlan::default();
+    let mut plan = RepairPlan {
+        format: Format::Native,
+        index_interval_bytes: crate::DEFAULT_INDEX_INTERVAL_BYTES,
+        ..RepairPlan::default()
+    };
     for (name, reason) in &layout.unusable {
         plan.cannot_fix.push(format!("{name}: {reason}; move it out of the directory by hand"));
     }
@@ -215,8 +86,11 @@ pub fn plan(store: &dyn SegmentStore) -> Result<RepairPlan> {
     let mut floor: Option<u64> = None;
     for (&base, name) in &segments {
         let file = store.open(name).map_err(Error::io("open", name))?;
-        let bytes = read_all(&file, name)?;
-        let Damage { ranges, frames, first, last } = damaged_ranges(&bytes, base);
+        let damage::Damage { ranges, records, first, last, data_end, cannot_judge, .. } =
+            damage::scan(Format::Native, base, name, &file, floor)?;
+        if let Some((at, why)) = cannot_judge {
+            plan.cannot_fix.push(format!("{name} at byte {at}: {why}"));
+        }
         if let (Some(first), Some(f)) = (first, floor)
             && first <= f
         {
@@ -225,7 +99,7 @@ pub fn plan(store: &dyn SegmentStore) -> Result<RepairPlan> {
         floor = last.or(floor);
         let active = Some(base) == active_base;
         // A torn tail alone is the next open's to cut.
-        let torn_only = active && ranges.len() == 1 && ranges[0].1 == bytes.len() as u64;
+        let torn_only = active && ranges.len() == 1 && ranges[0].1 == data_end;
         if ranges.is_empty() || torn_only {
             continue;
         }
@@ -235,7 +109,7 @@ pub fn plan(store: &dyn SegmentStore) -> Result<RepairPlan> {
             segment: file_name(base, FileKind::Log),
             ranges,
             bytes: bytes_cut,
-            records_kept: frames,
+            records_kept: records,
             active,
         });
     }
@@ -275,44 +149,20 @@ fn hint_actions(
     Ok(())
 }
 
-/// What [`apply`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct RepairOutcome {
-    /// The actions taken.
-    pub actions: Vec<RepairAction>,
-    /// Files written with copies of what was cut or set aside.
-    pub backups: Vec<String>,
-}
-
-/// Carries out `plan` on `store` (which must not be open as a log, and must hold no other writer: the
-/// caller holds the store's lock), keeping copies of what it cuts under names starting with `repair-<stamp>.`.
-///
-/// # Errors
-/// [`Error::Io`]; the store is then partly repaired, every segment either old or new (running the repair
-/// again continues it).
-pub fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<RepairOutcome> {
-    let mut outcome = RepairOutcome::default();
+/// Carries out a native `plan` (see [`super::apply`]).
+pub(super) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<RepairOutcome> {
+    let mut backups = Backups::new(store, stamp);
+    let mut done = Vec::new();
     let sync_dir = || store.sync_dir().map_err(Error::io("sync directory", "<store>"));
-    // A copy is durable (data and name) before anything it holds is removed.
-    let backup = |outcome: &mut RepairOutcome, what: &str, bytes: &[u8]| -> Result<()> {
-        // The suffix keeps a copy of `x.log.swap` from ending in one of the log's own suffixes.
-        let name = format!("repair-{stamp}.{what}.bytes");
-        let file = store.create(&name).map_err(Error::io("create", &name))?;
-        file.append(bytes).map_err(Error::io("append", &name))?;
-        file.sync().map_err(Error::io("sync", &name))?;
-        store.sync_dir().map_err(Error::io("sync directory", &name))?;
-        outcome.backups.push(name);
-        Ok(())
-    };
     // 1. Invalid `.swap` files go, their segments restored, before any swap is finished.
     for action in &plan.actions {
         let RepairAction::DiscardSwap { file, .. } = action else { continue };
         let Some((base, _)) = crate::names::parse_file_name(file) else { continue };
         let swap = store.open(file).map_err(Error::io("open", file))?;
-        let bytes = read_all(&swap, file)?;
-        backup(&mut outcome, file, &bytes)?;
+        let marker = head(&swap, file, crate::removal::MARKER_BYTES + 1)?;
+        backups.keep_file(file)?;
         // A valid marker set aside with its group restores every segment of its range.
-        let end = crate::removal::decode(&bytes, base).unwrap_or(base + 1).max(base + 1);
+        let end = crate::removal::decode(&marker, base).unwrap_or(base + 1).max(base + 1);
         let deleted_now = Layout::scan(store)?.deleted;
         for (&b, deleted) in deleted_now.range(base..end) {
             let log = file_name(b, FileKind::Log);
@@ -323,7 +173,7 @@ pub fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<
         }
         delete_quietly(store, file)?;
         sync_dir()?;
-        outcome.actions.push(action.clone());
+        done.push(action.clone());
     }
     // 2. A pending swap is finished as the next open would finish it (every `.swap` left is valid now).
     let layout = Layout::scan(store)?;
@@ -334,40 +184,37 @@ pub fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<
         let RepairAction::CutRanges { segment, ranges, active, .. } = action else { continue };
         let Some((base, FileKind::Log)) = crate::names::parse_file_name(segment) else { continue };
         let file = store.open(segment).map_err(Error::io("open", segment))?;
-        let bytes = read_all(&file, segment)?;
         for &(start, end) in ranges {
-            let cut = bytes.get(start as usize..end as usize).unwrap_or_default();
-            backup(&mut outcome, &format!("{segment}.{start}-{end}"), cut)?;
+            backups.keep_range(&format!("{segment}.{start}-{end}"), &file, start, end)?;
         }
-        let mut kept = Vec::with_capacity(bytes.len());
-        let mut at = 0u64;
-        for &(start, end) in ranges {
-            kept.extend_from_slice(bytes.get(at as usize..start as usize).unwrap_or_default());
-            at = end;
-        }
-        kept.extend_from_slice(bytes.get(at as usize..).unwrap_or_default());
         // No hint may describe the old segment once the new one stands under its name.
         delete_quietly(store, &file_name(base, FileKind::Index))?;
         sync_dir()?;
-        if kept.is_empty() && !active {
+        let temp = format!("repair-{stamp}.{segment}.new");
+        let rewrite = Rewrite {
+            format: Format::Native,
+            base,
+            segment,
+            ranges,
+            data_end: file.len(),
+            temp: &temp,
+            interval: plan.index_interval_bytes,
+        };
+        let (size, _) = rewrite_without(store, &rewrite)?;
+        if size == 0 && !active {
+            delete_quietly(store, &temp)?;
             delete_quietly(store, segment)?;
         } else {
-            let temp = format!("repair-{stamp}.{segment}.new");
-            delete_quietly(store, &temp)?;
-            let out = store.create(&temp).map_err(Error::io("create", &temp))?;
-            out.append(&kept).map_err(Error::io("append", &temp))?;
-            out.sync().map_err(Error::io("sync", &temp))?;
             store.rename(&temp, segment).map_err(Error::io("rename", &temp))?;
         }
         sync_dir()?;
-        outcome.actions.push(action.clone());
+        done.push(action.clone());
     }
     // 4. Derived and side files.
     for action in &plan.actions {
         match action {
             RepairAction::ResetCheckpoint { .. } => {
-                let file = store.open(CHECKPOINT_FILE).map_err(Error::io("open", CHECKPOINT_FILE))?;
-                backup(&mut outcome, CHECKPOINT_FILE, &read_all(&file, CHECKPOINT_FILE)?)?;
+                backups.keep_file(CHECKPOINT_FILE)?;
                 delete_quietly(store, CHECKPOINT_FILE)?;
                 sync_dir()?;
             }
@@ -375,10 +222,14 @@ pub fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<
                 delete_quietly(store, file)?;
                 sync_dir()?;
             }
-            RepairAction::CutRanges { .. } | RepairAction::DiscardSwap { .. } => continue,
+            RepairAction::CutRanges { .. } | RepairAction::DiscardSwap { .. } | RepairAction::RebuildIndexes { .. } => {
+                continue;
+            }
         }
-        outcome.actions.push(action.clone());
+        done.push(action.clone());
     }
+    let mut outcome = backups.outcome;
+    outcome.actions = done;
     Ok(outcome)
 }
 
@@ -388,12 +239,5 @@ fn next_old_base(layout: &Layout, base: u64) -> Option<u64> {
     match (next(&layout.logs), next(&layout.deleted)) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
-    }
-}
-
-fn delete_quietly(store: &dyn SegmentStore, name: &str) -> Result<()> {
-    match store.delete(name) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("delete", name)(e)),
-        _ => Ok(()),
     }
 }
