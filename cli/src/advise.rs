@@ -62,7 +62,7 @@ pub fn advise(source: Source<'_>, budget: Budget, as_json: bool) -> Result<(), F
         Source::Dir(dir, format, checkpoint) => {
             let opened = logcompact::open_read_only(dir, format).map_err(|e| Failure::from_open(&e))?;
             if let Some(c) = checkpoint {
-                opened.log.set_cleaner_checkpoint(c);
+                logcompact::dir::start_dirty_at(&opened.log, c).map_err(|e| Failure::Usage(e.to_string()))?;
             }
             let advice = from_log(&opened.log, budget).map_err(bad)?;
             (advice.maps.clone(), advice.distinct, Some(advice))

@@ -23,8 +23,6 @@ pub struct AnalyzeRequest<'a> {
     pub checkpoint: Option<u64>,
     /// The buffer.
     pub budget: Budget,
-    /// `delete.retention.ms`, for the dry run's tombstones.
-    pub delete_retention_ms: i64,
 }
 
 /// Runs `analyze` and prints it.
@@ -35,7 +33,7 @@ pub fn analyze(req: AnalyzeRequest<'_>, json: bool) -> Result<(), Failure> {
     let opened = logcompact::open_read_only(req.dir, req.format).map_err(|e| Failure::from_open(&e))?;
     let source = match req.checkpoint {
         Some(c) => {
-            opened.log.set_cleaner_checkpoint(c);
+            logcompact::dir::start_dirty_at(&opened.log, c).map_err(|e| Failure::Usage(e.to_string()))?;
             "--checkpoint".to_owned()
         }
         None => match opened.log.checkpoint_file().read(&**opened.log.store()) {
@@ -43,7 +41,7 @@ pub fn analyze(req: AnalyzeRequest<'_>, json: bool) -> Result<(), Failure> {
             _ => format!("none in {} (the whole log is dirty)", opened.checkpoint_source),
         },
     };
-    let options = PassOptions { delete_retention_ms: req.delete_retention_ms, ..PassOptions::default() };
+    let options = PassOptions::default();
     let a = cleaner::analyze::analyze(&opened.log, source, req.budget, options, Arc::new(SystemClock))
         .map_err(|e| Failure::from_cleaner(&req.dir.display().to_string(), &e))?;
     let mut out = QuietPipe::new(std::io::stdout().lock());

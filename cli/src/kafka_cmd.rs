@@ -162,6 +162,6 @@ pub fn check(dir: &Path) -> Result<(), Failure> {
         Err(problem) if problem.class == log_core::check::ProblemClass::NotALog => {
             Err(Failure::Usage(format!("{} is not a Kafka partition: {}", dir.display(), problem.what)))
         }
-        Err(problem) => Err(crate::ops::check_failure(dir, &problem)),
+        Err(problem) => Err(crate::ops::check_failure(dir, log_core::Format::Kafka, &problem)),
     }
 }

@@ -266,8 +266,9 @@ struct CompactArgs {
     #[arg(long, value_enum, default_value_t = FormatArg::Native)]
     format: FormatArg,
     /// Compact a copy made in this directory (which must not exist, or be empty) instead: --dir is then only
-    /// read, never written. A Kafka copy's cleaner checkpoint goes to its own parent directory's
-    /// cleaner-offset-checkpoint, as a broker keeps it.
+    /// read, never written. A Kafka copy made inside a broker's log directory (one holding meta.properties)
+    /// and named <topic>-<partition> keeps its cleaner checkpoint in that directory's cleaner-offset-checkpoint;
+    /// elsewhere only for this run (the passes start from the source's checkpoint).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Start from this first dirty offset instead of the cleaner checkpoint (the pass then writes its own).
@@ -280,7 +281,8 @@ struct CompactArgs {
 /// default.
 #[derive(Debug, Args)]
 struct LogSettingsArgs {
-    /// cleanup.policy: compact, delete (the cleaner leaves the log alone) or compact,delete. Default: compact.
+    /// cleanup.policy: compact, delete (the cleaner leaves the log alone) or compact,delete. Default: compact;
+    /// for a Kafka topic delete (Kafka's default), or compact when a settings section names the topic.
     #[arg(long, value_name = "POLICY")]
     cleanup_policy: Option<String>,
     /// min.cleanable.dirty.ratio: the share of dirty bytes a log needs before it is cleaned. Default: 0.5.
@@ -347,9 +349,10 @@ struct CleanArgs {
     /// log.cleaner.io.buffer.load.factor, in [0.01, 1].
     #[arg(long, value_name = "F", default_value_t = DEFAULT_LOAD_FACTOR, allow_hyphen_values = true)]
     load_factor: f64,
-    /// log.cleaner.backoff.ms: how long a thread with nothing to clean sleeps.
-    #[arg(long, value_name = "MS", default_value_t = cleaner::manager::DEFAULT_BACKOFF_MS, allow_hyphen_values = true)]
-    backoff_ms: u64,
+    /// log.cleaner.backoff.ms: how long a watching thread with nothing to clean sleeps (--watch only: an
+    /// --until-clean run ends when nothing is cleanable). Default: 15000.
+    #[arg(long, value_name = "MS", conflicts_with = "until_clean", allow_hyphen_values = true)]
+    backoff_ms: Option<u64>,
     /// log.cleaner.io.max.bytes.per.second: the bytes all threads together read per second. Default: no limit.
     #[arg(long, value_name = "BYTES", value_parser = size::parse_bytes, allow_hyphen_values = true)]
     io_max_bytes_per_second: Option<u64>,
@@ -460,9 +463,6 @@ struct AnalyzeArgs {
     /// The maps' load factor (log.cleaner.io.buffer.load.factor).
     #[arg(long, value_name = "F", default_value_t = DEFAULT_LOAD_FACTOR, allow_hyphen_values = true)]
     load_factor: f64,
-    /// delete.retention.ms, for the dry run's tombstones.
-    #[arg(long, value_name = "MS", default_value_t = DEFAULT_DELETE_RETENTION_MS, allow_hyphen_values = true)]
-    delete_retention_ms: i64,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -473,20 +473,21 @@ struct AdviseArgs {
     /// Distinct keys of the dirty section.
     #[arg(long, value_name = "N", required_unless_present = "dir", conflicts_with = "dir", allow_hyphen_values = true)]
     keys: Option<u64>,
-    /// Bytes per key (matters for the fullkey map).
-    #[arg(long, value_name = "B", default_value_t = 16, allow_hyphen_values = true)]
-    key_bytes: usize,
+    /// Bytes per key (matters for the fullkey map); with --dir the keys' own sizes are used. Default: 16.
+    #[arg(long, value_name = "B", conflicts_with = "dir", allow_hyphen_values = true)]
+    key_bytes: Option<usize>,
     /// Records the keys are spread over (uniformly), for a passes figure beyond the lower bound.
     #[arg(long, value_name = "R", conflicts_with = "dir", allow_hyphen_values = true)]
     records: Option<u64>,
     /// A log's directory: advice for its dirty section.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// The directory's format (with --dir).
-    #[arg(long, value_enum, default_value_t = FormatArg::Native, requires = "dir")]
-    format: FormatArg,
-    /// The first dirty offset (default: the cleaner checkpoint, a Kafka partition's in its log directory).
-    #[arg(long, value_name = "OFFSET", requires = "dir", value_parser = size::parse_count, allow_hyphen_values = true)]
+    /// The directory's format (with --dir). Default: native.
+    #[arg(long, value_enum, conflicts_with = "keys")]
+    format: Option<FormatArg>,
+    /// The first dirty offset (with --dir; default: the cleaner checkpoint, a Kafka partition's in its log
+    /// directory).
+    #[arg(long, value_name = "OFFSET", conflicts_with = "keys", value_parser = size::parse_count, allow_hyphen_values = true)]
     checkpoint: Option<u64>,
     /// Cleaner threads (log.cleaner.threads): the buffer is split evenly between them.
     #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
@@ -549,7 +550,7 @@ fn clean_command(a: &CleanArgs) -> Result<(), Failure> {
             .map_err(|_| Failure::Usage("--dedupe-buffer is too large for this machine's address space".into()))?,
         load_factor: a.load_factor,
         map: a.map.into(),
-        backoff_ms: a.backoff_ms,
+        backoff_ms: a.backoff_ms.unwrap_or(cleaner::manager::DEFAULT_BACKOFF_MS),
         io_max_bytes_per_second: a.io_max_bytes_per_second.map_or(f64::INFINITY, |b| b as f64),
         max_retries: a.max_retries,
         retry_backoff_ms: a.retry_backoff_ms,
@@ -629,13 +630,8 @@ fn main() -> ExitCode {
                 threads: a.threads,
                 load_factor: a.load_factor,
             };
-            let req = analyze_cmd::AnalyzeRequest {
-                dir: &a.dir,
-                format: a.format.into(),
-                checkpoint: a.checkpoint,
-                budget,
-                delete_retention_ms: a.delete_retention_ms,
-            };
+            let req =
+                analyze_cmd::AnalyzeRequest { dir: &a.dir, format: a.format.into(), checkpoint: a.checkpoint, budget };
             analyze_cmd::analyze(req, a.json)
         }
         Commands::Repair(a) => ops::repair(&a.dir, a.format.into(), a.apply, a.json),
@@ -646,8 +642,10 @@ fn main() -> ExitCode {
                 load_factor: a.load_factor,
             };
             let source = match (&a.dir, a.keys) {
-                (Some(dir), _) => advise::Source::Dir(dir, a.format.into(), a.checkpoint),
-                (None, Some(keys)) => advise::Source::Counts { keys, key_bytes: a.key_bytes, records: a.records },
+                (Some(dir), _) => advise::Source::Dir(dir, a.format.unwrap_or_default().into(), a.checkpoint),
+                (None, Some(keys)) => {
+                    advise::Source::Counts { keys, key_bytes: a.key_bytes.unwrap_or(16), records: a.records }
+                }
                 (None, None) => unreachable!("clap requires --keys or --dir"),
             };
             advise::advise(source, budget, a.json)

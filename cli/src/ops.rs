@@ -139,7 +139,7 @@ pub fn compact(req: &CompactRequest<'_>) -> Result<(), Failure> {
         }
         if let Some(passes) = stats.passes_needed().filter(|_| !warned) {
             warned = true;
-            bar.suspend(|| eprintln!("{}", many_passes_warning(stats, passes, Some(&dir))));
+            bar.suspend(|| eprintln!("{}", many_passes_warning(stats, passes, Some((&dir, req.request.format)))));
         }
         Ok(())
     };
@@ -154,8 +154,11 @@ pub fn compact(req: &CompactRequest<'_>) -> Result<(), Failure> {
         return Err(f);
     }
     let done = result.map_err(|e| Failure::from_compact(&e))?;
-    if let logcompact::CompactOutcome::NothingDone(why) = done.outcome {
+    if let logcompact::CompactOutcome::NothingDone(why) = &done.outcome {
         eprintln!("{}: {why}", dir.display());
+    }
+    if !done.checkpoint_saved {
+        eprintln!("note: {}: the cleaner checkpoint is {}", dir.display(), done.checkpoint_source);
     }
     Ok(())
 }
@@ -184,9 +187,9 @@ pub fn roll(dir: &Path, format: log_core::Format) -> Result<(), Failure> {
 }
 
 /// The warning `compact` and `run` give when a buffer will take several passes.
-pub fn many_passes_warning(stats: &cleaner::CleanStats, passes: u64, dir: Option<&Path>) -> String {
+pub fn many_passes_warning(stats: &cleaner::CleanStats, passes: u64, dir: Option<(&Path, log_core::Format)>) -> String {
     let how = match dir {
-        Some(d) => format!("`logcompact advise --dir {}`", d.display()),
+        Some((d, f)) => format!("`logcompact advise --dir {}{}`", d.display(), format_flag(f)),
         None => "`logcompact advise`".to_owned(),
     };
     format!(
@@ -231,16 +234,25 @@ pub fn check(dir: &Path) -> Result<(), Failure> {
             }
             print_json(&report)
         }
-        Err(problem) => Err(check_failure(dir, &problem)),
+        Err(problem) => Err(check_failure(dir, log_core::Format::Native, &problem)),
+    }
+}
+
+/// ` --format kafka` for a Kafka command line, nothing for the native format (its default).
+pub fn format_flag(format: log_core::Format) -> &'static str {
+    match format {
+        log_core::Format::Native => "",
+        log_core::Format::Kafka => " --format kafka",
     }
 }
 
 /// The failure for a problem `check` found in `dir`.
-pub fn check_failure(dir: &Path, problem: &log_core::check::Problem) -> Failure {
+pub fn check_failure(dir: &Path, format: log_core::Format, problem: &log_core::check::Problem) -> Failure {
     match problem.class {
         log_core::check::ProblemClass::Corruption => Failure::Corruption(format!(
-            "check failed: {problem}\n(`logcompact repair --dir {}` shows what a repair would drop)",
-            dir.display()
+            "check failed: {problem}\n(`logcompact repair --dir {}{}` shows what a repair would drop)",
+            dir.display(),
+            format_flag(format)
         )),
         log_core::check::ProblemClass::NotALog => Failure::Usage(format!("{}: {}", dir.display(), problem.what)),
         log_core::check::ProblemClass::OtherFormat => Failure::Usage(format!("{}: {problem}", dir.display())),
@@ -307,7 +319,7 @@ pub fn repair(dir: &Path, format: log_core::Format, apply: bool, as_json: bool) 
                 out,
                 "run `logcompact repair --dir {}{} --apply` to do it; a copy of every cut byte is kept in repair-<time>.*.bytes files",
                 dir.display(),
-                if format == log_core::Format::Kafka { " --format kafka" } else { "" }
+                format_flag(format)
             )
             .map_err(write_failed)?;
         }

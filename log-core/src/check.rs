@@ -219,6 +219,23 @@ fn scan_segment(mut scan: crate::SegmentScan<'_>, name: &str, base: u64, scratch
 }
 
 /// Notices for what the next writable open will repair, from the read-only open's report.
+/// The files of the store with one of `suffixes`, up to five named, for a notice (`<store>` when none).
+fn files_ending(log: &Log, suffixes: &[&str]) -> String {
+    let mut names: Vec<String> = log
+        .store()
+        .list()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| suffixes.iter().any(|s| n.ends_with(s)))
+        .collect();
+    names.sort();
+    match names.len() {
+        0 => "<store>".to_owned(),
+        n if n > 5 => format!("{} and {} more", names[..5].join(", "), n - 5),
+        _ => names.join(", "),
+    }
+}
+
 fn pending_notices(log: &Log) -> Vec<Notice> {
     let r = log.recovery_report();
     let mut out = Vec::new();
@@ -234,7 +251,7 @@ fn pending_notices(log: &Log) -> Vec<Notice> {
     }
     if r.swaps_completed > 0 {
         out.push(notice(
-            "<store>",
+            &files_ending(log, &[".swap"]),
             format!(
                 "an interrupted cleaning swap is committed; the next open completes it ({} segments)",
                 r.swaps_completed
@@ -243,7 +260,7 @@ fn pending_notices(log: &Log) -> Vec<Notice> {
     }
     if r.cleaned_files_discarded > 0 {
         out.push(notice(
-            "<store>",
+            &files_ending(log, &[".cleaned", ".swap"]),
             format!(
                 "an interrupted cleaning swap did not reach its commit point; the next open discards its {} files",
                 r.cleaned_files_discarded
@@ -258,7 +275,7 @@ fn pending_notices(log: &Log) -> Vec<Notice> {
     }
     if r.stray_files_removed > 0 {
         out.push(notice(
-            "<store>",
+            &files_ending(log, &[".deleted", ".cleaned", ".swap"]),
             format!("{} leftover files of earlier passes; the next open removes them", r.stray_files_removed),
         ));
     }

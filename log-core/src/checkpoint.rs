@@ -94,7 +94,11 @@ impl CheckpointFile {
             CheckpointFile::LogDir { topic, partition, .. } => {
                 format!("the log directory's {} ({topic} {partition})", checkpoints::CLEANER_OFFSET_CHECKPOINT)
             }
-            CheckpointFile::Memory => "nowhere (the partition is not inside a log directory)".to_owned(),
+            CheckpointFile::Memory => "nowhere: kept for this run only (a partition's is kept in its log \
+                                        directory's cleaner-offset-checkpoint when the directory is named \
+                                        <topic>-<partition>, and for a copy when it is made inside a broker's log \
+                                        directory, one holding meta.properties)"
+                .to_owned(),
         }
     }
 }

@@ -39,6 +39,11 @@ pub struct Compaction {
     pub recovery: RecoveryReport,
     /// What the passes did.
     pub outcome: CompactOutcome,
+    /// Where the cleaner checkpoint is kept, for reports.
+    pub checkpoint_source: String,
+    /// False when the checkpoint is kept for this run only (a Kafka partition outside a log directory): a
+    /// later compaction starts again from the log's start.
+    pub checkpoint_saved: bool,
 }
 
 /// What the passes of a compaction did.
@@ -123,6 +128,14 @@ pub fn compact_observed(
     opened: impl FnOnce(&RecoveryReport),
     each: impl FnMut(&CleanStats) -> Result<(), cleaner::Error>,
 ) -> Result<Compaction, CompactError> {
+    for (flag, value) in [
+        ("--min-compaction-lag-ms", req.options.min_compaction_lag_ms),
+        ("--delete-retention-ms", req.options.delete_retention_ms),
+    ] {
+        if value < 0 {
+            return Err(CompactError::Usage(format!("{flag} {value} is negative")));
+        }
+    }
     if !(0.0..=1.0).contains(&req.min_cleanable_dirty_ratio) {
         return Err(CompactError::Usage(format!(
             "--min-cleanable-dirty-ratio {} is not in [0, 1]",
@@ -143,13 +156,20 @@ pub fn compact_observed(
     } else {
         open_writable(&dir, req.format, config)
     };
-    let result = log.map_err(CompactError::from).and_then(|OpenedLog { log, .. }| {
+    let result = log.map_err(CompactError::from).and_then(|OpenedLog { log, checkpoint_source, .. }| {
         if let Some(c) = checkpoint {
-            log.set_cleaner_checkpoint(c);
+            crate::dir::start_dirty_at(&log, c).map_err(|e| CompactError::Usage(e.to_string()))?;
         }
         opened(log.recovery_report());
         let outcome = compact_log(&log, &dir, req, cleaner, each)?;
-        Ok(Compaction { dir: dir.clone(), recovery: log.recovery_report().clone(), outcome })
+        let checkpoint_saved = !matches!(log.checkpoint_file(), log_core::CheckpointFile::Memory);
+        Ok(Compaction {
+            dir: dir.clone(),
+            recovery: log.recovery_report().clone(),
+            outcome,
+            checkpoint_source,
+            checkpoint_saved,
+        })
     });
     if result.is_err() && req.out.is_some() {
         // The copy is this run's own: a failed compaction leaves no half-done copy behind.

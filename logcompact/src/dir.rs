@@ -214,6 +214,30 @@ pub fn refuse_empty(dir: &Path, store: &dyn SegmentStore) -> Result<(), OpenErro
     Ok(())
 }
 
+/// A first dirty offset given by hand past the end of the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("--checkpoint {given} is past the end of the log (its next offset is {end})")]
+pub struct CheckpointPastEnd {
+    /// The offset given.
+    pub given: u64,
+    /// The log's next offset.
+    pub end: u64,
+}
+
+/// Starts the log's dirty section at `checkpoint` (for this process only: nothing is written), refusing an
+/// offset past the end of the log instead of clamping it.
+///
+/// # Errors
+/// [`CheckpointPastEnd`].
+pub fn start_dirty_at(log: &Log, checkpoint: u64) -> Result<(), CheckpointPastEnd> {
+    let end = log.next_offset();
+    if checkpoint > end {
+        return Err(CheckpointPastEnd { given: checkpoint, end });
+    }
+    log.set_cleaner_checkpoint(checkpoint);
+    Ok(())
+}
+
 /// The checkpoint file of a native log, for naming in reports.
 pub fn checkpoint_place(format: Format) -> &'static str {
     match format {

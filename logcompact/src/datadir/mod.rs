@@ -59,7 +59,7 @@ pub enum DataDirError {
         source: std::io::Error,
     },
     /// The data directory holds no log to work on.
-    #[error("{} holds no log to {what}{}", dir.display(), if *left_alone > 0 { format!(": {left_alone} partition(s) left alone (name their topics in a settings section)") } else { String::new() })]
+    #[error("{} holds no log to {what}{}", dir.display(), if *left_alone > 0 { format!(": {left_alone} partition(s) left alone, their topics' cleanup.policy being delete (name them in a settings section, or set cleanup.policy = compact)") } else { String::new() })]
     NoLogs {
         /// The directory.
         dir: PathBuf,
@@ -268,6 +268,14 @@ fn peeker(dir: PathBuf, format: Format) -> Opener {
     Box::new(move || open_read_only(&dir, format).map(|o| o.log).map_err(as_log_error))
 }
 
+/// Why a Kafka partition is left alone.
+fn left_alone_because(topic: &str) -> String {
+    format!(
+        "topic {topic}'s cleanup.policy is delete (Kafka's default for a topic): name it in a settings section, or \
+         set cleanup.policy = compact"
+    )
+}
+
 /// The run's view of which logs it has.
 struct Known {
     names: Vec<String>,
@@ -284,7 +292,7 @@ fn add(
     notice: &dyn Fn(&str),
 ) -> Result<bool, DataDirError> {
     let Some(Resolved { settings, sources: from }) = req.layers.resolve(&found.settings_name)? else {
-        left_alone.push((found.name.clone(), format!("topic {} is named in no settings section", found.settings_name)));
+        left_alone.push((found.name.clone(), left_alone_because(&found.settings_name)));
         return Ok(false);
     };
     let open = opener(found.dir.clone(), req.format, settings.segment_bytes);
@@ -336,10 +344,17 @@ pub fn clean(req: &CleanRequest, hooks: &Hooks) -> Result<Finished, DataDirError
     let notice = |s: &str| (hooks.on_notice)(s);
     let names: Vec<String> = found.logs.iter().map(|f| f.settings_name.clone()).collect();
     for name in req.layers.unknown_sections(&names) {
-        notice(&format!(
-            "warning: the settings have a section [{name}] but {} has no such log",
-            req.data_dir.display()
-        ));
+        let partition = found.logs.iter().find(|f| &f.name == name && f.settings_name != f.name);
+        match partition {
+            Some(f) => notice(&format!(
+                "warning: the settings have a section [{name}], but sections name topics: [{}] applies to every {}-N",
+                f.settings_name, f.settings_name
+            )),
+            None => notice(&format!(
+                "warning: the settings have a section [{name}] but {} has no such log",
+                req.data_dir.display()
+            )),
+        }
     }
     for (name, why) in &found.ignored {
         notice(&format!("ignoring {name}: {why}"));
@@ -547,7 +562,7 @@ pub fn status(data_dir: &Path, format: Format, layers: &Layers) -> Result<Status
     for f in &found.logs {
         let last = recorded.as_ref().and_then(|r| r.status.logs.iter().find(|l| l.name == f.name));
         let Some(resolved) = layers.resolve(&f.settings_name)? else {
-            left_alone.push((f.name.clone(), format!("topic {} is named in no settings section", f.settings_name)));
+            left_alone.push((f.name.clone(), left_alone_because(&f.settings_name)));
             continue;
         };
         let settings: LogSettings = resolved.settings;

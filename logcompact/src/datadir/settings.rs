@@ -1,17 +1,18 @@
 //! Which logs of a data directory are compacted, and with what settings: Kafka's topic settings under their
 //! names, in layers, each setting remembering where it came from.
 //!
-//! From the lowest layer up: the built-in defaults (Kafka's broker defaults; for `__consumer_offsets` and
-//! `__transaction_state`, what Kafka creates them with: `cleanup.policy=compact`, 100 MiB segments); the
-//! settings saved in the data directory by an earlier run ([`SAVED_FILE`]); this run's settings file
-//! (`--config`: lines before any section for every log, then `[name]` sections); this run's flags. A run
-//! saves what it was given, so a later run without `--config` or flags uses it: a `--config` replaces the
-//! saved file's layer, a flag replaces the saved value of that setting.
+//! From the lowest layer up: the built-in defaults (Kafka's broker defaults; for a Kafka topic
+//! `cleanup.policy=delete`, Kafka's default; for `__consumer_offsets` and `__transaction_state`, what Kafka
+//! creates them with: `cleanup.policy=compact`, 100 MiB segments); then either what an earlier run saved in the
+//! data directory ([`SAVED_FILE`]: its settings file, then its flags) or, when this run has a settings file
+//! (`--config`: lines before any section for every log, then `[name]` sections), that file instead; then this
+//! run's flags. A run saves what it was given, so a later run without `--config` or flags behaves as it did:
+//! a `--config` replaces everything saved, a flag replaces the saved value of that setting.
 //!
 //! In a native data directory every subdirectory is a log and is managed. In a Kafka log directory a section
-//! is a topic (`[orders]` applies to every `orders-N`), and only the partitions of topics named in a section
-//! (or internal topics) are managed: Kafka's default `cleanup.policy` for a topic is `delete`, so a topic
-//! nobody named is left alone, and listed as such.
+//! is a topic (`[orders]` applies to every `orders-N`), and naming a topic in a section makes it compacted
+//! unless the section says otherwise; `cleanup.policy = compact` before any section (or the flag) makes every
+//! topic compacted. A topic whose policy stays Kafka's default `delete` is left alone, and listed as such.
 //!
 //! ```text
 //! # Every log (or topic named below).
@@ -256,12 +257,17 @@ fn internal_topic(topic: &str) -> Option<&'static [(&'static str, &'static str)]
 }
 
 impl Layers {
-    /// What this run saves: its file (or the saved one, when it has none) and the saved flags with this run's
-    /// over them.
+    /// What this run saves: its file and flags when it has a file; else the saved file, and the saved flags
+    /// with this run's over them.
     pub fn to_save(&self) -> Saved {
-        let mut flags = self.saved.flags.clone();
-        flags.extend(self.flags.iter().map(|(k, v)| (k.clone(), v.clone())));
-        Saved { file: self.file.clone().unwrap_or_else(|| self.saved.file.clone()), flags }
+        match &self.file {
+            Some(file) => Saved { file: file.clone(), flags: self.flags.clone() },
+            None => {
+                let mut flags = self.saved.flags.clone();
+                flags.extend(self.flags.iter().map(|(k, v)| (k.clone(), v.clone())));
+                Saved { file: self.saved.file.clone(), flags }
+            }
+        }
     }
 
     /// The settings file in force: this run's, else the saved one.
@@ -283,30 +289,45 @@ impl Layers {
     }
 
     /// The settings of the log `name` (a native log's directory name, or a Kafka topic), or `None` when it is a
-    /// Kafka topic no section names (left alone).
+    /// Kafka topic whose `cleanup.policy` does not compact (left alone: never opened).
     ///
     /// # Errors
     /// [`SettingsError::Value`] naming the setting, its value and where it came from.
     pub fn resolve(&self, name: &str) -> Result<Option<Resolved>, SettingsError> {
         let (file, saved) = self.file();
-        let internal = internal_topic(name).filter(|_| self.format == Format::Kafka);
-        if self.format == Format::Kafka && internal.is_none() && !file.logs.contains_key(name) {
-            return Ok(None);
-        }
+        let kafka = self.format == Format::Kafka;
+        let internal = internal_topic(name).filter(|_| kafka);
         let mut settings = LogSettings::default();
         let mut sources: BTreeMap<String, String> =
             cleaner::settings::SETTING_NAMES.iter().map(|n| ((*n).to_owned(), "default".to_owned())).collect();
         let mut layers: Vec<(String, String, String)> = Vec::new();
+        if kafka {
+            layers.push(("cleanup.policy".into(), "delete".into(), "Kafka's default for a topic".into()));
+        }
         for &(setting, value) in internal.unwrap_or(&[]) {
             layers.push((setting.to_owned(), value.to_owned(), format!("Kafka's default for {name}")));
         }
         let prefix = if saved { "saved: " } else { "" };
-        for (setting, value, from) in file.defaults.iter().chain(file.logs.get(name).into_iter().flatten()) {
+        for (setting, value, from) in &file.defaults {
             layers.push((setting.clone(), value.clone(), format!("{prefix}{from}")));
         }
-        for (setting, (value, from)) in &self.saved.flags {
-            if !self.flags.contains_key(setting) {
-                layers.push((setting.clone(), value.clone(), format!("saved: {from}")));
+        if let Some(section) = file.logs.get(name) {
+            if kafka {
+                layers.push((
+                    "cleanup.policy".into(),
+                    "compact".into(),
+                    format!("{prefix}named in a section [{name}]"),
+                ));
+            }
+            for (setting, value, from) in section {
+                layers.push((setting.clone(), value.clone(), format!("{prefix}{from}")));
+            }
+        }
+        if saved {
+            for (setting, (value, from)) in &self.saved.flags {
+                if !self.flags.contains_key(setting) {
+                    layers.push((setting.clone(), value.clone(), format!("saved: {from}")));
+                }
             }
         }
         for (setting, (value, from)) in &self.flags {
@@ -329,7 +350,10 @@ impl Layers {
             settings.set(&setting, &parsed).map_err(|e| bad(e.to_string()))?;
             sources.insert(setting, from);
         }
-        if self.format == Format::Kafka && settings.segment_bytes > i32::MAX as u64 {
+        if kafka && !settings.cleanup_policy.compacts() {
+            return Ok(None);
+        }
+        if kafka && settings.segment_bytes > i32::MAX as u64 {
             return Err(SettingsError::Value {
                 name: name.to_owned(),
                 setting: "segment.bytes".into(),
@@ -396,6 +420,40 @@ mod tests {
             third.resolve("audit").expect("valid").expect("managed").settings.cleanup_policy,
             CleanupPolicy::Compact
         );
+    }
+
+    #[test]
+    fn this_runs_settings_file_replaces_everything_saved_and_a_flag_only_its_own_value() {
+        // Run 1: a flag. Run 2: a settings file with another value. Run 3: nothing.
+        let mut first = Layers { format: Format::Native, ..Layers::default() };
+        first.flags.insert("min.cleanable.dirty.ratio".into(), ("0.95".into(), "--min-cleanable-dirty-ratio".into()));
+        let second =
+            Layers { saved: first.to_save(), ..layers(Format::Native, Some("min.cleanable.dirty.ratio = 0.3\n")) };
+        let ratio = |l: &Layers| l.resolve("x").expect("valid").expect("managed").settings.min_cleanable_dirty_ratio;
+        assert_eq!(ratio(&second), 0.3, "this run's file beats a saved flag");
+        let third = Layers { format: Format::Native, saved: second.to_save(), ..Layers::default() };
+        assert_eq!(ratio(&third), 0.3, "a later run behaves as the last one");
+        // A flag on a run without a file replaces only its own saved value.
+        let mut fourth = Layers { format: Format::Native, saved: third.to_save(), ..Layers::default() };
+        fourth.flags.insert("delete.retention.ms".into(), ("5".into(), "--delete-retention-ms".into()));
+        let fifth = Layers { format: Format::Native, saved: fourth.to_save(), ..Layers::default() };
+        let r = fifth.resolve("x").expect("valid").expect("managed");
+        assert_eq!((r.settings.min_cleanable_dirty_ratio, r.settings.delete_retention_ms), (0.3, 5));
+        assert_eq!(r.sources["delete.retention.ms"], "saved: --delete-retention-ms");
+    }
+
+    #[test]
+    fn a_kafka_topic_compacts_when_named_or_when_every_topic_does() {
+        let every = layers(Format::Kafka, Some("cleanup.policy = compact\n[audit]\ncleanup.policy = delete\n"));
+        let payments = every.resolve("payments").expect("valid").expect("compacted: every topic is");
+        assert_eq!(payments.sources["cleanup.policy"], "f.conf line 1");
+        assert!(every.resolve("audit").expect("valid").is_none(), "its section says delete");
+        let named = layers(Format::Kafka, Some("[orders]\ndelete.retention.ms = 1\n"));
+        let orders = named.resolve("orders").expect("valid").expect("named");
+        assert_eq!(orders.sources["cleanup.policy"], "named in a section [orders]");
+        let mut flag = layers(Format::Kafka, None);
+        flag.flags.insert("cleanup.policy".into(), ("compact".into(), "--cleanup-policy".into()));
+        assert!(flag.resolve("payments").expect("valid").is_some(), "the flag makes every topic compacted");
     }
 
     #[test]
