@@ -11,9 +11,6 @@ use crate::keep::mapped_by_pass1;
 use crate::map::BATCH;
 use crate::pass::Pace;
 
-/// Where a run of keys goes: returns the offset of the first key refused, if any.
-pub(crate) type PutRun<'f> = dyn for<'k> FnMut(&mut Vec<(&'k [u8], u64)>) -> Option<u64> + 'f;
-
 /// What a scan of the dirty section counted.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Scanned {
@@ -29,15 +26,22 @@ pub(crate) struct Scanned {
 /// Returns the offset of the first key refused (the pass's end offset), if any, and what was read;
 /// `on_segment` is called after each segment (progress) and `stop_at` ends the scan early when it says so
 /// for the first offset of a run (another shard refused below it).
-pub(crate) fn map_dirty(
+///
+/// Generic over its callbacks, so that the per-key test and the per-run hand-off are inlined into the scan.
+pub(crate) fn map_dirty<A, P, S>(
     dirty: &[Arc<SealedSegment>],
     checkpoint: u64,
     pace: &mut Pace<'_>,
-    accept: &dyn Fn(&[u8]) -> bool,
-    put: &mut PutRun<'_>,
-    stop_at: &dyn Fn(u64) -> bool,
+    accept: &A,
+    put: &mut P,
+    stop_at: &S,
     on_segment: &mut dyn FnMut(&SealedSegment),
-) -> Result<(Option<u64>, Scanned)> {
+) -> Result<(Option<u64>, Scanned)>
+where
+    A: Fn(&[u8]) -> bool + ?Sized,
+    P: for<'k> FnMut(&mut Vec<(&'k [u8], u64)>) -> Option<u64> + ?Sized,
+    S: Fn(u64) -> bool + ?Sized,
+{
     let mut scanned = Scanned::default();
     let mut scratch = Vec::new();
     let mut buf: Vec<(&'static [u8], u64)> = Vec::with_capacity(BATCH);
@@ -46,7 +50,29 @@ pub(crate) fn map_dirty(
         while let Some(window) = scan.next_window()? {
             let mut run: Vec<(&[u8], u64)> = recycle(std::mem::take(&mut buf));
             let mut refused = None;
-            for item in window.batches() {
+            // The native format's frames: the batch-of-one fast path.
+            if let Some(frames) = window.frames() {
+                for item in frames {
+                    let frame = item?;
+                    let (rec, len) = (frame.record, frame.bytes.len() as u64);
+                    if rec.offset < checkpoint {
+                        continue;
+                    }
+                    scanned.records += 1;
+                    scanned.bytes += len;
+                    pace.step(len)?;
+                    let Some(key) = rec.key.filter(|k| accept(k)) else { continue };
+                    run.push((key, rec.offset));
+                    if run.len() == BATCH {
+                        refused = flush(&mut run, put, stop_at);
+                        if refused.is_some() {
+                            break;
+                        }
+                    }
+                }
+            }
+            let batches = if window.frames().is_some() { None } else { Some(window.batches()) };
+            for item in batches.into_iter().flatten() {
                 let Placed { batch, position } = item?;
                 if batch.last_offset < checkpoint {
                     continue;
@@ -113,7 +139,12 @@ pub(crate) fn map_dirty(
 
 /// Hands `run` to `put` unless `stop_at` says to stop at its first offset (another shard refused a key below
 /// it): then `Some(u64::MAX)`, which the caller reads as "stopped", not as a refusal.
-fn flush(run: &mut Vec<(&[u8], u64)>, put: &mut PutRun<'_>, stop_at: &dyn Fn(u64) -> bool) -> Option<u64> {
+#[inline]
+fn flush<P, S>(run: &mut Vec<(&[u8], u64)>, put: &mut P, stop_at: &S) -> Option<u64>
+where
+    P: for<'k> FnMut(&mut Vec<(&'k [u8], u64)>) -> Option<u64> + ?Sized,
+    S: Fn(u64) -> bool + ?Sized,
+{
     let first = run.first()?.1;
     if stop_at(first) {
         run.clear();

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use log_core::{BatchRef, Cleaning, GroupCopy, Placed, RecordRef, Replacement, SealedSegment, Stamp};
+use log_core::{BatchRef, Cleaning, Format, Frame, GroupCopy, Placed, RecordRef, Replacement, SealedSegment, Stamp};
 
 use crate::error::Result;
 use crate::keep::{BatchDecision, CopyCounts, Facts, Judge, Verdict, batch_decision, kept_whole, verdict};
@@ -121,12 +121,23 @@ pub(crate) fn copy_segments<O: CopyOutput>(
 ) -> Result<()> {
     let mut pending_buf: Vec<Pending<'static>> = Vec::new();
     let mut records_buf: Vec<RecordRef<'static>> = Vec::new();
+    let mut singles_buf: Vec<Frame<'static>> = Vec::new();
     for (i, segment) in group.iter().enumerate() {
         if i > 0 {
             copy.next_segment()?;
         }
         counts.segments_read += 1;
         let mut scan = segment.scan();
+        if segment.format() == Format::Native {
+            while let Some(window) = scan.next_window()? {
+                let Some(frames) = window.frames() else { continue };
+                let mut singles: Vec<Frame<'_>> = recycle(std::mem::take(&mut singles_buf));
+                let result = copy_singles(copy, frames, &mut singles, cx, bufs, counts, pace);
+                singles_buf = recycle(singles);
+                result?;
+            }
+            continue;
+        }
         while let Some(window) = scan.next_window()? {
             let mut pending: Vec<Pending<'_>> = recycle(std::mem::take(&mut pending_buf));
             let mut records: Vec<RecordRef<'_>> = recycle(std::mem::take(&mut records_buf));
@@ -193,6 +204,87 @@ pub(crate) fn copy_segments<O: CopyOutput>(
             settle(copy, &mut pending, &mut records, cx, bufs, counts)?;
             pending_buf = recycle(pending);
             records_buf = recycle(records);
+        }
+    }
+    Ok(())
+}
+
+/// Pass 2 over a window of native frames (batches of one record each): the batch-of-one fast path, judging
+/// each record as the batch it is, in runs of [`BATCH`] lookups. The same rule as the general path: a kept
+/// record is copied as its bytes, one that needs a delete horizon rewritten, a dropped one goes.
+fn copy_singles<'w, O: CopyOutput>(
+    copy: &mut O,
+    frames: log_core::Frames<'w>,
+    run: &mut Vec<Frame<'w>>,
+    cx: &CopyContext<'_>,
+    bufs: &mut Buffers,
+    counts: &mut CopyCounts,
+    pace: &mut Pace<'_>,
+) -> Result<()> {
+    let mut frames = frames;
+    loop {
+        run.clear();
+        for item in frames.by_ref() {
+            let frame = item?;
+            counts.batches_read += 1;
+            counts.records_read += 1;
+            counts.bytes_read += frame.bytes.len() as u64;
+            pace.step(frame.bytes.len() as u64)?;
+            run.push(frame);
+            if run.len() == BATCH {
+                break;
+            }
+        }
+        if run.is_empty() {
+            return Ok(());
+        }
+        judge_singles(copy, run, cx, bufs, counts)?;
+    }
+}
+
+/// Judges a run of native frames with one batch of lookups.
+fn judge_singles<O: CopyOutput>(
+    copy: &mut O,
+    run: &[Frame<'_>],
+    cx: &CopyContext<'_>,
+    bufs: &mut Buffers,
+    counts: &mut CopyCounts,
+) -> Result<()> {
+    let judge = cx.judge;
+    let mut keys: Vec<&[u8]> = recycle(std::mem::take(&mut bufs.keys));
+    keys.extend(run.iter().map(|f| &f.record).filter(|r| r.offset < judge.end_offset).filter_map(|r| r.key));
+    let mut latest = [None; BATCH];
+    cx.shards.get_batch(&keys, &mut latest[..keys.len()], &mut counts.probes);
+    bufs.keys = recycle(keys);
+    let mut looked_up = latest.iter();
+    for frame in run {
+        let r = &frame.record;
+        let mapped =
+            if r.offset < judge.end_offset && r.key.is_some() { looked_up.next().copied().flatten() } else { None };
+        let facts = Facts {
+            offset: r.offset,
+            keyed: r.key.is_some(),
+            tombstone: r.is_tombstone(),
+            delete_horizon: r.delete_horizon,
+        };
+        match verdict(facts, mapped, judge, counts) {
+            Verdict::Keep => {
+                counts.records_kept += 1;
+                counts.bytes_kept += frame.bytes.len() as u64;
+                counts.batches_copied += 1;
+                copy.keep(frame.position, frame.bytes, frame.stamp())?;
+            }
+            Verdict::Drop => {
+                counts.batches_removed += 1;
+                copy.drop_batch()?;
+            }
+            Verdict::Stamp(h) => {
+                let corrupt =
+                    |kind| log_core::Error::Corrupt { segment: String::new(), position: frame.position, kind };
+                let batch = Format::Native.parse(frame.bytes, false).map_err(corrupt)?;
+                let placed = Placed { position: frame.position, batch };
+                decide(copy, &placed, std::slice::from_ref(r), Some(h), cx, bufs, counts)?;
+            }
         }
     }
     Ok(())

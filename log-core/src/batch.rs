@@ -8,6 +8,10 @@
 //!
 //! Everything above this module (segment scans, torn tails, the index, group copies, both cleaning passes,
 //! `check`, `dump`) works on [`BatchRef`]s and the [`RecordRef`]s inside them, whatever the format.
+#![allow(
+    clippy::unnecessary_lazy_evaluations,
+    reason = "a CorruptKind can hold a codec's message: built eagerly, every good frame would pay for dropping it"
+)]
 
 use serde::Serialize;
 
@@ -77,6 +81,7 @@ impl Format {
     ///
     /// # Errors
     /// [`CorruptKind`] saying what is wrong.
+    #[inline]
     pub fn parse(self, bytes: &[u8], verify: bool) -> Result<BatchRef<'_>, CorruptKind> {
         match self {
             Format::Native => {
@@ -99,8 +104,10 @@ impl Format {
                     u64::try_from(h.base_offset).map_err(|_| CorruptKind::Malformed("a negative base offset"))?;
                 let delta = u64::try_from(h.last_offset_delta)
                     .map_err(|_| CorruptKind::Malformed("a negative last offset delta"))?;
-                let last =
-                    base.checked_add(delta).filter(|&l| l < MAX_OFFSET).ok_or(CorruptKind::OffsetOutOfRange(base))?;
+                let last = base
+                    .checked_add(delta)
+                    .filter(|&l| l < MAX_OFFSET)
+                    .ok_or_else(|| CorruptKind::OffsetOutOfRange(base))?;
                 let count =
                     u64::try_from(h.records_count).map_err(|_| CorruptKind::Malformed("a negative record count"))?;
                 if count > delta + 1 {
@@ -196,11 +203,13 @@ pub struct BatchRef<'a> {
 
 impl<'a> BatchRef<'a> {
     /// All its bytes.
+    #[inline]
     pub fn bytes(&self) -> &'a [u8] {
         self.bytes
     }
 
     /// Its size in bytes.
+    #[inline]
     pub fn len(&self) -> usize {
         self.bytes.len()
     }
@@ -219,6 +228,7 @@ impl<'a> BatchRef<'a> {
     }
 
     /// The Kafka header of a Kafka batch.
+    #[inline]
     pub fn kafka_header(&self) -> Option<&BatchHeader> {
         match &self.kind {
             BatchKind::Kafka(h) => Some(h),
@@ -227,6 +237,7 @@ impl<'a> BatchRef<'a> {
     }
 
     /// The one record of a native batch.
+    #[inline]
     pub fn native_record(&self) -> Option<&RecordRef<'a>> {
         match &self.kind {
             BatchKind::Native(r) => Some(r),
@@ -235,22 +246,26 @@ impl<'a> BatchRef<'a> {
     }
 
     /// A Kafka control batch (a transaction marker).
+    #[inline]
     pub fn is_control(&self) -> bool {
         self.kafka_header().is_some_and(BatchHeader::is_control)
     }
 
     /// A Kafka transactional batch.
+    #[inline]
     pub fn is_transactional(&self) -> bool {
         self.kafka_header().is_some_and(BatchHeader::is_transactional)
     }
 
     /// The producer id of a Kafka batch written by an idempotent or transactional producer.
+    #[inline]
     pub fn producer_id(&self) -> Option<i64> {
         self.kafka_header().map(|h| h.producer_id).filter(|&p| p >= 0)
     }
 
     /// True when reading its records needs a scratch buffer (a compressed Kafka batch): its records then
     /// borrow the buffer, not the segment.
+    #[inline]
     pub fn is_compressed(&self) -> bool {
         self.kafka_header().is_some_and(|h| h.compression().is_some_and(|c| c != kafka::Compression::None))
     }
@@ -260,6 +275,7 @@ impl<'a> BatchRef<'a> {
     ///
     /// # Errors
     /// As [`BatchRef::records`].
+    #[inline]
     pub fn records_in_place(&self) -> Option<Result<BatchRecords<'a>, CorruptKind>> {
         match self.kind {
             BatchKind::Native(rec) => Some(Ok(BatchRecords { inner: Inner::One(Some(rec)) })),
@@ -385,6 +401,7 @@ enum Inner<'s> {
 impl<'s> Iterator for BatchRecords<'s> {
     type Item = Result<RecordRef<'s>, CorruptKind>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.inner {
             Inner::One(rec) => rec.take().map(Ok),

@@ -19,6 +19,10 @@
 //!
 //! Decoding borrows from the input and never allocates, so a corrupt length can never make it reserve memory;
 //! every length is checked against the bytes that are actually there.
+#![allow(
+    clippy::unnecessary_lazy_evaluations,
+    reason = "a CorruptKind can hold a codec's message: built eagerly, every good frame would pay for dropping it"
+)]
 
 use crate::error::CorruptKind;
 use crate::record::{Header, RecordRef};
@@ -187,11 +191,12 @@ pub fn encode_ref_with_horizon(rec: &RecordRef<'_>, horizon: Option<i64>, out: &
 /// # Errors
 /// [`CorruptKind::Truncated`] when fewer than 8 bytes are given, [`CorruptKind::BadLength`] when the body
 /// length is below the minimum or above [`MAX_RECORD_BYTES`].
+#[inline]
 pub fn frame_header(bytes: &[u8]) -> Result<(usize, u32), CorruptKind> {
     let (len, rest) = split_u32(bytes)
-        .ok_or(CorruptKind::Truncated { needed: FRAME_HEADER_BYTES as u64, available: bytes.len() as u64 })?;
+        .ok_or_else(|| CorruptKind::Truncated { needed: FRAME_HEADER_BYTES as u64, available: bytes.len() as u64 })?;
     let (crc, _) = split_u32(rest)
-        .ok_or(CorruptKind::Truncated { needed: FRAME_HEADER_BYTES as u64, available: bytes.len() as u64 })?;
+        .ok_or_else(|| CorruptKind::Truncated { needed: FRAME_HEADER_BYTES as u64, available: bytes.len() as u64 })?;
     let body = len as usize;
     if !(MIN_BODY_BYTES..=MAX_RECORD_BYTES).contains(&body) {
         return Err(CorruptKind::BadLength(len));
@@ -222,11 +227,12 @@ pub fn plausible_frame_start(head: &[u8], room: u64, floor: Option<u64>) -> Opti
 ///
 /// # Errors
 /// A [`CorruptKind`] saying what is wrong with the frame.
+#[inline]
 pub fn decode(bytes: &[u8]) -> Result<(RecordRef<'_>, usize), CorruptKind> {
     let (frame_len, stored) = frame_header(bytes)?;
     let frame = bytes
         .get(..frame_len)
-        .ok_or(CorruptKind::Truncated { needed: frame_len as u64, available: bytes.len() as u64 })?;
+        .ok_or_else(|| CorruptKind::Truncated { needed: frame_len as u64, available: bytes.len() as u64 })?;
     let body = frame.get(FRAME_HEADER_BYTES..).unwrap_or_default();
     let computed = crate::checksum::crc32c(body);
     if computed != stored {
@@ -242,53 +248,55 @@ pub fn decode(bytes: &[u8]) -> Result<(RecordRef<'_>, usize), CorruptKind> {
 ///
 /// # Errors
 /// A [`CorruptKind`] saying what is wrong with the frame's fields.
+#[inline]
 pub fn decode_unverified(bytes: &[u8]) -> Result<(RecordRef<'_>, usize), CorruptKind> {
     let (frame_len, _) = frame_header(bytes)?;
     let frame = bytes
         .get(..frame_len)
-        .ok_or(CorruptKind::Truncated { needed: frame_len as u64, available: bytes.len() as u64 })?;
+        .ok_or_else(|| CorruptKind::Truncated { needed: frame_len as u64, available: bytes.len() as u64 })?;
     decode_body(frame.get(FRAME_HEADER_BYTES..).unwrap_or_default()).map(|r| (r, frame_len))
 }
 
 /// Decodes a body whose checksum has been verified (or will be, see [`decode_unverified`]).
+#[inline]
 fn decode_body(body: &[u8]) -> Result<RecordRef<'_>, CorruptKind> {
     const SHORT: CorruptKind = CorruptKind::Malformed("body shorter than its fields");
-    let (&version, rest) = body.split_first().ok_or(SHORT)?;
+    let (&version, rest) = body.split_first().ok_or_else(|| SHORT)?;
     if version != FORMAT_VERSION {
         return Err(CorruptKind::UnknownVersion(version));
     }
-    let (&flags, rest) = rest.split_first().ok_or(SHORT)?;
+    let (&flags, rest) = rest.split_first().ok_or_else(|| SHORT)?;
     if flags & !KNOWN_FLAGS != 0 {
         return Err(CorruptKind::Malformed("unknown flag bits"));
     }
-    let (offset, rest) = split_u64(rest).ok_or(SHORT)?;
-    let (timestamp, mut rest) = split_u64(rest).ok_or(SHORT)?;
+    let (offset, rest) = split_u64(rest).ok_or_else(|| SHORT)?;
+    let (timestamp, mut rest) = split_u64(rest).ok_or_else(|| SHORT)?;
     let mut delete_horizon = None;
     if flags & FLAG_HORIZON != 0 {
-        let (h, r) = split_u64(rest).ok_or(SHORT)?;
+        let (h, r) = split_u64(rest).ok_or_else(|| SHORT)?;
         delete_horizon = Some(h as i64);
         rest = r;
     }
     let mut key = None;
     if flags & FLAG_KEY != 0 {
-        let (k, r) = split_bytes_u32(rest).ok_or(CorruptKind::Malformed("key runs past the body"))?;
+        let (k, r) = split_bytes_u32(rest).ok_or_else(|| CorruptKind::Malformed("key runs past the body"))?;
         key = Some(k);
         rest = r;
     }
     let mut value = None;
     if flags & FLAG_VALUE != 0 {
-        let (v, r) = split_bytes_u32(rest).ok_or(CorruptKind::Malformed("value runs past the body"))?;
+        let (v, r) = split_bytes_u32(rest).ok_or_else(|| CorruptKind::Malformed("value runs past the body"))?;
         value = Some(v);
         rest = r;
     }
-    let (count, headers) = split_u16(rest).ok_or(SHORT)?;
+    let (count, headers) = split_u16(rest).ok_or_else(|| SHORT)?;
     let mut scan = headers;
     for _ in 0..count {
-        let (name, r) = split_header(scan).ok_or(CorruptKind::Malformed("header name runs past the body"))?;
+        let (name, r) = split_header(scan).ok_or_else(|| CorruptKind::Malformed("header name runs past the body"))?;
         if std::str::from_utf8(name).is_err() {
             return Err(CorruptKind::Malformed("header name is not UTF-8"));
         }
-        let (_, r) = split_bytes_u32(r).ok_or(CorruptKind::Malformed("header value runs past the body"))?;
+        let (_, r) = split_bytes_u32(r).ok_or_else(|| CorruptKind::Malformed("header value runs past the body"))?;
         scan = r;
     }
     if !scan.is_empty() {
@@ -298,22 +306,26 @@ fn decode_body(body: &[u8]) -> Result<RecordRef<'_>, CorruptKind> {
     Ok(RecordRef { offset, timestamp: timestamp as i64, key, value, delete_horizon, headers })
 }
 
+#[inline]
 fn split_u16(b: &[u8]) -> Option<(u16, &[u8])> {
     let (head, rest) = b.split_first_chunk::<2>()?;
     Some((u16::from_le_bytes(*head), rest))
 }
 
+#[inline]
 fn split_u32(b: &[u8]) -> Option<(u32, &[u8])> {
     let (head, rest) = b.split_first_chunk::<4>()?;
     Some((u32::from_le_bytes(*head), rest))
 }
 
+#[inline]
 fn split_u64(b: &[u8]) -> Option<(u64, &[u8])> {
     let (head, rest) = b.split_first_chunk::<8>()?;
     Some((u64::from_le_bytes(*head), rest))
 }
 
 /// Splits a u32-length-prefixed byte string off the front of `b`.
+#[inline]
 pub(crate) fn split_bytes_u32(b: &[u8]) -> Option<(&[u8], &[u8])> {
     let (len, rest) = split_u32(b)?;
     let len = usize::try_from(len).ok()?;
@@ -321,6 +333,7 @@ pub(crate) fn split_bytes_u32(b: &[u8]) -> Option<(&[u8], &[u8])> {
 }
 
 /// Splits a u16-length-prefixed header name off the front of `b`.
+#[inline]
 pub(crate) fn split_header(b: &[u8]) -> Option<(&[u8], &[u8])> {
     let (len, rest) = split_u16(b)?;
     let len = usize::from(len);

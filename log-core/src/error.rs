@@ -182,7 +182,8 @@ impl From<io::Error> for Error {
     }
 }
 
-/// The ways a stored frame can be bad.
+/// The ways a stored frame can be bad. (Decoders build one only on the error path, `ok_or_else`: a Kafka
+/// problem can hold a codec's message, so a value built eagerly would cost a drop on every good frame.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CorruptKind {
@@ -239,9 +240,9 @@ pub enum CorruptKind {
     },
     /// A Kafka record batch is damaged.
     Kafka(crate::kafka::BatchProblem),
-    /// Damage (what is boxed) in the active segment followed by more plausible batch starts than a torn write
-    /// leaves: telling it from corruption would take more than linear time, so it is treated as corruption.
-    AmbiguousTail(Box<CorruptKind>),
+    /// Damage in the active segment followed by more plausible batch starts than a torn write leaves (crafted
+    /// or overwritten data), too many to check within the search's budget: treated as corruption, not cut.
+    AmbiguousTail,
     /// A preallocated segment's zero fill (Kafka's `log.preallocate`): where its data ends, not a batch.
     ZeroFill,
 }
@@ -283,10 +284,10 @@ impl fmt::Display for CorruptKind {
                  to complete"
             ),
             CorruptKind::Kafka(p) => write!(f, "{p}"),
-            CorruptKind::AmbiguousTail(k) => write!(
+            CorruptKind::AmbiguousTail => write!(
                 f,
-                "{k}, followed by more plausible batch starts than a torn write leaves (crafted or overwritten data): \
-                 not cut"
+                "damage followed by more plausible batch starts than a torn write leaves (crafted or overwritten \
+                 data): not cut"
             ),
             CorruptKind::ZeroFill => write!(f, "zero fill (preallocated space no batch was written to)"),
             CorruptKind::SwapOverActive { active_base: None } => {

@@ -11,7 +11,10 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use crate::batch::{BatchRef, Format, LENGTH_PREFIX_BYTES};
+use crate::codec;
 use crate::error::{CorruptKind, Error, Result};
+use crate::record::RecordRef;
+use crate::segment::Stamp;
 use crate::storage::{Segment, SegmentBytes};
 
 /// Bytes a read-through scan reads at a time (a window grows to hold a larger batch).
@@ -235,6 +238,7 @@ impl<'w> Window<'w> {
     }
 
     /// Its batches in order; on the first bad one an `Err` naming the segment and position, then nothing.
+    #[inline]
     pub fn batches(&self) -> Batches<'w> {
         Batches {
             format: self.format,
@@ -283,6 +287,7 @@ impl<'w> Batches<'w> {
 impl<'w> Iterator for Batches<'w> {
     type Item = Result<Placed<'w>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed {
             return None;
@@ -305,6 +310,83 @@ impl<'w> Iterator for Batches<'w> {
             Ok(batch) => {
                 self.at += batch.len();
                 Some(Ok(Placed { position, batch }))
+            }
+            Err(kind) => {
+                self.failed = true;
+                Some(Err(Error::Corrupt { segment: self.name.to_owned(), position, kind }))
+            }
+        }
+    }
+}
+
+/// A native frame of a window: where it starts, its record and its length.
+#[derive(Debug, Clone, Copy)]
+pub struct Frame<'w> {
+    /// Byte position of the frame in the segment.
+    pub position: u64,
+    /// Its record.
+    pub record: RecordRef<'w>,
+    /// Its bytes.
+    pub bytes: &'w [u8],
+}
+
+impl Frame<'_> {
+    /// What a segment's summary learns from it.
+    #[inline]
+    pub fn stamp(&self) -> Stamp {
+        Stamp {
+            base_offset: self.record.offset,
+            last_offset: self.record.offset,
+            records: 1,
+            max_timestamp: self.record.timestamp,
+            delete_horizon: self.record.delete_horizon,
+        }
+    }
+}
+
+/// The frames of a [`Window`] of a native segment: the batch-of-one fast path of [`Batches`], yielding each
+/// record without wrapping it in a [`BatchRef`]. On the first bad frame an `Err` naming the segment and
+/// position, then nothing.
+#[derive(Debug, Clone)]
+pub struct Frames<'w> {
+    name: &'w str,
+    verify: bool,
+    bytes: &'w [u8],
+    start: u64,
+    at: usize,
+    failed: bool,
+}
+
+impl<'w> Window<'w> {
+    /// Its frames, for a window of a native segment (`None` for Kafka's batches: use [`Window::batches`]).
+    #[inline]
+    pub fn frames(&self) -> Option<Frames<'w>> {
+        (self.format == Format::Native).then_some(Frames {
+            name: self.name,
+            verify: self.verify,
+            bytes: self.bytes,
+            start: self.start,
+            at: 0,
+            failed: false,
+        })
+    }
+}
+
+impl<'w> Iterator for Frames<'w> {
+    type Item = Result<Frame<'w>>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let rest = self.bytes.get(self.at..).filter(|r| !r.is_empty())?;
+        let position = self.start + self.at as u64;
+        let decoded = if self.verify { codec::decode(rest) } else { codec::decode_unverified(rest) };
+        match decoded {
+            Ok((record, len)) => {
+                self.at += len;
+                Some(Ok(Frame { position, record, bytes: &rest[..len] }))
             }
             Err(kind) => {
                 self.failed = true;

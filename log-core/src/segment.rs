@@ -109,6 +109,7 @@ pub struct Stamp {
 
 impl Stamp {
     /// The stamp of `batch`.
+    #[inline]
     pub fn of(batch: &BatchRef<'_>) -> Self {
         Stamp {
             base_offset: batch.base_offset,
@@ -126,6 +127,7 @@ impl SegmentSummary {
     }
 
     /// Records a batch; checks that offsets increase and do not fall below `base`.
+    #[inline]
     pub(crate) fn note(&mut self, base: u64, stamp: Stamp, pos: u64, len: u64) -> Result<(), CorruptKind> {
         let Stamp { base_offset, last_offset, records, max_timestamp, delete_horizon } = stamp;
         if base_offset < base {
@@ -166,6 +168,7 @@ impl SummaryBuilder {
         SummaryBuilder { summary: SegmentSummary::new(index_interval), kafka }
     }
 
+    #[inline]
     pub(crate) fn note(&mut self, base: u64, stamp: Stamp, pos: u64, len: u64) -> Result<(), CorruptKind> {
         self.summary.note(base, stamp, pos, len)?;
         if let Some(k) = &mut self.kafka {

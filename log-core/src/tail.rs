@@ -167,9 +167,7 @@ pub(crate) fn scan_active(
             Ok((summary, Some(TornTail { segment: name.to_owned(), position, bytes: len - position, kind })))
         }
         Found::At(resumes_at) => Err(Error::CorruptNotTorn { segment: name.to_owned(), position, kind, resumes_at }),
-        Found::TooMany => {
-            Err(Error::Corrupt { segment: name.to_owned(), position, kind: CorruptKind::AmbiguousTail(Box::new(kind)) })
-        }
+        Found::TooMany => Err(Error::Corrupt { segment: name.to_owned(), position, kind: CorruptKind::AmbiguousTail }),
     }
 }
 
