@@ -1,10 +1,12 @@
 //! Analyze and compact throughput on a generated Kafka partition (uncompressed or lz4 batches), with each map.
 //!
-//! `cargo run --release -p bench --bin kafka-bench -- [--bytes 1GiB] [--keys 1000000] [--codec none|lz4] [--dir D]`
-//! writes a partition (`bench::kafka::write_partition`: 100 records a batch, 16-byte keys, 100-byte values of
-//! random letters that compress about 2x, 1% tombstones, 256 MiB segments), then times `analyze` (one read with
-//! the three maps replayed, then a dry run) and, per map, one in-place compaction of a copy of it (the copy not
-//! timed), and prints a JSON line each.
+//! `cargo run --release -p bench --bin kafka-bench -- [--bytes 1GiB] [--keys 1000000] [--codec none|lz4] [--dir D]
+//! [--segment-bytes 256MiB] [--dedupe-buffer 128MiB] [--generate-only]` writes a partition
+//! (`bench::kafka::write_partition`: 100 records a batch, 16-byte keys, 100-byte values of random letters that
+//! compress about 2x, 1% tombstones) into `D/bench-<codec>-0`, then times `analyze` (one read with the three
+//! maps replayed, then a dry run) and, per map, an in-place compaction of a copy of it until clean (the copy not
+//! timed), and prints a JSON line each, with the passes and the bytes they wrote. `--generate-only` stops
+//! after writing the partition and leaves it (to compact it with another build, say).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -22,6 +24,9 @@ struct Args {
     keys: u64,
     codec: Compression,
     dir: PathBuf,
+    segment_bytes: u64,
+    dedupe_buffer: usize,
+    generate_only: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -30,9 +35,16 @@ fn parse() -> Result<Args, String> {
         keys: 1_000_000,
         codec: Compression::None,
         dir: std::env::temp_dir().join("kafka-bench"),
+        segment_bytes: 256 << 20,
+        dedupe_buffer: 128 << 20,
+        generate_only: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--generate-only" {
+            a.generate_only = true;
+            continue;
+        }
         let value = it.next().ok_or(format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--bytes" => a.bytes = parse_size(&value)?,
@@ -48,6 +60,10 @@ fn parse() -> Result<Args, String> {
                 }
             }
             "--dir" => a.dir = PathBuf::from(value),
+            "--segment-bytes" => a.segment_bytes = parse_size(&value)?,
+            "--dedupe-buffer" => {
+                a.dedupe_buffer = usize::try_from(parse_size(&value)?).map_err(|e| format!("--dedupe-buffer: {e}"))?;
+            }
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -68,7 +84,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
 fn generate(a: &Args, dir: &std::path::Path) -> Result<(u64, u64), String> {
     let store = storage_file::FileStore::open(dir).map_err(|e| e.to_string())?;
     let keys = bench::Keys::new(usize::try_from(a.keys).map_err(|e| e.to_string())?, 16, 1);
-    let w = bench::kafka::write_partition(&store, &keys, u64::MAX, a.bytes, a.codec, 256 << 20, 1)?;
+    let w = bench::kafka::write_partition(&store, &keys, u64::MAX, a.bytes, a.codec, a.segment_bytes, 1)?;
     drop(store);
     let _ = std::fs::remove_file(dir.join("logcompact.lock"));
     Ok((w.records, w.bytes))
@@ -91,6 +107,10 @@ fn run() -> Result<(), String> {
     let t = Instant::now();
     let (records, bytes) = generate(&a, &src)?;
     eprintln!("generated {records} records, {bytes} bytes in {:.1} s", t.elapsed().as_secs_f64());
+    if a.generate_only {
+        eprintln!("the partition is {}", src.display());
+        return Ok(());
+    }
     let budget = Budget { total_bytes: 128 << 20, threads: 1, load_factor: 0.9 };
     let t = Instant::now();
     let opened = logcompact::open_read_only(&src, Format::Kafka).map_err(|e| e.to_string())?;
@@ -108,21 +128,24 @@ fn run() -> Result<(), String> {
     for map in MapKind::ALL {
         let out = a.dir.join(format!("out-{}-0", map.name()));
         logcompact::copy::copy_log(&src, Format::Kafka, &out).map_err(|e| e.to_string())?;
-        let log = logcompact::dir::open_writable_copy(&out, Format::Kafka, LogConfig::default())
-            .map_err(|e| e.to_string())?
-            .log;
-        let config = CleanerConfig { map, dedupe_buffer_bytes: 128 << 20, ..CleanerConfig::default() };
+        let config = LogConfig { segment_bytes: a.segment_bytes, ..LogConfig::default() };
+        let log = logcompact::dir::open_writable_copy(&out, Format::Kafka, config).map_err(|e| e.to_string())?.log;
+        let config = CleanerConfig { map, dedupe_buffer_bytes: a.dedupe_buffer, ..CleanerConfig::default() };
         let mut cleaner = Cleaner::new(config, Arc::new(SystemClock)).map_err(|e| e.to_string())?;
         let t = Instant::now();
-        let stats = cleaner.clean(&log, PassOptions::default()).map_err(|e| e.to_string())?;
+        let passes = cleaner
+            .clean_until_clean(&log, PassOptions::default(), |_: &cleaner::CleanStats| Ok(()))
+            .map_err(|e| e.to_string())?;
         let s = t.elapsed().as_secs_f64();
+        let sum = |f: &dyn Fn(&cleaner::CleanStats) -> f64| passes.iter().map(f).sum::<f64>();
         println!(
             "{}",
             serde_json::json!({"job": "compact", "map": map.name(), "codec": a.codec.name(), "records": records, "bytes": bytes,
-                "seconds": s, "pass1_seconds": stats.pass1.seconds, "pass2_seconds": stats.pass2.seconds,
+                "seconds": s, "passes": passes.len(), "pass1_seconds": sum(&|p| p.pass1.seconds),
+                "pass2_seconds": sum(&|p| p.pass2.seconds),
                 "records_per_s": records as f64 / s, "mb_per_s": bytes as f64 / s / 1e6,
-                "records_kept": stats.pass2.records_kept, "map_full": stats.map_full,
-                "bytes_written": stats.bytes_written})
+                "records_kept": passes.last().map_or(0, |p| p.pass2.records_kept),
+                "bytes_written": passes.iter().map(|p| p.bytes_written).sum::<u64>()})
         );
         drop(log);
         let _ = std::fs::remove_dir_all(&out);
