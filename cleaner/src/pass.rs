@@ -613,30 +613,23 @@ fn producer_last_batches(snapshot: &LogSnapshot, pace: &mut Pace<'_>) -> Result<
     if snapshot.format() != Format::Kafka {
         return Ok(last);
     }
-    let mut note = |scan: &mut log_core::SegmentScan<'_>| -> Result<()> {
-        while let Some(window) = scan.next_window()? {
-            for item in window.batches() {
-                let placed = item?;
-                if let Some(p) = placed.batch.producer_id() {
-                    last.insert(p, placed.batch.base_offset);
-                }
-            }
+    let mut note = |_: u64, h: &log_core::kafka::BatchHeader| {
+        if h.producer_id >= 0
+            && let Ok(base) = u64::try_from(h.base_offset)
+        {
+            last.insert(h.producer_id, base);
         }
-        Ok(())
     };
     for segment in snapshot.closed() {
         pace.step(segment.size())?;
-        note(&mut segment.scan_from(0, false))?;
+        log_core::for_each_kafka_header(segment.source(), segment.name(), segment.size(), &mut note)?;
     }
-    let active = snapshot.active_source();
-    note(&mut log_core::SegmentScan::new(
-        Format::Kafka,
+    log_core::for_each_kafka_header(
+        snapshot.active_source(),
         snapshot.active_name(),
-        active,
-        0,
         snapshot.active_len(),
-        false,
-    ))?;
+        &mut note,
+    )?;
     Ok(last)
 }
 

@@ -62,7 +62,7 @@ pub use group_copy::GroupCopy;
 pub use log::{AppendRecord, CheckpointReset, Log, RecoveryReport, now_ms};
 pub use reader::{LogReader, LogSnapshot};
 pub use record::{Header, Record, RecordRef};
-pub use scan::{Batches, Frame, Frames, Placed, SegmentScan, SegmentSource, Window};
+pub use scan::{Batches, Frame, Frames, Placed, SegmentScan, SegmentSource, Window, for_each_kafka_header};
 pub use segment::{SealedSegment, SegmentWriter, Stamp};
 pub use storage::{Segment, SegmentBytes, SegmentStore};
 pub use tail::TornTail;

@@ -396,6 +396,38 @@ impl<'w> Iterator for Frames<'w> {
     }
 }
 
+/// Calls `f` with the position and header of every Kafka batch of `source` below `end`, reading only the
+/// headers (61 bytes a batch), not the records: what a broker's producer state needs (each producer's last
+/// batch). Stops at a zero fill.
+///
+/// # Errors
+/// [`Error::Corrupt`] for a header that does not parse or a batch that runs past `end`; [`Error::Io`].
+pub fn for_each_kafka_header(
+    source: &SegmentSource,
+    name: &str,
+    end: u64,
+    mut f: impl FnMut(u64, &crate::kafka::BatchHeader),
+) -> Result<()> {
+    let mut head = [0u8; crate::kafka::HEADER_BYTES];
+    let mut pos = 0u64;
+    while pos < end {
+        let n = usize::try_from(end - pos).unwrap_or(usize::MAX).min(head.len());
+        source.read_at(pos, &mut head[..n]).map_err(Error::io("read", name))?;
+        if Format::Kafka.is_zero_header(&head[..n]) {
+            return Ok(());
+        }
+        let corrupt = |kind| Error::Corrupt { segment: name.to_owned(), position: pos, kind };
+        let header = crate::kafka::BatchHeader::parse(&head[..n]).map_err(|p| corrupt(CorruptKind::Kafka(p)))?;
+        let len = header.size() as u64;
+        if len > end - pos {
+            return Err(corrupt(CorruptKind::Truncated { needed: len, available: end - pos }));
+        }
+        f(pos, &header);
+        pos += len;
+    }
+    Ok(())
+}
+
 /// The bytes of the one batch at `pos` of `source` (`buf` holds them when they are read), `Ok(None)` at or
 /// past `end`.
 ///
