@@ -243,15 +243,20 @@ pub fn from_log(log: &Log, budget: Budget) -> Result<LogAdvice> {
                         }
                     }
                 } else {
+                    // A compressed batch's records borrow the scratch buffer: the run so far goes first, then
+                    // this batch's records in runs of their own (never all of them at once).
                     tally.add_all(run.drain(..))?;
-                    let mut own = Vec::new();
+                    let mut own = Vec::with_capacity(crate::map::BATCH);
                     for rec in batch.records(&mut scratch).map_err(corrupt)? {
                         let rec = rec.map_err(corrupt)?;
                         if rec.offset >= checkpoint {
                             own.push((rec.key, rec.offset, per));
+                            if own.len() == crate::map::BATCH {
+                                tally.add_all(own.drain(..))?;
+                            }
                         }
                     }
-                    tally.add_all(own)?;
+                    tally.add_all(own.drain(..))?;
                 }
             }
             tally.add_all(run.drain(..))?;

@@ -72,8 +72,12 @@ pub struct Analysis {
     pub notes: Vec<String>,
 }
 
+/// The most memory the dry run's exact map takes.
+pub const DRY_RUN_BYTES: usize = 1 << 30;
+
 /// Analyzes `log` (open read-only, or not): one scan for the counts, one read of the dirty section for the
-/// keys (each map replayed in `budget`), and a dry run of a full compaction with an exact map.
+/// keys (each map replayed in `budget`), and a dry run of a full compaction with an exact map of at most
+/// [`DRY_RUN_BYTES`] (beyond, a first pass's figures, said in the notes).
 ///
 /// # Errors
 /// [`crate::Error::Log`] for damage (file and byte named); as [`crate::advise::from_counts`] for a bad budget.
@@ -158,14 +162,27 @@ pub fn analyze(
         true,
     );
     count(active, snapshot.active_name())?;
-    // The dry run: an exact map that grows as it needs (nothing is allocated for keys that are not there).
-    let config = CleanerConfig { map: MapKind::FullKey, dedupe_buffer_bytes: 1 << 40, ..CleanerConfig::default() };
+    // The counts' decompression buffer goes before the dry run takes its own.
+    drop(scratch);
+    // The dry run: an exact map, mapped lazily (nothing is touched for keys that are not there), bounded so
+    // that the analysis' memory does not grow with the partition.
+    let config =
+        CleanerConfig { map: MapKind::FullKey, dedupe_buffer_bytes: DRY_RUN_BYTES, ..CleanerConfig::default() };
     let mut cleaner = Cleaner::new(config, clock)?;
     let (stats, dry) = cleaner.dry_run(log, options)?;
     let regrouped: u64 = snapshot.closed().iter().filter(|s| s.base() < stats.end_offset).map(|s| s.size()).sum();
     a.records_after_compaction = a.records - (stats.pass2.records_read - stats.pass2.records_kept);
     a.bytes_after_compaction = a.bytes - regrouped + dry.bytes_written;
     a.bytes_reclaimed = a.bytes.saturating_sub(a.bytes_after_compaction);
+    if stats.map_full {
+        a.notes.push(format!(
+            "the dry run's exact map filled its {} MiB at {} keys: its figures are those of a first pass, up to offset \
+             {}; further passes would reclaim more",
+            DRY_RUN_BYTES >> 20,
+            stats.offset_map.entries,
+            stats.end_offset
+        ));
+    }
     if a.transactional_batches + a.control_batches > 0 {
         a.notes.push(format!(
             "{} transactional and {} control batches are kept whole: their records neither remove others nor are \

@@ -34,7 +34,6 @@ pub(crate) struct Buffers {
     latest: Vec<Option<u64>>,
     keys: Vec<&'static [u8]>,
     kept: Vec<RecordRef<'static>>,
-    own: Vec<RecordRef<'static>>,
 }
 
 /// A batch whose records wait in the run for their lookups.
@@ -179,25 +178,7 @@ pub(crate) fn copy_segments<O: CopyOutput>(
                         // A compressed batch: its records borrow the scratch buffer, so it is judged alone.
                         settle(copy, &mut pending, &mut records, cx, bufs, counts)?;
                         keys = 0;
-                        let mut scratch = std::mem::take(&mut bufs.scratch);
-                        let mut own: Vec<RecordRef<'_>> = recycle(std::mem::take(&mut bufs.own));
-                        let mut result = Ok(());
-                        for rec in batch.records(&mut scratch).map_err(corrupt)? {
-                            match rec {
-                                Ok(r) => own.push(r),
-                                Err(kind) => {
-                                    result = Err(corrupt(kind).into());
-                                    break;
-                                }
-                            }
-                        }
-                        if result.is_ok() {
-                            let one = [Pending { placed, records: 0..own.len() }];
-                            result = judge_run(copy, &one, &own, cx, bufs, counts);
-                        }
-                        bufs.own = recycle(own);
-                        bufs.scratch = scratch;
-                        result?;
+                        judge_compressed(copy, &placed, segment.name(), cx, bufs, counts)?;
                     }
                 }
             }
@@ -288,6 +269,107 @@ fn judge_singles<O: CopyOutput>(
         }
     }
     Ok(())
+}
+
+/// Judges one compressed batch in bounded memory whatever its number of records: a first walk over its
+/// decompressed records looks their keys up in runs of [`BATCH`] and notes each verdict in a bit set (a bit a
+/// record); then the batch is copied, dropped, or rewritten from a second walk over the same decompressed
+/// bytes, taking the records whose bit is set. Memory: the decompressed records (at most
+/// `MAX_DECOMPRESSED_BYTES`), the re-encoded ones and the new batch, and a bit per record.
+fn judge_compressed<O: CopyOutput>(
+    copy: &mut O,
+    placed: &Placed<'_>,
+    segment: &str,
+    cx: &CopyContext<'_>,
+    bufs: &mut Buffers,
+    counts: &mut CopyCounts,
+) -> Result<()> {
+    let corrupt = |kind| log_core::Error::Corrupt { segment: segment.to_owned(), position: placed.position, kind };
+    let judge = cx.judge;
+    let batch = &placed.batch;
+    let mut scratch = std::mem::take(&mut bufs.scratch);
+    let result = (|| -> Result<()> {
+        let all = batch.records(&mut scratch).map_err(corrupt)?;
+        let mut keep_bits: Vec<u64> = Vec::new();
+        let (mut kept, mut stamp, mut index) = (0usize, None, 0usize);
+        let mut run: Vec<RecordRef<'_>> = Vec::with_capacity(BATCH);
+        let mut keys: Vec<&[u8]> = Vec::with_capacity(BATCH);
+        let mut walk = all.clone();
+        loop {
+            run.clear();
+            keys.clear();
+            for rec in walk.by_ref() {
+                run.push(rec.map_err(corrupt)?);
+                if run.len() == BATCH {
+                    break;
+                }
+            }
+            if run.is_empty() {
+                break;
+            }
+            keys.extend(run.iter().filter(|r| r.offset < judge.end_offset).filter_map(|r| r.key));
+            let mut latest = [None; BATCH];
+            cx.shards.get_batch(&keys, &mut latest[..keys.len()], &mut counts.probes);
+            let mut looked_up = latest.iter();
+            for r in &run {
+                let mapped = if r.offset < judge.end_offset && r.key.is_some() {
+                    looked_up.next().copied().flatten()
+                } else {
+                    None
+                };
+                let facts = Facts {
+                    offset: r.offset,
+                    keyed: r.key.is_some(),
+                    tombstone: r.is_tombstone(),
+                    delete_horizon: r.delete_horizon,
+                };
+                let keep = match verdict(facts, mapped, judge, counts) {
+                    Verdict::Drop => false,
+                    Verdict::Keep => true,
+                    Verdict::Stamp(h) => {
+                        stamp = Some(h);
+                        true
+                    }
+                };
+                if index % 64 == 0 {
+                    keep_bits.push(0);
+                }
+                if keep {
+                    kept += 1;
+                    if let Some(word) = keep_bits.last_mut() {
+                        *word |= 1 << (index % 64);
+                    }
+                }
+                index += 1;
+            }
+        }
+        let producer_last = batch.producer_id().is_some_and(|p| cx.producer_last.get(&p) == Some(&batch.base_offset));
+        match batch_decision(batch, kept, stamp, producer_last) {
+            BatchDecision::Copy => keep_bytes(copy, placed, counts),
+            BatchDecision::Remove => {
+                counts.batches_removed += 1;
+                copy.drop_batch()
+            }
+            BatchDecision::Rewrite { horizon } => {
+                let bits = &keep_bits;
+                // The records were all read once already: a second walk meets no error.
+                let kept_records = all
+                    .clone()
+                    .enumerate()
+                    .filter(move |(i, _)| bits.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0))
+                    .filter_map(|(_, r)| r.ok());
+                let new =
+                    batch.rewrite_from(kept_records, horizon, &mut bufs.out, &mut bufs.encode).map_err(corrupt)?;
+                counts.records_kept += kept as u64;
+                counts.bytes_kept += bufs.out.len() as u64;
+                counts.batches_rewritten += 1;
+                counts.empty_batches_kept += u64::from(kept == 0);
+                copy.keep_changed(&bufs.out, new)
+            }
+        }
+    })();
+    bufs.scratch = scratch;
+    result
 }
 
 fn keep_bytes<O: CopyOutput>(copy: &mut O, placed: &Placed<'_>, counts: &mut CopyCounts) -> Result<()> {

@@ -50,7 +50,9 @@ pub fn clean(req: &CleanRequest, json: bool) -> Result<(), Failure> {
     report(&finished.status, json)?;
     let uncleanable = finished.uncleanable();
     if !uncleanable.is_empty() {
-        return Err(Failure::Corruption(format!(
+        // Exit 1 only for damage; a log that was busy, or whose disk filled, is exit 3 (try again later).
+        let failure = if finished.uncleanable_by_corruption() { Failure::Corruption } else { Failure::Runtime };
+        return Err(failure(format!(
             "{} log(s) left uncleanable: {} (the others were cleaned; `logcompact status --data-dir {}{}` shows why)",
             uncleanable.len(),
             uncleanable.join(", "),

@@ -2,19 +2,10 @@
 
 use std::fmt::Write;
 
-use log_core::{LogSnapshot, Record};
-use serde::Serialize;
+use log_core::LogSnapshot;
 
-/// One segment.
-#[derive(Debug, Serialize)]
-pub struct JsonSegment {
-    /// Base offset.
-    pub base: u64,
-    /// `"closed"` or `"active"`.
-    pub state: &'static str,
-    /// Records, oldest first.
-    pub records: Vec<JsonRecord>,
-}
+use crate::failure::Failure;
+use serde::Serialize;
 
 /// One record.
 #[derive(Debug, Serialize)]
@@ -60,34 +51,55 @@ pub fn escape(bytes: &[u8]) -> String {
     out
 }
 
-fn record(r: &Record) -> JsonRecord {
+fn record_ref(r: &log_core::RecordRef<'_>) -> JsonRecord {
     JsonRecord {
         offset: r.offset,
         timestamp: r.timestamp,
-        key: r.key.as_deref().map(escape),
-        value: r.value.as_deref().map(escape),
-        headers: r
-            .headers
-            .iter()
-            .map(|h| JsonHeader { name: h.name.clone(), value: h.value.as_deref().map(escape) })
-            .collect(),
+        key: r.key.map(escape),
+        value: r.value.map(escape),
+        headers: r.headers().map(|(n, v)| JsonHeader { name: escape(n), value: v.map(escape) }).collect(),
         delete_horizon: r.delete_horizon,
     }
 }
 
-/// Every segment of the snapshot.
+/// Writes every segment of the snapshot as a JSON array of segments, a record at a time (memory stays that of
+/// one read window, whatever the log's size).
 ///
 /// # Errors
-/// A read error of the log.
-pub fn segments(snapshot: &LogSnapshot) -> log_core::Result<Vec<JsonSegment>> {
-    let mut out = Vec::new();
-    for s in snapshot.closed() {
-        let records = s.read_records()?.iter().map(record).collect();
-        out.push(JsonSegment { base: s.base(), state: "closed", records });
+/// [`Failure::from_log`] for a read error of the log; [`Failure::Runtime`] when the output cannot be written.
+pub fn write_segments(snapshot: &LogSnapshot, out: &mut dyn std::io::Write) -> Result<(), Failure> {
+    let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));
+    let read = |e: log_core::Error| Failure::from_log("cannot read the log", &e);
+    let closed = snapshot.closed();
+    let active = log_core::SegmentScan::new(
+        log_core::Format::Native,
+        snapshot.active_name(),
+        snapshot.active_source(),
+        0,
+        snapshot.active_len(),
+        true,
+    );
+    let scans =
+        closed.iter().map(|s| (s.base(), "closed", s.scan())).chain([(snapshot.active_base(), "active", active)]);
+    out.write_all(b"[").map_err(failed)?;
+    for (i, (base, state, mut scan)) in scans.enumerate() {
+        let sep = if i == 0 { "" } else { "," };
+        write!(out, "{sep}{{\"base\":{base},\"state\":\"{state}\",\"records\":[").map_err(failed)?;
+        let mut first = true;
+        while let Some(window) = scan.next_window().map_err(read)? {
+            for item in window.batches() {
+                let placed = item.map_err(read)?;
+                let Some(r) = placed.batch.native_record() else { continue };
+                if !first {
+                    out.write_all(b",").map_err(failed)?;
+                }
+                first = false;
+                serde_json::to_writer(&mut *out, &record_ref(r)).map_err(|e| failed(e.into()))?;
+            }
+        }
+        out.write_all(b"]}").map_err(failed)?;
     }
-    let records = snapshot.active_records()?.iter().map(record).collect();
-    out.push(JsonSegment { base: snapshot.active_base(), state: "active", records });
-    Ok(out)
+    out.write_all(b"]\n").map_err(failed)
 }
 
 #[cfg(test)]

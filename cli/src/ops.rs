@@ -208,7 +208,9 @@ pub fn dump(dir: &Path, as_json: bool, segments: bool) -> Result<(), Failure> {
     let log = logcompact::open_read_only(dir, log_core::Format::Native).map_err(|e| Failure::from_open(&e))?.log;
     let snapshot = log.snapshot();
     if as_json {
-        return print_json(&json::segments(&snapshot).map_err(|e| Failure::from_log("cannot read the log", &e))?);
+        let mut out = QuietPipe::new(std::io::BufWriter::new(std::io::stdout().lock()));
+        json::write_segments(&snapshot, &mut out)?;
+        return out.flush().map_err(write_failed);
     }
     let mut out = QuietPipe::new(std::io::BufWriter::new(std::io::stdout().lock()));
     if segments {

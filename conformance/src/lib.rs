@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod fuzz_dir;
+pub mod fuzz_kafka_dir;
 mod harness;
 pub mod model;
 pub mod scenarios;

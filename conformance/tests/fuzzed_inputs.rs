@@ -21,3 +21,12 @@ proptest! {
         conformance::model::run_every_map(&conformance::Crash, &ops, segment_bytes);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn prop_fuzzed_kafka_partitions_open_without_harm(data in proptest::collection::vec(any::<u8>(), 0..600)) {
+        conformance::fuzz_kafka_dir::open_fuzzed_kafka_dir(&data);
+    }
+}

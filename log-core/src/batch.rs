@@ -311,12 +311,31 @@ impl<'a> BatchRef<'a> {
         out: &mut Vec<u8>,
         scratch: &mut Vec<u8>,
     ) -> Result<crate::segment::Stamp, CorruptKind> {
+        self.rewrite_from(kept.iter().copied(), horizon, out, scratch)
+    }
+
+    /// As [`BatchRef::rewrite`], the kept records coming from an iterator walked twice instead of a slice: a
+    /// compressed batch of millions of small records is rewritten without collecting them.
+    ///
+    /// # Errors
+    /// As [`BatchRef::rewrite`].
+    pub fn rewrite_from<'r, I>(
+        &self,
+        kept: I,
+        horizon: Option<i64>,
+        out: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<crate::segment::Stamp, CorruptKind>
+    where
+        I: Iterator<Item = RecordRef<'r>> + Clone,
+    {
         const CANNOT: CorruptKind = CorruptKind::Malformed("the kept records cannot be written as a batch");
         out.clear();
         match self.kind {
             BatchKind::Native(_) => {
-                let rec = kept.first().ok_or(CANNOT)?;
-                codec::encode_ref_with_horizon(rec, horizon, out).map_err(|_| CANNOT)?;
+                let mut kept = kept;
+                let rec = kept.next().ok_or(CANNOT)?;
+                codec::encode_ref_with_horizon(&rec, horizon, out).map_err(|_| CANNOT)?;
                 Ok(crate::segment::Stamp {
                     base_offset: rec.offset,
                     last_offset: rec.offset,
@@ -326,31 +345,29 @@ impl<'a> BatchRef<'a> {
                 })
             }
             BatchKind::Kafka(header) => {
-                let records: Vec<kafka::RecordToWrite<'_>> = kept
-                    .iter()
-                    .map(|r| {
-                        let (header_bytes, header_count) = match r.headers {
-                            HeaderBytes::Kafka { bytes, count } => (bytes, count),
-                            HeaderBytes::Native { .. } => (&[][..], 0),
-                        };
-                        kafka::RecordToWrite {
-                            offset: r.offset as i64,
-                            timestamp: r.timestamp,
-                            key: r.key,
-                            value: r.value,
-                            header_count,
-                            header_bytes,
-                        }
-                    })
-                    .collect();
+                let count = kept.clone().count() as u64;
+                let records = kept.map(|r| {
+                    let (header_bytes, header_count) = match r.headers {
+                        HeaderBytes::Kafka { bytes, count } => (bytes, count),
+                        HeaderBytes::Native { .. } => (&[][..], 0),
+                    };
+                    kafka::RecordToWrite {
+                        offset: r.offset as i64,
+                        timestamp: r.timestamp,
+                        key: r.key,
+                        value: r.value,
+                        header_count,
+                        header_bytes,
+                    }
+                });
                 let codec = header.compression().unwrap_or(kafka::Compression::None);
                 scratch.clear();
-                kafka::write_batch(&header, codec, horizon, &records, out, scratch).map_err(|_| CANNOT)?;
+                kafka::write_batch_from(&header, codec, horizon, records, out, scratch).map_err(|_| CANNOT)?;
                 let written = BatchHeader::parse(out).map_err(kafka_problem)?;
                 Ok(crate::segment::Stamp {
                     base_offset: self.base_offset,
                     last_offset: self.last_offset,
-                    records: kept.len() as u64,
+                    records: count,
                     max_timestamp: written.max_timestamp,
                     delete_horizon: horizon,
                 })

@@ -519,6 +519,7 @@ impl CleanerManager {
                     last_clean_ms: e.last_clean_ms,
                     last_clean_secs: e.last_clean_secs,
                     last_error: e.failure.as_ref().map(|f| f.error.clone()),
+                    last_error_is_corruption: e.failure.as_ref().is_some_and(|f| f.corruption),
                     failures: e.failure.as_ref().map_or(0, |f| f.count),
                     total_failures: e.total_failures,
                     retry_at_ms: e.failure.as_ref().and_then(|f| f.retry_at_ms),

@@ -73,6 +73,9 @@ pub struct LogStatus {
     pub last_clean_secs: Option<f64>,
     /// Its last error, if its last pass failed.
     pub last_error: Option<String>,
+    /// True when that error is damage to stored data (not a busy log, an I/O error, a full disk).
+    #[serde(default)]
+    pub last_error_is_corruption: bool,
     /// Passes that failed in a row.
     pub failures: u32,
     /// Passes that failed in all.

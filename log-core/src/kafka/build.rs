@@ -80,17 +80,40 @@ pub fn write_batch(
     out: &mut Vec<u8>,
     scratch: &mut Vec<u8>,
 ) -> Result<(), BuildError> {
-    let base_timestamp = delete_horizon.or(records.first().map(|r| r.timestamp)).unwrap_or(template.base_timestamp);
+    write_batch_from(template, codec, delete_horizon, records.iter().copied(), out, scratch)
+}
+
+/// As [`write_batch`], the records coming from an iterator that is walked twice (for the batch's timestamps,
+/// then to encode them), so that a batch is rewritten from the records it keeps without collecting them: memory
+/// is the encoded records (`scratch`) and the output, whatever the number of records.
+///
+/// # Errors
+/// As [`write_batch`].
+pub fn write_batch_from<'r, I>(
+    template: &BatchHeader,
+    codec: Compression,
+    delete_horizon: Option<i64>,
+    records: I,
+    out: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+) -> Result<(), BuildError>
+where
+    I: Iterator<Item = RecordToWrite<'r>> + Clone,
+{
+    let first = records.clone().next();
+    let base_timestamp = delete_horizon.or(first.map(|r| r.timestamp)).unwrap_or(template.base_timestamp);
     let max_timestamp = if template.is_log_append_time() {
         template.max_timestamp
     } else {
-        records.iter().map(|r| r.timestamp).max().unwrap_or(template.max_timestamp)
+        records.clone().map(|r| r.timestamp).max().unwrap_or(template.max_timestamp)
     };
     // An emptied batch is written as Kafka writes one: a bare header, no records section, no codec.
-    let codec = if records.is_empty() { Compression::None } else { codec };
+    let codec = if first.is_none() { Compression::None } else { codec };
     scratch.clear();
     let mut body = Vec::with_capacity(64);
+    let mut count = 0usize;
     for r in records {
+        count += 1;
         let delta = r
             .offset
             .checked_sub(template.base_offset)
@@ -127,7 +150,8 @@ pub fn write_batch(
     h[43..51].copy_from_slice(&template.producer_id.to_be_bytes());
     h[51..53].copy_from_slice(&template.producer_epoch.to_be_bytes());
     h[53..57].copy_from_slice(&template.base_sequence.to_be_bytes());
-    h[57..61].copy_from_slice(&(records.len() as i32).to_be_bytes());
+    let count = i32::try_from(count).map_err(|_| BuildError::TooLarge { bytes: count })?;
+    h[57..61].copy_from_slice(&count.to_be_bytes());
     let crc = crc32c::crc32c(&out[start + 21..]);
     out[start + 17..start + 21].copy_from_slice(&crc.to_be_bytes());
     Ok(())

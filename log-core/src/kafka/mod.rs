@@ -34,7 +34,7 @@ pub use batch::{
     Batch, BatchHeader, BatchProblem, HEADER_BYTES, KafkaRecord, LOG_OVERHEAD, MAGIC_OFFSET, MAX_DECOMPRESSED_BYTES,
     MIN_RECORD_BYTES, Records,
 };
-pub use build::{BuildError, RecordToWrite, new_header, write_batch};
+pub use build::{BuildError, RecordToWrite, new_header, write_batch, write_batch_from};
 pub use checkpoints::topic_partition;
 pub use compression::{Compression, DecompressError};
 pub use index::INDEX_INTERVAL_BYTES;

@@ -208,6 +208,11 @@ impl Finished {
     pub fn uncleanable(&self) -> Vec<&str> {
         self.status.logs.iter().filter(|l| l.state == LogState::Uncleanable).map(|l| l.name.as_str()).collect()
     }
+
+    /// True when a log was left uncleanable by damage to its data (else by I/O, a full disk, a busy log).
+    pub fn uncleanable_by_corruption(&self) -> bool {
+        self.status.logs.iter().any(|l| l.state == LogState::Uncleanable && l.last_error_is_corruption)
+    }
 }
 
 /// The hold of one run on its data directory.
@@ -594,6 +599,7 @@ pub fn status(data_dir: &Path, format: Format, layers: &Layers) -> Result<Status
             last_clean_ms: last.and_then(|l| l.last_clean_ms),
             last_clean_secs: last.and_then(|l| l.last_clean_secs),
             last_error: last.and_then(|l| l.last_error.clone()),
+            last_error_is_corruption: last.is_some_and(|l| l.last_error_is_corruption),
             failures: last.map_or(0, |l| l.failures),
             total_failures: last.map_or(0, |l| l.total_failures),
             retry_at_ms: last.and_then(|l| l.retry_at_ms),

@@ -1,0 +1,71 @@
+//! Memory in Kafka passes is bounded per batch, not per record: a partition of a few MB holding one zstd batch that
+//! inflates to a million tiny records is compacted, analysed and sized within the decompressed bytes and a
+//! little more (before, every record of the batch was collected, about 100 bytes each, beside the bytes).
+
+use std::path::Path;
+use std::process::Command;
+
+mod common;
+use common::{bin, path, stderr};
+
+/// A partition: one closed segment holding one zstd batch of `n` records over 100 keys (one-byte values),
+/// then an active segment of one record.
+fn partition(dir: &Path, n: usize) {
+    use log_core::kafka::{Compression, RecordToWrite, new_header, write_batch};
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let keys: Vec<Vec<u8>> = (0..100).map(|k| format!("k{k}").into_bytes()).collect();
+    let records: Vec<RecordToWrite<'_>> = (0..n)
+        .map(|i| RecordToWrite {
+            offset: i as i64,
+            timestamp: 1,
+            key: Some(&keys[i % 100]),
+            value: Some(b"v"),
+            header_count: 0,
+            header_bytes: &[],
+        })
+        .collect();
+    let (mut out, mut scratch) = (Vec::new(), Vec::new());
+    write_batch(&new_header(0, (n - 1) as i32), Compression::Zstd, None, &records, &mut out, &mut scratch)
+        .expect("batch");
+    std::fs::write(dir.join(format!("{:020}.log", 0)), &out).expect("segment");
+    out.clear();
+    let last = [RecordToWrite { offset: n as i64, ..records[0] }];
+    write_batch(&new_header(n as i64, 0), Compression::None, None, &last, &mut out, &mut scratch).expect("batch");
+    std::fs::write(dir.join(format!("{n:020}.log")), &out).expect("segment");
+}
+
+/// The peak resident memory (KiB) of `logcompact args`, from the kernel's accounting of the finished child
+/// (`getrusage`), measured from a small Python process: a child of this test process would be charged the
+/// test's own memory (a spawned child shares its parent's address space until it runs the new program).
+fn peak_kib(args: &[&str]) -> i64 {
+    let script = "import resource, subprocess, sys\n\
+                  r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n\
+                  sys.stderr.write(r.stderr.decode(errors='replace'))\n\
+                  print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n\
+                  sys.exit(r.returncode)\n";
+    let bin = bin();
+    let out = Command::new("python3").args(["-c", script, &bin]).args(args).output().expect("python3 runs");
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).trim().parse().expect("a number of KiB")
+}
+
+#[test]
+fn a_batch_of_a_million_tiny_records_is_compacted_in_memory_bounded_by_its_bytes() {
+    const N: usize = 1_000_000;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let part = tmp.path().join("kafka-logs").join("tiny-0");
+    partition(&part, N);
+    let size = std::fs::metadata(part.join(format!("{:020}.log", 0))).expect("segment").len();
+    assert!(size < 8_000_000, "a few MB: {size} bytes");
+    // About 9 MB decompressed: every record collected (about 100 bytes each) would add 100 MB. The build before
+    // this bound (4a6e2c2) peaked at 230 MB compacting it and 212 MB analysing it.
+    let peak = peak_kib(&["analyze", "--format", "kafka", "--dir", path(&part), "--dedupe-buffer", "1MiB"]);
+    assert!(peak < 80 * 1024, "analyze peaked at {peak} KiB");
+    let peak = peak_kib(&["compact", "--format", "kafka", "--dir", path(&part), "--dedupe-buffer", "1MiB"]);
+    assert!(peak < 80 * 1024, "compact peaked at {peak} KiB");
+    let dump = Command::new(bin()).args(["dump", "--format", "kafka", "--json", "--dir", path(&part)]).output();
+    let v: serde_json::Value = serde_json::from_slice(&dump.expect("dump").stdout).expect("json");
+    let kept: usize =
+        v["batches"].as_array().expect("batches").iter().map(|b| b["records"].as_array().map_or(0, Vec::len)).sum();
+    assert_eq!(kept, 101, "the latest record of each of 100 keys, and the active segment's");
+}

@@ -1,0 +1,6 @@
+//! Opening a fuzzed Kafka partition directory: see `conformance::fuzz_kafka_dir`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| conformance::fuzz_kafka_dir::open_fuzzed_kafka_dir(data));
