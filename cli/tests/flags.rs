@@ -33,6 +33,8 @@ fn flags_that_cannot_apply_are_refused_naming_them_and_change_nothing() {
         (vec!["compact", "--dir", n, "--min-compaction-lag-ms", "-5"], "--min-compaction-lag-ms -5 is negative"),
         (vec!["compact", "--format", "kafka", "--dir", k, "--min-compaction-lag-ms", "-5"], "is negative"),
         (vec!["clean", "--data-dir", path(&data), "--until-clean", "--backoff-ms", "5000"], "--backoff-ms"),
+        // Kafka's segment.bytes is an int: a 3 GiB segment would get negative index positions.
+        (vec!["compact", "--format", "kafka", "--dir", k, "--segment-bytes", "3GiB"], "segment.bytes"),
     ] {
         let out = logcompact(&args, "");
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));

@@ -69,3 +69,28 @@ fn a_batch_of_a_million_tiny_records_is_compacted_in_memory_bounded_by_its_bytes
         v["batches"].as_array().expect("batches").iter().map(|b| b["records"].as_array().map_or(0, Vec::len)).sum();
     assert_eq!(kept, 101, "the latest record of each of 100 keys, and the active segment's");
 }
+
+#[test]
+fn a_repair_plan_of_a_large_damaged_segment_reads_it_a_window_at_a_time() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("log");
+    let generated = Command::new(bin())
+        .args(["gen", "--dir", path(&dir), "--records", "64000", "--keys", "1000", "--value-bytes", "1000"])
+        .output()
+        .expect("gen");
+    assert!(generated.status.success(), "{}", stderr(&generated));
+    let roll = Command::new(bin()).args(["roll", "--dir", path(&dir)]).output().expect("roll");
+    assert!(roll.status.success(), "{}", stderr(&roll));
+    let seg = dir.join(format!("{:020}.log", 0));
+    let mut bytes = std::fs::read(&seg).expect("read");
+    assert!(bytes.len() > 60 << 20, "one segment of {} bytes", bytes.len());
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x04;
+    std::fs::write(&seg, &bytes).expect("write");
+    drop(bytes);
+    // Reading the whole segment, as the repair did before it streamed, would take 64 MB more than this.
+    let out = Command::new(bin()).args(["repair", "--dir", path(&dir)]).output().expect("repair");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("a repair would: cut"), "{}", stderr(&out));
+    let peak = peak_kib(&["repair", "--dir", path(&dir)]);
+    assert!(peak < 40 * 1024, "the repair plan peaked at {peak} KiB");
+}
