@@ -48,14 +48,14 @@ pub fn clean(req: &CleanRequest, json: bool) -> Result<(), Failure> {
         eprintln!("left alone: {name}: {why}");
     }
     report(&finished.status, json)?;
-    let uncleanable = finished.uncleanable();
+    let uncleanable = finished.uncleanable_with_errors();
     if !uncleanable.is_empty() {
         // Exit 1 only for damage; a log that was busy, or whose disk filled, is exit 3 (try again later).
         let failure = if finished.uncleanable_by_corruption() { Failure::Corruption } else { Failure::Runtime };
         return Err(failure(format!(
             "{} log(s) left uncleanable: {} (the others were cleaned; `logcompact status --data-dir {}{}` shows why)",
             uncleanable.len(),
-            uncleanable.join(", "),
+            uncleanable.iter().map(|(name, why)| format!("{name}: {why}")).collect::<Vec<_>>().join("; "),
             req.data_dir.display(),
             if req.format == logcompact::Format::Kafka { " --format kafka" } else { "" }
         )));

@@ -144,9 +144,18 @@ pub(crate) fn write_atomically(store: &dyn SegmentStore, name: &str, tmp: &str, 
         Err(e) => return Err(Error::io("delete", tmp)(e)),
     }
     let file = store.create(tmp).map_err(Error::io("create", tmp))?;
-    file.append(bytes).map_err(Error::io("append", tmp))?;
-    file.sync().map_err(Error::io("sync", tmp))?;
-    file.seal().map_err(Error::io("seal", tmp))?;
+    let written = file
+        .append(bytes)
+        .map_err(Error::io("append", tmp))
+        .and_then(|_| file.sync().map_err(Error::io("sync", tmp)))
+        .and_then(|()| file.seal().map_err(Error::io("seal", tmp)));
+    drop(file);
+    if let Err(e) = written {
+        // A full disk leaves a part-written temporary nobody reads: removed, best effort (the old file stands
+        // whatever happens, and the next write deletes a temporary first).
+        let _ = store.delete(tmp);
+        return Err(e);
+    }
     store.rename(tmp, name).map_err(Error::io("rename", name))?;
     store.sync_dir().map_err(Error::io("sync directory", name))
 }

@@ -209,6 +209,16 @@ impl Finished {
         self.status.logs.iter().filter(|l| l.state == LogState::Uncleanable).map(|l| l.name.as_str()).collect()
     }
 
+    /// Each log left uncleanable with its last error.
+    pub fn uncleanable_with_errors(&self) -> Vec<(&str, &str)> {
+        self.status
+            .logs
+            .iter()
+            .filter(|l| l.state == LogState::Uncleanable)
+            .map(|l| (l.name.as_str(), l.last_error.as_deref().unwrap_or("no error recorded")))
+            .collect()
+    }
+
     /// True when a log was left uncleanable by damage to its data (else by I/O, a full disk, a busy log).
     pub fn uncleanable_by_corruption(&self) -> bool {
         self.status.logs.iter().any(|l| l.state == LogState::Uncleanable && l.last_error_is_corruption)

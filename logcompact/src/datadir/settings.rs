@@ -217,9 +217,14 @@ impl Saved {
     pub fn write(&self, data_dir: &Path) -> std::io::Result<()> {
         let text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         let tmp = data_dir.join(format!("{SAVED_FILE}.tmp"));
-        std::fs::write(&tmp, text)?;
-        std::fs::File::open(&tmp)?.sync_all()?;
-        std::fs::rename(&tmp, data_dir.join(SAVED_FILE))
+        let written = std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+            .and_then(|()| std::fs::rename(&tmp, data_dir.join(SAVED_FILE)));
+        if written.is_err() {
+            // A full disk leaves a part-written temporary: removed; the saved settings before it still stand.
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
     }
 }
 

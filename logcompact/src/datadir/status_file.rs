@@ -78,8 +78,12 @@ pub fn write(data_dir: &Path, file: &StatusFile) -> std::io::Result<()> {
     }
     let text = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?;
     let tmp = data_dir.join(format!("{STATUS_FILE}.tmp"));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path(data_dir))
+    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path(data_dir)));
+    if written.is_err() {
+        // A full disk leaves a part-written temporary: it is ours alone, and the old status still stands.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// Reads the status file of `data_dir`: `Ok(None)` when there is none.
