@@ -5,9 +5,10 @@
 //! and compared with the latest record of every key.
 //!
 //! The Python side needs kafka-python, lz4, python-snappy, zstandard and confluent-kafka
-//! (`tests/kafka/requirements.txt`): `.ci/run` installs them in a virtual
-//! environment and names its interpreter in `LOGCOMPACT_PYTHON`. Without one these tests say so and pass
-//! locally, and fail under CI (`CI` set), so that CI can never skip them silently.
+//! (`tests/kafka/requirements.txt`): a Python named by `LOGCOMPACT_PYTHON`, or `python3` if it has them, or a
+//! virtual environment the tests make once under Cargo's target directory (see `common::kafka_python`). Where
+//! none can be had these tests fail, naming what is missing; `LOGCOMPACT_SKIP_KAFKA_INTEROP=1` skips them
+//! (refused under CI, which must run them).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

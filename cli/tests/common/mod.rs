@@ -132,25 +132,84 @@ pub fn write_kafka_partition(dir: &Path, spec: &PartitionSpec) -> u64 {
     offset
 }
 
-/// A Python with the Kafka clients of `tests/kafka/requirements.txt` (`LOGCOMPACT_PYTHON`, else `python3`).
-/// Without one a test says so and passes locally, and fails under CI (`CI` set), so that CI never skips it.
+/// A Python with the Kafka clients of `tests/kafka/requirements.txt`: `LOGCOMPACT_PYTHON`, else `python3` if it
+/// has them, else a virtual environment this function makes once under Cargo's target directory (`python3 -m
+/// venv`, then `pip install -r requirements.txt`), so that `cargo test --workspace` on a fresh machine runs the
+/// Kafka interop tests instead of skipping them. Where none can be had the test fails, naming what is missing,
+/// unless `LOGCOMPACT_SKIP_KAFKA_INTEROP=1` asks to skip them (refused under CI, which must run them).
 pub fn kafka_python() -> Option<String> {
-    let candidates = std::env::var("LOGCOMPACT_PYTHON").into_iter().chain(["python3".to_owned()]);
-    for py in candidates {
-        let ok = Command::new(&py)
-            .args(["-c", "import kafka, lz4, snappy, zstandard, confluent_kafka"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(py);
-        }
+    static FOUND: std::sync::OnceLock<Result<Option<String>, String>> = std::sync::OnceLock::new();
+    match FOUND.get_or_init(find_or_make_kafka_python) {
+        Ok(py) => py.clone(),
+        Err(why) => panic!("{why}"),
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must run the Kafka tests: set LOGCOMPACT_PYTHON to a Python with tests/kafka/requirements.txt installed"
-    );
-    eprintln!("skipped: no Python with kafka-python, lz4, python-snappy and zstandard (set LOGCOMPACT_PYTHON)");
-    None
+}
+
+const KAFKA_IMPORTS: &str = "import kafka, lz4, snappy, zstandard, confluent_kafka";
+
+fn has_kafka_clients(py: &str) -> bool {
+    Command::new(py).args(["-c", KAFKA_IMPORTS]).output().is_ok_and(|o| o.status.success())
+}
+
+fn find_or_make_kafka_python() -> Result<Option<String>, String> {
+    if let Ok(py) = std::env::var("LOGCOMPACT_PYTHON") {
+        return if has_kafka_clients(&py) {
+            Ok(Some(py))
+        } else {
+            Err(format!("LOGCOMPACT_PYTHON={py} cannot import the Kafka clients ({KAFKA_IMPORTS})"))
+        };
+    }
+    if has_kafka_clients("python3") {
+        return Ok(Some("python3".to_owned()));
+    }
+    if std::env::var_os("LOGCOMPACT_SKIP_KAFKA_INTEROP").is_some() {
+        if std::env::var_os("CI").is_some() {
+            return Err("CI must run the Kafka interop tests: LOGCOMPACT_SKIP_KAFKA_INTEROP is refused".into());
+        }
+        eprintln!("skipped: LOGCOMPACT_SKIP_KAFKA_INTEROP is set");
+        return Ok(None);
+    }
+    make_kafka_venv().map(Some).map_err(|why| {
+        format!(
+            "the Kafka interop tests need Python 3 with the clients of cli/tests/kafka/requirements.txt, and \
+             making a virtual environment for them failed: {why}. Set LOGCOMPACT_PYTHON to a Python that has \
+             them, or LOGCOMPACT_SKIP_KAFKA_INTEROP=1 to skip these tests"
+        )
+    })
+}
+
+/// Makes (once: a `ready` file marks a finished one) the virtual environment under Cargo's target directory,
+/// under a lock so that concurrent test runs make it once.
+fn make_kafka_venv() -> Result<String, String> {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kafka-venv");
+    let py = root.join("bin").join("python");
+    let ready = root.join("ready");
+    std::fs::create_dir_all(Path::new(env!("CARGO_TARGET_TMPDIR"))).map_err(|e| e.to_string())?;
+    let lock_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kafka-venv.lock");
+    let lock = std::fs::File::create(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    lock.lock().map_err(|e| format!("lock {}: {e}", lock_path.display()))?;
+    let py_text = py.to_str().ok_or("the target directory's path is not UTF-8")?.to_owned();
+    if ready.exists() && has_kafka_clients(&py_text) {
+        return Ok(py_text);
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    eprintln!("making a Python virtual environment for the Kafka interop tests in {}", root.display());
+    let run = |cmd: &mut Command, what: &str| -> Result<(), String> {
+        let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!("{what}: {}", String::from_utf8_lossy(&out.stderr).trim()))
+        }
+    };
+    run(Command::new("python3").args(["-m", "venv"]).arg(&root), "python3 -m venv")?;
+    let requirements = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("kafka").join("requirements.txt");
+    run(Command::new(&py).args(["-m", "pip", "install", "-q", "-r"]).arg(&requirements), "pip install")?;
+    if !has_kafka_clients(&py_text) {
+        return Err(format!("{py_text} still cannot import the Kafka clients"));
+    }
+    std::fs::write(&ready, b"").map_err(|e| e.to_string())?;
+    Ok(py_text)
 }
 
 /// A script of `tests/kafka/`.
