@@ -216,6 +216,8 @@ pub fn from_log(log: &Log, budget: Budget) -> Result<LogAdvice> {
     let checkpoint = log.cleaner_checkpoint();
     let mut tally = DirtyKeys::new(budget, checkpoint)?;
     let snapshot = log.snapshot();
+    // Kafka: aborted batches are never mapped, and nothing at or past the last stable offset is cleanable.
+    let txns = snapshot.transactions()?;
     let mut scratch = Vec::new();
     let mut buf: Vec<(Option<&'static [u8]>, u64, u64)> = Vec::new();
     for segment in snapshot.closed().iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint)) {
@@ -225,7 +227,10 @@ pub fn from_log(log: &Log, budget: Budget) -> Result<LogAdvice> {
             for item in window.batches() {
                 let placed = item?;
                 let batch = placed.batch;
-                if batch.last_offset < checkpoint || !crate::keep::mapped_by_pass1(&batch) {
+                if batch.last_offset < checkpoint
+                    || batch.base_offset >= txns.last_stable_offset
+                    || !crate::keep::mapped_by_pass1(&batch, &txns)
+                {
                     continue;
                 }
                 let corrupt = |kind| log_core::Error::Corrupt {

@@ -2,6 +2,7 @@
 //! place these rules live: both segment formats (this project's frames, Kafka's batches) are judged by them.
 
 use log_core::BatchRef;
+use log_core::kafka::txn::TxnState;
 
 use crate::map::Probes;
 
@@ -10,6 +11,9 @@ use crate::map::Probes;
 pub(crate) struct Judge {
     /// Records at or past this offset were not mapped: kept as they are.
     pub(crate) end_offset: u64,
+    /// Kafka's last stable offset: a batch at or past it is kept as it is, even below the checkpoint (an open
+    /// transaction's records may yet be aborted). The log end for the native format.
+    pub(crate) last_stable_offset: u64,
     /// The pass's clock.
     pub(crate) now: i64,
     /// The delete horizon a tombstone kept for the first time gets.
@@ -49,7 +53,9 @@ pub(crate) struct CopyCounts {
     pub(crate) batches_rewritten: u64,
     pub(crate) batches_removed: u64,
     pub(crate) empty_batches_kept: u64,
-    pub(crate) transactional_batches_kept: u64,
+    pub(crate) control_batches_kept: u64,
+    pub(crate) aborted_batches_removed: u64,
+    pub(crate) aborted_records_removed: u64,
     pub(crate) tombstones_kept: u64,
     pub(crate) tombstones_stamped: u64,
     pub(crate) tombstones_dropped: u64,
@@ -70,7 +76,9 @@ impl CopyCounts {
         self.batches_rewritten += o.batches_rewritten;
         self.batches_removed += o.batches_removed;
         self.empty_batches_kept += o.empty_batches_kept;
-        self.transactional_batches_kept += o.transactional_batches_kept;
+        self.control_batches_kept += o.control_batches_kept;
+        self.aborted_batches_removed += o.aborted_batches_removed;
+        self.aborted_records_removed += o.aborted_records_removed;
         self.tombstones_kept += o.tombstones_kept;
         self.tombstones_stamped += o.tombstones_stamped;
         self.tombstones_dropped += o.tombstones_dropped;
@@ -116,15 +124,24 @@ pub(crate) fn verdict(rec: Facts, mapped: Option<u64>, judge: Judge, counts: &mu
 }
 
 /// True for a batch pass 2 keeps whole without judging its records: one that starts at or beyond the end
-/// offset (never mapped), and Kafka's transactional and control batches, which this pass neither maps nor
-/// filters (their records never remove another, and are never removed).
+/// offset (never mapped), one at or past Kafka's last stable offset, and Kafka's control batches
+/// (transaction markers: kept, as removing one needs Kafka's marker rule, which this pass does not apply yet).
 pub(crate) fn kept_whole(batch: &BatchRef<'_>, judge: &Judge) -> bool {
-    batch.base_offset >= judge.end_offset || batch.is_transactional() || batch.is_control()
+    batch.base_offset >= judge.end_offset || batch.base_offset >= judge.last_stable_offset || batch.is_control()
 }
 
-/// True for a batch pass 1 maps the keys of: any but Kafka's transactional and control batches.
-pub(crate) fn mapped_by_pass1(batch: &BatchRef<'_>) -> bool {
-    !batch.is_transactional() && !batch.is_control()
+/// True for a Kafka data batch of an aborted transaction (`txns`, derived from the partition's markers):
+/// pass 1 never maps its keys and pass 2 removes it whatever its keys, as Kafka's cleaner does. A committed
+/// transactional batch is judged record by record like any other.
+pub(crate) fn is_aborted(batch: &BatchRef<'_>, txns: &TxnState) -> bool {
+    batch.is_transactional()
+        && !batch.is_control()
+        && batch.producer_id().is_some_and(|p| txns.is_aborted(p, batch.base_offset))
+}
+
+/// True for a batch pass 1 maps the keys of: any but Kafka's control batches and aborted batches.
+pub(crate) fn mapped_by_pass1(batch: &BatchRef<'_>, txns: &TxnState) -> bool {
+    !batch.is_control() && !is_aborted(batch, txns)
 }
 
 /// What becomes of a batch once its records are judged.

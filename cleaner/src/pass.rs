@@ -1,12 +1,12 @@
 //! One cleaning pass: Kafka's two passes over the closed segments of a log, inside one cleaning transaction
 //! of the log ([`log_core::Cleaning`]).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use log_core::{Cleaning, Format, Log, LogSnapshot, Replacement, SealedSegment};
+use log_core::kafka::txn::TxnState;
+use log_core::{Cleaning, Log, Replacement, SealedSegment};
 
 use crate::clock::Clock;
 use crate::config::CleanerConfig;
@@ -291,23 +291,24 @@ impl Cleaner {
         };
         let closed = snapshot.closed();
         let limit = section.first_uncleanable_offset;
-        // Pass 1 maps only segments before the first one no pass may rewrite.
-        let dirty = dirty_segments(closed, checkpoint, section.first_uncleanable_base);
+        let txns = snapshot.transactions()?;
+        // Pass 1 maps only segments before the first one no pass may rewrite, and nothing past the LSO.
+        let dirty = dirty_segments(closed, checkpoint, section.first_uncleanable_base.min(limit));
         let end_offset = if self.shards.count() == 1 {
-            self.build_map(&dirty, checkpoint, limit, &mut stats)?
+            self.build_map(&dirty, checkpoint, limit, &txns, &mut stats)?
         } else {
-            self.build_shards(&dirty, checkpoint, limit, &mut stats)?
+            self.build_shards(&dirty, checkpoint, limit, &txns, &mut stats)?
         };
         stats.end_offset = end_offset;
 
         let pass2 = Instant::now();
         let judge = Judge {
             end_offset,
+            last_stable_offset: txns.last_stable_offset,
             now,
             horizon: now.saturating_add(options.delete_retention_ms.max(0)),
             purge: options.purge,
         };
-        let producer_last = producer_last_batches(&snapshot, &mut self.pace())?;
         // Segments from the first one no pass may rewrite (a too young one, the active one) are left alone.
         let recopy = end_offset.min(section.first_uncleanable_base);
         let groups = match options.grouping {
@@ -315,7 +316,7 @@ impl Cleaner {
             Grouping::None => cleaning.single_groups(recopy),
         };
         stats.groups = groups.len() as u64;
-        let cx = CopyContext { judge, shards: &self.shards, producer_last: &producer_last };
+        let cx = CopyContext { judge, shards: &self.shards, txns: &txns };
         let (replacements, counts) = self.copy_groups(&cleaning, &groups, &cx)?;
         counts.into_stats(&mut stats);
         stats.segments_unchanged = (groups.len() - replacements.len()) as u64;
@@ -370,23 +371,24 @@ impl Cleaner {
             ..CleanStats::default()
         };
         let limit = section.first_uncleanable_offset;
-        let dirty = dirty_segments(snapshot.closed(), checkpoint, section.first_uncleanable_base);
-        let end_offset = self.build_map(&dirty, checkpoint, limit, &mut stats)?;
+        let txns = snapshot.transactions()?;
+        let dirty = dirty_segments(snapshot.closed(), checkpoint, section.first_uncleanable_base.min(limit));
+        let end_offset = self.build_map(&dirty, checkpoint, limit, &txns, &mut stats)?;
         stats.end_offset = end_offset;
         let judge = Judge {
             end_offset,
+            last_stable_offset: txns.last_stable_offset,
             now,
             horizon: now.saturating_add(options.delete_retention_ms.max(0)),
             purge: options.purge,
         };
-        let producer_last = producer_last_batches(&snapshot, &mut self.pace())?;
         let max_bytes = match options.grouping {
             Grouping::BySize => log.config().segment_bytes,
             Grouping::None => 0,
         };
         let recopy = end_offset.min(section.first_uncleanable_base);
         let groups = log_core::cleaning::plan_groups(log.format(), snapshot.closed(), recopy, max_bytes);
-        let cx = CopyContext { judge, shards: &self.shards, producer_last: &producer_last };
+        let cx = CopyContext { judge, shards: &self.shards, txns: &txns };
         let mut counts = CopyCounts::default();
         let mut bufs = Buffers::default();
         let mut pace = self.pace();
@@ -406,6 +408,7 @@ impl Cleaner {
         dirty: &[Arc<SealedSegment>],
         checkpoint: u64,
         limit: u64,
+        txns: &TxnState,
         stats: &mut CleanStats,
     ) -> Result<u64> {
         let started = Instant::now();
@@ -420,7 +423,8 @@ impl Cleaner {
             done += s.size();
             send(progress, Phase::Map, done, total);
         };
-        let (end, scanned) = map_dirty(dirty, checkpoint, &mut pace, &|_| true, &mut put, &|_| false, &mut on_segment)?;
+        let (end, scanned) =
+            map_dirty(dirty, checkpoint, limit, txns, &mut pace, &|_| true, &mut put, &|_| false, &mut on_segment)?;
         pace.flush()?;
         stats.pass1.records_read = scanned.records;
         stats.pass1.bytes_read = scanned.bytes;
@@ -435,6 +439,7 @@ impl Cleaner {
         dirty: &[Arc<SealedSegment>],
         checkpoint: u64,
         limit: u64,
+        txns: &TxnState,
         stats: &mut CleanStats,
     ) -> Result<u64> {
         let started = Instant::now();
@@ -458,8 +463,17 @@ impl Cleaner {
                         let accept = |k: &[u8]| shard_of(k, n) == shard;
                         let stop_at = |first: u64| first >= refused.load(Ordering::Relaxed);
                         let mut put = |run: &mut Vec<(&[u8], u64)>| put_run(&mut **map, run);
-                        let (end, scanned) =
-                            map_dirty(dirty, checkpoint, &mut pace, &accept, &mut put, &stop_at, &mut |_| {})?;
+                        let (end, scanned) = map_dirty(
+                            dirty,
+                            checkpoint,
+                            limit,
+                            txns,
+                            &mut pace,
+                            &accept,
+                            &mut put,
+                            &stop_at,
+                            &mut |_| {},
+                        )?;
                         if let Some(r) = end.filter(|&r| r != u64::MAX) {
                             refused.fetch_min(r, Ordering::Relaxed);
                         }
@@ -563,7 +577,9 @@ impl CopyCounts {
         stats.pass2.batches_rewritten = self.batches_rewritten;
         stats.pass2.batches_removed = self.batches_removed;
         stats.pass2.empty_batches_kept = self.empty_batches_kept;
-        stats.pass2.transactional_batches_kept = self.transactional_batches_kept;
+        stats.pass2.control_batches_kept = self.control_batches_kept;
+        stats.pass2.aborted_batches_removed = self.aborted_batches_removed;
+        stats.pass2.aborted_records_removed = self.aborted_records_removed;
         stats.tombstones_kept = self.tombstones_kept;
         stats.tombstones_stamped = self.tombstones_stamped;
         stats.tombstones_dropped = self.tombstones_dropped;
@@ -603,34 +619,6 @@ fn put_run(map: &mut dyn OffsetMap, run: &mut Vec<(&[u8], u64)>) -> Option<u64> 
     let refused = run.get(put).map(|&(_, offset)| offset);
     run.clear();
     refused
-}
-
-/// For a Kafka partition, the base offset of the last batch of every producer in the whole log (the active
-/// segment included), from a walk of the batch headers: a pass keeps that batch, emptied if need be, as Kafka
-/// keeps it for the producer's state. Empty for the native format.
-fn producer_last_batches(snapshot: &LogSnapshot, pace: &mut Pace<'_>) -> Result<HashMap<i64, u64>> {
-    let mut last = HashMap::new();
-    if snapshot.format() != Format::Kafka {
-        return Ok(last);
-    }
-    let mut note = |_: u64, h: &log_core::kafka::BatchHeader| {
-        if h.producer_id >= 0
-            && let Ok(base) = u64::try_from(h.base_offset)
-        {
-            last.insert(h.producer_id, base);
-        }
-    };
-    for segment in snapshot.closed() {
-        pace.step(segment.size())?;
-        log_core::for_each_kafka_header(segment.source(), segment.name(), segment.size(), &mut note)?;
-    }
-    log_core::for_each_kafka_header(
-        snapshot.active_source(),
-        snapshot.active_name(),
-        snapshot.active_len(),
-        &mut note,
-    )?;
-    Ok(last)
 }
 
 /// The message of a caught panic.

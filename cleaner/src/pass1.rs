@@ -7,6 +7,8 @@ use std::sync::Arc;
 use log_core::{Placed, SealedSegment};
 
 use crate::error::Result;
+use log_core::kafka::txn::TxnState;
+
 use crate::keep::mapped_by_pass1;
 use crate::map::BATCH;
 use crate::pass::Pace;
@@ -18,8 +20,10 @@ pub(crate) struct Scanned {
     pub(crate) bytes: u64,
 }
 
-/// Maps the dirty section: every keyed record at or after `checkpoint` in `dirty` whose key `accept` takes,
-/// handed to `put` in runs. Checksums are not computed here: pass 2 reads every batch this pass reads (they
+/// Maps the dirty section: every keyed record from `checkpoint` up to `limit` in `dirty` whose key `accept`
+/// takes, handed to `put` in runs, leaving out Kafka's control batches and the batches of aborted transactions
+/// (`txns`), so that an aborted key never shadows a committed one. Nothing at or past `limit` (Kafka's last
+/// stable offset may lie inside a segment) is mapped: an open transaction's records may yet be aborted. Checksums are not computed here: pass 2 reads every batch this pass reads (they
 /// all lie below the end offset) and verifies it before anything is committed, so a damaged batch still fails
 /// the pass, having changed nothing; each batch is checksummed once per pass instead of twice.
 ///
@@ -28,9 +32,12 @@ pub(crate) struct Scanned {
 /// for the first offset of a run (another shard refused below it).
 ///
 /// Generic over its callbacks, so that the per-key test and the per-run hand-off are inlined into the scan.
+#[allow(clippy::too_many_arguments, reason = "the scan's inputs, each used once per record")]
 pub(crate) fn map_dirty<A, P, S>(
     dirty: &[Arc<SealedSegment>],
     checkpoint: u64,
+    limit: u64,
+    txns: &TxnState,
     pace: &mut Pace<'_>,
     accept: &A,
     put: &mut P,
@@ -58,6 +65,9 @@ where
                     if rec.offset < checkpoint {
                         continue;
                     }
+                    if rec.offset >= limit {
+                        break;
+                    }
                     scanned.records += 1;
                     scanned.bytes += len;
                     pace.step(len)?;
@@ -77,17 +87,23 @@ where
                 if batch.last_offset < checkpoint {
                     continue;
                 }
+                if batch.base_offset >= limit {
+                    break;
+                }
                 scanned.records += batch.record_count;
                 scanned.bytes += batch.len() as u64;
                 pace.step(batch.len() as u64)?;
-                if !mapped_by_pass1(&batch) {
+                if !mapped_by_pass1(&batch, txns) {
                     continue;
                 }
                 let corrupt = |kind| log_core::Error::Corrupt { segment: segment.name().to_owned(), position, kind };
                 if let Some(records) = batch.records_in_place() {
                     for rec in records.map_err(corrupt)? {
                         let rec = rec.map_err(corrupt)?;
-                        let Some(key) = rec.key.filter(|k| rec.offset >= checkpoint && accept(k)) else { continue };
+                        let Some(key) = rec.key.filter(|k| rec.offset >= checkpoint && rec.offset < limit && accept(k))
+                        else {
+                            continue;
+                        };
                         run.push((key, rec.offset));
                         if run.len() == BATCH {
                             refused = flush(&mut run, put, stop_at);
@@ -104,7 +120,9 @@ where
                         let mut local: Vec<(&[u8], u64)> = Vec::with_capacity(BATCH);
                         for rec in batch.records(&mut scratch).map_err(corrupt)? {
                             let rec = rec.map_err(corrupt)?;
-                            let Some(key) = rec.key.filter(|k| rec.offset >= checkpoint && accept(k)) else {
+                            let Some(key) =
+                                rec.key.filter(|k| rec.offset >= checkpoint && rec.offset < limit && accept(k))
+                            else {
                                 continue;
                             };
                             local.push((key, rec.offset));

@@ -4,24 +4,33 @@
 //! every record goes (Kafka keeps a producer's last batch, empty). The keys of uncompressed batches are looked
 //! up in runs of up to [`BATCH`] across batches, so a map can hide memory latency.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use log_core::{BatchRef, Cleaning, Format, Frame, GroupCopy, Placed, RecordRef, Replacement, SealedSegment, Stamp};
 
 use crate::error::Result;
-use crate::keep::{BatchDecision, CopyCounts, Facts, Judge, Verdict, batch_decision, kept_whole, verdict};
+use log_core::kafka::txn::TxnState;
+
+use crate::keep::{BatchDecision, CopyCounts, Facts, Judge, Verdict, batch_decision, is_aborted, kept_whole, verdict};
 use crate::map::BATCH;
 use crate::pass::Pace;
 use crate::pass1::recycle;
 use crate::shards::Shards;
 
-/// What pass 2 needs besides the group: the rule's settings, the map, the last batch of every producer (Kafka:
-/// base offset of its last batch in the log), and reusable buffers.
+/// What pass 2 needs besides the group: the rule's settings, the map, and the partition's transaction state
+/// (Kafka: aborted transactions, and the last data batch of every producer, kept even when emptied).
 pub(crate) struct CopyContext<'a> {
     pub(crate) judge: Judge,
     pub(crate) shards: &'a Shards,
-    pub(crate) producer_last: &'a HashMap<i64, u64>,
+    pub(crate) txns: &'a TxnState,
+}
+
+impl CopyContext<'_> {
+    /// True for the last data batch of its producer in the log: kept, emptied if need be, as Kafka keeps it
+    /// for the producer's sequence and epoch.
+    fn producer_last(&self, batch: &BatchRef<'_>) -> bool {
+        batch.producer_id().is_some_and(|p| self.txns.producer_last.get(&p) == Some(&batch.base_offset))
+    }
 }
 
 /// Buffers one pass-2 thread reuses from batch to batch (the borrowed ones empty between uses, recycled to
@@ -151,8 +160,17 @@ pub(crate) fn copy_segments<O: CopyOutput>(
                 if kept_whole(&batch, &cx.judge) {
                     settle(copy, &mut pending, &mut records, cx, bufs, counts)?;
                     keys = 0;
-                    counts.transactional_batches_kept += u64::from(batch.is_transactional() || batch.is_control());
+                    counts.control_batches_kept += u64::from(batch.is_control());
                     keep_bytes(copy, &placed, counts)?;
+                    continue;
+                }
+                if is_aborted(&batch, cx.txns) {
+                    // Gone whatever its keys (emptied instead when it is its producer's last data batch).
+                    settle(copy, &mut pending, &mut records, cx, bufs, counts)?;
+                    keys = 0;
+                    counts.aborted_batches_removed += 1;
+                    counts.aborted_records_removed += batch.record_count;
+                    decide(copy, &placed, &[], None, cx, bufs, counts)?;
                     continue;
                 }
                 let corrupt = |kind| log_core::Error::Corrupt {
@@ -343,8 +361,7 @@ fn judge_compressed<O: CopyOutput>(
                 index += 1;
             }
         }
-        let producer_last = batch.producer_id().is_some_and(|p| cx.producer_last.get(&p) == Some(&batch.base_offset));
-        match batch_decision(batch, kept, stamp, producer_last) {
+        match batch_decision(batch, kept, stamp, cx.producer_last(batch)) {
             BatchDecision::Copy => keep_bytes(copy, placed, counts),
             BatchDecision::Remove => {
                 counts.batches_removed += 1;
@@ -462,8 +479,7 @@ fn decide<O: CopyOutput>(
     counts: &mut CopyCounts,
 ) -> Result<()> {
     let batch: &BatchRef<'_> = &placed.batch;
-    let producer_last = batch.producer_id().is_some_and(|p| cx.producer_last.get(&p) == Some(&batch.base_offset));
-    match batch_decision(batch, kept.len(), stamp, producer_last) {
+    match batch_decision(batch, kept.len(), stamp, cx.producer_last(batch)) {
         BatchDecision::Copy => keep_bytes(copy, placed, counts),
         BatchDecision::Remove => {
             counts.batches_removed += 1;

@@ -103,8 +103,12 @@ pub struct Pass2Stats {
     pub batches_removed: u64,
     /// Kafka batches that lost every record and stayed, empty, as their producer's last batch.
     pub empty_batches_kept: u64,
-    /// Kafka transactional and control batches kept whole.
-    pub transactional_batches_kept: u64,
+    /// Kafka control batches (transaction markers) kept whole.
+    pub control_batches_kept: u64,
+    /// Kafka data batches of aborted transactions removed (or emptied, when their producer's last).
+    pub aborted_batches_removed: u64,
+    /// Records of those batches.
+    pub aborted_records_removed: u64,
     /// Records scanned.
     pub records_read: u64,
     /// Bytes scanned.

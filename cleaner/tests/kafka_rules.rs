@@ -1,6 +1,8 @@
 //! Kafka's batch rules, one test each, on partitions built batch by batch: a producer's last batch stays,
 //! emptied, when a pass drops its every record (its producer id, epoch and sequence are the producer's state);
-//! any other emptied batch goes.
+//! any other emptied batch goes. Transactions: an aborted transaction's batches go whatever their keys and
+//! never shadow a committed key; committed transactional records are deduplicated like others; an open
+//! transaction holds the cleaner at its first offset (the last stable offset).
 
 use std::sync::Arc;
 
@@ -15,7 +17,18 @@ struct Spec {
     base: i64,
     producer: Option<(i64, i16, i32)>,
     keys: &'static [&'static str],
+    kind: Kind,
 }
+
+/// A plain data batch, a transactional one, or a transaction marker (keys then ignored: one control record).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Plain,
+    Txn,
+    Commit,
+    Abort,
+}
+use Kind::{Abort, Commit, Plain, Txn};
 
 /// Writes `closed` as one closed segment and an empty active segment after it.
 fn partition(closed: &[Spec]) -> Arc<dyn SegmentStore> {
@@ -23,28 +36,40 @@ fn partition(closed: &[Spec]) -> Arc<dyn SegmentStore> {
     let file = store.create(&name(0, SegmentFile::Log, Stage::Live)).expect("create");
     let mut next = 0;
     for b in closed {
-        let values: Vec<String> = (0..b.keys.len()).map(|i| format!("v{}", b.base + i as i64)).collect();
-        let records: Vec<RecordToWrite<'_>> = b
-            .keys
+        let marker = [0, 0, 0, u8::from(b.kind == Commit)];
+        let keys: Vec<&[u8]> = match b.kind {
+            Commit | Abort => vec![&marker[..]],
+            Plain | Txn => b.keys.iter().map(|k| k.as_bytes()).collect(),
+        };
+        let values: Vec<Vec<u8>> = match b.kind {
+            Commit | Abort => vec![vec![0, 0, 0, 0, 0, 5]],
+            Plain | Txn => (0..keys.len()).map(|i| format!("v{}", b.base + i as i64).into_bytes()).collect(),
+        };
+        let records: Vec<RecordToWrite<'_>> = keys
             .iter()
             .enumerate()
             .map(|(i, k)| RecordToWrite {
                 offset: b.base + i as i64,
                 timestamp: 1_000 + b.base + i as i64,
-                key: Some(k.as_bytes()),
-                value: Some(values[i].as_bytes()),
+                key: Some(k),
+                value: Some(&values[i]),
                 header_count: 0,
                 header_bytes: &[],
             })
             .collect();
-        let mut h = new_header(b.base, b.keys.len() as i32 - 1);
+        let mut h = new_header(b.base, keys.len() as i32 - 1);
         if let Some((id, epoch, seq)) = b.producer {
             (h.producer_id, h.producer_epoch, h.base_sequence) = (id, epoch, seq);
         }
+        h.attributes |= match b.kind {
+            Plain => 0,
+            Txn => 0x10,
+            Commit | Abort => 0x30,
+        };
         let mut bytes = Vec::new();
         write_batch(&h, Compression::None, None, &records, &mut bytes, &mut Vec::new()).expect("batch");
         file.append(&bytes).expect("append");
-        next = b.base + b.keys.len() as i64;
+        next = b.base + keys.len() as i64;
     }
     file.sync().expect("sync");
     file.seal().expect("seal");
@@ -74,13 +99,13 @@ fn after_a_pass(store: Arc<dyn SegmentStore>) -> Vec<(i64, i64, i32, i64)> {
 fn a_producers_emptied_last_batch_stays_and_its_other_emptied_batches_go() {
     let store = partition(&[
         // Producer 7's only batch: its record is superseded below.
-        Spec { base: 0, producer: Some((7, 1, 0)), keys: &["x"] },
+        Spec { base: 0, producer: Some((7, 1, 0)), keys: &["x"], kind: Plain },
         // Producer 8: two batches, both emptied; only the second is its last.
-        Spec { base: 1, producer: Some((8, 2, 0)), keys: &["y"] },
-        Spec { base: 2, producer: Some((8, 2, 1)), keys: &["z"] },
+        Spec { base: 1, producer: Some((8, 2, 0)), keys: &["y"], kind: Plain },
+        Spec { base: 2, producer: Some((8, 2, 1)), keys: &["z"], kind: Plain },
         // A plain batch, emptied too: it goes.
-        Spec { base: 3, producer: None, keys: &["w"] },
-        Spec { base: 4, producer: None, keys: &["x", "y", "z", "w"] },
+        Spec { base: 3, producer: None, keys: &["w"], kind: Plain },
+        Spec { base: 4, producer: None, keys: &["x", "y", "z", "w"], kind: Plain },
     ]);
     assert_eq!(
         after_a_pass(store),
@@ -92,10 +117,70 @@ fn a_producers_emptied_last_batch_stays_and_its_other_emptied_batches_go() {
 #[test]
 fn a_producers_last_batch_later_in_the_log_lets_its_earlier_emptied_batch_go() {
     let store = partition(&[
-        Spec { base: 0, producer: Some((7, 1, 0)), keys: &["x"] },
-        Spec { base: 1, producer: None, keys: &["x"] },
+        Spec { base: 0, producer: Some((7, 1, 0)), keys: &["x"], kind: Plain },
+        Spec { base: 1, producer: None, keys: &["x"], kind: Plain },
         // Producer 7 wrote again: this is its last batch, and it keeps its record.
-        Spec { base: 2, producer: Some((7, 1, 1)), keys: &["q"] },
+        Spec { base: 2, producer: Some((7, 1, 1)), keys: &["q"], kind: Plain },
     ]);
     assert_eq!(after_a_pass(store), vec![(1, 1, 1, -1), (2, 2, 1, 7)]);
+}
+
+#[test]
+fn an_aborted_transaction_goes_whatever_its_keys_and_never_shadows_a_committed_key() {
+    let store = partition(&[
+        Spec { base: 0, producer: None, keys: &["a"], kind: Plain },
+        // Producer 50's transaction writes `a` and is aborted: `a` at offset 0 is still the latest committed.
+        Spec { base: 1, producer: Some((50, 0, 0)), keys: &["a", "n"], kind: Txn },
+        Spec { base: 3, producer: Some((50, 0, 2)), keys: &[], kind: Abort },
+        // Producer 51 commits `b` twice: the first is superseded like any record.
+        Spec { base: 4, producer: Some((51, 0, 0)), keys: &["b"], kind: Txn },
+        Spec { base: 5, producer: Some((51, 0, 1)), keys: &[], kind: Commit },
+        Spec { base: 6, producer: Some((51, 0, 2)), keys: &["b"], kind: Txn },
+        Spec { base: 7, producer: Some((51, 0, 3)), keys: &[], kind: Commit },
+    ]);
+    assert_eq!(
+        after_a_pass(store),
+        vec![
+            (0, 0, 1, -1),
+            // Producer 50's aborted batch is its last data batch: kept empty for its state, as Kafka keeps it.
+            (1, 2, 0, 50),
+            (3, 3, 1, 50),
+            (5, 5, 1, 51),
+            (6, 6, 1, 51),
+            (7, 7, 1, 51),
+        ],
+        "the aborted records and the superseded committed one go; every marker stays"
+    );
+}
+
+#[test]
+fn an_aborted_batch_that_is_not_its_producers_last_goes_entirely() {
+    let store = partition(&[
+        Spec { base: 0, producer: Some((50, 0, 0)), keys: &["a"], kind: Txn },
+        Spec { base: 1, producer: Some((50, 0, 1)), keys: &[], kind: Abort },
+        Spec { base: 2, producer: Some((50, 0, 2)), keys: &["c"], kind: Txn },
+        Spec { base: 3, producer: Some((50, 0, 3)), keys: &[], kind: Commit },
+    ]);
+    assert_eq!(after_a_pass(store), vec![(1, 1, 1, 50), (2, 2, 1, 50), (3, 3, 1, 50)]);
+}
+
+#[test]
+fn an_open_transaction_holds_the_cleaner_at_its_first_offset() {
+    let store = partition(&[
+        Spec { base: 0, producer: None, keys: &["a"], kind: Plain },
+        Spec { base: 1, producer: None, keys: &["a"], kind: Plain },
+        // Producer 60's transaction is still open: the last stable offset is 2.
+        Spec { base: 2, producer: Some((60, 0, 0)), keys: &["a"], kind: Txn },
+        Spec { base: 3, producer: None, keys: &["a"], kind: Plain },
+        Spec { base: 4, producer: None, keys: &["a"], kind: Plain },
+    ]);
+    let log = Log::open_kafka(Arc::clone(&store), LogConfig::default(), CheckpointFile::Memory).expect("open");
+    let section = log.dirty_section(5_000, 0);
+    assert_eq!((section.last_stable_offset, section.first_uncleanable_offset), (Some(2), 2));
+    drop(log);
+    assert_eq!(
+        after_a_pass(store),
+        vec![(1, 1, 1, -1), (2, 2, 1, 60), (3, 3, 1, -1), (4, 4, 1, -1)],
+        "only offset 0 goes: it is shadowed below the LSO; nothing at or past it is touched"
+    );
 }

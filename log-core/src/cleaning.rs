@@ -54,6 +54,12 @@ pub struct DirtySection {
     /// The first record timestamp of the active segment (a scheduler rolls an active segment older than the
     /// maximum lag, as Kafka does, so that its records can be cleaned at all).
     pub active_first_timestamp: Option<i64>,
+    /// Kafka: the last stable offset (the first offset of the earliest open transaction, else the log end),
+    /// which bounds the first uncleanable offset; `None` for the native format, or when the transaction state
+    /// could not be read (the pass that needs it then fails naming why).
+    pub last_stable_offset: Option<u64>,
+    /// Kafka: open transactions (each holds the LSO back while it stays open).
+    pub open_transactions: usize,
 }
 
 impl DirtySection {
@@ -71,6 +77,17 @@ impl DirtySection {
             active_first_timestamp: snapshot.active_first_timestamp(),
             ..DirtySection::default()
         };
+        if snapshot.format() == crate::Format::Kafka
+            && let Ok(txns) = snapshot.transactions()
+        {
+            // Kafka never cleans at or past the last stable offset: an open transaction's records may still be
+            // aborted.
+            section.last_stable_offset = Some(txns.last_stable_offset);
+            section.open_transactions = txns.open.len();
+            if txns.last_stable_offset < active_base {
+                section.first_uncleanable_offset = txns.last_stable_offset.max(checkpoint);
+            }
+        }
         let young_after = now_ms.saturating_sub(min_compaction_lag_ms.max(0));
         for segment in snapshot.closed() {
             let summary = segment.summary();
@@ -83,7 +100,7 @@ impl DirtySection {
             }
             let too_young = min_compaction_lag_ms > 0 && summary.max_timestamp.is_some_and(|t| t > young_after);
             if too_young && section.first_uncleanable_base == active_base {
-                section.first_uncleanable_offset = segment.base().max(checkpoint);
+                section.first_uncleanable_offset = section.first_uncleanable_offset.min(segment.base().max(checkpoint));
                 section.first_uncleanable_base = segment.base();
             }
             if segment.base() < section.first_uncleanable_offset && section.first_uncleanable_offset > checkpoint {

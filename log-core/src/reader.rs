@@ -29,6 +29,25 @@ pub struct LogSnapshot {
 }
 
 impl LogSnapshot {
+    /// The transaction state of the snapshot's log (Kafka: aborted and open transactions, the last stable
+    /// offset, each producer's last data batch; for the native format none, and the LSO is the log end). Closed
+    /// segments are walked once and remembered; the active segment is walked each call.
+    ///
+    /// # Errors
+    /// [`crate::Error::Corrupt`] for a header or control batch that does not parse; [`crate::Error::Io`].
+    pub fn transactions(&self) -> crate::Result<crate::kafka::txn::TxnState> {
+        use crate::kafka::txn::{SegmentTxns, TxnState};
+        if self.format == Format::Native {
+            return Ok(TxnState::fold([], self.next_offset));
+        }
+        let mut segments = Vec::with_capacity(self.closed.len() + 1);
+        for s in self.closed.iter() {
+            segments.push(s.transactions()?);
+        }
+        segments.push(std::sync::Arc::new(SegmentTxns::scan(&self.active, &self.active_name, self.active_len)?));
+        Ok(TxnState::fold(segments.iter().map(|s| &**s), self.next_offset))
+    }
+
     pub(crate) fn new(
         format: Format,
         closed: Arc<Vec<Arc<SealedSegment>>>,

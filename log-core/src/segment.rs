@@ -189,6 +189,8 @@ pub struct SealedSegment {
     /// Bytes of batches; a zero fill after them (a preallocated Kafka segment) is left out.
     data_len: u64,
     summary: SegmentSummary,
+    /// Its transactional facts (Kafka), walked once on first use: the segment never changes.
+    txns: std::sync::OnceLock<Arc<crate::kafka::txn::SegmentTxns>>,
 }
 
 /// What loading a segment learned besides its summary.
@@ -225,7 +227,7 @@ impl SealedSegment {
         let source = SegmentSource::of(&file).map_err(Error::io("map", &name))?;
         let len = file.len();
         let (summary, data_len) = summarize(format, base, &name, &source, len, index_interval, true)?;
-        Ok(SealedSegment { base, name, format, file, source, data_len, summary })
+        Ok(SealedSegment { base, name, format, file, source, data_len, summary, txns: Default::default() })
     }
 
     /// As [`SealedSegment::load`], also returning what it noticed.
@@ -246,7 +248,10 @@ impl SealedSegment {
         let verify = format == Format::Native;
         let (summary, data_len) = summarize(format, base, &name, &source, len, index_interval, verify)?;
         let zero_fill = (data_len < len).then_some(data_len);
-        Ok((SealedSegment { base, name, format, file, source, data_len, summary }, Loaded { zero_fill }))
+        Ok((
+            SealedSegment { base, name, format, file, source, data_len, summary, txns: Default::default() },
+            Loaded { zero_fill },
+        ))
     }
 
     /// Opens a sealed segment of the native format using its `.lcindex` hint when it checks out (no scan),
@@ -274,13 +279,13 @@ impl SealedSegment {
         let len = file.len();
         if let Some(summary) = read_hint(store, base, &name, &source, len) {
             return Ok((
-                SealedSegment { base, name, format, file, source, data_len: len, summary },
+                SealedSegment { base, name, format, file, source, data_len: len, summary, txns: Default::default() },
                 false,
                 Loaded::default(),
             ));
         }
         let (summary, data_len) = summarize(format, base, &name, &source, len, index_interval, true)?;
-        let segment = SealedSegment { base, name, format, file, source, data_len, summary };
+        let segment = SealedSegment { base, name, format, file, source, data_len, summary, txns: Default::default() };
         if rewrite_hint {
             // The hint is optional: failing to save it (a full disk) must not keep the log from opening; the
             // log is not live yet, so nothing waits on this write, and the next open tries again.
@@ -320,7 +325,7 @@ impl SealedSegment {
         summary: SegmentSummary,
     ) -> Self {
         let data_len = file.len();
-        SealedSegment { base, name, format, file, source, data_len, summary }
+        SealedSegment { base, name, format, file, source, data_len, summary, txns: Default::default() }
     }
 
     /// The same segment under a new file name (after a rename).
@@ -368,6 +373,22 @@ impl SealedSegment {
     /// Offsets, index and counts learned when the segment was loaded or written.
     pub fn summary(&self) -> &SegmentSummary {
         &self.summary
+    }
+
+    /// Its transactional data batches and markers and the last data batch of each producer (empty for the
+    /// native format), from a walk of its batch headers on first use.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] for a header or control batch that does not parse; [`Error::Io`].
+    pub fn transactions(&self) -> Result<Arc<crate::kafka::txn::SegmentTxns>> {
+        if let Some(t) = self.txns.get() {
+            return Ok(Arc::clone(t));
+        }
+        let t = Arc::new(match self.format {
+            Format::Native => crate::kafka::txn::SegmentTxns::default(),
+            Format::Kafka => crate::kafka::txn::SegmentTxns::scan(&self.source, &self.name, self.data_len)?,
+        });
+        Ok(Arc::clone(self.txns.get_or_init(|| t)))
     }
 
     /// True for the output of a native cleaning pass that kept no record of its segment: it holds a removal

@@ -28,6 +28,7 @@ pub mod files;
 pub mod index;
 pub(crate) mod open;
 pub(crate) mod swap;
+pub mod txn;
 pub mod varint;
 
 pub use batch::{

@@ -1,0 +1,371 @@
+//! The transaction state of a Kafka partition, derived from its batches as a broker's segment recovery derives
+//! it: which transactions were aborted, which are still open, where the last stable offset (LSO) lies, and the
+//! last data batch of every producer.
+//!
+//! A transactional producer's data batches open a transaction at the first of them; its control batch (a
+//! marker whose one record's key is a version and a type, `0` ABORT, `1` COMMIT) ends it. An aborted
+//! transaction spans from its first data batch to its marker (a marker without data before it is an empty
+//! transaction spanning only itself), as the entries of Kafka's `.txnindex` do. A transaction with no marker
+//! yet is open: the LSO is the first offset of the earliest open one (else the log end), and no cleaner may
+//! take anything at or past it.
+//!
+//! The walk reads batch headers only (61 bytes a batch), and the whole of a control batch, which is a record
+//! of a few bytes. A closed segment's share is computed once and kept with the segment
+//! ([`crate::SealedSegment::transactions`]); the active segment is walked afresh each time.
+
+use std::collections::HashMap;
+
+use crate::error::{CorruptKind, Error, Result};
+use crate::kafka::{Batch, BatchHeader};
+use crate::scan::SegmentSource;
+
+/// The largest control batch read (Kafka's is one record of a few bytes; more is damage, not a marker).
+const MAX_CONTROL_BATCH_BYTES: u64 = 64 << 10;
+
+/// What a transaction marker says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerType {
+    /// The transaction's records are discarded.
+    Abort,
+    /// The transaction's records are visible.
+    Commit,
+    /// A control type this reader does not know (kept, never acted on).
+    Other(i16),
+}
+
+/// One transactional fact of a segment, in offset order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxnEvent {
+    /// A transactional data batch.
+    Data {
+        /// Its producer.
+        producer_id: i64,
+        /// The producer's epoch.
+        producer_epoch: i16,
+        /// The batch's first offset.
+        base_offset: u64,
+        /// The batch's last offset.
+        last_offset: u64,
+        /// Its first timestamp.
+        timestamp: i64,
+        /// Records of the batch.
+        records: u64,
+        /// Bytes of the batch.
+        bytes: u64,
+    },
+    /// A control batch (transaction marker).
+    Marker {
+        /// Its producer.
+        producer_id: i64,
+        /// The producer's epoch.
+        producer_epoch: i16,
+        /// The marker's offset.
+        offset: u64,
+        /// Abort or commit.
+        kind: MarkerType,
+        /// The transaction coordinator's epoch that wrote it.
+        coordinator_epoch: i32,
+        /// Bytes of the batch.
+        bytes: u64,
+    },
+}
+
+/// One segment's transactional facts and the last data batch of each producer in it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SegmentTxns {
+    /// Transactional data batches and markers, in offset order.
+    pub events: Vec<TxnEvent>,
+    /// Producer id → base offset of its last data batch in the segment (transactional or idempotent).
+    pub last_data_batch: Vec<(i64, u64)>,
+}
+
+impl SegmentTxns {
+    /// Walks the batch headers of `source` up to `end` (a zero fill ends the data), reading each control batch
+    /// whole.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] for a header that does not parse, a length past `end`, or a control batch without a
+    /// control record; [`Error::Io`].
+    pub fn scan(source: &SegmentSource, name: &str, end: u64) -> Result<SegmentTxns> {
+        let mut out = SegmentTxns::default();
+        let mut last: HashMap<i64, u64> = HashMap::new();
+        let mut problem: Option<Error> = None;
+        let mut buf = Vec::new();
+        crate::for_each_kafka_header(source, name, end, |pos, h| {
+            if problem.is_some() || h.producer_id < 0 {
+                return;
+            }
+            let (Ok(base), Ok(last_offset)) = (u64::try_from(h.base_offset), u64::try_from(h.last_offset())) else {
+                return;
+            };
+            if h.is_control() {
+                match read_marker(source, name, pos, h, &mut buf) {
+                    Ok((kind, coordinator_epoch)) => out.events.push(TxnEvent::Marker {
+                        producer_id: h.producer_id,
+                        producer_epoch: h.producer_epoch,
+                        offset: base,
+                        kind,
+                        coordinator_epoch,
+                        bytes: h.size() as u64,
+                    }),
+                    Err(e) => problem = Some(e),
+                }
+                return;
+            }
+            last.insert(h.producer_id, base);
+            if h.is_transactional() {
+                out.events.push(TxnEvent::Data {
+                    producer_id: h.producer_id,
+                    producer_epoch: h.producer_epoch,
+                    base_offset: base,
+                    last_offset,
+                    timestamp: h.base_timestamp,
+                    records: u64::try_from(h.records_count).unwrap_or(0),
+                    bytes: h.size() as u64,
+                });
+            }
+        })?;
+        if let Some(e) = problem {
+            return Err(e);
+        }
+        out.last_data_batch = last.into_iter().collect();
+        out.last_data_batch.sort_unstable();
+        Ok(out)
+    }
+}
+
+/// The type and coordinator epoch of the control batch at `pos`.
+fn read_marker(
+    source: &SegmentSource,
+    name: &str,
+    pos: u64,
+    h: &BatchHeader,
+    buf: &mut Vec<u8>,
+) -> Result<(MarkerType, i32)> {
+    let corrupt = |what| Error::Corrupt { segment: name.to_owned(), position: pos, kind: CorruptKind::Malformed(what) };
+    let len = h.size() as u64;
+    if len > MAX_CONTROL_BATCH_BYTES {
+        return Err(corrupt("a control batch larger than any transaction marker"));
+    }
+    buf.clear();
+    buf.resize(len as usize, 0);
+    source.read_at(pos, buf).map_err(Error::io("read", name))?;
+    let batch = Batch::parse_unverified(buf).map_err(|p| Error::Corrupt {
+        segment: name.to_owned(),
+        position: pos,
+        kind: CorruptKind::Kafka(p),
+    })?;
+    let mut scratch = Vec::new();
+    let mut records = batch.records(&mut scratch).map_err(|p| Error::Corrupt {
+        segment: name.to_owned(),
+        position: pos,
+        kind: CorruptKind::Kafka(p),
+    })?;
+    let record = records
+        .next()
+        .ok_or_else(|| corrupt("a control batch without a control record"))?
+        .map_err(|p| Error::Corrupt { segment: name.to_owned(), position: pos, kind: CorruptKind::Kafka(p) })?;
+    let key = record.key.filter(|k| k.len() >= 4).ok_or_else(|| corrupt("a control record without its key"))?;
+    let kind = match i16::from_be_bytes([key[2], key[3]]) {
+        0 => MarkerType::Abort,
+        1 => MarkerType::Commit,
+        other => MarkerType::Other(other),
+    };
+    // The value: a version (2 bytes) and the coordinator's epoch (4 bytes).
+    let coordinator_epoch =
+        record.value.filter(|v| v.len() >= 6).map_or(-1, |v| i32::from_be_bytes([v[2], v[3], v[4], v[5]]));
+    Ok((kind, coordinator_epoch))
+}
+
+/// An aborted transaction: Kafka's `.txnindex` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct AbortedTxn {
+    /// Its producer.
+    pub producer_id: i64,
+    /// Its first offset (its first data batch, or the marker for an empty transaction).
+    pub first_offset: u64,
+    /// Its marker's offset.
+    pub last_offset: u64,
+    /// The LSO once the marker was written: the first offset of the earliest other open transaction, else the
+    /// marker's offset + 1.
+    pub last_stable_offset: u64,
+}
+
+/// A transaction without a marker yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct OpenTxn {
+    /// Its producer.
+    pub producer_id: i64,
+    /// The producer's epoch in its first batch.
+    pub producer_epoch: i16,
+    /// Its first offset.
+    pub first_offset: u64,
+    /// The first timestamp of its first batch.
+    pub first_timestamp: i64,
+    /// The coordinator epoch of this producer's last marker, if any (what ending it by hand needs).
+    pub coordinator_epoch: Option<i32>,
+}
+
+/// The transaction state of a whole partition. See the module docs.
+#[derive(Debug, Clone, Default)]
+pub struct TxnState {
+    /// Aborted transactions in the order of their markers.
+    pub aborted: Vec<AbortedTxn>,
+    /// Open transactions, by first offset.
+    pub open: Vec<OpenTxn>,
+    /// The last stable offset: the first offset of the earliest open transaction, else the log end.
+    pub last_stable_offset: u64,
+    /// Producer id → base offset of its last data batch in the log.
+    pub producer_last: HashMap<i64, u64>,
+    /// Records of data batches of aborted transactions.
+    pub aborted_records: u64,
+    /// Bytes of those batches.
+    pub aborted_bytes: u64,
+    /// Markers (control batches).
+    pub markers: u64,
+    /// Bytes of the markers.
+    pub marker_bytes: u64,
+    /// Producer id → aborted ranges `(first, last)`, sorted, for [`TxnState::is_aborted`].
+    ranges: HashMap<i64, Vec<(u64, u64)>>,
+}
+
+impl TxnState {
+    /// The state of a log of `segments` (in offset order) whose next offset is `next_offset`.
+    pub fn fold<'a>(segments: impl IntoIterator<Item = &'a SegmentTxns>, next_offset: u64) -> TxnState {
+        struct Ongoing {
+            epoch: i16,
+            first: u64,
+            timestamp: i64,
+            data: Vec<(u64, u64)>,
+        }
+        let mut state = TxnState { last_stable_offset: next_offset, ..TxnState::default() };
+        let mut ongoing: HashMap<i64, Ongoing> = HashMap::new();
+        let mut coordinator: HashMap<i64, i32> = HashMap::new();
+        for seg in segments {
+            for &(p, base) in &seg.last_data_batch {
+                state.producer_last.insert(p, base);
+            }
+            for ev in &seg.events {
+                match *ev {
+                    TxnEvent::Data { producer_id, producer_epoch, base_offset, timestamp, records, bytes, .. } => {
+                        let o = ongoing.entry(producer_id).or_insert_with(|| Ongoing {
+                            epoch: producer_epoch,
+                            first: base_offset,
+                            timestamp,
+                            data: Vec::new(),
+                        });
+                        o.data.push((records, bytes));
+                    }
+                    TxnEvent::Marker { producer_id, offset, kind, coordinator_epoch, bytes, .. } => {
+                        state.markers += 1;
+                        state.marker_bytes += bytes;
+                        coordinator.insert(producer_id, coordinator_epoch);
+                        let ended = ongoing.remove(&producer_id);
+                        if kind != MarkerType::Abort {
+                            continue;
+                        }
+                        let first = ended.as_ref().map_or(offset, |o| o.first);
+                        if let Some(o) = &ended {
+                            for &(r, b) in &o.data {
+                                state.aborted_records += r;
+                                state.aborted_bytes += b;
+                            }
+                        }
+                        let lso = ongoing.values().map(|o| o.first).min().unwrap_or(offset.saturating_add(1));
+                        state.aborted.push(AbortedTxn {
+                            producer_id,
+                            first_offset: first,
+                            last_offset: offset,
+                            last_stable_offset: lso,
+                        });
+                        state.ranges.entry(producer_id).or_default().push((first, offset));
+                    }
+                }
+            }
+        }
+        state.open = ongoing
+            .into_iter()
+            .map(|(producer_id, o)| OpenTxn {
+                producer_id,
+                producer_epoch: o.epoch,
+                first_offset: o.first,
+                first_timestamp: o.timestamp,
+                coordinator_epoch: coordinator.get(&producer_id).copied(),
+            })
+            .collect();
+        state.open.sort_unstable_by_key(|o| (o.first_offset, o.producer_id));
+        if let Some(first) = state.open.first() {
+            state.last_stable_offset = state.last_stable_offset.min(first.first_offset);
+        }
+        for r in state.ranges.values_mut() {
+            r.sort_unstable();
+        }
+        state
+    }
+
+    /// True when the transactional batch of `producer_id` starting at `base_offset` belongs to an aborted
+    /// transaction.
+    pub fn is_aborted(&self, producer_id: i64, base_offset: u64) -> bool {
+        let Some(ranges) = self.ranges.get(&producer_id) else { return false };
+        // The last range starting at or before the batch; ranges of one producer never overlap.
+        let i = ranges.partition_point(|&(first, _)| first <= base_offset);
+        i > 0 && ranges[i - 1].1 >= base_offset
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(p: i64, base: u64) -> TxnEvent {
+        TxnEvent::Data {
+            producer_id: p,
+            producer_epoch: 0,
+            base_offset: base,
+            last_offset: base,
+            timestamp: 0,
+            records: 1,
+            bytes: 70,
+        }
+    }
+
+    fn marker(p: i64, offset: u64, kind: MarkerType) -> TxnEvent {
+        TxnEvent::Marker { producer_id: p, producer_epoch: 0, offset, kind, coordinator_epoch: 3, bytes: 78 }
+    }
+
+    #[test]
+    fn aborted_open_and_committed_transactions_are_told_apart() {
+        let seg = SegmentTxns {
+            events: vec![
+                data(1, 0),
+                data(2, 1),
+                data(1, 2),
+                marker(1, 3, MarkerType::Abort),
+                marker(2, 4, MarkerType::Commit),
+                marker(3, 5, MarkerType::Abort),
+                data(1, 6),
+                data(2, 7),
+            ],
+            last_data_batch: vec![(1, 6), (2, 7)],
+        };
+        let s = TxnState::fold([&seg], 8);
+        assert_eq!(
+            s.aborted,
+            vec![
+                AbortedTxn { producer_id: 1, first_offset: 0, last_offset: 3, last_stable_offset: 1 },
+                AbortedTxn { producer_id: 3, first_offset: 5, last_offset: 5, last_stable_offset: 6 },
+            ]
+        );
+        assert!(s.is_aborted(1, 0) && s.is_aborted(1, 2) && !s.is_aborted(2, 1) && !s.is_aborted(1, 6));
+        assert_eq!(s.open.iter().map(|o| (o.producer_id, o.first_offset)).collect::<Vec<_>>(), vec![(1, 6), (2, 7)]);
+        assert_eq!(s.open[0].coordinator_epoch, Some(3));
+        assert_eq!(s.last_stable_offset, 6);
+        assert_eq!((s.aborted_records, s.markers), (2, 3));
+    }
+
+    #[test]
+    fn without_open_transactions_the_lso_is_the_log_end() {
+        let seg = SegmentTxns { events: vec![data(1, 0), marker(1, 1, MarkerType::Commit)], last_data_batch: vec![] };
+        assert_eq!(TxnState::fold([&seg], 9).last_stable_offset, 9);
+    }
+}
