@@ -2,7 +2,7 @@
 //! place these rules live: both segment formats (this project's frames, Kafka's batches) are judged by them.
 
 use log_core::BatchRef;
-use log_core::kafka::txn::TxnState;
+use log_core::kafka::txn::{MarkerType, TxnState};
 
 use crate::map::Probes;
 
@@ -54,6 +54,8 @@ pub(crate) struct CopyCounts {
     pub(crate) batches_removed: u64,
     pub(crate) empty_batches_kept: u64,
     pub(crate) control_batches_kept: u64,
+    pub(crate) markers_stamped: u64,
+    pub(crate) markers_removed: u64,
     pub(crate) aborted_batches_removed: u64,
     pub(crate) aborted_records_removed: u64,
     pub(crate) tombstones_kept: u64,
@@ -77,6 +79,8 @@ impl CopyCounts {
         self.batches_removed += o.batches_removed;
         self.empty_batches_kept += o.empty_batches_kept;
         self.control_batches_kept += o.control_batches_kept;
+        self.markers_stamped += o.markers_stamped;
+        self.markers_removed += o.markers_removed;
         self.aborted_batches_removed += o.aborted_batches_removed;
         self.aborted_records_removed += o.aborted_records_removed;
         self.tombstones_kept += o.tombstones_kept;
@@ -124,10 +128,9 @@ pub(crate) fn verdict(rec: Facts, mapped: Option<u64>, judge: Judge, counts: &mu
 }
 
 /// True for a batch pass 2 keeps whole without judging its records: one that starts at or beyond the end
-/// offset (never mapped), one at or past Kafka's last stable offset, and Kafka's control batches
-/// (transaction markers: kept, as removing one needs Kafka's marker rule, which this pass does not apply yet).
+/// offset (never mapped), and one at or past Kafka's last stable offset.
 pub(crate) fn kept_whole(batch: &BatchRef<'_>, judge: &Judge) -> bool {
-    batch.base_offset >= judge.end_offset || batch.base_offset >= judge.last_stable_offset || batch.is_control()
+    batch.base_offset >= judge.end_offset || batch.base_offset >= judge.last_stable_offset
 }
 
 /// True for a Kafka data batch of an aborted transaction (`txns`, derived from the partition's markers):
@@ -142,6 +145,57 @@ pub(crate) fn is_aborted(batch: &BatchRef<'_>, txns: &TxnState) -> bool {
 /// True for a batch pass 1 maps the keys of: any but Kafka's control batches and aborted batches.
 pub(crate) fn mapped_by_pass1(batch: &BatchRef<'_>, txns: &TxnState) -> bool {
     !batch.is_control() && !is_aborted(batch, txns)
+}
+
+/// The transactions a group's pass 2 has seen data of, for Kafka's marker rule (its cleaner's
+/// `CleanedTransactionMetadata`): an ABORT marker stays while a data batch of its transaction was read in the
+/// group (that data goes in this pass; the marker's index entry stays with it); a COMMIT marker stays while a
+/// batch of its producer's transaction was read since its last marker. A marker that may go is first stamped
+/// with a delete horizon and removed by a later pass once the horizon has passed, as a tombstone is.
+#[derive(Debug, Default)]
+pub(crate) struct MarkersSeen {
+    /// (producer, marker offset) of aborted transactions with data read in this group.
+    aborted: std::collections::HashSet<(i64, u64)>,
+    /// Producers with a committed transactional batch read since their last marker.
+    committed: std::collections::HashSet<i64>,
+}
+
+impl MarkersSeen {
+    /// Notes a data batch read in the group.
+    pub(crate) fn on_data(&mut self, batch: &BatchRef<'_>, txns: &TxnState) {
+        if !batch.is_transactional() || batch.is_control() {
+            return;
+        }
+        let Some(p) = batch.producer_id() else { return };
+        match txns.aborted_range(p, batch.base_offset) {
+            Some((_, marker)) => {
+                self.aborted.insert((p, marker));
+            }
+            None => {
+                self.committed.insert(p);
+            }
+        }
+    }
+
+    /// True when the marker `batch` (of type `kind`) may go: no data of its transaction was read in the group.
+    pub(crate) fn marker_may_go(&mut self, batch: &BatchRef<'_>, kind: MarkerType) -> bool {
+        let Some(p) = batch.producer_id() else { return false };
+        match kind {
+            MarkerType::Abort => !self.aborted.remove(&(p, batch.base_offset)),
+            MarkerType::Commit => !self.committed.remove(&p),
+            MarkerType::Other(_) => false,
+        }
+    }
+}
+
+/// What becomes of a marker that may go: stamped with the pass's horizon the first time, removed once its
+/// horizon has passed (or at once, purging), kept while it has not.
+pub(crate) fn marker_decision(horizon: Option<i64>, judge: &Judge) -> BatchDecision {
+    match horizon {
+        Some(h) if judge.purge || judge.now >= h => BatchDecision::Remove,
+        Some(_) => BatchDecision::Copy,
+        None => BatchDecision::Rewrite { horizon: Some(judge.horizon) },
+    }
 }
 
 /// What becomes of a batch once its records are judged.

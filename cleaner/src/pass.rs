@@ -578,6 +578,8 @@ impl CopyCounts {
         stats.pass2.batches_removed = self.batches_removed;
         stats.pass2.empty_batches_kept = self.empty_batches_kept;
         stats.pass2.control_batches_kept = self.control_batches_kept;
+        stats.pass2.markers_stamped = self.markers_stamped;
+        stats.pass2.markers_removed = self.markers_removed;
         stats.pass2.aborted_batches_removed = self.aborted_batches_removed;
         stats.pass2.aborted_records_removed = self.aborted_records_removed;
         stats.tombstones_kept = self.tombstones_kept;

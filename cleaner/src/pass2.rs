@@ -11,7 +11,10 @@ use log_core::{BatchRef, Cleaning, Format, Frame, GroupCopy, Placed, RecordRef, 
 use crate::error::Result;
 use log_core::kafka::txn::TxnState;
 
-use crate::keep::{BatchDecision, CopyCounts, Facts, Judge, Verdict, batch_decision, is_aborted, kept_whole, verdict};
+use crate::keep::{
+    BatchDecision, CopyCounts, Facts, Judge, MarkersSeen, Verdict, batch_decision, is_aborted, kept_whole,
+    marker_decision, verdict,
+};
 use crate::map::BATCH;
 use crate::pass::Pace;
 use crate::pass1::recycle;
@@ -130,6 +133,7 @@ pub(crate) fn copy_segments<O: CopyOutput>(
     let mut pending_buf: Vec<Pending<'static>> = Vec::new();
     let mut records_buf: Vec<RecordRef<'static>> = Vec::new();
     let mut singles_buf: Vec<Frame<'static>> = Vec::new();
+    let mut seen = MarkersSeen::default();
     for (i, segment) in group.iter().enumerate() {
         if i > 0 {
             copy.next_segment()?;
@@ -157,11 +161,18 @@ pub(crate) fn copy_segments<O: CopyOutput>(
                 counts.records_read += batch.record_count;
                 counts.bytes_read += batch.len() as u64;
                 pace.step(batch.len() as u64)?;
+                seen.on_data(&batch, cx.txns);
                 if kept_whole(&batch, &cx.judge) {
                     settle(copy, &mut pending, &mut records, cx, bufs, counts)?;
                     keys = 0;
                     counts.control_batches_kept += u64::from(batch.is_control());
                     keep_bytes(copy, &placed, counts)?;
+                    continue;
+                }
+                if batch.is_control() {
+                    settle(copy, &mut pending, &mut records, cx, bufs, counts)?;
+                    keys = 0;
+                    judge_marker(copy, &placed, segment.name(), &mut seen, cx, bufs, counts)?;
                     continue;
                 }
                 if is_aborted(&batch, cx.txns) {
@@ -381,6 +392,50 @@ fn judge_compressed<O: CopyOutput>(
                 counts.bytes_kept += bufs.out.len() as u64;
                 counts.batches_rewritten += 1;
                 counts.empty_batches_kept += u64::from(kept == 0);
+                copy.keep_changed(&bufs.out, new)
+            }
+        }
+    })();
+    bufs.scratch = scratch;
+    result
+}
+
+/// Kafka's marker rule for one control batch ([`MarkersSeen`]): kept while data of its transaction was read in
+/// the group, else stamped with a delete horizon, and removed once that has passed.
+fn judge_marker<O: CopyOutput>(
+    copy: &mut O,
+    placed: &Placed<'_>,
+    segment: &str,
+    seen: &mut MarkersSeen,
+    cx: &CopyContext<'_>,
+    bufs: &mut Buffers,
+    counts: &mut CopyCounts,
+) -> Result<()> {
+    let corrupt = |kind| log_core::Error::Corrupt { segment: segment.to_owned(), position: placed.position, kind };
+    let batch = &placed.batch;
+    let mut scratch = std::mem::take(&mut bufs.scratch);
+    let result = (|| -> Result<()> {
+        let records: Vec<RecordRef<'_>> =
+            batch.records(&mut scratch).map_err(corrupt)?.collect::<std::result::Result<_, _>>().map_err(corrupt)?;
+        let kind = records.first().and_then(|r| log_core::kafka::txn::marker_type(r.key));
+        let may_go = kind.is_some_and(|k| seen.marker_may_go(batch, k));
+        let decision = if may_go { marker_decision(batch.delete_horizon, &cx.judge) } else { BatchDecision::Copy };
+        match decision {
+            BatchDecision::Copy => {
+                counts.control_batches_kept += 1;
+                keep_bytes(copy, placed, counts)
+            }
+            BatchDecision::Remove => {
+                counts.markers_removed += 1;
+                counts.batches_removed += 1;
+                copy.drop_batch()
+            }
+            BatchDecision::Rewrite { horizon } => {
+                let new = batch.rewrite(&records, horizon, &mut bufs.out, &mut bufs.encode).map_err(corrupt)?;
+                counts.markers_stamped += 1;
+                counts.records_kept += records.len() as u64;
+                counts.bytes_kept += bufs.out.len() as u64;
+                counts.batches_rewritten += 1;
                 copy.keep_changed(&bufs.out, new)
             }
         }

@@ -103,8 +103,12 @@ pub struct Pass2Stats {
     pub batches_removed: u64,
     /// Kafka batches that lost every record and stayed, empty, as their producer's last batch.
     pub empty_batches_kept: u64,
-    /// Kafka control batches (transaction markers) kept whole.
+    /// Kafka control batches (transaction markers) kept as they were.
     pub control_batches_kept: u64,
+    /// Markers stamped with a delete horizon (their transaction's data gone; removed once it passes).
+    pub markers_stamped: u64,
+    /// Markers removed (their horizon passed).
+    pub markers_removed: u64,
     /// Kafka data batches of aborted transactions removed (or emptied, when their producer's last).
     pub aborted_batches_removed: u64,
     /// Records of those batches.

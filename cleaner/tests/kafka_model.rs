@@ -12,6 +12,7 @@ use std::sync::Arc;
 use cleaner::map::MapKind;
 use cleaner::{Cleaner, CleanerConfig, Grouping, ManualClock, PassOptions};
 use log_core::kafka::files::{SegmentFile, Stage, name};
+use log_core::kafka::txn::AbortedTxn;
 use log_core::kafka::{BatchHeader, Compression, RecordToWrite, new_header, write_batch};
 use log_core::{CheckpointFile, Log, LogConfig, SegmentScan, SegmentStore};
 use proptest::prelude::*;
@@ -91,14 +92,19 @@ fn build(segments: &[Vec<BatchSpec>], store: &dyn SegmentStore) -> Vec<(BatchHea
     let mut offset = 0i64;
     let mut ts = 1_700_000_000_000i64;
     let mut out = Vec::new();
+    // As a broker writes them: the first offset of each producer's ongoing transaction, and for each segment
+    // the .txnindex entries of the ABORT markers it holds.
+    let mut ongoing: BTreeMap<i64, i64> = BTreeMap::new();
     for (si, batches) in segments.iter().enumerate() {
+        let segment_base = offset;
+        let mut txn_index = Vec::new();
         let file = store.create(&file_name(offset)).expect("create");
         for (bi, b) in batches.iter().enumerate() {
             let base = offset;
             let mut recs = Vec::new();
             if b.control {
                 // A transaction marker: one control record (key: version 0 and the type; value: version 0 and
-                // the coordinator's epoch), never compressed, never with a horizon of its own here.
+                // the coordinator's epoch), never compressed; a horizon says an earlier pass stamped it.
                 ts += 7;
                 recs.push(Rec {
                     offset,
@@ -135,7 +141,7 @@ fn build(segments: &[Vec<BatchSpec>], store: &dyn SegmentStore) -> Vec<(BatchHea
                 h.producer_epoch = 1;
                 h.base_sequence = bi as i32;
             }
-            let horizon = b.horizon.filter(|_| !b.control).map(|past| if past { NOW - 1 } else { NOW + 1 });
+            let horizon = b.horizon.map(|past| if past { NOW - 1 } else { NOW + 1 });
             let codec = if b.control { Compression::None } else { b.codec };
             let writes: Vec<RecordToWrite<'_>> = recs
                 .iter()
@@ -151,12 +157,33 @@ fn build(segments: &[Vec<BatchSpec>], store: &dyn SegmentStore) -> Vec<(BatchHea
             let mut bytes = Vec::new();
             write_batch(&h, codec, horizon, &writes, &mut bytes, &mut Vec::new()).expect("write");
             file.append(&bytes).expect("append");
+            if b.control {
+                let first = ongoing.remove(&h.producer_id).unwrap_or(base);
+                if b.abort {
+                    let lso = ongoing.values().min().copied().unwrap_or(base + 1);
+                    let entry = AbortedTxn {
+                        producer_id: h.producer_id,
+                        first_offset: first as u64,
+                        last_offset: base as u64,
+                        last_stable_offset: lso as u64,
+                    };
+                    entry.encode(&mut txn_index);
+                }
+            } else if b.transactional {
+                ongoing.entry(h.producer_id).or_insert(base);
+            }
             let mut template = h;
             if let Some(hz) = horizon {
                 template.attributes |= 0x40;
                 template.base_timestamp = hz;
             }
             out.push((template, si + 1 == segments.len(), recs));
+        }
+        if !txn_index.is_empty() {
+            let f = store.create(&name(segment_base as u64, SegmentFile::TxnIndex, Stage::Live)).expect("create");
+            f.append(&txn_index).expect("append");
+            f.sync().expect("sync");
+            f.seal().expect("seal");
         }
         file.sync().expect("sync");
         if si + 1 < segments.len() {
@@ -170,8 +197,8 @@ fn file_name(base: i64) -> String {
     name(base as u64, SegmentFile::Log, Stage::Live)
 }
 
-/// By the rules in `cleaner::kafka`'s docs: what a compaction until clean keeps, and the base offsets of the
-/// batches it copies whole.
+/// By Kafka's rules: the data records a compaction until clean keeps (markers are checked on their own), and
+/// the base offsets of the batches it copies whole.
 fn reference(
     batches: &[(BatchHeader, bool, Vec<Rec>)],
     seg_of: &[usize],
@@ -225,7 +252,7 @@ fn reference(
         }
     }
     let mut kept = Vec::new();
-    for (i, (h, active, recs)) in batches.iter().enumerate() {
+    for (i, (h, active, recs)) in batches.iter().enumerate().filter(|(_, (h, _, _))| !h.is_control()) {
         for r in recs {
             let keep = whole(i, h, *active)
                 || !is_aborted(h) && r.offset >= limit
@@ -246,6 +273,22 @@ fn reference(
         .map(|(_, (h, _, _))| h.base_offset)
         .collect();
     (kept, whole_bases)
+}
+
+/// Every `.txnindex` entry of the store: (segment base, producer, first offset, last offset).
+fn txn_index_entries(store: &dyn SegmentStore) -> Vec<(i64, i64, i64, i64)> {
+    let mut out = Vec::new();
+    for name in store.list().expect("list") {
+        let Some(stem) = name.strip_suffix(".txnindex") else { continue };
+        let seg: i64 = stem.parse().expect("a segment base");
+        let f = store.open(&name).expect("open");
+        let mut bytes = vec![0; f.len() as usize];
+        f.read_at(0, &mut bytes).expect("read");
+        for e in AbortedTxn::decode_all(&bytes).expect("whole entries") {
+            out.push((seg, e.producer_id, e.first_offset as i64, e.last_offset as i64));
+        }
+    }
+    out
 }
 
 /// The first offset of the earliest transaction without a marker (`i64::MAX` when none is open).
@@ -282,14 +325,18 @@ fn young_segment(
         .map(|(_, &s)| s)
 }
 
-/// Every record of a partition, and its batches' (base offset, last offset, horizon, has tombstone, count).
 /// An output batch: (base offset, last offset, delete horizon, holds a tombstone, record count).
 type OutBatch = (i64, i64, Option<i64>, bool, i32);
 
-fn read(log: &Log) -> (Vec<Rec>, Vec<OutBatch>) {
+/// An output marker: (base offset, producer, delete horizon).
+type OutMarker = (i64, i64, Option<i64>);
+
+/// Every record of the data batches of a partition, its data batches, and its markers apart.
+fn read_all(log: &Log) -> (Vec<Rec>, Vec<OutBatch>, Vec<OutMarker>) {
     let snapshot = log.snapshot();
     let mut recs = Vec::new();
     let mut batches = Vec::new();
+    let mut markers = Vec::new();
     let mut scratch = Vec::new();
     let scans: Vec<SegmentScan<'_>> = snapshot
         .closed()
@@ -309,6 +356,10 @@ fn read(log: &Log) -> (Vec<Rec>, Vec<OutBatch>) {
             for placed in window.batches() {
                 let placed = placed.expect("batch");
                 let h = *placed.batch.kafka_header().expect("a Kafka batch");
+                if h.is_control() {
+                    markers.push((h.base_offset, h.producer_id, h.delete_horizon()));
+                    continue;
+                }
                 let mut tombstone = false;
                 for r in placed.batch.records(&mut scratch).expect("records") {
                     let r = r.expect("record");
@@ -324,7 +375,7 @@ fn read(log: &Log) -> (Vec<Rec>, Vec<OutBatch>) {
             }
         }
     }
-    (recs, batches)
+    (recs, batches, markers)
 }
 
 proptest! {
@@ -373,8 +424,49 @@ proptest! {
             })
             .expect("passes");
         let input = Arc::clone(log.store());
-        let (got, out_batches) = read(&log);
+        let (got, out_batches, out_markers) = read_all(&log);
         prop_assert_eq!(&got, &want);
+        // Markers: each kept as it was, or stamped with this run's horizon (its transaction's data gone), or
+        // removed because its horizon had passed; one at or past the LSO is never touched.
+        let lso = last_stable_offset(&batches);
+        for (h, _, _) in batches.iter().filter(|(h, _, _)| h.is_control()) {
+            let out = out_markers.iter().find(|m| m.0 == h.base_offset);
+            match out {
+                Some(&(_, _, horizon)) => prop_assert!(
+                    horizon == h.delete_horizon() || (h.delete_horizon().is_none() && horizon == Some(NOW + RETENTION)),
+                    "marker {} horizon {:?} from {:?}", h.base_offset, horizon, h.delete_horizon()
+                ),
+                None => prop_assert!(
+                    h.delete_horizon().is_some_and(|hz| NOW >= hz) && h.base_offset < lso,
+                    "marker {} removed before its horizon", h.base_offset
+                ),
+            }
+        }
+        // Every aborted batch left holding records is covered by a .txnindex entry in the segment holding its
+        // marker, so a read_committed reader skips it.
+        let index = txn_index_entries(&*input);
+        for &(base, _, _, _, count) in &out_batches {
+            let Some((h, _, _)) = batches.iter().find(|(h, _, _)| h.base_offset == base) else { continue };
+            if count == 0 || !h.is_transactional() {
+                continue;
+            }
+            let marker = batches.iter().find(|(m, _, _)| m.is_control() && m.producer_id == h.producer_id && m.base_offset > base);
+            let aborted = marker.is_some_and(|(_, _, r)| r[0].key.as_ref().is_some_and(|k| k[3] == 0));
+            if aborted {
+                let m = marker.map(|(m, _, _)| m.base_offset).expect("marker");
+                prop_assert!(out_markers.iter().any(|o| o.0 == m), "the marker of aborted batch {} stays", base);
+                prop_assert!(
+                    index.iter().any(|&(seg, p, first, last)| p == h.producer_id && first <= base && last == m && seg <= m),
+                    "aborted batch {} is in no .txnindex: {:?}", base, index
+                );
+            }
+        }
+        // No .txnindex outlives its segment.
+        for name in input.list().expect("list") {
+            if let Some(stem) = name.strip_suffix(".txnindex") {
+                prop_assert!(input.open(&format!("{stem}.log")).is_ok(), "{} has no .log", name);
+            }
+        }
         let source_ends: BTreeMap<i64, i64> = batches.iter().map(|(h, _, _)| (h.base_offset, h.last_offset())).collect();
         for &(base, last, horizon, tombstone, count) in &out_batches {
             // Every batch keeps its original offset range.
@@ -390,7 +482,8 @@ proptest! {
             }
         }
         // The partition ends where it ended.
-        prop_assert_eq!(out_batches.last().map(|b| b.1), Some(end));
+        let out_end = out_batches.iter().map(|b| b.1).chain(out_markers.iter().map(|m| m.0)).max();
+        prop_assert_eq!(out_end, Some(end));
         // Closed segments are merged into one when segment.bytes allows, never with the active one.
         let names: Vec<String> = input.list().expect("list").into_iter().filter(|n| n.ends_with(".log")).collect();
         let active_base = batches.iter().find(|(_, a, _)| *a).map(|(h, _, _)| h.base_offset).expect("active");

@@ -184,3 +184,88 @@ fn an_open_transaction_holds_the_cleaner_at_its_first_offset() {
         "only offset 0 goes: it is shadowed below the LSO; nothing at or past it is touched"
     );
 }
+
+/// `(base offset, records, delete horizon)` of every batch and the `.txnindex` entries `(producer, first,
+/// last)` of the closed segments after each of a pass run at each of `clocks`.
+type Seen = (Vec<(i64, i32, Option<i64>)>, Vec<(i64, i64, i64)>);
+
+fn after_passes(store: &Arc<dyn SegmentStore>, clocks: &[i64]) -> Vec<Seen> {
+    let log = Log::open_kafka(Arc::clone(store), LogConfig::default(), CheckpointFile::Memory).expect("open");
+    let mut out = Vec::new();
+    for &now in clocks {
+        let config = CleanerConfig { map: MapKind::FullKey, dedupe_buffer_bytes: 1 << 20, ..CleanerConfig::default() };
+        let mut cleaner = Cleaner::new(config, Arc::new(ManualClock::new(now))).expect("cleaner");
+        let options = PassOptions { delete_retention_ms: 1_000, ..PassOptions::default() };
+        cleaner.clean(&log, options).expect("pass");
+        let mut batches = Vec::new();
+        for s in log.snapshot().closed() {
+            s.for_each_batch(|p| {
+                let h = p.batch.kafka_header().expect("kafka");
+                batches.push((h.base_offset, h.records_count, h.delete_horizon()));
+                Ok(())
+            })
+            .expect("batches");
+        }
+        let mut entries = Vec::new();
+        for name in store.list().expect("list").into_iter().filter(|n| n.ends_with(".txnindex")) {
+            let f = store.open(&name).expect("open");
+            let mut bytes = vec![0; f.len() as usize];
+            f.read_at(0, &mut bytes).expect("read");
+            for e in log_core::kafka::txn::AbortedTxn::decode_all(&bytes).expect("whole entries") {
+                entries.push((e.producer_id, e.first_offset as i64, e.last_offset as i64));
+            }
+        }
+        out.push((batches, entries));
+    }
+    out
+}
+
+#[test]
+fn an_abort_marker_outlives_its_data_by_a_pass_then_waits_out_its_horizon() {
+    let store = partition(&[
+        Spec { base: 0, producer: Some((50, 0, 0)), keys: &["a"], kind: Txn },
+        Spec { base: 1, producer: Some((50, 0, 1)), keys: &[], kind: Abort },
+        // Producer 50 wrote again: the aborted batch is not its last, so nothing of it stays.
+        Spec { base: 2, producer: Some((50, 1, 0)), keys: &["b"], kind: Plain },
+    ]);
+    let runs = after_passes(&store, &[5_000, 5_500, 6_499, 6_500]);
+    // Pass 1 removes the aborted data and keeps the marker as it was, with the transaction's entry (a
+    // .txnindex derived from the marker: the source had none).
+    assert_eq!(runs[0], (vec![(1, 1, None), (2, 1, None)], vec![(50, 0, 1)]));
+    // Pass 2 reads no data of it: the marker is stamped with now + delete.retention.ms, and its entry goes.
+    assert_eq!(runs[1], (vec![(1, 1, Some(6_500)), (2, 1, None)], vec![]));
+    // It stays until the horizon has passed, then goes.
+    assert_eq!(runs[2].0, runs[1].0);
+    assert_eq!(runs[3], (vec![(2, 1, None)], vec![]));
+}
+
+#[test]
+fn an_abort_marker_stays_while_its_emptied_batch_is_its_producers_last() {
+    let store = partition(&[
+        Spec { base: 0, producer: Some((50, 0, 0)), keys: &["a"], kind: Txn },
+        Spec { base: 1, producer: Some((50, 0, 1)), keys: &[], kind: Abort },
+    ]);
+    // The emptied batch is read every pass (Kafka keeps it for the producer's state), so the marker and its
+    // entry stay with it.
+    for run in after_passes(&store, &[5_000, 5_500, 9_000]) {
+        assert_eq!(run, (vec![(0, 0, None), (1, 1, None)], vec![(50, 0, 1)]));
+    }
+}
+
+#[test]
+fn a_commit_marker_stays_while_a_batch_of_its_transaction_is_read() {
+    let store = partition(&[
+        Spec { base: 0, producer: Some((60, 0, 0)), keys: &["a"], kind: Txn },
+        Spec { base: 1, producer: Some((60, 0, 1)), keys: &[], kind: Commit },
+        Spec { base: 2, producer: Some((61, 0, 0)), keys: &["b"], kind: Txn },
+        Spec { base: 3, producer: Some((61, 0, 1)), keys: &[], kind: Commit },
+        // Producer 61's committed `b` is superseded by its own next batch: its batch goes in the first pass.
+        Spec { base: 4, producer: Some((61, 1, 0)), keys: &["b"], kind: Plain },
+    ]);
+    let runs = after_passes(&store, &[5_000, 5_000, 7_000]);
+    // Producer 61's batch is read (and goes) in pass 1, so its marker stays; pass 2 reads no batch of it and
+    // stamps it; pass 3 removes it. Producer 60's batch stays, so its marker is read after it every pass.
+    assert_eq!(runs[0].0, vec![(0, 1, None), (1, 1, None), (3, 1, None), (4, 1, None)]);
+    assert_eq!(runs[1].0, vec![(0, 1, None), (1, 1, None), (3, 1, Some(6_000)), (4, 1, None)]);
+    assert_eq!(runs[2].0, vec![(0, 1, None), (1, 1, None), (4, 1, None)]);
+}

@@ -141,6 +141,8 @@ pub struct Cleaning<'a> {
     checkpoint: u64,
     /// Output files written and not committed, removed if the transaction is dropped.
     outputs: Mutex<Vec<String>>,
+    /// The snapshot's transaction state, derived on first use.
+    txns: std::sync::OnceLock<crate::kafka::txn::TxnState>,
 }
 
 impl Log {
@@ -173,7 +175,14 @@ impl Log {
             let inner = self.read_inner();
             (self.snapshot_locked(&inner), inner.checkpoint)
         };
-        Cleaning { log: self, _slot: slot, snapshot, checkpoint, outputs: Mutex::new(Vec::new()) }
+        Cleaning {
+            log: self,
+            _slot: slot,
+            snapshot,
+            checkpoint,
+            outputs: Mutex::new(Vec::new()),
+            txns: std::sync::OnceLock::new(),
+        }
     }
 
     /// The dirty section as it stands (see [`DirtySection::of`]); takes no cleaning slot.
@@ -210,6 +219,18 @@ impl<'a> Cleaning<'a> {
     /// The segments as they were when the transaction began.
     pub fn snapshot(&self) -> &LogSnapshot {
         &self.snapshot
+    }
+
+    /// The transaction state of the snapshot ([`LogSnapshot::transactions`]), derived once a transaction.
+    ///
+    /// # Errors
+    /// As [`LogSnapshot::transactions`].
+    pub fn transactions(&self) -> Result<&crate::kafka::txn::TxnState> {
+        if let Some(t) = self.txns.get() {
+            return Ok(t);
+        }
+        let t = self.snapshot.transactions()?;
+        Ok(self.txns.get_or_init(|| t))
     }
 
     /// The cleaner checkpoint when the transaction began: the first dirty offset.

@@ -5,12 +5,10 @@ use std::sync::Arc;
 
 use crate::batch::Format;
 use crate::cleaning::{Cleaning, Replacement};
-use crate::error::{CorruptKind, Error, ReplacementProblem, Result};
+use crate::error::{Error, ReplacementProblem, Result};
 use crate::kafka::files::{SegmentFile, Stage};
+use crate::kafka::txn::{MarkerType, TxnEvent};
 use crate::segment::{SealedSegment, SegmentWriter, Stamp, SummaryBuilder};
-
-/// Bytes of one `.txnindex` entry (version i16, producer id i64, first, last and last stable offsets i64).
-pub const TXN_INDEX_ENTRY_BYTES: usize = 34;
 
 /// Builds the cleaned copy of a group as pass 2 walks its segments in order, batch by batch, calling
 /// [`GroupCopy::next_segment`] before the batches of each segment after the first.
@@ -20,7 +18,7 @@ pub const TXN_INDEX_ENTRY_BYTES: usize = 34;
 /// segments does), and the segments before it, and those after it whose records it now holds, go by removal
 /// markers. In Kafka's format the output is always named after the group's first segment and is kept even
 /// when it empties, as a broker's cleaner keeps a group's head (its base may be the log start); it carries
-/// Kafka's `.index` and `.timeindex`, and a `.txnindex` holding the entries of its sources'.
+/// Kafka's `.index` and `.timeindex`, and a `.txnindex` of the aborted transactions it still needs.
 ///
 /// While every batch of the first segment is kept unchanged nothing is written: the copy only remembers how
 /// far the unchanged prefix reaches (and its summary, built as it goes). The first batch kept after a change,
@@ -190,7 +188,7 @@ impl<'a> GroupCopy<'a> {
         };
         let (new, indexes) = log.check(writer.finish())?;
         if let Some(files) = indexes {
-            self.write_kafka_files(new.base(), &files)?;
+            self.write_kafka_files(&new, &files)?;
             return Ok(Some(Replacement { old, head: None, new: Some(new), tail: None }));
         }
         let head = self.marker(0, named)?;
@@ -198,28 +196,40 @@ impl<'a> GroupCopy<'a> {
         Ok(Some(Replacement { old, head, new: Some(new), tail }))
     }
 
-    /// Writes a Kafka output's `.index.cleaned`, `.timeindex.cleaned` and, when its sources have entries,
-    /// `.txnindex.cleaned` (their entries in order: transactional batches and markers are kept whole, so every
-    /// entry still stands).
-    fn write_kafka_files(&self, base: u64, files: &crate::segment::KafkaIndexFiles) -> Result<()> {
+    /// Writes a Kafka output's `.index.cleaned`, `.timeindex.cleaned` and, when it has entries,
+    /// `.txnindex.cleaned`: one entry for each aborted transaction whose ABORT marker the output holds and whose
+    /// data the group held (that data goes in this pass; an entry outlives it by one pass, as Kafka's cleaner
+    /// re-appends an entry only while it read its transaction's data), in increasing last offset. The entries
+    /// come from the partition's markers ([`crate::kafka::txn`]), so a source without its `.txnindex` still
+    /// gets one.
+    fn write_kafka_files(&self, new: &SealedSegment, files: &crate::segment::KafkaIndexFiles) -> Result<()> {
         let log = self.cleaning.log();
-        let store = log.store();
+        let base = new.base();
+        let txns = self.cleaning.transactions()?;
         let mut txn = Vec::new();
-        for s in self.group {
-            let n = crate::kafka::files::name(s.base(), SegmentFile::TxnIndex, Stage::Live);
-            let file = match store.open(&n) {
-                Ok(f) => f,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return log.check(Err(Error::io("open", &n)(e))),
-            };
-            let len = file.len();
-            if len % TXN_INDEX_ENTRY_BYTES as u64 != 0 || len > s.size().saturating_add(1 << 20) {
-                let kind = CorruptKind::Malformed("a transaction index that is not whole 34-byte entries");
-                return Err(Error::Corrupt { segment: n, position: len - len % TXN_INDEX_ENTRY_BYTES as u64, kind });
+        if !txns.aborted.is_empty() {
+            let markers = log.check(new.transactions())?;
+            let mut sources = Vec::with_capacity(self.group.len());
+            for s in self.group {
+                sources.push(log.check(s.transactions())?);
             }
-            let at = txn.len();
-            txn.resize(at + len as usize, 0);
-            file.read_at(0, &mut txn[at..]).map_err(Error::io("read", &n))?;
+            let mut entries: Vec<&crate::kafka::txn::AbortedTxn> = txns
+                .aborted
+                .iter()
+                .filter(|e| {
+                    markers.events.iter().any(|ev| {
+                        matches!(*ev, TxnEvent::Marker { producer_id, offset, kind: MarkerType::Abort, .. }
+                            if producer_id == e.producer_id && offset == e.last_offset)
+                    }) && sources.iter().flat_map(|s| s.events.iter()).any(|ev| {
+                        matches!(*ev, TxnEvent::Data { producer_id, base_offset, .. }
+                            if producer_id == e.producer_id && (e.first_offset..=e.last_offset).contains(&base_offset))
+                    })
+                })
+                .collect();
+            entries.sort_unstable_by_key(|e| e.last_offset);
+            for e in entries {
+                e.encode(&mut txn);
+            }
         }
         let mut outputs =
             vec![(SegmentFile::OffsetIndex, &files.offset_index[..]), (SegmentFile::TimeIndex, &files.time_index[..])];

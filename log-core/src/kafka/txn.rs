@@ -19,6 +19,9 @@ use crate::error::{CorruptKind, Error, Result};
 use crate::kafka::{Batch, BatchHeader};
 use crate::scan::SegmentSource;
 
+/// Bytes of one `.txnindex` entry (version i16, producer id i64, first, last and last stable offsets i64).
+pub const TXN_INDEX_ENTRY_BYTES: usize = 34;
+
 /// The largest control batch read (Kafka's is one record of a few bytes; more is damage, not a marker).
 const MAX_CONTROL_BATCH_BYTES: u64 = 64 << 10;
 
@@ -165,16 +168,22 @@ fn read_marker(
         .next()
         .ok_or_else(|| corrupt("a control batch without a control record"))?
         .map_err(|p| Error::Corrupt { segment: name.to_owned(), position: pos, kind: CorruptKind::Kafka(p) })?;
-    let key = record.key.filter(|k| k.len() >= 4).ok_or_else(|| corrupt("a control record without its key"))?;
-    let kind = match i16::from_be_bytes([key[2], key[3]]) {
-        0 => MarkerType::Abort,
-        1 => MarkerType::Commit,
-        other => MarkerType::Other(other),
-    };
+    let kind = marker_type(record.key).ok_or_else(|| corrupt("a control record without its key"))?;
     // The value: a version (2 bytes) and the coordinator's epoch (4 bytes).
     let coordinator_epoch =
         record.value.filter(|v| v.len() >= 6).map_or(-1, |v| i32::from_be_bytes([v[2], v[3], v[4], v[5]]));
     Ok((kind, coordinator_epoch))
+}
+
+/// What the key of a control record says (a version, then the type: `0` ABORT, `1` COMMIT); `None` for a key
+/// too short to be one.
+pub fn marker_type(key: Option<&[u8]>) -> Option<MarkerType> {
+    let key = key.filter(|k| k.len() >= 4)?;
+    Some(match i16::from_be_bytes([key[2], key[3]]) {
+        0 => MarkerType::Abort,
+        1 => MarkerType::Commit,
+        other => MarkerType::Other(other),
+    })
 }
 
 /// An aborted transaction: Kafka's `.txnindex` entry.
@@ -189,6 +198,50 @@ pub struct AbortedTxn {
     /// The LSO once the marker was written: the first offset of the earliest other open transaction, else the
     /// marker's offset + 1.
     pub last_stable_offset: u64,
+}
+
+impl AbortedTxn {
+    /// Appends this entry as Kafka's `.txnindex` holds it: version 0 (i16), producer id, first, last and last
+    /// stable offsets (i64), big-endian.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&0i16.to_be_bytes());
+        out.extend_from_slice(&self.producer_id.to_be_bytes());
+        for o in [self.first_offset, self.last_offset, self.last_stable_offset] {
+            out.extend_from_slice(&i64::try_from(o).unwrap_or(i64::MAX).to_be_bytes());
+        }
+    }
+
+    /// The entries of a `.txnindex` file's bytes; `Err` with the byte position of the first that is not whole
+    /// or not version 0, or holds a negative offset or a last offset before its first.
+    pub fn decode_all(bytes: &[u8]) -> std::result::Result<Vec<AbortedTxn>, u64> {
+        let mut out = Vec::with_capacity(bytes.len() / TXN_INDEX_ENTRY_BYTES);
+        for (i, e) in bytes.chunks(TXN_INDEX_ENTRY_BYTES).enumerate() {
+            let at = (i * TXN_INDEX_ENTRY_BYTES) as u64;
+            if e.len() < TXN_INDEX_ENTRY_BYTES || i16::from_be_bytes([e[0], e[1]]) != 0 {
+                return Err(at);
+            }
+            let long = |k: usize| {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&e[k..k + 8]);
+                i64::from_be_bytes(b)
+            };
+            let (Ok(first), Ok(last), Ok(lso)) =
+                (u64::try_from(long(10)), u64::try_from(long(18)), u64::try_from(long(26)))
+            else {
+                return Err(at);
+            };
+            if last < first {
+                return Err(at);
+            }
+            out.push(AbortedTxn {
+                producer_id: long(2),
+                first_offset: first,
+                last_offset: last,
+                last_stable_offset: lso,
+            });
+        }
+        Ok(out)
+    }
 }
 
 /// A transaction without a marker yet.
@@ -306,10 +359,16 @@ impl TxnState {
     /// True when the transactional batch of `producer_id` starting at `base_offset` belongs to an aborted
     /// transaction.
     pub fn is_aborted(&self, producer_id: i64, base_offset: u64) -> bool {
-        let Some(ranges) = self.ranges.get(&producer_id) else { return false };
+        self.aborted_range(producer_id, base_offset).is_some()
+    }
+
+    /// The `(first, marker)` offsets of the aborted transaction the batch of `producer_id` at `base_offset`
+    /// belongs to, if any.
+    pub fn aborted_range(&self, producer_id: i64, base_offset: u64) -> Option<(u64, u64)> {
+        let ranges = self.ranges.get(&producer_id)?;
         // The last range starting at or before the batch; ranges of one producer never overlap.
         let i = ranges.partition_point(|&(first, _)| first <= base_offset);
-        i > 0 && ranges[i - 1].1 >= base_offset
+        ranges.get(i.checked_sub(1)?).copied().filter(|&(_, last)| last >= base_offset)
     }
 }
 
