@@ -291,7 +291,9 @@ impl Cleaner {
         };
         let closed = snapshot.closed();
         let limit = section.first_uncleanable_offset;
-        let txns = snapshot.transactions()?;
+        let txns = cleaning.transactions()?.clone();
+        // A .txnindex that disagrees with the markers is damage: nothing is cleaned on a guess.
+        log_core::kafka::txn::verify_index_files(&**cleaning.log().store(), &snapshot, &txns)?;
         // Pass 1 maps only segments before the first one no pass may rewrite, and nothing past the LSO.
         let dirty = dirty_segments(closed, checkpoint, section.first_uncleanable_base.min(limit));
         let end_offset = if self.shards.count() == 1 {
@@ -372,6 +374,7 @@ impl Cleaner {
         };
         let limit = section.first_uncleanable_offset;
         let txns = snapshot.transactions()?;
+        log_core::kafka::txn::verify_index_files(&**log.store(), &snapshot, &txns)?;
         let dirty = dirty_segments(snapshot.closed(), checkpoint, section.first_uncleanable_base.min(limit));
         let end_offset = self.build_map(&dirty, checkpoint, limit, &txns, &mut stats)?;
         stats.end_offset = end_offset;

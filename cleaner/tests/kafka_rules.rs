@@ -269,3 +269,37 @@ fn a_commit_marker_stays_while_a_batch_of_its_transaction_is_read() {
     assert_eq!(runs[1].0, vec![(0, 1, None), (1, 1, None), (3, 1, Some(6_000)), (4, 1, None)]);
     assert_eq!(runs[2].0, vec![(0, 1, None), (1, 1, None), (4, 1, None)]);
 }
+
+#[test]
+fn a_txnindex_that_disagrees_with_the_markers_is_damage_and_nothing_is_cleaned() {
+    let store = partition(&[
+        Spec { base: 0, producer: Some((50, 0, 0)), keys: &["a"], kind: Txn },
+        Spec { base: 1, producer: Some((50, 0, 1)), keys: &[], kind: Abort },
+        Spec { base: 2, producer: None, keys: &["a"], kind: Plain },
+    ]);
+    // An entry for a transaction of producer 51, which wrote no marker.
+    let entry =
+        log_core::kafka::txn::AbortedTxn { producer_id: 51, first_offset: 0, last_offset: 1, last_stable_offset: 2 };
+    let mut bytes = Vec::new();
+    entry.encode(&mut bytes);
+    let f = store.create(&name(0, SegmentFile::TxnIndex, Stage::Live)).expect("create");
+    f.append(&bytes).expect("append");
+    f.sync().expect("sync");
+    let before: Vec<String> = store.list().expect("list");
+    let log = Log::open_kafka(Arc::clone(&store), LogConfig::default(), CheckpointFile::Memory).expect("open");
+    let config = CleanerConfig { map: MapKind::FullKey, dedupe_buffer_bytes: 1 << 20, ..CleanerConfig::default() };
+    let mut cleaner = Cleaner::new(config, Arc::new(ManualClock::new(5_000))).expect("cleaner");
+    let e = cleaner.clean(&log, PassOptions::default()).expect_err("refused");
+    assert!(e.to_string().contains("00000000000000000000.txnindex") && e.to_string().contains("entry 0"), "{e}");
+    assert_eq!(store.list().expect("list"), before, "nothing changed");
+    let problem = log_core::check::check_kafka(Arc::clone(&store), CheckpointFile::Memory).expect_err("check finds it");
+    assert!(problem.to_string().contains("producer 51"), "{problem}");
+    // Without the file, check says the aborted data's segment lacks one, and a pass writes it.
+    store.delete(&name(0, SegmentFile::TxnIndex, Stage::Live)).expect("delete");
+    let report = log_core::check::check_kafka(Arc::clone(&store), CheckpointFile::Memory).expect("intact");
+    assert!(report.notices.iter().any(|n| n.file.ends_with(".txnindex") && n.what.contains("missing")), "{report:?}");
+    cleaner.clean(&log, PassOptions::default()).expect("pass");
+    assert!(store.open(&name(0, SegmentFile::TxnIndex, Stage::Live)).is_ok(), "the pass wrote the segment's index");
+    let report = log_core::check::check_kafka(Arc::clone(&store), CheckpointFile::Memory).expect("intact");
+    assert!(report.notices.is_empty(), "{report:?}");
+}

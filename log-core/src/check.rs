@@ -163,7 +163,24 @@ pub fn check_store(store: Arc<dyn SegmentStore>) -> Result<CheckReport, Problem>
 pub fn check_kafka(store: Arc<dyn SegmentStore>, checkpoint: crate::CheckpointFile) -> Result<CheckReport, Problem> {
     let log = Log::open_kafka_read_only(Arc::clone(&store), LogConfig::default(), checkpoint.clone())?;
     let report = CheckReport { checkpoint: checkpoint.read(&*store)?, ..CheckReport::default() };
-    check_log(&log, report)
+    let mut report = check_log(&log, report)?;
+    check_txn_indexes(&log, &*store, &mut report)?;
+    Ok(report)
+}
+
+/// Each segment's `.txnindex` against the aborted transactions its markers say: a disagreement is a problem
+/// naming the file and entry; a missing one a segment needs is a notice.
+fn check_txn_indexes(log: &Log, store: &dyn SegmentStore, report: &mut CheckReport) -> Result<(), Problem> {
+    let snapshot = log.snapshot();
+    let txns = snapshot.transactions()?;
+    for file in crate::kafka::txn::verify_index_files(store, &snapshot, &txns)? {
+        report.notices.push(notice(
+            &file,
+            "missing: the segment holds the marker of an aborted transaction whose data is still there, which a \
+             broker would show to read_committed readers; a compaction writes it",
+        ));
+    }
+    Ok(())
 }
 
 /// Scans every batch and record of every segment of `log` (opened read-only), checksums included.

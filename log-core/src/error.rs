@@ -245,6 +245,8 @@ pub enum CorruptKind {
     AmbiguousTail,
     /// A preallocated segment's zero fill (Kafka's `log.preallocate`): where its data ends, not a batch.
     ZeroFill,
+    /// A Kafka `.txnindex` disagrees with the partition's transaction markers.
+    TxnIndex(crate::kafka::txn::IndexDisagreement),
 }
 
 impl CorruptKind {
@@ -290,6 +292,7 @@ impl fmt::Display for CorruptKind {
                  data): not cut"
             ),
             CorruptKind::ZeroFill => write!(f, "zero fill (preallocated space no batch was written to)"),
+            CorruptKind::TxnIndex(d) => write!(f, "the transaction index disagrees with the partition's markers: {d}"),
             CorruptKind::SwapOverActive { active_base: None } => {
                 write!(f, "no segment file is left for it to replace: not a swap to complete")
             }

@@ -372,6 +372,134 @@ impl TxnState {
     }
 }
 
+/// How a segment's `.txnindex` disagrees with the aborted transactions its markers say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexDisagreement {
+    /// The entry at fault (its index in the file), or `None` for a transaction no entry covers.
+    pub entry: Option<usize>,
+    /// The transaction's producer.
+    pub producer_id: i64,
+    /// Its first offset (the entry's, or the derived one).
+    pub first_offset: u64,
+    /// Its last offset (its marker's).
+    pub last_offset: u64,
+    /// What is wrong.
+    pub why: &'static str,
+}
+
+impl std::fmt::Display for IndexDisagreement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.entry {
+            Some(i) => write!(
+                f,
+                "entry {i} (producer {}, offsets {} to {}): ",
+                self.producer_id, self.first_offset, self.last_offset
+            )?,
+            None => write!(
+                f,
+                "producer {}'s aborted transaction at offsets {} to {}: ",
+                self.producer_id, self.first_offset, self.last_offset
+            )?,
+        }
+        f.write_str(self.why)
+    }
+}
+
+/// How a segment's `.txnindex` entries (`entries`, of the segment holding offsets `[base, end)`) disagree with
+/// the aborted transactions the partition's markers say (`txns`): the first entry no ABORT marker of the
+/// segment stands for, else the first aborted transaction with data left whose marker the segment holds and
+/// which no entry covers (a broker would show its records to `read_committed` readers). `None` when they
+/// agree. An entry may start before the derived transaction (a pass removed its first batches), and a
+/// transaction whose data is all gone needs no entry.
+pub fn index_disagreement(base: u64, end: u64, entries: &[AbortedTxn], txns: &TxnState) -> Option<IndexDisagreement> {
+    let in_segment = |o: u64| (base..end).contains(&o);
+    for (i, e) in entries.iter().enumerate() {
+        let marker = txns.aborted.iter().find(|d| d.producer_id == e.producer_id && d.last_offset == e.last_offset);
+        let why = match marker {
+            None => Some("no ABORT marker of its producer is at its last offset"),
+            Some(_) if !in_segment(e.last_offset) => Some("its ABORT marker is in another segment"),
+            Some(d) if e.first_offset > d.first_offset => Some("it starts after the transaction's first batch"),
+            Some(_) => None,
+        };
+        if let Some(why) = why {
+            return Some(IndexDisagreement {
+                entry: Some(i),
+                producer_id: e.producer_id,
+                first_offset: e.first_offset,
+                last_offset: e.last_offset,
+                why,
+            });
+        }
+    }
+    let uncovered = txns.aborted.iter().find(|d| {
+        in_segment(d.last_offset)
+            && d.first_offset < d.last_offset
+            && !entries.iter().any(|e| e.producer_id == d.producer_id && e.last_offset == d.last_offset)
+    })?;
+    Some(IndexDisagreement {
+        entry: None,
+        producer_id: uncovered.producer_id,
+        first_offset: uncovered.first_offset,
+        last_offset: uncovered.last_offset,
+        why: "no entry covers it, though its data is still there",
+    })
+}
+
+/// The largest `.txnindex` read (Kafka's hold a few entries; more is damage).
+pub const MAX_TXN_INDEX_BYTES: u64 = 64 << 20;
+
+/// Checks every segment's `.txnindex` in `store` against `txns` (see [`index_disagreement`]). Returns the
+/// names of the `.txnindex` files that are missing though their segment holds the marker of an aborted
+/// transaction with data left (a broker reads no aborted transaction there; a compaction writes the file).
+///
+/// # Errors
+/// [`Error::Corrupt`] naming the file ([`CorruptKind::TxnIndex`], or [`CorruptKind::Malformed`] for bytes
+/// that are not whole version-0 entries, with the position); [`Error::Io`].
+pub fn verify_index_files(
+    store: &dyn crate::storage::SegmentStore,
+    snapshot: &crate::reader::LogSnapshot,
+    txns: &TxnState,
+) -> Result<Vec<String>> {
+    use crate::kafka::files::{SegmentFile, Stage, name};
+    let mut missing = Vec::new();
+    if snapshot.format() != crate::Format::Kafka {
+        return Ok(missing);
+    }
+    let mut bases: Vec<u64> = snapshot.closed().iter().map(|s| s.base()).collect();
+    bases.push(snapshot.active_base());
+    for (i, &base) in bases.iter().enumerate() {
+        let end = bases.get(i + 1).copied().unwrap_or_else(|| snapshot.next_offset().max(base.saturating_add(1)));
+        let file = name(base, SegmentFile::TxnIndex, Stage::Live);
+        let f = match store.open(&file) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let needed =
+                    txns.aborted.iter().any(|d| (base..end).contains(&d.last_offset) && d.first_offset < d.last_offset);
+                if needed {
+                    missing.push(file);
+                }
+                continue;
+            }
+            Err(e) => return Err(Error::io("open", &file)(e)),
+        };
+        let len = f.len();
+        let malformed =
+            |position, what| Error::Corrupt { segment: file.clone(), position, kind: CorruptKind::Malformed(what) };
+        if len > MAX_TXN_INDEX_BYTES {
+            return Err(malformed(0, "a transaction index larger than any (64 MiB)"));
+        }
+        let mut bytes = vec![0u8; len as usize];
+        f.read_at(0, &mut bytes).map_err(Error::io("read", &file))?;
+        let entries = AbortedTxn::decode_all(&bytes)
+            .map_err(|at| malformed(at, "not a whole version-0 transaction index entry"))?;
+        if let Some(d) = index_disagreement(base, end, &entries, txns) {
+            let position = d.entry.map_or(0, |i| (i * TXN_INDEX_ENTRY_BYTES) as u64);
+            return Err(Error::Corrupt { segment: file, position, kind: CorruptKind::TxnIndex(d) });
+        }
+    }
+    Ok(missing)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,6 +548,28 @@ mod tests {
         assert_eq!(s.open[0].coordinator_epoch, Some(3));
         assert_eq!(s.last_stable_offset, 6);
         assert_eq!((s.aborted_records, s.markers), (2, 3));
+    }
+
+    #[test]
+    fn an_index_that_disagrees_with_the_markers_is_found() {
+        let seg = SegmentTxns {
+            events: vec![data(1, 0), data(1, 1), marker(1, 2, MarkerType::Abort), marker(2, 3, MarkerType::Abort)],
+            last_data_batch: vec![],
+        };
+        let s = TxnState::fold([&seg], 4);
+        let entry = |p, first, last| AbortedTxn {
+            producer_id: p,
+            first_offset: first,
+            last_offset: last,
+            last_stable_offset: 0,
+        };
+        assert_eq!(index_disagreement(0, 4, &[entry(1, 0, 2)], &s), None, "the empty transaction needs no entry");
+        assert_eq!(index_disagreement(0, 4, &[entry(1, 0, 2), entry(2, 3, 3)], &s), None);
+        let found = |entries: &[AbortedTxn], base| index_disagreement(base, 4, entries, &s).map(|d| (d.entry, d.why));
+        assert_eq!(found(&[entry(1, 1, 2)], 0), Some((Some(0), "it starts after the transaction's first batch")));
+        assert_eq!(found(&[entry(1, 0, 2), entry(3, 0, 3)], 0).map(|d| d.0), Some(Some(1)));
+        assert_eq!(found(&[], 0).map(|d| d.0), Some(None), "producer 1's aborted data has no entry");
+        assert_eq!(found(&[entry(1, 0, 2)], 3), Some((Some(0), "its ABORT marker is in another segment")));
     }
 
     #[test]
