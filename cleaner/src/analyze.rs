@@ -68,8 +68,111 @@ pub struct Analysis {
     pub torn_tail_bytes: u64,
     /// Distinct keys, records and per-map buffer figures of the dirty section.
     pub dirty: LogAdvice,
+    /// Kafka: the partition's transactions (the last stable offset, open transactions, aborted data).
+    #[serde(flatten)]
+    pub transactions: Transactions,
     /// What a pass leaves alone, and why.
     pub notes: Vec<String>,
+}
+
+/// A Kafka partition's transactions, as `analyze` reports them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Transactions {
+    /// The last stable offset: the first offset of the earliest open transaction, else the log end (`None` for
+    /// the native format). Nothing at or past it is cleaned, and `read_committed` consumers stop there.
+    pub last_stable_offset: Option<u64>,
+    /// Transactions without a marker, oldest first.
+    pub open_transactions: Vec<OpenTransaction>,
+    /// Aborted transactions (`.txnindex` entries, derived from the markers).
+    pub aborted_transactions: u64,
+    /// Records of their data batches still in the partition (a compaction removes those below the LSO).
+    pub aborted_records: u64,
+    /// Bytes of those batches.
+    pub aborted_bytes: u64,
+    /// Transaction markers (control batches).
+    pub markers: u64,
+    /// Their bytes (below the LSO, each goes once its transaction's data is gone and a delete horizon passed).
+    pub marker_bytes: u64,
+}
+
+/// A transaction without a marker: it holds the last stable offset back while it stays open.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpenTransaction {
+    /// Its producer.
+    pub producer_id: i64,
+    /// The producer's epoch.
+    pub producer_epoch: i16,
+    /// Its first offset.
+    pub first_offset: u64,
+    /// The first timestamp of its first batch.
+    pub first_timestamp: i64,
+    /// How old that is now.
+    pub age_ms: i64,
+    /// Bytes of the closed segments from the one holding its first offset on, which no pass can clean while
+    /// it is open (for the earliest open transaction).
+    pub bytes_blocked: u64,
+    /// The coordinator epoch of the producer's last marker, if it wrote one.
+    pub coordinator_epoch: Option<i32>,
+    /// The `kafka-transactions.sh` command that aborts it on the broker (filled in by
+    /// [`Transactions::name_partition`]: it needs the topic and partition).
+    pub abort_command: Option<String>,
+}
+
+impl Transactions {
+    /// Fills in each open transaction's `abort_command` for partition `partition` of `topic`: Kafka's
+    /// `kafka-transactions.sh abort` with the producer id, epoch and coordinator epoch when a marker gave the
+    /// coordinator epoch, else with the transaction's start offset (the tool then looks the producer up).
+    pub fn name_partition(&mut self, topic: &str, partition: u32) {
+        for t in &mut self.open_transactions {
+            let target = format!("--topic {topic} --partition {partition}");
+            t.abort_command = Some(match t.coordinator_epoch {
+                Some(c) => format!(
+                    "kafka-transactions.sh --bootstrap-server <broker:9092> abort {target} --producer-id {} \
+                     --producer-epoch {} --coordinator-epoch {c}",
+                    t.producer_id, t.producer_epoch
+                ),
+                None => {
+                    format!(
+                        "kafka-transactions.sh --bootstrap-server <broker:9092> abort {target} --start-offset {}",
+                        t.first_offset
+                    )
+                }
+            });
+        }
+    }
+}
+
+/// The transactions of `snapshot` at `now_ms`.
+fn transactions(snapshot: &log_core::LogSnapshot, now_ms: i64) -> Result<Transactions> {
+    if snapshot.format() != Format::Kafka {
+        return Ok(Transactions::default());
+    }
+    let txns = snapshot.transactions()?;
+    let blocked = |first: u64| -> u64 {
+        snapshot.closed().iter().filter(|s| s.last_offset().is_some_and(|l| l >= first)).map(|s| s.size()).sum()
+    };
+    Ok(Transactions {
+        last_stable_offset: Some(txns.last_stable_offset),
+        open_transactions: txns
+            .open
+            .iter()
+            .map(|o| OpenTransaction {
+                producer_id: o.producer_id,
+                producer_epoch: o.producer_epoch,
+                first_offset: o.first_offset,
+                first_timestamp: o.first_timestamp,
+                age_ms: now_ms.saturating_sub(o.first_timestamp).max(0),
+                bytes_blocked: blocked(o.first_offset),
+                coordinator_epoch: o.coordinator_epoch,
+                abort_command: None,
+            })
+            .collect(),
+        aborted_transactions: txns.aborted.len() as u64,
+        aborted_records: txns.aborted_records,
+        aborted_bytes: txns.aborted_bytes,
+        markers: txns.markers,
+        marker_bytes: txns.marker_bytes,
+    })
 }
 
 /// The most memory the dry run's exact map takes.
@@ -117,6 +220,7 @@ pub fn analyze(
         bytes_reclaimed: 0,
         torn_tail_bytes: log.recovery_report().truncated_tail.as_ref().map_or(0, |t| t.bytes),
         dirty: crate::advise::from_log(log, budget)?,
+        transactions: transactions(&snapshot, clock.now_ms())?,
         notes: Vec::new(),
     };
     let mut scratch = Vec::new();
@@ -183,11 +287,31 @@ pub fn analyze(
             stats.end_offset
         ));
     }
-    if a.transactional_batches + a.control_batches > 0 {
+    if let Some(oldest) = a.transactions.open_transactions.first() {
         a.notes.push(format!(
-            "{} transactional and {} control batches are kept whole: their records neither remove others nor are \
-             removed",
-            a.transactional_batches, a.control_batches
+            "{} open transaction(s) hold the last stable offset at {}: nothing at or past it is cleaned, and \
+             read_committed consumers stop there; the oldest (producer {}, epoch {}) began {} s ago, holding back {} \
+             bytes of closed segments",
+            a.transactions.open_transactions.len(),
+            oldest.first_offset,
+            oldest.producer_id,
+            oldest.producer_epoch,
+            oldest.age_ms / 1000,
+            oldest.bytes_blocked
+        ));
+    }
+    if a.transactions.aborted_records > 0 {
+        a.notes.push(format!(
+            "{} records ({} bytes) of {} aborted transaction(s) are still here: a compaction removes those below the \
+             last stable offset whatever their keys",
+            a.transactions.aborted_records, a.transactions.aborted_bytes, a.transactions.aborted_transactions
+        ));
+    }
+    if a.transactions.markers > 0 {
+        a.notes.push(format!(
+            "{} transaction markers ({} bytes): each goes once its transaction's data is gone, one pass and \
+             delete.retention.ms later",
+            a.transactions.markers, a.transactions.marker_bytes
         ));
     }
     if a.unkeyed_records > 0 {

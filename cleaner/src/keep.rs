@@ -147,45 +147,17 @@ pub(crate) fn mapped_by_pass1(batch: &BatchRef<'_>, txns: &TxnState) -> bool {
     !batch.is_control() && !is_aborted(batch, txns)
 }
 
-/// The transactions a group's pass 2 has seen data of, for Kafka's marker rule (its cleaner's
-/// `CleanedTransactionMetadata`): an ABORT marker stays while a data batch of its transaction was read in the
-/// group (that data goes in this pass; the marker's index entry stays with it); a COMMIT marker stays while a
-/// batch of its producer's transaction was read since its last marker. A marker that may go is first stamped
-/// with a delete horizon and removed by a later pass once the horizon has passed, as a tombstone is.
-#[derive(Debug, Default)]
-pub(crate) struct MarkersSeen {
-    /// (producer, marker offset) of aborted transactions with data read in this group.
-    aborted: std::collections::HashSet<(i64, u64)>,
-    /// Producers with a committed transactional batch read since their last marker.
-    committed: std::collections::HashSet<i64>,
-}
-
-impl MarkersSeen {
-    /// Notes a data batch read in the group.
-    pub(crate) fn on_data(&mut self, batch: &BatchRef<'_>, txns: &TxnState) {
-        if !batch.is_transactional() || batch.is_control() {
-            return;
-        }
-        let Some(p) = batch.producer_id() else { return };
-        match txns.aborted_range(p, batch.base_offset) {
-            Some((_, marker)) => {
-                self.aborted.insert((p, marker));
-            }
-            None => {
-                self.committed.insert(p);
-            }
-        }
-    }
-
-    /// True when the marker `batch` (of type `kind`) may go: no data of its transaction was read in the group.
-    pub(crate) fn marker_may_go(&mut self, batch: &BatchRef<'_>, kind: MarkerType) -> bool {
-        let Some(p) = batch.producer_id() else { return false };
-        match kind {
-            MarkerType::Abort => !self.aborted.remove(&(p, batch.base_offset)),
-            MarkerType::Commit => !self.committed.remove(&p),
-            MarkerType::Other(_) => false,
-        }
-    }
+/// True when a transaction marker may go (first stamped with a delete horizon, removed by a later pass once
+/// it has passed, as a tombstone is): no data batch of its transaction is left in the log (`txns`, from the
+/// pass's snapshot). Kafka's cleaner (`CleanedTransactionMetadata`) keeps a marker while the group being
+/// cleaned held a batch of its transaction; this rule keeps it while any batch of it is anywhere, which is the
+/// same where a transaction lies in one group and stricter where it spans groups: a marker removed before its
+/// batches would make them read as part of the producer's next transaction (or as an open one) to anyone who
+/// rebuilds the state from the batches. The aborted data goes in the pass that reads it, so an ABORT marker
+/// outlives its data by one pass, as in Kafka.
+pub(crate) fn marker_may_go(batch: &BatchRef<'_>, kind: MarkerType, txns: &TxnState) -> bool {
+    let Some(p) = batch.producer_id() else { return false };
+    !matches!(kind, MarkerType::Other(_)) && !txns.has_data(p, batch.base_offset)
 }
 
 /// What becomes of a marker that may go: stamped with the pass's horizon the first time, removed once its

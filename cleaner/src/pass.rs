@@ -291,9 +291,9 @@ impl Cleaner {
         };
         let closed = snapshot.closed();
         let limit = section.first_uncleanable_offset;
+        // Checked against the .txnindex files: one that disagrees with the markers is damage, and nothing is
+        // cleaned on a guess.
         let txns = cleaning.transactions()?.clone();
-        // A .txnindex that disagrees with the markers is damage: nothing is cleaned on a guess.
-        log_core::kafka::txn::verify_index_files(&**cleaning.log().store(), &snapshot, &txns)?;
         // Pass 1 maps only segments before the first one no pass may rewrite, and nothing past the LSO.
         let dirty = dirty_segments(closed, checkpoint, section.first_uncleanable_base.min(limit));
         let end_offset = if self.shards.count() == 1 {
@@ -373,8 +373,8 @@ impl Cleaner {
             ..CleanStats::default()
         };
         let limit = section.first_uncleanable_offset;
-        let txns = snapshot.transactions()?;
-        log_core::kafka::txn::verify_index_files(&**log.store(), &snapshot, &txns)?;
+        let mut txns = snapshot.transactions()?;
+        log_core::kafka::txn::verify_index_files(&**log.store(), &snapshot, &mut txns)?;
         let dirty = dirty_segments(snapshot.closed(), checkpoint, section.first_uncleanable_base.min(limit));
         let end_offset = self.build_map(&dirty, checkpoint, limit, &txns, &mut stats)?;
         stats.end_offset = end_offset;

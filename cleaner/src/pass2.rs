@@ -12,8 +12,8 @@ use crate::error::Result;
 use log_core::kafka::txn::TxnState;
 
 use crate::keep::{
-    BatchDecision, CopyCounts, Facts, Judge, MarkersSeen, Verdict, batch_decision, is_aborted, kept_whole,
-    marker_decision, verdict,
+    BatchDecision, CopyCounts, Facts, Judge, Verdict, batch_decision, is_aborted, kept_whole, marker_decision,
+    marker_may_go, verdict,
 };
 use crate::map::BATCH;
 use crate::pass::Pace;
@@ -133,7 +133,6 @@ pub(crate) fn copy_segments<O: CopyOutput>(
     let mut pending_buf: Vec<Pending<'static>> = Vec::new();
     let mut records_buf: Vec<RecordRef<'static>> = Vec::new();
     let mut singles_buf: Vec<Frame<'static>> = Vec::new();
-    let mut seen = MarkersSeen::default();
     for (i, segment) in group.iter().enumerate() {
         if i > 0 {
             copy.next_segment()?;
@@ -161,7 +160,6 @@ pub(crate) fn copy_segments<O: CopyOutput>(
                 counts.records_read += batch.record_count;
                 counts.bytes_read += batch.len() as u64;
                 pace.step(batch.len() as u64)?;
-                seen.on_data(&batch, cx.txns);
                 if kept_whole(&batch, &cx.judge) {
                     settle(copy, &mut pending, &mut records, cx, bufs, counts)?;
                     keys = 0;
@@ -172,7 +170,7 @@ pub(crate) fn copy_segments<O: CopyOutput>(
                 if batch.is_control() {
                     settle(copy, &mut pending, &mut records, cx, bufs, counts)?;
                     keys = 0;
-                    judge_marker(copy, &placed, segment.name(), &mut seen, cx, bufs, counts)?;
+                    judge_marker(copy, &placed, segment.name(), cx, bufs, counts)?;
                     continue;
                 }
                 if is_aborted(&batch, cx.txns) {
@@ -400,13 +398,12 @@ fn judge_compressed<O: CopyOutput>(
     result
 }
 
-/// Kafka's marker rule for one control batch ([`MarkersSeen`]): kept while data of its transaction was read in
-/// the group, else stamped with a delete horizon, and removed once that has passed.
+/// The marker rule for one control batch ([`marker_may_go`]): kept while data of its transaction is in the
+/// log, else stamped with a delete horizon, and removed once that has passed.
 fn judge_marker<O: CopyOutput>(
     copy: &mut O,
     placed: &Placed<'_>,
     segment: &str,
-    seen: &mut MarkersSeen,
     cx: &CopyContext<'_>,
     bufs: &mut Buffers,
     counts: &mut CopyCounts,
@@ -418,7 +415,7 @@ fn judge_marker<O: CopyOutput>(
         let records: Vec<RecordRef<'_>> =
             batch.records(&mut scratch).map_err(corrupt)?.collect::<std::result::Result<_, _>>().map_err(corrupt)?;
         let kind = records.first().and_then(|r| log_core::kafka::txn::marker_type(r.key));
-        let may_go = kind.is_some_and(|k| seen.marker_may_go(batch, k));
+        let may_go = kind.is_some_and(|k| marker_may_go(batch, k, cx.txns));
         let decision = if may_go { marker_decision(batch.delete_horizon, &cx.judge) } else { BatchDecision::Copy };
         match decision {
             BatchDecision::Copy => {

@@ -303,3 +303,30 @@ fn a_txnindex_that_disagrees_with_the_markers_is_damage_and_nothing_is_cleaned()
     let report = log_core::check::check_kafka(Arc::clone(&store), CheckpointFile::Memory).expect("intact");
     assert!(report.notices.is_empty(), "{report:?}");
 }
+
+#[test]
+fn a_txnindex_entry_that_starts_later_narrows_the_aborted_transaction() {
+    // As a broker's cleaner can leave a partition: producer 70 committed `a` at offset 0, and its COMMIT marker
+    // is gone; its next transaction (offsets 2 to 3) was aborted, and the broker's index says so.
+    let store = partition(&[
+        Spec { base: 0, producer: Some((70, 0, 0)), keys: &["a"], kind: Txn },
+        Spec { base: 1, producer: None, keys: &["b"], kind: Plain },
+        Spec { base: 2, producer: Some((70, 0, 1)), keys: &["a"], kind: Txn },
+        Spec { base: 3, producer: Some((70, 0, 2)), keys: &[], kind: Abort },
+        Spec { base: 4, producer: Some((70, 1, 0)), keys: &["c"], kind: Plain },
+    ]);
+    let entry =
+        log_core::kafka::txn::AbortedTxn { producer_id: 70, first_offset: 2, last_offset: 3, last_stable_offset: 4 };
+    let mut bytes = Vec::new();
+    entry.encode(&mut bytes);
+    let f = store.create(&name(0, SegmentFile::TxnIndex, Stage::Live)).expect("create");
+    f.append(&bytes).expect("append");
+    f.sync().expect("sync");
+    assert_eq!(
+        after_a_pass(Arc::clone(&store)),
+        vec![(0, 0, 1, 70), (1, 1, 1, -1), (3, 3, 1, 70), (4, 4, 1, 70)],
+        "the committed `a` stays; only the aborted batch goes"
+    );
+    let report = log_core::check::check_kafka(store, CheckpointFile::Memory).expect("intact");
+    assert!(report.notices.is_empty(), "{report:?}");
+}

@@ -42,8 +42,12 @@ pub fn analyze(req: AnalyzeRequest<'_>, json: bool) -> Result<(), Failure> {
         },
     };
     let options = PassOptions::default();
-    let a = cleaner::analyze::analyze(&opened.log, source, req.budget, options, Arc::new(SystemClock))
+    let mut a = cleaner::analyze::analyze(&opened.log, source, req.budget, options, Arc::new(SystemClock))
         .map_err(|e| Failure::from_cleaner(&req.dir.display().to_string(), &e))?;
+    let dir_name = req.dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    if let Some((topic, partition)) = log_core::kafka::topic_partition(dir_name) {
+        a.transactions.name_partition(topic, partition);
+    }
     let mut out = QuietPipe::new(std::io::stdout().lock());
     let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));
     if json {
@@ -101,6 +105,18 @@ pub fn analyze(req: AnalyzeRequest<'_>, json: bool) -> Result<(), Failure> {
     ];
     for l in lines.iter().chain(&a.notes) {
         writeln!(out, "{l}").map_err(failed)?;
+    }
+    for t in &a.transactions.open_transactions {
+        let command = t.abort_command.as_deref().unwrap_or("(name the partition's directory <topic>-<partition>)");
+        writeln!(
+            out,
+            "open transaction: producer {} epoch {} from offset {} ({} s old); to abort it: {command}",
+            t.producer_id,
+            t.producer_epoch,
+            t.first_offset,
+            t.age_ms / 1000
+        )
+        .map_err(failed)?;
     }
     if a.torn_tail_bytes > 0 {
         writeln!(out, "torn tail: {} bytes at the end of the active segment", a.torn_tail_bytes).map_err(failed)?;

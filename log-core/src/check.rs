@@ -172,8 +172,8 @@ pub fn check_kafka(store: Arc<dyn SegmentStore>, checkpoint: crate::CheckpointFi
 /// naming the file and entry; a missing one a segment needs is a notice.
 fn check_txn_indexes(log: &Log, store: &dyn SegmentStore, report: &mut CheckReport) -> Result<(), Problem> {
     let snapshot = log.snapshot();
-    let txns = snapshot.transactions()?;
-    for file in crate::kafka::txn::verify_index_files(store, &snapshot, &txns)? {
+    let mut txns = snapshot.transactions()?;
+    for file in crate::kafka::txn::verify_index_files(store, &snapshot, &mut txns)? {
         report.notices.push(notice(
             &file,
             "missing: the segment holds the marker of an aborted transaction whose data is still there, which a \

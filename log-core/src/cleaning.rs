@@ -221,15 +221,19 @@ impl<'a> Cleaning<'a> {
         &self.snapshot
     }
 
-    /// The transaction state of the snapshot ([`LogSnapshot::transactions`]), derived once a transaction.
+    /// The transaction state of the snapshot ([`LogSnapshot::transactions`]), checked against the
+    /// partition's `.txnindex` files and narrowed by them ([`crate::kafka::txn::verify_index_files`]), derived
+    /// once a transaction.
     ///
     /// # Errors
-    /// As [`LogSnapshot::transactions`].
+    /// As [`LogSnapshot::transactions`]; [`crate::Error::Corrupt`] for a `.txnindex` that disagrees with the
+    /// markers (nothing is cleaned on a guess).
     pub fn transactions(&self) -> Result<&crate::kafka::txn::TxnState> {
         if let Some(t) = self.txns.get() {
             return Ok(t);
         }
-        let t = self.snapshot.transactions()?;
+        let mut t = self.snapshot.transactions()?;
+        crate::kafka::txn::verify_index_files(&**self.log.store(), &self.snapshot, &mut t)?;
         Ok(self.txns.get_or_init(|| t))
     }
 

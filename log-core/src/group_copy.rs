@@ -197,11 +197,11 @@ impl<'a> GroupCopy<'a> {
     }
 
     /// Writes a Kafka output's `.index.cleaned`, `.timeindex.cleaned` and, when it has entries,
-    /// `.txnindex.cleaned`: one entry for each aborted transaction whose ABORT marker the output holds and whose
-    /// data the group held (that data goes in this pass; an entry outlives it by one pass, as Kafka's cleaner
-    /// re-appends an entry only while it read its transaction's data), in increasing last offset. The entries
-    /// come from the partition's markers ([`crate::kafka::txn`]), so a source without its `.txnindex` still
-    /// gets one.
+    /// `.txnindex.cleaned`: one entry for each aborted transaction whose ABORT marker the output holds and
+    /// which had data in the log when the pass began (data that goes in this pass: the entry outlives it by one
+    /// pass, as Kafka's cleaner re-appends an entry only while it reads the transaction's data), in increasing
+    /// last offset. The entries come from the partition's markers ([`crate::kafka::txn`]), so a source
+    /// without its `.txnindex` still gets one.
     fn write_kafka_files(&self, new: &SealedSegment, files: &crate::segment::KafkaIndexFiles) -> Result<()> {
         let log = self.cleaning.log();
         let base = new.base();
@@ -209,21 +209,15 @@ impl<'a> GroupCopy<'a> {
         let mut txn = Vec::new();
         if !txns.aborted.is_empty() {
             let markers = log.check(new.transactions())?;
-            let mut sources = Vec::with_capacity(self.group.len());
-            for s in self.group {
-                sources.push(log.check(s.transactions())?);
-            }
             let mut entries: Vec<&crate::kafka::txn::AbortedTxn> = txns
                 .aborted
                 .iter()
                 .filter(|e| {
-                    markers.events.iter().any(|ev| {
-                        matches!(*ev, TxnEvent::Marker { producer_id, offset, kind: MarkerType::Abort, .. }
-                            if producer_id == e.producer_id && offset == e.last_offset)
-                    }) && sources.iter().flat_map(|s| s.events.iter()).any(|ev| {
-                        matches!(*ev, TxnEvent::Data { producer_id, base_offset, .. }
-                            if producer_id == e.producer_id && (e.first_offset..=e.last_offset).contains(&base_offset))
-                    })
+                    txns.has_data(e.producer_id, e.last_offset)
+                        && markers.events.iter().any(|ev| {
+                            matches!(*ev, TxnEvent::Marker { producer_id, offset, kind: MarkerType::Abort, .. }
+                                if producer_id == e.producer_id && offset == e.last_offset)
+                        })
                 })
                 .collect();
             entries.sort_unstable_by_key(|e| e.last_offset);

@@ -280,6 +280,9 @@ pub struct TxnState {
     pub marker_bytes: u64,
     /// Producer id → aborted ranges `(first, last)`, sorted, for [`TxnState::is_aborted`].
     ranges: HashMap<i64, Vec<(u64, u64)>>,
+    /// (producer, marker offset) of the markers whose transaction has a data batch in the log (an emptied one
+    /// counts: it still opens a transaction to whoever rebuilds the state from the batches).
+    with_data: std::collections::HashSet<(i64, u64)>,
 }
 
 impl TxnState {
@@ -289,7 +292,8 @@ impl TxnState {
             epoch: i16,
             first: u64,
             timestamp: i64,
-            data: Vec<(u64, u64)>,
+            records: u64,
+            bytes: u64,
         }
         let mut state = TxnState { last_stable_offset: next_offset, ..TxnState::default() };
         let mut ongoing: HashMap<i64, Ongoing> = HashMap::new();
@@ -305,24 +309,27 @@ impl TxnState {
                             epoch: producer_epoch,
                             first: base_offset,
                             timestamp,
-                            data: Vec::new(),
+                            records: 0,
+                            bytes: 0,
                         });
-                        o.data.push((records, bytes));
+                        o.records += records;
+                        o.bytes += bytes;
                     }
                     TxnEvent::Marker { producer_id, offset, kind, coordinator_epoch, bytes, .. } => {
                         state.markers += 1;
                         state.marker_bytes += bytes;
                         coordinator.insert(producer_id, coordinator_epoch);
                         let ended = ongoing.remove(&producer_id);
+                        if ended.is_some() {
+                            state.with_data.insert((producer_id, offset));
+                        }
                         if kind != MarkerType::Abort {
                             continue;
                         }
                         let first = ended.as_ref().map_or(offset, |o| o.first);
                         if let Some(o) = &ended {
-                            for &(r, b) in &o.data {
-                                state.aborted_records += r;
-                                state.aborted_bytes += b;
-                            }
+                            state.aborted_records += o.records;
+                            state.aborted_bytes += o.bytes;
                         }
                         let lso = ongoing.values().map(|o| o.first).min().unwrap_or(offset.saturating_add(1));
                         state.aborted.push(AbortedTxn {
@@ -354,6 +361,24 @@ impl TxnState {
             r.sort_unstable();
         }
         state
+    }
+
+    /// True when the marker of `producer_id` at `marker` ends a transaction with a data batch in the log: while
+    /// one is there the marker stays, or that batch would read as part of the producer's next transaction (or
+    /// as an open one) to anyone who rebuilds the state from the batches, this reader included.
+    pub fn has_data(&self, producer_id: i64, marker: u64) -> bool {
+        self.with_data.contains(&(producer_id, marker))
+    }
+
+    /// Narrows the aborted transaction of `producer_id` ending at `marker` to start at `first` (a `.txnindex`
+    /// entry said so: the batches before it belong to an earlier transaction whose marker a cleaner removed).
+    pub fn narrow(&mut self, producer_id: i64, marker: u64, first: u64) {
+        if let Some(a) = self.aborted.iter_mut().find(|a| a.producer_id == producer_id && a.last_offset == marker) {
+            a.first_offset = a.first_offset.max(first);
+        }
+        if let Some(r) = self.ranges.get_mut(&producer_id).and_then(|r| r.iter_mut().find(|r| r.1 == marker)) {
+            r.0 = r.0.max(first);
+        }
     }
 
     /// True when the transactional batch of `producer_id` starting at `base_offset` belongs to an aborted
@@ -409,8 +434,9 @@ impl std::fmt::Display for IndexDisagreement {
 /// the aborted transactions the partition's markers say (`txns`): the first entry no ABORT marker of the
 /// segment stands for, else the first aborted transaction with data left whose marker the segment holds and
 /// which no entry covers (a broker would show its records to `read_committed` readers). `None` when they
-/// agree. An entry may start before the derived transaction (a pass removed its first batches), and a
-/// transaction whose data is all gone needs no entry.
+/// agree. An entry may start before the derived transaction (a pass removed its first batches) or after it
+/// (a cleaner removed the COMMIT marker of the producer's transaction before: [`verify_index_files`] then
+/// narrows the transaction to the entry), and a transaction whose data is all gone needs no entry.
 pub fn index_disagreement(base: u64, end: u64, entries: &[AbortedTxn], txns: &TxnState) -> Option<IndexDisagreement> {
     let in_segment = |o: u64| (base..end).contains(&o);
     for (i, e) in entries.iter().enumerate() {
@@ -418,7 +444,6 @@ pub fn index_disagreement(base: u64, end: u64, entries: &[AbortedTxn], txns: &Tx
         let why = match marker {
             None => Some("no ABORT marker of its producer is at its last offset"),
             Some(_) if !in_segment(e.last_offset) => Some("its ABORT marker is in another segment"),
-            Some(d) if e.first_offset > d.first_offset => Some("it starts after the transaction's first batch"),
             Some(_) => None,
         };
         if let Some(why) = why {
@@ -448,7 +473,9 @@ pub fn index_disagreement(base: u64, end: u64, entries: &[AbortedTxn], txns: &Tx
 /// The largest `.txnindex` read (Kafka's hold a few entries; more is damage).
 pub const MAX_TXN_INDEX_BYTES: u64 = 64 << 20;
 
-/// Checks every segment's `.txnindex` in `store` against `txns` (see [`index_disagreement`]). Returns the
+/// Checks every segment's `.txnindex` in `store` against `txns` (see [`index_disagreement`]), narrowing an
+/// aborted transaction to its entry where the entry starts later (Kafka's index is the authority on where an
+/// aborted transaction begins once markers before it are gone). Returns the
 /// names of the `.txnindex` files that are missing though their segment holds the marker of an aborted
 /// transaction with data left (a broker reads no aborted transaction there; a compaction writes the file).
 ///
@@ -458,7 +485,7 @@ pub const MAX_TXN_INDEX_BYTES: u64 = 64 << 20;
 pub fn verify_index_files(
     store: &dyn crate::storage::SegmentStore,
     snapshot: &crate::reader::LogSnapshot,
-    txns: &TxnState,
+    txns: &mut TxnState,
 ) -> Result<Vec<String>> {
     use crate::kafka::files::{SegmentFile, Stage, name};
     let mut missing = Vec::new();
@@ -495,6 +522,9 @@ pub fn verify_index_files(
         if let Some(d) = index_disagreement(base, end, &entries, txns) {
             let position = d.entry.map_or(0, |i| (i * TXN_INDEX_ENTRY_BYTES) as u64);
             return Err(Error::Corrupt { segment: file, position, kind: CorruptKind::TxnIndex(d) });
+        }
+        for e in &entries {
+            txns.narrow(e.producer_id, e.last_offset, e.first_offset);
         }
     }
     Ok(missing)
@@ -566,7 +596,7 @@ mod tests {
         assert_eq!(index_disagreement(0, 4, &[entry(1, 0, 2)], &s), None, "the empty transaction needs no entry");
         assert_eq!(index_disagreement(0, 4, &[entry(1, 0, 2), entry(2, 3, 3)], &s), None);
         let found = |entries: &[AbortedTxn], base| index_disagreement(base, 4, entries, &s).map(|d| (d.entry, d.why));
-        assert_eq!(found(&[entry(1, 1, 2)], 0), Some((Some(0), "it starts after the transaction's first batch")));
+        assert_eq!(found(&[entry(1, 1, 2)], 0), None, "an entry that starts later narrows the transaction");
         assert_eq!(found(&[entry(1, 0, 2), entry(3, 0, 3)], 0).map(|d| d.0), Some(Some(1)));
         assert_eq!(found(&[], 0).map(|d| d.0), Some(None), "producer 1's aborted data has no entry");
         assert_eq!(found(&[entry(1, 0, 2)], 3), Some((Some(0), "its ABORT marker is in another segment")));

@@ -1,0 +1,210 @@
+//! Kafka transactions end to end, as an operator meets them: a partition holding committed, aborted and a
+//! hanging (never ended) transaction. `analyze` finds the hanging one, its last stable offset and the
+//! `kafka-transactions.sh` command that aborts it; `compact` removes the aborted records below the LSO, keeps
+//! every batch at and after it as it was, and writes `.txnindex` files a `read_committed` reader (kafka-python's
+//! batch reader with the broker's filtering) finds the same committed view in; `check` passes on the result.
+//! Run with and without the broker's `.txnindex` files in the source.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use log_core::kafka::txn::AbortedTxn;
+use log_core::kafka::{Compression, RecordToWrite, new_header, write_batch};
+
+mod common;
+use common::{logcompact, path, run_python, stderr, stdout};
+
+/// A batch of the test partition.
+enum B {
+    /// Data from producer `pid` (transactional or not): `(key, value)` records.
+    Data { pid: i64, txn: bool, records: &'static [(&'static str, &'static str)] },
+    /// A transaction marker of `pid`.
+    Marker { pid: i64, commit: bool },
+}
+
+const HANGING: i64 = 3000;
+
+/// A record's key and value.
+type KeyValue = (Vec<u8>, Vec<u8>);
+
+/// The partition: returns the last stable offset (the hanging transaction's first offset).
+fn write_partition(dir: &Path, with_txn_index: bool) -> u64 {
+    use B::{Data, Marker};
+    let segments: [&[B]; 4] = [
+        &[
+            Data { pid: -1, txn: false, records: &[("k0", "a0"), ("k1", "a1"), ("k2", "a2"), ("k3", "a3")] },
+            Data { pid: 1000, txn: true, records: &[("k0", "c0"), ("k1", "c1")] },
+            Data { pid: 2000, txn: true, records: &[("k2", "x2"), ("k3", "x3")] },
+            Data { pid: -1, txn: false, records: &[("k4", "a4")] },
+        ],
+        &[
+            Marker { pid: 1000, commit: true },
+            Marker { pid: 2000, commit: false },
+            Data { pid: -1, txn: false, records: &[("k5", "b5"), ("k4", "b4")] },
+            Data { pid: 2000, txn: true, records: &[("k5", "x5")] },
+            Marker { pid: 2000, commit: false },
+            Data { pid: HANGING, txn: true, records: &[("k0", "h0")] },
+            Data { pid: -1, txn: false, records: &[("k1", "b1")] },
+        ],
+        &[Data { pid: -1, txn: false, records: &[("k2", "b2"), ("k1", "b1'")] }],
+        &[Data { pid: -1, txn: false, records: &[("k8", "active")] }],
+    ];
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let mut offset = 0i64;
+    let mut ongoing: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut lso = None;
+    let (mut out, mut scratch) = (Vec::new(), Vec::new());
+    for batches in segments {
+        let base = offset;
+        let (mut bytes, mut txn_index) = (Vec::new(), Vec::new());
+        for b in batches {
+            let (pid, attributes, keys_values): (i64, i16, Vec<KeyValue>) = match b {
+                Data { pid, txn, records } => {
+                    if *txn {
+                        ongoing.entry(*pid).or_insert(offset);
+                    }
+                    let kv = records.iter().map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec())).collect();
+                    (*pid, if *txn { 0x10 } else { 0 }, kv)
+                }
+                Marker { pid, commit } => {
+                    let first = ongoing.remove(pid).unwrap_or(offset);
+                    if !commit {
+                        let lso = ongoing.values().min().copied().unwrap_or(offset + 1);
+                        let e = AbortedTxn {
+                            producer_id: *pid,
+                            first_offset: first as u64,
+                            last_offset: offset as u64,
+                            last_stable_offset: lso as u64,
+                        };
+                        e.encode(&mut txn_index);
+                    }
+                    (*pid, 0x30, vec![(vec![0, 0, 0, u8::from(*commit)], vec![0, 0, 0, 0, 0, 7])])
+                }
+            };
+            if pid == HANGING {
+                lso.get_or_insert(offset as u64);
+            }
+            let records: Vec<RecordToWrite<'_>> = keys_values
+                .iter()
+                .enumerate()
+                .map(|(i, (k, v))| RecordToWrite {
+                    offset: offset + i as i64,
+                    timestamp: 1_700_000_000_000 + offset + i as i64,
+                    key: Some(k),
+                    value: Some(v),
+                    header_count: 0,
+                    header_bytes: &[],
+                })
+                .collect();
+            let mut h = new_header(offset, records.len() as i32 - 1);
+            h.attributes |= attributes;
+            if pid >= 0 {
+                (h.producer_id, h.producer_epoch, h.base_sequence) = (pid, 4, 0);
+            }
+            out.clear();
+            write_batch(&h, Compression::None, None, &records, &mut out, &mut scratch).expect("batch");
+            bytes.extend_from_slice(&out);
+            offset += records.len() as i64;
+        }
+        std::fs::write(dir.join(format!("{base:020}.log")), &bytes).expect("segment");
+        if with_txn_index && !txn_index.is_empty() {
+            std::fs::write(dir.join(format!("{base:020}.txnindex")), &txn_index).expect("txnindex");
+        }
+    }
+    lso.expect("the hanging transaction")
+}
+
+/// A read_committed reader's view (offset, key, value) below `lso`, and every offset a data batch holds.
+type View = (Vec<(u64, String, String)>, Vec<u64>);
+
+fn read_committed(py: &str, dir: &Path, lso: u64) -> View {
+    let script = common::kafka_script("read_committed.py");
+    let v = run_python(py, &[script.to_str().expect("utf-8"), path(dir), &lso.to_string()]);
+    let triple = |r: &serde_json::Value| {
+        (
+            r[0].as_u64().expect("offset"),
+            r[1].as_str().expect("key").to_owned(),
+            r[2].as_str().expect("value").to_owned(),
+        )
+    };
+    let committed = v["committed"].as_array().expect("committed").iter().map(triple).collect();
+    let data = v["data"].as_array().expect("data").iter().map(|r| r[0].as_u64().expect("offset")).collect();
+    (committed, data)
+}
+
+/// Key → (offset, value) of the latest record of each key in a view.
+fn latest(view: &[(u64, String, String)]) -> BTreeMap<String, (u64, String)> {
+    view.iter().map(|(o, k, v)| (k.clone(), (*o, v.clone()))).collect()
+}
+
+/// The names and bytes of the segment files based at `first_segment_after` or later.
+fn tail_from(dir: &Path, first_segment_after: u64) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))
+        .filter(|n| n.ends_with(".log") && n[..20].parse::<u64>().expect("base") >= first_segment_after)
+        .map(|n| {
+            let bytes = std::fs::read(dir.join(&n)).expect("read");
+            (n, bytes)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_hanging_transaction_is_found_and_aborted_data_goes_below_the_lso() {
+    let py = common::kafka_python();
+    // The committed view of the source, as a broker serves it from its .txnindex files (the same partition
+    // without them would show the aborted records: that is what a compaction's derived index repairs).
+    let mut expected = None;
+    for with_txn_index in [true, false] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("orders-3");
+        let lso = write_partition(&dir, with_txn_index);
+
+        let out = logcompact(&["analyze", "--format", "kafka", "--dir", path(&dir), "--json"], "");
+        assert!(out.status.success(), "{}", stderr(&out));
+        let a: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(a["last_stable_offset"].as_u64(), Some(lso));
+        let open = a["open_transactions"].as_array().expect("open transactions");
+        assert_eq!(open.len(), 1, "{open:?}");
+        assert_eq!((open[0]["producer_id"].as_i64(), open[0]["first_offset"].as_u64()), (Some(HANGING), Some(lso)));
+        let command = open[0]["abort_command"].as_str().expect("a command");
+        assert!(
+            command.starts_with("kafka-transactions.sh")
+                && command.contains("abort --topic orders --partition 3 --start-offset 15"),
+            "{command}"
+        );
+        assert_eq!((a["aborted_transactions"].as_u64(), a["aborted_records"].as_u64()), (Some(2), Some(3)));
+        let text = stdout(&logcompact(&["analyze", "--format", "kafka", "--dir", path(&dir)], ""));
+        assert!(text.contains("open transaction: producer 3000 epoch 4 from offset 15"), "{text}");
+
+        // What a read_committed reader sees before, and the bytes from the LSO's segment on.
+        if with_txn_index {
+            expected = py.as_deref().map(|py| latest(&read_committed(py, &dir, lso).0));
+        }
+        let untouched = tail_from(&dir, 17);
+        let out = logcompact(&["compact", "--format", "kafka", "--dir", path(&dir), "--until-clean"], "");
+        assert!(out.status.success(), "{}", stderr(&out));
+        let check = logcompact(&["check", "--format", "kafka", "--dir", path(&dir)], "");
+        assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+        assert_eq!(tail_from(&dir, 17), untouched, "the segments after the LSO's are as they were");
+
+        let Some(py) = py.as_deref() else { continue };
+        let (after, data) = read_committed(py, &dir, lso);
+        assert_eq!(Some(latest(&after)), expected, "the committed view of every key is the source's");
+        // The aborted records (offsets 6, 7 and 13) are gone; the hanging transaction's record (15) stays.
+        for aborted in [6, 7, 13] {
+            assert!(!data.contains(&aborted), "aborted offset {aborted} is gone: {data:?}");
+        }
+        assert!(data.contains(&lso), "the open transaction's record stays");
+        // Every .txnindex has its .log.
+        for e in std::fs::read_dir(&dir).expect("list") {
+            let n = e.expect("entry").file_name().into_string().expect("utf-8");
+            if let Some(stem) = n.strip_suffix(".txnindex") {
+                assert!(dir.join(format!("{stem}.log")).exists(), "{n} has its segment");
+            }
+        }
+    }
+}
