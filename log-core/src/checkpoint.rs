@@ -87,6 +87,27 @@ impl CheckpointFile {
         }
     }
 
+    /// The broker's other offsets for the partition, from its log directory: the log start offset
+    /// (`log-start-offset-checkpoint`: nothing below it is live, so no cleaning starts below it) and the high
+    /// watermark (`replication-offset-checkpoint`: nothing at or past it is committed to the replicas, so no
+    /// cleaning reaches it). `(None, None)` for a log without a log directory, or where the files or the
+    /// partition's lines are missing.
+    ///
+    /// # Errors
+    /// [`Error::BadCheckpoint`] for a file that does not parse or holds a negative offset; [`Error::Io`].
+    pub fn broker_offsets(&self) -> Result<(Option<u64>, Option<u64>)> {
+        let CheckpointFile::LogDir { dir, topic, partition } = self else { return Ok((None, None)) };
+        let read = |name: &'static str| -> Result<Option<u64>> {
+            match checkpoints::read(&**dir, name)?.and_then(|e| e.get(topic, *partition)) {
+                Some(o) => u64::try_from(o)
+                    .map(Some)
+                    .map_err(|_| Error::BadCheckpoint { name: name.into(), reason: "a negative offset" }),
+                None => Ok(None),
+            }
+        };
+        Ok((read(checkpoints::LOG_START_OFFSET_CHECKPOINT)?, read(checkpoints::REPLICATION_OFFSET_CHECKPOINT)?))
+    }
+
     /// The file it lives in, for messages.
     pub fn describe(&self) -> String {
         match self {

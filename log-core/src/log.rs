@@ -122,6 +122,9 @@ pub struct Log {
     /// Where the cleaner checkpoint is kept.
     pub(crate) checkpoint_file: CheckpointFile,
     pub(crate) config: LogConfig,
+    /// Kafka: the high watermark from the broker's `replication-offset-checkpoint`, when it names the
+    /// partition; no cleaning reaches it.
+    pub(crate) high_watermark: Option<u64>,
     pub(crate) inner: RwLock<Inner>,
     pub(crate) poisoned: AtomicBool,
     /// Opened with [`Log::open_read_only`]: every write fails with [`Error::ReadOnly`].
@@ -234,6 +237,7 @@ impl Log {
 
     pub(crate) fn snapshot_locked(&self, inner: &Inner) -> LogSnapshot {
         LogSnapshot::new(self.format, Arc::clone(&inner.closed), &inner.active, inner.next_offset)
+            .with_high_watermark(self.high_watermark)
     }
 
     /// The first record with an offset `>= offset`, or `None` past the end. A consumer asking for an offset

@@ -207,6 +207,7 @@ pub(crate) fn build(
         store,
         checkpoint_file,
         config,
+        high_watermark: None,
         inner: RwLock::new(inner),
         poisoned: AtomicBool::new(false),
         read_only,

@@ -26,11 +26,13 @@ pub struct LogSnapshot {
     active_first_timestamp: Option<i64>,
     active_max_timestamp: Option<i64>,
     next_offset: u64,
+    high_watermark: Option<u64>,
 }
 
 impl LogSnapshot {
     /// The transaction state of the snapshot's log (Kafka: aborted and open transactions, the last stable
-    /// offset, each producer's last data batch; for the native format none, and the LSO is the log end). Closed
+    /// offset capped by the high watermark, each producer's last data batch; for the native format none, and
+    /// the LSO is the log end). Closed
     /// segments are walked once and remembered; the active segment is walked each call.
     ///
     /// # Errors
@@ -45,7 +47,23 @@ impl LogSnapshot {
             segments.push(s.transactions()?);
         }
         segments.push(std::sync::Arc::new(SegmentTxns::scan(&self.active, &self.active_name, self.active_len)?));
-        Ok(TxnState::fold(segments.iter().map(|s| &**s), self.next_offset))
+        let mut state = TxnState::fold(segments.iter().map(|s| &**s), self.next_offset);
+        // Kafka's LSO never passes the high watermark.
+        if let Some(hw) = self.high_watermark {
+            state.last_stable_offset = state.last_stable_offset.min(hw);
+        }
+        Ok(state)
+    }
+
+    pub(crate) fn with_high_watermark(mut self, high_watermark: Option<u64>) -> Self {
+        self.high_watermark = high_watermark;
+        self
+    }
+
+    /// Kafka: the high watermark the broker recorded for the partition, if any (the last stable offset, and
+    /// so any cleaning, stops there).
+    pub fn high_watermark(&self) -> Option<u64> {
+        self.high_watermark
     }
 
     pub(crate) fn new(
@@ -67,6 +85,7 @@ impl LogSnapshot {
             active_first_timestamp: summary.first_timestamp,
             active_max_timestamp: summary.max_timestamp,
             next_offset,
+            high_watermark: None,
         }
     }
 

@@ -109,3 +109,32 @@ fn a_cleaner_checkpoint_past_the_end_is_reset_to_the_start_and_nothing_is_writte
         log_core::check::check_kafka(Arc::clone(&store) as Arc<dyn SegmentStore>, checkpoint()).expect("intact");
     assert!(report.notices.iter().any(|n| n.what.contains("past the end")), "{:?}", report.notices);
 }
+
+#[test]
+fn the_brokers_log_start_and_high_watermark_bound_the_cleanable_range() {
+    let store = partition();
+    let log_dir = Arc::new(MemStore::new());
+    write(&*log_dir, "log-start-offset-checkpoint", b"0\n2\nt 0 3\nu 1 9\n");
+    write(&*log_dir, "replication-offset-checkpoint", b"0\n1\nt 0 5\n");
+    let checkpoint = || CheckpointFile::LogDir {
+        dir: Arc::clone(&log_dir) as Arc<dyn SegmentStore>,
+        topic: "t".into(),
+        partition: 0,
+    };
+    for writable in [false, true] {
+        let log = if writable {
+            Log::open_kafka(Arc::clone(&store) as Arc<dyn SegmentStore>, LogConfig::default(), checkpoint())
+        } else {
+            open_ro(&store, checkpoint())
+        }
+        .expect("opens");
+        assert_eq!(log.cleaner_checkpoint(), 3, "nothing below the log start is dirty");
+        assert_eq!(log.snapshot().high_watermark(), Some(5));
+        let section = log.dirty_section(0, 0);
+        assert_eq!((section.first_dirty_offset, section.first_uncleanable_offset), (3, 5), "{section:?}");
+        assert_eq!(log.snapshot().transactions().expect("state").last_stable_offset, 5, "the LSO stops at the HW");
+    }
+    // Without the files (or the partition's lines), the segments bound it.
+    let log = open_ro(&store, CheckpointFile::Memory).expect("opens");
+    assert_eq!((log.cleaner_checkpoint(), log.dirty_section(0, 0).first_uncleanable_offset), (0, 10));
+}

@@ -343,11 +343,15 @@ impl Log {
         }
         report.truncated_tail = torn;
         let next_offset = summary.summary.last_offset.map_or(active_base, |l| l + 1);
+        let (log_start_checkpoint, high_watermark) = checkpoint.broker_offsets()?;
         let log_start = closed.first().map_or(active_base, |s| s.base());
         let checkpoint_at = checkpoint_within(&checkpoint, &*store, log_start, active_base, next_offset, &mut report)?;
+        let checkpoint_at = above_log_start(checkpoint_at, log_start_checkpoint, active_base);
         let active = Active { base: active_base, name: active_name, file, summary, frozen_len: None };
         let parts = Parts { closed, active, next_offset, checkpoint: checkpoint_at, report };
-        Ok(build(Format::Kafka, checkpoint, store, config, parts, false))
+        let mut log = build(Format::Kafka, checkpoint, store, config, parts, false);
+        log.high_watermark = high_watermark;
+        Ok(log)
     }
 
     /// Opens the Kafka partition in `store` for reading only: nothing is written, created, cut or removed, no
@@ -365,8 +369,12 @@ impl Log {
         checkpoint: CheckpointFile,
     ) -> Result<Log> {
         config.validate_for(Format::Kafka)?;
-        crate::open::retry_read_only(|| load_read_only(&store, &config, &checkpoint))
-            .map(|parts| build(Format::Kafka, checkpoint.clone(), Arc::clone(&store), config.clone(), parts, true))
+        let high_watermark = checkpoint.broker_offsets()?.1;
+        crate::open::retry_read_only(|| load_read_only(&store, &config, &checkpoint)).map(|parts| {
+            let mut log = build(Format::Kafka, checkpoint.clone(), Arc::clone(&store), config.clone(), parts, true);
+            log.high_watermark = high_watermark;
+            log
+        })
     }
 }
 
@@ -425,6 +433,7 @@ fn load_read_only(
     let next_offset = summary.summary.last_offset.map_or(active_base, |l| l + 1);
     let log_start = closed.first().map_or(active_base, |s| s.base());
     let checkpoint_at = checkpoint_within(checkpoint, store_ref, log_start, active_base, next_offset, &mut report)?;
+    let checkpoint_at = above_log_start(checkpoint_at, checkpoint.broker_offsets()?.0, active_base);
     let again = KafkaLayout::scan(store_ref)?;
     let same_files = closed
         .iter()
@@ -452,4 +461,11 @@ fn describe(layout: &KafkaLayout) -> String {
     }
     shown.sort_unstable();
     format!("no segment file (<20-digit base>.log); other files: {}", shown.join(", "))
+}
+
+/// The cleaner checkpoint raised to the log start the broker recorded (`log-start-offset-checkpoint`), as
+/// Kafka's cleaner starts there when its checkpoint is below it: nothing below the log start is live. Never
+/// past the active segment.
+fn above_log_start(checkpoint: u64, recorded_log_start: Option<u64>, active_base: u64) -> u64 {
+    recorded_log_start.map_or(checkpoint, |r| checkpoint.max(r.min(active_base)))
 }
