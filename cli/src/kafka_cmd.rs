@@ -65,13 +65,22 @@ pub fn dump(dir: &Path, json: bool) -> Result<(), Failure> {
                         let r = r.map_err(bad)?;
                         // Bytes as `dump --json` shows them for native logs: UTF-8 as is, other bytes `\xNN`.
                         let esc = crate::json::escape;
-                        records.push(serde_json::json!({
+                        let mut record = serde_json::json!({
                             "offset": r.offset,
                             "timestamp": r.timestamp,
                             "key": r.key.map(esc),
                             "value": r.value.map(esc),
                             "headers": r.headers().map(|(n, v)| serde_json::json!([esc(n), v.map(esc)])).collect::<Vec<_>>(),
-                        }));
+                        });
+                        if h.is_control()
+                            && let Some(kind) = log_core::kafka::txn::marker_type(r.key)
+                        {
+                            record["marker"] = serde_json::json!({
+                                "type": kind.to_string(),
+                                "coordinator_epoch": log_core::kafka::txn::coordinator_epoch(r.value),
+                            });
+                        }
+                        records.push(record);
                     }
                     let value = serde_json::json!({
                         "segment": file,
@@ -113,6 +122,20 @@ pub fn dump(dir: &Path, json: bool) -> Result<(), Failure> {
                 .map_err(failed)?;
                 for r in b.records(&mut scratch).map_err(bad)? {
                     let r = r.map_err(bad)?;
+                    if h.is_control()
+                        && let Some(kind) = log_core::kafka::txn::marker_type(r.key)
+                    {
+                        // As kafka-dump-log.sh prints a marker.
+                        let epoch = log_core::kafka::txn::coordinator_epoch(r.value)
+                            .map_or_else(|| "?".to_owned(), |e| e.to_string());
+                        writeln!(
+                            out,
+                            "  offset={} timestamp={} endTxnMarker: {kind} coordinatorEpoch: {epoch}",
+                            r.offset, r.timestamp
+                        )
+                        .map_err(failed)?;
+                        continue;
+                    }
                     let key = r.key.map_or_else(|| "NULL".to_owned(), quoted);
                     let value = r.value.map_or_else(|| "TOMBSTONE".to_owned(), quoted);
                     let mut line = format!("  offset={} timestamp={} key={key} value={value}", r.offset, r.timestamp);

@@ -179,6 +179,20 @@ fn a_hanging_transaction_is_found_and_aborted_data_goes_below_the_lso() {
         assert_eq!((a["aborted_transactions"].as_u64(), a["aborted_records"].as_u64()), (Some(2), Some(3)));
         let text = stdout(&logcompact(&["analyze", "--format", "kafka", "--dir", path(&dir)], ""));
         assert!(text.contains("open transaction: producer 3000 epoch 4 from offset 15"), "{text}");
+        // dump decodes the markers as kafka-dump-log.sh prints them, and in JSON.
+        let dump = stdout(&logcompact(&["dump", "--format", "kafka", "--dir", path(&dir)], ""));
+        assert!(dump.contains("offset=9 timestamp=1700000000009 endTxnMarker: COMMIT coordinatorEpoch: 7"), "{dump}");
+        assert!(dump.contains("offset=10 timestamp=1700000000010 endTxnMarker: ABORT coordinatorEpoch: 7"), "{dump}");
+        let json = logcompact(&["dump", "--format", "kafka", "--dir", path(&dir), "--json"], "");
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+        let markers: Vec<String> = v["batches"]
+            .as_array()
+            .expect("batches")
+            .iter()
+            .flat_map(|b| b["records"].as_array().expect("records").iter())
+            .filter_map(|r| r["marker"]["type"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(markers, ["COMMIT", "ABORT", "ABORT"]);
 
         // What a read_committed reader sees before, and the bytes from the LSO's segment on.
         if with_txn_index {

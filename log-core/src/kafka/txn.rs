@@ -186,6 +186,24 @@ pub fn marker_type(key: Option<&[u8]>) -> Option<MarkerType> {
     })
 }
 
+/// The coordinator epoch in the value of a control record (a version, 2 bytes, then the epoch, 4 bytes);
+/// `None` for a value too short to hold one.
+pub fn coordinator_epoch(value: Option<&[u8]>) -> Option<i32> {
+    let v = value.filter(|v| v.len() >= 6)?;
+    Some(i32::from_be_bytes([v[2], v[3], v[4], v[5]]))
+}
+
+impl std::fmt::Display for MarkerType {
+    /// As Kafka names the types (`kafka-dump-log.sh` prints `endTxnMarker: COMMIT`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MarkerType::Abort => f.write_str("ABORT"),
+            MarkerType::Commit => f.write_str("COMMIT"),
+            MarkerType::Other(t) => write!(f, "UNKNOWN({t})"),
+        }
+    }
+}
+
 /// An aborted transaction: Kafka's `.txnindex` entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct AbortedTxn {
