@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use cleaner::{Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions};
 use log_core::kafka::files::{SegmentFile, Stage, name};
+use log_core::kafka::txn::AbortedTxn;
 use log_core::kafka::{Compression, RecordToWrite, new_header, write_batch};
 use log_core::{CheckpointFile, Log, LogConfig, SegmentStore};
 use storage_mem::MemStore;
@@ -75,6 +76,15 @@ fn partition(closed: &[Spec]) -> Arc<dyn SegmentStore> {
     file.seal().expect("seal");
     store.create(&name(next as u64, SegmentFile::Log, Stage::Live)).expect("active");
     store
+}
+
+/// Writes the closed segment's `.txnindex` holding `entry`.
+fn write_txn_index(store: &Arc<dyn SegmentStore>, entry: AbortedTxn) {
+    let mut bytes = Vec::new();
+    entry.encode(&mut bytes);
+    let f = store.create(&name(0, SegmentFile::TxnIndex, Stage::Live)).expect("create");
+    f.append(&bytes).expect("append");
+    f.sync().expect("sync");
 }
 
 /// `(base offset, last offset, records, producer id)` of every batch after one full pass.
@@ -211,7 +221,7 @@ fn after_passes(store: &Arc<dyn SegmentStore>, clocks: &[i64]) -> Vec<Seen> {
             let f = store.open(&name).expect("open");
             let mut bytes = vec![0; f.len() as usize];
             f.read_at(0, &mut bytes).expect("read");
-            for e in log_core::kafka::txn::AbortedTxn::decode_all(&bytes).expect("whole entries") {
+            for e in AbortedTxn::decode_all(&bytes).expect("whole entries") {
                 entries.push((e.producer_id, e.first_offset as i64, e.last_offset as i64));
             }
         }
@@ -278,13 +288,7 @@ fn a_txnindex_that_disagrees_with_the_markers_is_damage_and_nothing_is_cleaned()
         Spec { base: 2, producer: None, keys: &["a"], kind: Plain },
     ]);
     // An entry for a transaction of producer 51, which wrote no marker.
-    let entry =
-        log_core::kafka::txn::AbortedTxn { producer_id: 51, first_offset: 0, last_offset: 1, last_stable_offset: 2 };
-    let mut bytes = Vec::new();
-    entry.encode(&mut bytes);
-    let f = store.create(&name(0, SegmentFile::TxnIndex, Stage::Live)).expect("create");
-    f.append(&bytes).expect("append");
-    f.sync().expect("sync");
+    write_txn_index(&store, AbortedTxn { producer_id: 51, first_offset: 0, last_offset: 1, last_stable_offset: 2 });
     let before: Vec<String> = store.list().expect("list");
     let log = Log::open_kafka(Arc::clone(&store), LogConfig::default(), CheckpointFile::Memory).expect("open");
     let config = CleanerConfig { map: MapKind::FullKey, dedupe_buffer_bytes: 1 << 20, ..CleanerConfig::default() };
@@ -315,13 +319,7 @@ fn a_txnindex_entry_that_starts_later_narrows_the_aborted_transaction() {
         Spec { base: 3, producer: Some((70, 0, 2)), keys: &[], kind: Abort },
         Spec { base: 4, producer: Some((70, 1, 0)), keys: &["c"], kind: Plain },
     ]);
-    let entry =
-        log_core::kafka::txn::AbortedTxn { producer_id: 70, first_offset: 2, last_offset: 3, last_stable_offset: 4 };
-    let mut bytes = Vec::new();
-    entry.encode(&mut bytes);
-    let f = store.create(&name(0, SegmentFile::TxnIndex, Stage::Live)).expect("create");
-    f.append(&bytes).expect("append");
-    f.sync().expect("sync");
+    write_txn_index(&store, AbortedTxn { producer_id: 70, first_offset: 2, last_offset: 3, last_stable_offset: 4 });
     assert_eq!(
         after_a_pass(Arc::clone(&store)),
         vec![(0, 0, 1, 70), (1, 1, 1, -1), (3, 3, 1, 70), (4, 4, 1, 70)],

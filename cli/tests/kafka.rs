@@ -7,7 +7,7 @@
 //! The Python side needs kafka-python, lz4, python-snappy, zstandard and confluent-kafka
 //! (`tests/kafka/requirements.txt`): a Python named by `LOGCOMPACT_PYTHON`, or `python3` if it has them, or a
 //! virtual environment the tests make once under Cargo's target directory (see `common::kafka_python`). Where
-//! none can be had these tests fail, naming what is missing; `LOGCOMPACT_SKIP_KAFKA_INTEROP=1` skips them
+//! none can be had these tests fail, naming what is missing; `LOGCOMPACT_SKIP_PYTHON=1` skips them
 //! (refused under CI, which must run them).
 
 use std::collections::BTreeMap;

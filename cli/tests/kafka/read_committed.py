@@ -11,7 +11,7 @@ import os
 import struct
 import sys
 
-from kafka.record.default_records import DefaultRecordBatch
+import segments
 
 
 def aborted_entries(directory):
@@ -32,26 +32,17 @@ def main():
     directory, lso = sys.argv[1], int(sys.argv[2])
     aborted = aborted_entries(directory)
     committed, all_data = [], []
-    for name in sorted(n for n in os.listdir(directory) if n.endswith(".log")):
-        data = open(os.path.join(directory, name), "rb").read()
-        pos = 0
-        while pos < len(data):
-            (length,) = struct.unpack_from(">i", data, pos + 8)
-            raw = data[pos:pos + 12 + length]
-            batch = DefaultRecordBatch(raw)
-            if not batch.validate_crc():
-                raise SystemExit("%s at byte %d: CRC mismatch" % (name, pos))
-            pos += 12 + length
-            if batch.is_control_batch:
-                continue
-            skipped = batch.is_transactional and any(
-                p == batch.producer_id and first <= batch.base_offset <= last for p, first, last in aborted)
-            for r in batch:
-                record = [r.offset, None if r.key is None else r.key.decode(),
-                          None if r.value is None else r.value.decode()]
-                all_data.append(record)
-                if not skipped and r.offset < lso:
-                    committed.append(record)
+    for _name, _pos, _raw, batch in segments.batches(directory):
+        if batch.is_control_batch:
+            continue
+        skipped = batch.is_transactional and any(
+            p == batch.producer_id and first <= batch.base_offset <= last for p, first, last in aborted)
+        for r in batch:
+            record = [r.offset, None if r.key is None else r.key.decode(),
+                      None if r.value is None else r.value.decode()]
+            all_data.append(record)
+            if not skipped and r.offset < lso:
+                committed.append(record)
     json.dump({"committed": committed, "data": all_data, "aborted": aborted}, sys.stdout)
 
 

@@ -8,37 +8,28 @@ import os
 import struct
 import sys
 
-from kafka.record.default_records import DefaultRecordBatch
+import segments
 
 
 def main():
     directory = sys.argv[1]
     batches = []
-    for name in sorted(n for n in os.listdir(directory) if n.endswith(".log")):
-        data = open(os.path.join(directory, name), "rb").read()
-        pos = 0
-        while pos < len(data):
-            (length,) = struct.unpack_from(">i", data, pos + 8)
-            raw = data[pos:pos + 12 + length]
-            batch = DefaultRecordBatch(raw)
-            if not batch.validate_crc():
-                raise SystemExit("%s at byte %d: CRC mismatch" % (name, pos))
-            (attributes,) = struct.unpack_from(">h", raw, 21)
-            (base_timestamp,) = struct.unpack_from(">q", raw, 27)
-            records = []
-            for r in batch:
-                records.append({
-                    "offset": r.offset, "timestamp": r.timestamp,
-                    "key": None if r.key is None else r.key.decode(),
-                    "value": None if r.value is None else r.value.decode(),
-                    "headers": [[h, v.decode()] for h, v in r.headers],
-                })
-            batches.append({
-                "segment": name, "base_offset": batch.base_offset, "last_offset": batch.last_offset,
-                "attributes": attributes, "base_timestamp": base_timestamp, "producer_id": batch.producer_id,
-                "records": records,
+    for name, _pos, raw, batch in segments.batches(directory):
+        (attributes,) = struct.unpack_from(">h", raw, 21)
+        (base_timestamp,) = struct.unpack_from(">q", raw, 27)
+        records = []
+        for r in batch:
+            records.append({
+                "offset": r.offset, "timestamp": r.timestamp,
+                "key": None if r.key is None else r.key.decode(),
+                "value": None if r.value is None else r.value.decode(),
+                "headers": [[h, v.decode()] for h, v in r.headers],
             })
-            pos += 12 + length
+        batches.append({
+            "segment": name, "base_offset": batch.base_offset, "last_offset": batch.last_offset,
+            "attributes": attributes, "base_timestamp": base_timestamp, "producer_id": batch.producer_id,
+            "records": records,
+        })
     # Kafka's indexes: 8-byte and 12-byte entries.
     indexes = {n: os.path.getsize(os.path.join(directory, n)) for n in os.listdir(directory)
                if n.endswith(".index") or n.endswith(".timeindex")}
