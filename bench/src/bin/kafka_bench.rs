@@ -19,6 +19,15 @@ use cleaner::{Cleaner, CleanerConfig, PassOptions, SystemClock};
 use log_core::kafka::Compression;
 use log_core::{Format, LogConfig};
 
+const USAGE: &str = "kafka-bench: analyze and compact throughput on a generated Kafka partition, with each map
+
+usage: kafka-bench [--bytes 1GiB] [--keys 1000000] [--codec none|lz4|gzip|snappy|zstd] [--dir D]
+                   [--segment-bytes 256MiB] [--dedupe-buffer 128MiB] [--generate-only]
+
+Writes a partition (100 records a batch, 16-byte keys, 100-byte values, 1% tombstones) into D/bench-<codec>-0,
+times analyze and, per map, an in-place compaction of a copy until clean, and prints a JSON line each.
+--generate-only stops after writing the partition and leaves it.";
+
 struct Args {
     bytes: u64,
     keys: u64,
@@ -41,6 +50,10 @@ fn parse() -> Result<Args, String> {
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "-h" || flag == "--help" {
+            println!("{USAGE}");
+            std::process::exit(0);
+        }
         if flag == "--generate-only" {
             a.generate_only = true;
             continue;

@@ -12,6 +12,13 @@ fn arg(name: &str) -> Option<String> {
 }
 
 fn main() {
+    bench::exit_if_help(
+        "map-bench: the offset maps side by side with the bare limit
+
+usage: map-bench [--keys 1000000,10000000] [--key-bytes 16]
+
+Prints one JSON line per map and cardinality.",
+    );
     let cardinalities: Vec<usize> = arg("--keys")
         .unwrap_or_else(|| "1000000,10000000".into())
         .split(',')

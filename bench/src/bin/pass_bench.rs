@@ -16,6 +16,13 @@ fn arg(name: &str, default: u64) -> u64 {
 }
 
 fn main() {
+    bench::exit_if_help(
+        "pass-bench: one whole cleaning pass (both phases) per offset map, in memory
+
+usage: pass-bench [--records 10000000] [--keys 1000000] [--value-bytes 100] [--maps skimpy,fullkey,compact]
+
+Prints one JSON line per map.",
+    );
     let records = arg("--records", 10_000_000);
     let keys = arg("--keys", 1_000_000);
     let value_bytes = arg("--value-bytes", 100) as usize;

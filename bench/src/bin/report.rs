@@ -31,7 +31,11 @@ fn parse() -> Result<Args, String> {
                 args.threshold = value("--threshold")?.parse().map_err(|_| "--threshold needs a number like 1.25")?;
             }
             "-h" | "--help" => {
-                return Err("usage: report [--quick] [--out DIR] [--baseline report.json] [--threshold 1.25]".into());
+                println!(
+                    "report: the comparison of the offset maps (JSON, Markdown, SVG in --out)\n\nusage: report [--quick] \
+                     [--out DIR] [--baseline report.json] [--threshold 1.25]"
+                );
+                std::process::exit(0);
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }

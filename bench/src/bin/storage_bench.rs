@@ -66,6 +66,11 @@ fn clean(log: &Log) -> (f64, u64) {
 }
 
 fn main() {
+    bench::exit_if_help("storage-bench: append throughput, a sequential read, a cleaning pass on files against the same pass in memory, and open time
+
+usage: storage-bench [--bytes 1GiB] [--keys 1000000] [--dir DIR]
+
+Prints one JSON object.");
     let bytes = parse_size(&arg("--bytes").unwrap_or_else(|| "1GiB".into()));
     let keys: u64 = arg("--keys").map_or(1_000_000, |k| k.parse().expect("--keys N"));
     let tmp = tempfile::tempdir().expect("tempdir");
