@@ -53,6 +53,10 @@ pub struct MapAdvice {
     pub bytes_per_key: f64,
     /// Probability that two of the keys look alike to the map in one pass.
     pub collision_probability: f64,
+    /// For Kafka's own map (`skimpy`), as Kafka runs it: the most keys a pass can hold whatever the buffer,
+    /// since Kafka caps a cleaner thread's buffer at [`KAFKA_MAX_THREAD_BUFFER`] (and a log is cleaned by one
+    /// thread); `buffer_bytes` and the passes already count the cap. `None` for the other maps.
+    pub kafka_thread_cap: Option<u64>,
 }
 
 /// A count of distinct keys.
@@ -101,8 +105,20 @@ impl Budget {
     }
 }
 
+/// The most a Kafka cleaner thread's dedupe buffer holds: Kafka gives each thread
+/// `min(log.cleaner.dedupe.buffer.size / log.cleaner.threads, Int.MaxValue)` bytes.
+pub const KAFKA_MAX_THREAD_BUFFER: u64 = i32::MAX as u64;
+
+/// The buffer a thread of `map` gets from `budget`: Kafka's own map is capped as Kafka caps it.
+fn thread_bytes(map: MapKind, budget: Budget) -> u64 {
+    match map {
+        MapKind::Skimpy => budget.per_thread().min(KAFKA_MAX_THREAD_BUFFER),
+        _ => budget.per_thread(),
+    }
+}
+
 fn advice(map: MapKind, keys: u64, key_bytes: usize, budget: Budget) -> MapAdvice {
-    let per_thread = budget.per_thread();
+    let per_thread = thread_bytes(map, budget);
     let one = map.bytes_for(usize::try_from(keys).unwrap_or(usize::MAX), budget.load_factor, key_bytes) as u64;
     let capacity =
         map.keys_for(usize::try_from(per_thread).unwrap_or(usize::MAX), budget.load_factor, key_bytes) as u64;
@@ -122,6 +138,10 @@ fn advice(map: MapKind, keys: u64, key_bytes: usize, budget: Budget) -> MapAdvic
         passes_basis: "lower bound",
         bytes_per_key: if capacity == 0 { 0.0 } else { per_thread as f64 / capacity as f64 },
         collision_probability: map.collision_probability(keys, budget.load_factor),
+        kafka_thread_cap: (map == MapKind::Skimpy).then(|| {
+            map.keys_for(usize::try_from(KAFKA_MAX_THREAD_BUFFER).unwrap_or(usize::MAX), budget.load_factor, key_bytes)
+                as u64
+        }),
     }
 }
 
@@ -129,9 +149,12 @@ fn advice(map: MapKind, keys: u64, key_bytes: usize, budget: Budget) -> MapAdvic
 /// (keys then taken as uniformly spread).
 ///
 /// # Errors
-/// [`Error::InvalidConfig`] for no threads or a load factor outside its range.
+/// [`Error::InvalidConfig`] for no threads, a load factor outside its range, or fewer records than keys.
 pub fn from_counts(keys: u64, key_bytes: usize, records: Option<u64>, budget: Budget) -> Result<Vec<MapAdvice>> {
     check(budget)?;
+    if let Some(r) = records.filter(|&r| r < keys) {
+        return Err(Error::invalid("--records", r, "at least the number of distinct keys (--keys)"));
+    }
     Ok(MapKind::ALL
         .iter()
         .map(|&map| {
@@ -297,6 +320,7 @@ impl DirtyKeys {
         // A map whose budget holds no key is not replayed: its advice says so (no number of passes).
         let mut replays: Vec<Option<Replay>> = Vec::with_capacity(MapKind::ALL.len());
         for map in MapKind::ALL {
+            let per_thread = usize::try_from(thread_bytes(map, budget)).unwrap_or(per_thread);
             let built = match map.build(per_thread, budget.load_factor) {
                 Ok(m) => Some(m),
                 Err(crate::map::BuildError::TooSmall { .. }) => None,

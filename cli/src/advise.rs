@@ -131,8 +131,13 @@ pub fn print(
         "map", "bytes/key", "keys a pass", "passes", "buffer for 1 pass", "P(collision)"
     )
     .map_err(failed)?;
+    let mut capped = None;
     for a in maps {
         let passes = a.passes.map_or_else(|| "never".to_owned(), |p| p.to_string());
+        let over_cap = a.kafka_thread_cap.filter(|&cap| a.keys > cap);
+        if over_cap.is_some() {
+            capped = over_cap;
+        }
         let p = if a.collision_probability == 0.0 {
             "0 (exact)".to_owned()
         } else {
@@ -145,8 +150,17 @@ pub fn print(
             a.bytes_per_key,
             a.capacity,
             passes,
-            human_bytes(a.total_buffer_bytes_for_one_pass),
+            format!("{}{}", human_bytes(a.total_buffer_bytes_for_one_pass), if over_cap.is_some() { "*" } else { "" }),
             p
+        )
+        .map_err(failed)?;
+    }
+    if let Some(cap) = capped {
+        writeln!(
+            out,
+            "* skimpy as Kafka runs it: a cleaner thread's buffer is at most 2 GiB (log.cleaner.dedupe.buffer.size \
+             / log.cleaner.threads, capped at 2^31 - 1 bytes), which holds {cap} keys: a log with more takes \
+             several passes whatever the buffer (each log is cleaned by one thread)"
         )
         .map_err(failed)?;
     }

@@ -125,3 +125,75 @@ pub fn analyze(req: AnalyzeRequest<'_>, json: bool) -> Result<(), Failure> {
     drop(out);
     crate::advise::print(&a.dirty.maps, a.dirty.distinct, Some(&a.dirty), req.budget, false)
 }
+
+/// Runs `analyze --data-dir` and prints a row a log (most reclaimable first) and a total, or the JSON.
+///
+/// # Errors
+/// [`Failure::Usage`] for a directory without logs or bad settings; as writing the output.
+pub fn analyze_data_dir(
+    data_dir: &Path,
+    format: Format,
+    config: Option<&Path>,
+    budget: Budget,
+    json: bool,
+) -> Result<(), Failure> {
+    use logcompact::datadir;
+    let layers = datadir::layers(data_dir, format, config, &[]).map_err(|e| Failure::from_data_dir(&e))?;
+    let bar = crate::progress::bar(0, "logs", false);
+    let progress = {
+        let bar = bar.clone();
+        move |done: usize, total: usize, name: &str| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+            bar.set_message(name.to_owned());
+        }
+    };
+    let found = datadir::analyze::analyze_dir(data_dir, format, &layers, budget, &progress);
+    bar.finish_and_clear();
+    let found = found.map_err(|e| Failure::from_data_dir(&e))?;
+    for (name, why) in &found.unreadable {
+        eprintln!("cannot read {name}: {why}");
+    }
+    let mut out = QuietPipe::new(std::io::stdout().lock());
+    let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));
+    if json {
+        let text = serde_json::to_string_pretty(&found.logs).map_err(|e| Failure::Runtime(e.to_string()))?;
+        return writeln!(out, "{text}").map_err(failed);
+    }
+    writeln!(
+        out,
+        "{:<32} {:>10} {:>7} {:>12} {:>12} {:>12} {:>12}  cleanable now",
+        "log", "bytes", "dirty", "reclaimable", "keys", "skimpy 1x", "compact 1x"
+    )
+    .map_err(failed)?;
+    for r in &found.logs {
+        let buffer = |m: &str| r.buffer_bytes_for_one_pass.get(m).map_or_else(|| "-".to_owned(), |b| human_bytes(*b));
+        writeln!(
+            out,
+            "{:<32} {:>10} {:>6.1}% {:>12} {:>12} {:>12} {:>12}  {}: {}",
+            r.log,
+            human_bytes(r.bytes),
+            r.dirty_ratio * 100.0,
+            human_bytes(r.reclaimable_bytes),
+            if r.distinct_keys_exact { r.distinct_keys.to_string() } else { format!("~{}", r.distinct_keys) },
+            buffer("skimpy"),
+            buffer("compact"),
+            if r.cleanable_now { "yes" } else { "no" },
+            r.reason
+        )
+        .map_err(failed)?;
+    }
+    writeln!(
+        out,
+        "total: {} logs, {}, {} reclaimable ({:.1}%)",
+        found.logs.len(),
+        human_bytes(found.total_bytes),
+        human_bytes(found.total_reclaimable_bytes),
+        if found.total_bytes == 0 {
+            0.0
+        } else {
+            found.total_reclaimable_bytes as f64 * 100.0 / found.total_bytes as f64
+        }
+    )
+    .map_err(failed)
+}

@@ -33,7 +33,27 @@ use logcompact::size;
 
 /// Kafka-style log compaction: a segmented keyed log, its two-pass cleaner and its offset maps.
 #[derive(Debug, Parser)]
-#[command(name = "logcompact", version, about, long_about = None, after_help = failure::EXIT_CODES)]
+#[command(
+    name = "logcompact",
+    version,
+    about = "Kafka-style log compaction: read, check, analyse, size, repair and compact keyed logs (this project's \
+             own format, or a stopped Kafka broker's partitions in place, with --format kafka), and keep a data \
+             directory compacted as Kafka's cleaner does",
+    long_about = "Kafka-style log compaction: read, check, analyse, size, repair and compact keyed logs (this \
+                  project's own format, or a stopped Kafka broker's partitions in place, with --format kafka), and \
+                  keep a data directory compacted as Kafka's cleaner does.\n\n\
+                  On a broker's partition (the broker stopped for anything that writes):\n  \
+                  logcompact analyze --format kafka --dir /var/lib/kafka/data/orders-0   what compaction would \
+                  reclaim, hanging transactions\n  \
+                  logcompact dump    --format kafka --dir ... | head                      batches and records\n  \
+                  logcompact advise  --format kafka --dir ...                             the dedupe buffer one \
+                  pass needs\n  \
+                  logcompact compact --format kafka --dir ... --until-clean               clean it in place\n  \
+                  logcompact clean   --format kafka --data-dir /var/lib/kafka/data --until-clean\n\n\
+                  Sizing without a log: logcompact advise --keys 50M --records 400M. The lesson's command \
+                  language: logcompact run SCRIPT. Each command's --help says more.",
+    after_help = failure::EXIT_CODES
+)]
 struct Cli {
     #[command(subcommand)]
     command: Commands,
@@ -216,10 +236,10 @@ struct GenArgs {
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
     /// Records to append.
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", value_parser = size::parse_count, allow_hyphen_values = true)]
     records: u64,
     /// Distinct keys, drawn uniformly.
-    #[arg(long, value_name = "K", allow_hyphen_values = true)]
+    #[arg(long, value_name = "K", value_parser = size::parse_count, allow_hyphen_values = true)]
     keys: u64,
     /// Bytes per value (at most 64 MiB).
     #[arg(long, value_name = "B", default_value = "100", value_parser = size::parse_bytes, allow_hyphen_values = true)]
@@ -445,8 +465,16 @@ struct CheckArgs {
 #[derive(Debug, Args)]
 struct AnalyzeArgs {
     /// The directory: a Kafka partition (`<topic>-<partition>`) or, with --format native, a native log.
-    #[arg(long, value_name = "DIR")]
-    dir: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "data_dir", conflicts_with = "data_dir")]
+    dir: Option<PathBuf>,
+    /// A whole data directory instead (a stopped broker's log directory, or, with --format native, a directory
+    /// of logs): a row a log, most reclaimable bytes first, with whether Kafka's cleaner would pick it now.
+    #[arg(long, value_name = "DIR", conflicts_with = "checkpoint")]
+    data_dir: Option<PathBuf>,
+    /// With --data-dir: a settings file (Kafka's names, a [section] per topic or log), over the settings an
+    /// earlier `clean` saved.
+    #[arg(long, value_name = "FILE", requires = "data_dir")]
+    config: Option<PathBuf>,
     /// The directory's format.
     #[arg(long, value_enum, default_value_t = FormatArg::Kafka)]
     format: FormatArg,
@@ -471,13 +499,13 @@ struct AnalyzeArgs {
 #[derive(Debug, Args)]
 struct AdviseArgs {
     /// Distinct keys of the dirty section.
-    #[arg(long, value_name = "N", required_unless_present = "dir", conflicts_with = "dir", allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", required_unless_present = "dir", conflicts_with = "dir", value_parser = size::parse_count, allow_hyphen_values = true)]
     keys: Option<u64>,
     /// Bytes per key (matters for the fullkey map); with --dir the keys' own sizes are used. Default: 16.
     #[arg(long, value_name = "B", conflicts_with = "dir", allow_hyphen_values = true)]
     key_bytes: Option<usize>,
     /// Records the keys are spread over (uniformly), for a passes figure beyond the lower bound.
-    #[arg(long, value_name = "R", conflicts_with = "dir", allow_hyphen_values = true)]
+    #[arg(long, value_name = "R", conflicts_with = "dir", value_parser = size::parse_count, allow_hyphen_values = true)]
     records: Option<u64>,
     /// A log's directory: advice for its dirty section.
     #[arg(long, value_name = "DIR")]
@@ -630,9 +658,17 @@ fn main() -> ExitCode {
                 threads: a.threads,
                 load_factor: a.load_factor,
             };
-            let req =
-                analyze_cmd::AnalyzeRequest { dir: &a.dir, format: a.format.into(), checkpoint: a.checkpoint, budget };
-            analyze_cmd::analyze(req, a.json)
+            match (&a.dir, &a.data_dir) {
+                (Some(dir), _) => {
+                    let req =
+                        analyze_cmd::AnalyzeRequest { dir, format: a.format.into(), checkpoint: a.checkpoint, budget };
+                    analyze_cmd::analyze(req, a.json)
+                }
+                (None, Some(data_dir)) => {
+                    analyze_cmd::analyze_data_dir(data_dir, a.format.into(), a.config.as_deref(), budget, a.json)
+                }
+                (None, None) => unreachable!("clap requires --dir or --data-dir"),
+            }
         }
         Commands::Repair(a) => ops::repair(&a.dir, a.format.into(), a.apply, a.json),
         Commands::Advise(a) => {

@@ -2,7 +2,7 @@
 //! its help says); now it is used, or refused with exit 2 naming it, and nothing is changed.
 
 mod common;
-use common::{contents, kafka_partition, logcompact, path, stderr};
+use common::{contents, kafka_partition, logcompact, path, stderr, stdout};
 
 #[test]
 fn flags_that_cannot_apply_are_refused_naming_them_and_change_nothing() {
@@ -20,6 +20,8 @@ fn flags_that_cannot_apply_are_refused_naming_them_and_change_nothing() {
     let (n, k) = (path(&native), path(&part));
     for (args, needle) in [
         (vec!["advise", "--keys", "10", "--format", "kafka"], "--format"),
+        // Fewer records than distinct keys cannot be: refused, not ignored.
+        (vec!["advise", "--records", "10", "--keys", "50000000"], "--records"),
         (vec!["advise", "--keys", "10", "--checkpoint", "5"], "--checkpoint"),
         (vec!["advise", "--dir", n, "--key-bytes", "1000"], "--key-bytes"),
         (vec!["advise", "--dir", n, "--checkpoint", "99999"], "--checkpoint 99999 is past the end"),
@@ -92,4 +94,19 @@ fn every_kafka_topic_compacts_under_a_top_level_policy_and_a_partition_section_i
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains("sections name topics: [payments] applies to every payments-N"), "{}", stderr(&out));
     assert_ne!(contents(&root.join("payments-0")), before, "compacted: every topic is");
+}
+
+#[test]
+fn advice_for_kafkas_own_map_counts_kafkas_two_gib_cap_on_a_threads_buffer() {
+    let out = logcompact(&["advise", "--keys", "500M", "--dedupe-buffer", "16GiB", "--json"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let row = |map: &str| rows.as_array().expect("rows").iter().find(|r| r["map"] == map).cloned().expect("row");
+    let (skimpy, compact) = (row("skimpy"), row("compact"));
+    let cap = skimpy["kafka_thread_cap"].as_u64().expect("a cap for skimpy");
+    assert_eq!(skimpy["capacity"].as_u64(), Some(cap), "a 16 GiB buffer holds what 2 GiB holds, in Kafka");
+    assert_eq!(skimpy["buffer_bytes"].as_u64(), Some(i32::MAX as u64));
+    assert!(compact["kafka_thread_cap"].is_null() && compact["capacity"].as_u64() > Some(cap * 4));
+    let text = stdout(&logcompact(&["advise", "--keys", "500M", "--dedupe-buffer", "16GiB"], ""));
+    assert!(text.contains("* skimpy as Kafka runs it") && text.contains(&format!("holds {cap} keys")), "{text}");
 }

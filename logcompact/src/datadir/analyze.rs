@@ -1,0 +1,183 @@
+//! `analyze --data-dir`: every log or partition of a data directory at a glance, read without changing
+//! anything: per log its size, dirty ratio, the bytes a full compaction would reclaim, its distinct keys, the
+//! buffer one pass needs per map, and whether Kafka's cleaner would pick it now and why not; sorted by
+//! reclaimable bytes, with a total. Logs are analysed one at a time ([`cleaner::analyze::analyze`], each in
+//! its own bounded memory), so the run's memory does not grow with the directory.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use cleaner::advise::Budget;
+use cleaner::{LogSettings, PassOptions, SystemClock};
+use log_core::Format;
+use serde::Serialize;
+
+use super::settings::Layers;
+use super::{DataDirError, discover};
+use crate::{OpenError, open_read_only};
+
+/// One log's row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogRow {
+    /// The log's (or partition's) directory name.
+    pub log: String,
+    /// Bytes of all its segments.
+    pub bytes: u64,
+    /// Kafka's cleanable ratio against the cleaner checkpoint.
+    pub dirty_ratio: f64,
+    /// Bytes a full compaction now would reclaim.
+    pub reclaimable_bytes: u64,
+    /// Distinct keys of the dirty section (an estimate beyond 16M keys).
+    pub distinct_keys: u64,
+    /// True when `distinct_keys` was counted exactly.
+    pub distinct_keys_exact: bool,
+    /// Per map, the dedupe buffer (all threads) one pass over the dirty section needs.
+    pub buffer_bytes_for_one_pass: BTreeMap<String, u64>,
+    /// Whether Kafka's cleaner would pick it now (its dirty ratio reaches `min.cleanable.dirty.ratio`, or its
+    /// oldest dirty record is past `max.compaction.lag.ms`).
+    pub cleanable_now: bool,
+    /// Why, or why not.
+    pub reason: String,
+    /// Kafka: the last stable offset.
+    pub last_stable_offset: Option<u64>,
+    /// Kafka: open transactions.
+    pub open_transactions: usize,
+}
+
+/// A data directory's analysis.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DirAnalysis {
+    /// A row a log, most reclaimable bytes first.
+    pub logs: Vec<LogRow>,
+    /// Bytes of all the logs.
+    pub total_bytes: u64,
+    /// Bytes compacting all of them would reclaim.
+    pub total_reclaimable_bytes: u64,
+    /// Logs that could not be read, with why.
+    pub unreadable: Vec<(String, String)>,
+    /// Directories passed over, with why.
+    pub ignored: Vec<(String, String)>,
+}
+
+/// Analyses every log of `data_dir` (each opened read-only: no lock, nothing written) with the settings
+/// `layers` give it, `budget` for the buffer figures, calling `progress(done, total, name)` before each.
+///
+/// # Errors
+/// [`DataDirError::Unreadable`] when the directory cannot be listed, [`DataDirError::NoLogs`] when it holds no
+/// log, [`DataDirError::Settings`]. A log that cannot be read is a row of `unreadable`, not an error.
+pub fn analyze_dir(
+    data_dir: &Path,
+    format: Format,
+    layers: &Layers,
+    budget: Budget,
+    progress: &dyn Fn(usize, usize, &str),
+) -> Result<DirAnalysis, DataDirError> {
+    let found = discover(data_dir, format)?;
+    let mut out = DirAnalysis { ignored: found.ignored.clone(), ..DirAnalysis::default() };
+    let now = log_core::now_ms();
+    for (i, f) in found.logs.iter().enumerate() {
+        progress(i, found.logs.len(), &f.name);
+        let resolved = layers.resolve(&f.settings_name)?;
+        let opened = match open_read_only(&f.dir, format) {
+            Ok(o) => o,
+            Err(OpenError::NotALog { .. }) => continue,
+            Err(e) => {
+                out.unreadable.push((f.name.clone(), e.to_string()));
+                continue;
+            }
+        };
+        let settings = resolved.as_ref().map(|r| r.settings.clone());
+        let options = PassOptions {
+            delete_retention_ms: settings
+                .as_ref()
+                .map_or(PassOptions::default().delete_retention_ms, |s| s.delete_retention_ms),
+            min_compaction_lag_ms: settings.as_ref().map_or(0, |s| s.min_compaction_lag_ms),
+            ..PassOptions::default()
+        };
+        let lag = options.min_compaction_lag_ms;
+        let source = opened.checkpoint_source.clone();
+        let a = match cleaner::analyze::analyze(&opened.log, source, budget, options, Arc::new(SystemClock)) {
+            Ok(a) => a,
+            Err(e) => {
+                out.unreadable.push((f.name.clone(), e.to_string()));
+                continue;
+            }
+        };
+        let section = opened.log.dirty_section(now, lag);
+        let (cleanable_now, reason) = verdict(settings.as_ref(), &section, now, &f.settings_name);
+        out.total_bytes += a.bytes;
+        out.total_reclaimable_bytes += a.bytes_reclaimed;
+        out.logs.push(LogRow {
+            log: f.name.clone(),
+            bytes: a.bytes,
+            dirty_ratio: a.dirty_ratio,
+            reclaimable_bytes: a.bytes_reclaimed,
+            distinct_keys: a.dirty.distinct.keys,
+            distinct_keys_exact: a.dirty.distinct.exact,
+            buffer_bytes_for_one_pass: a
+                .dirty
+                .maps
+                .iter()
+                .map(|m| (m.map.name().to_owned(), m.total_buffer_bytes_for_one_pass))
+                .collect(),
+            cleanable_now,
+            reason,
+            last_stable_offset: a.transactions.last_stable_offset,
+            open_transactions: a.transactions.open_transactions.len(),
+        });
+    }
+    if out.logs.is_empty() && out.unreadable.is_empty() {
+        return Err(DataDirError::NoLogs { dir: data_dir.to_path_buf(), what: "analyze", left_alone: 0 });
+    }
+    out.logs.sort_by(|a, b| b.reclaimable_bytes.cmp(&a.reclaimable_bytes).then_with(|| a.log.cmp(&b.log)));
+    Ok(out)
+}
+
+/// Whether Kafka's cleaner would pick a log with `settings` (`None`: left alone) and dirty section `d` now,
+/// and why (not).
+fn verdict(settings: Option<&LogSettings>, d: &log_core::DirtySection, now: i64, topic: &str) -> (bool, String) {
+    let Some(s) = settings.filter(|s| s.cleanup_policy.compacts()) else {
+        return (false, format!("cleanup.policy of {topic} is delete: the cleaner leaves it alone"));
+    };
+    let held_by_txn = d.open_transactions > 0;
+    if !d.is_cleanable() {
+        let why = if d.open_transactions > 0 && d.dirty_bytes == 0 {
+            format!(
+                "an open transaction holds the last stable offset at {}: nothing past it can be cleaned",
+                d.last_stable_offset.unwrap_or(0)
+            )
+        } else if d.too_young_bytes > 0 && d.dirty_bytes == 0 {
+            format!("its dirty records are younger than min.compaction.lag.ms ({} ms)", s.min_compaction_lag_ms)
+        } else if d.closed_segments == 0 || d.dirty_bytes == 0 {
+            "nothing dirty outside the active segment, which is never cleaned".to_owned()
+        } else {
+            "nothing to clean".to_owned()
+        };
+        return (false, why);
+    }
+    let delay = d.compaction_delay_ms(now, s.max_compaction_lag_ms);
+    let ratio = d.dirty_ratio();
+    let txn = if held_by_txn { " (an open transaction holds part of it back)" } else { "" };
+    if delay > 0 {
+        return (true, format!("its oldest dirty record is {delay} ms past max.compaction.lag.ms{txn}"));
+    }
+    if ratio >= s.min_cleanable_dirty_ratio {
+        return (
+            true,
+            format!(
+                "dirty ratio {:.1}% reaches min.cleanable.dirty.ratio {:.0}%{txn}",
+                ratio * 100.0,
+                s.min_cleanable_dirty_ratio * 100.0
+            ),
+        );
+    }
+    (
+        false,
+        format!(
+            "dirty ratio {:.1}% is below min.cleanable.dirty.ratio {:.0}%",
+            ratio * 100.0,
+            s.min_cleanable_dirty_ratio * 100.0
+        ),
+    )
+}
