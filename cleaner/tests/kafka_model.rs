@@ -379,7 +379,10 @@ fn read_all(log: &Log) -> (Vec<Rec>, Vec<OutBatch>, Vec<OutMarker>) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    // 400 cases a run; PROPTEST_CASES asks for more (a long run before a release).
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(400)
+    ))]
 
     #[test]
     fn compaction_until_clean_keeps_what_the_reference_keeps(
