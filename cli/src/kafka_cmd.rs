@@ -14,19 +14,48 @@ fn failed(e: std::io::Error) -> Failure {
     Failure::Runtime(format!("cannot write output: {e}"))
 }
 
+/// How `dump --format kafka` prints, and what.
+#[derive(Debug, Clone, Default)]
+pub struct DumpOptions {
+    /// One JSON document (`--json`).
+    pub json: bool,
+    /// A JSON object a batch, one a line (`--json-lines`).
+    pub json_lines: bool,
+    /// Only batches reaching this offset or later, and their records from it.
+    pub from_offset: Option<u64>,
+    /// Only batches starting at this offset or earlier, and their records up to it.
+    pub to_offset: Option<u64>,
+    /// Only records with this key (and the batches holding one).
+    pub key: Option<Vec<u8>>,
+}
+
+impl DumpOptions {
+    fn batch_in_range(&self, base: u64, last: u64) -> bool {
+        self.from_offset.is_none_or(|f| last >= f) && self.to_offset.is_none_or(|t| base <= t)
+    }
+
+    fn record_wanted(&self, offset: u64, key: Option<&[u8]>) -> bool {
+        self.from_offset.is_none_or(|f| offset >= f)
+            && self.to_offset.is_none_or(|t| offset <= t)
+            && self.key.as_deref().is_none_or(|k| key == Some(k))
+    }
+}
+
 /// `dump --format kafka`: every batch (offsets, attributes) and record, escaped as the native dump is; or
-/// JSON, written as it is read (memory bounded by one batch).
+/// JSON (one document, or a line a batch), written as it is read (memory bounded by one batch); filtered by
+/// offsets and key when asked.
 ///
 /// # Errors
 /// As opening the partition; [`Failure::Corruption`] for a damaged batch (after printing what came before it).
-pub fn dump(dir: &Path, json: bool) -> Result<(), Failure> {
+pub fn dump(dir: &Path, opts: &DumpOptions) -> Result<(), Failure> {
+    let json = opts.json || opts.json_lines;
     let opened = logcompact::open_read_only(dir, Format::Kafka).map_err(|e| Failure::from_open(&e))?;
     let log = &opened.log;
     let snapshot = log.snapshot();
     let mut out = QuietPipe::new(std::io::BufWriter::new(std::io::stdout().lock()));
     let mut scratch = Vec::new();
     let mut first_batch = true;
-    if json {
+    if opts.json {
         write!(out, "{{\"batches\":[").map_err(failed)?;
     }
     let segments: Vec<(&str, SegmentScan<'_>)> = snapshot
@@ -58,11 +87,27 @@ pub fn dump(dir: &Path, json: bool) -> Result<(), Failure> {
                     let e = log_core::Error::Corrupt { segment: file.to_owned(), position: placed.position, kind };
                     Failure::from_log(&dir.display().to_string(), &e)
                 };
+                if !opts.batch_in_range(b.base_offset, b.last_offset) {
+                    continue;
+                }
+                if opts.key.is_some() {
+                    let mut any = false;
+                    for r in b.records(&mut scratch).map_err(bad)? {
+                        let r = r.map_err(bad)?;
+                        any |= opts.record_wanted(r.offset, r.key);
+                    }
+                    if !any {
+                        continue;
+                    }
+                }
                 let codec = h.compression().map_or("unknown", log_core::kafka::Compression::name);
                 if json {
                     let mut records = Vec::new();
                     for r in b.records(&mut scratch).map_err(bad)? {
                         let r = r.map_err(bad)?;
+                        if !opts.record_wanted(r.offset, r.key) {
+                            continue;
+                        }
                         // Bytes as `dump --json` shows them for native logs: UTF-8 as is, other bytes `\xNN`.
                         let esc = crate::json::escape;
                         let mut record = serde_json::json!({
@@ -93,6 +138,10 @@ pub fn dump(dir: &Path, json: bool) -> Result<(), Failure> {
                         "delete_horizon": h.delete_horizon(),
                         "records": records,
                     });
+                    if opts.json_lines {
+                        writeln!(out, "{value}").map_err(failed)?;
+                        continue;
+                    }
                     let sep = if first_batch { "" } else { "," };
                     first_batch = false;
                     write!(out, "{sep}{value}").map_err(failed)?;
@@ -122,6 +171,9 @@ pub fn dump(dir: &Path, json: bool) -> Result<(), Failure> {
                 .map_err(failed)?;
                 for r in b.records(&mut scratch).map_err(bad)? {
                     let r = r.map_err(bad)?;
+                    if !opts.record_wanted(r.offset, r.key) {
+                        continue;
+                    }
                     if h.is_control()
                         && let Some(kind) = log_core::kafka::txn::marker_type(r.key)
                     {
@@ -152,7 +204,12 @@ pub fn dump(dir: &Path, json: bool) -> Result<(), Failure> {
         }
     }
     let torn = log.recovery_report().truncated_tail.as_ref();
-    if json {
+    if opts.json_lines {
+        if let Some(t) = torn {
+            let t = serde_json::json!({"torn_tail": {"file": t.segment, "position": t.position, "bytes": t.bytes}});
+            writeln!(out, "{t}").map_err(failed)?;
+        }
+    } else if json {
         let torn = torn.map(|t| serde_json::json!({"file": t.segment, "position": t.position, "bytes": t.bytes}));
         writeln!(out, "],\"torn_tail\":{}}}", serde_json::Value::from(torn)).map_err(failed)?;
     } else if let Some(t) = torn {

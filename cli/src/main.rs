@@ -450,6 +450,18 @@ struct DumpArgs {
     /// Print one line per segment as the script language's DUMP does, instead of one line per record.
     #[arg(long, conflicts_with = "json")]
     segments: bool,
+    /// Kafka: print one JSON object a batch, one a line (streamed; memory bounded by one batch).
+    #[arg(long, conflicts_with_all = ["json", "segments"])]
+    json_lines: bool,
+    /// Kafka: only batches reaching this offset or later, and their records from it.
+    #[arg(long, value_name = "OFFSET", value_parser = size::parse_count, allow_hyphen_values = true)]
+    from_offset: Option<u64>,
+    /// Kafka: only batches starting at this offset or earlier, and their records up to it.
+    #[arg(long, value_name = "OFFSET", value_parser = size::parse_count, allow_hyphen_values = true)]
+    to_offset: Option<u64>,
+    /// Kafka: only records with this key (its UTF-8 bytes), and the batches holding one.
+    #[arg(long, value_name = "KEY")]
+    key: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -648,7 +660,23 @@ fn main() -> ExitCode {
         Commands::Dump(a) if a.format == FormatArg::Kafka && a.segments => Err(Failure::Usage(
             "--segments is the native format's lesson view; a Kafka dump already shows batches and segments".into(),
         )),
-        Commands::Dump(a) if a.format == FormatArg::Kafka => kafka_cmd::dump(&a.dir, a.json),
+        Commands::Dump(a) if a.format == FormatArg::Kafka => {
+            let opts = kafka_cmd::DumpOptions {
+                json: a.json,
+                json_lines: a.json_lines,
+                from_offset: a.from_offset,
+                to_offset: a.to_offset,
+                key: a.key.as_ref().map(|k| k.as_bytes().to_vec()),
+            };
+            kafka_cmd::dump(&a.dir, &opts)
+        }
+        Commands::Dump(a) if a.json_lines || a.from_offset.is_some() || a.to_offset.is_some() || a.key.is_some() => {
+            Err(Failure::Usage(
+                "--json-lines, --from-offset, --to-offset and --key are for --format kafka; a native log's dump is \
+                 one record a line already"
+                    .into(),
+            ))
+        }
         Commands::Dump(a) => ops::dump(&a.dir, a.json, a.segments),
         Commands::Check(a) if a.format == FormatArg::Kafka => kafka_cmd::check(&a.dir),
         Commands::Check(a) => ops::check(&a.dir),
