@@ -27,6 +27,8 @@ pub struct DumpOptions {
     pub to_offset: Option<u64>,
     /// Only records with this key (and the batches holding one).
     pub key: Option<Vec<u8>>,
+    /// Decode `__consumer_offsets` keys and values (`--offsets-decoder`).
+    pub offsets_decoder: bool,
 }
 
 impl DumpOptions {
@@ -117,6 +119,14 @@ pub fn dump(dir: &Path, opts: &DumpOptions) -> Result<(), Failure> {
                             "value": r.value.map(esc),
                             "headers": r.headers().map(|(n, v)| serde_json::json!([esc(n), v.map(esc)])).collect::<Vec<_>>(),
                         });
+                        if opts.offsets_decoder
+                            && !h.is_control()
+                            && let Some(k) = r.key
+                        {
+                            let key = logcompact::consumer_offsets::decode_key(k);
+                            let value = logcompact::consumer_offsets::decode_value(&key, r.value);
+                            record["decoded"] = serde_json::json!({"key": key, "value": value});
+                        }
                         if h.is_control()
                             && let Some(kind) = log_core::kafka::txn::marker_type(r.key)
                         {
@@ -186,6 +196,15 @@ pub fn dump(dir: &Path, opts: &DumpOptions) -> Result<(), Failure> {
                             r.offset, r.timestamp
                         )
                         .map_err(failed)?;
+                        continue;
+                    }
+                    if opts.offsets_decoder
+                        && let Some(k) = r.key
+                    {
+                        let key = logcompact::consumer_offsets::decode_key(k);
+                        let value = logcompact::consumer_offsets::decode_value(&key, r.value);
+                        let line = logcompact::consumer_offsets::describe(&key, &value);
+                        writeln!(out, "  offset={} timestamp={} {line}", r.offset, r.timestamp).map_err(failed)?;
                         continue;
                     }
                     let key = r.key.map_or_else(|| "NULL".to_owned(), quoted);

@@ -462,6 +462,10 @@ struct DumpArgs {
     /// Kafka: only records with this key (its UTF-8 bytes), and the batches holding one.
     #[arg(long, value_name = "KEY")]
     key: Option<String>,
+    /// Kafka: decode `__consumer_offsets` records (committed offsets: group, topic, partition, offset; group
+    /// metadata: protocol, generation, leader, members; tombstones).
+    #[arg(long)]
+    offsets_decoder: bool,
 }
 
 #[derive(Debug, Args)]
@@ -667,13 +671,20 @@ fn main() -> ExitCode {
                 from_offset: a.from_offset,
                 to_offset: a.to_offset,
                 key: a.key.as_ref().map(|k| k.as_bytes().to_vec()),
+                offsets_decoder: a.offsets_decoder,
             };
             kafka_cmd::dump(&a.dir, &opts)
         }
-        Commands::Dump(a) if a.json_lines || a.from_offset.is_some() || a.to_offset.is_some() || a.key.is_some() => {
+        Commands::Dump(a)
+            if a.json_lines
+                || a.from_offset.is_some()
+                || a.to_offset.is_some()
+                || a.key.is_some()
+                || a.offsets_decoder =>
+        {
             Err(Failure::Usage(
-                "--json-lines, --from-offset, --to-offset and --key are for --format kafka; a native log's dump is \
-                 one record a line already"
+                "--json-lines, --from-offset, --to-offset, --key and --offsets-decoder are for --format kafka; a \
+                 native log's dump is one record a line already"
                     .into(),
             ))
         }

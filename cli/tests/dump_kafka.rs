@@ -54,3 +54,69 @@ fn json_lines_and_filters_for_scripts() {
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     assert!(stderr(&refused).contains("--format kafka"), "{}", stderr(&refused));
 }
+
+#[test]
+#[expect(clippy::big_endian_bytes, reason = "Kafka's records are big-endian")]
+fn consumer_offsets_records_are_decoded() {
+    use log_core::kafka::{Compression, RecordToWrite, new_header, write_batch};
+    let string = |s: &str, out: &mut Vec<u8>| {
+        out.extend_from_slice(&(s.len() as i16).to_be_bytes());
+        out.extend_from_slice(s.as_bytes());
+    };
+    // A committed offset (key version 1, value version 3), then the group's metadata (key 2, value 2), then
+    // the offset deleted (a tombstone).
+    let mut commit_key = 1i16.to_be_bytes().to_vec();
+    string("payments", &mut commit_key);
+    string("orders", &mut commit_key);
+    commit_key.extend_from_slice(&7i32.to_be_bytes());
+    let mut commit = 3i16.to_be_bytes().to_vec();
+    commit.extend_from_slice(&1234i64.to_be_bytes());
+    commit.extend_from_slice(&5i32.to_be_bytes());
+    string("", &mut commit);
+    commit.extend_from_slice(&1_700_000_000_000i64.to_be_bytes());
+    let mut group_key = 2i16.to_be_bytes().to_vec();
+    string("payments", &mut group_key);
+    let mut group = 2i16.to_be_bytes().to_vec();
+    string("consumer", &mut group);
+    group.extend_from_slice(&9i32.to_be_bytes());
+    string("range", &mut group);
+    string("member-1", &mut group);
+    group.extend_from_slice(&1_700_000_000_000i64.to_be_bytes());
+    group.extend_from_slice(&1i32.to_be_bytes());
+    let kv: [(&[u8], Option<&[u8]>); 3] =
+        [(&commit_key, Some(&commit)), (&group_key, Some(&group)), (&commit_key, None)];
+    let records: Vec<RecordToWrite<'_>> = kv
+        .iter()
+        .enumerate()
+        .map(|(i, (k, v))| RecordToWrite {
+            offset: i as i64,
+            timestamp: 1_700_000_000_000,
+            key: Some(k),
+            value: *v,
+            header_count: 0,
+            header_bytes: &[],
+        })
+        .collect();
+    let (mut bytes, mut scratch) = (Vec::new(), Vec::new());
+    write_batch(&new_header(0, 2), Compression::None, None, &records, &mut bytes, &mut scratch).expect("batch");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("__consumer_offsets-0");
+    std::fs::create_dir(&dir).expect("mkdir");
+    std::fs::write(dir.join(format!("{:020}.log", 0)), &bytes).expect("segment");
+
+    let text = stdout(&logcompact(&["dump", "--format", "kafka", "--dir", path(&dir), "--offsets-decoder"], ""));
+    assert!(
+        text.contains("offset_commit group=payments topic=orders partition=7: offset=1234 leader_epoch=5"),
+        "{text}"
+    );
+    assert!(text.contains("group_metadata group=payments: protocol_type=consumer generation=9 protocol=range"));
+    assert!(text.contains("partition=7: TOMBSTONE (deleted)"), "{text}");
+    let batches = lines(&["dump", "--format", "kafka", "--dir", path(&dir), "--json-lines", "--offsets-decoder"]);
+    let decoded: Vec<&str> = batches[0]["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .map(|r| r["decoded"]["value"]["type"].as_str().expect("type"))
+        .collect();
+    assert_eq!(decoded, ["offset_commit", "group_metadata", "tombstone"]);
+}

@@ -33,6 +33,7 @@
 #![deny(missing_docs)]
 
 pub mod compact;
+pub mod consumer_offsets;
 pub mod copy;
 pub mod datadir;
 pub mod dir;
