@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use log_core::{Placed, SealedSegment};
 
-use crate::error::Result;
 use log_core::kafka::txn::TxnState;
 
+use crate::error::Result;
 use crate::keep::mapped_by_pass1;
 use crate::map::BATCH;
 use crate::pass::Pace;
@@ -23,9 +23,10 @@ pub(crate) struct Scanned {
 /// Maps the dirty section: every keyed record from `checkpoint` up to `limit` in `dirty` whose key `accept`
 /// takes, handed to `put` in runs, leaving out Kafka's control batches and the batches of aborted transactions
 /// (`txns`), so that an aborted key never shadows a committed one. Nothing at or past `limit` (Kafka's last
-/// stable offset may lie inside a segment) is mapped: an open transaction's records may yet be aborted. Checksums are not computed here: pass 2 reads every batch this pass reads (they
-/// all lie below the end offset) and verifies it before anything is committed, so a damaged batch still fails
-/// the pass, having changed nothing; each batch is checksummed once per pass instead of twice.
+/// stable offset may lie inside a segment) is mapped: an open transaction's records may yet be aborted.
+/// Checksums are not computed here: pass 2 reads every batch this pass reads (they all lie below the end
+/// offset) and verifies it before anything is committed, so a damaged batch still fails the pass, having
+/// changed nothing; each batch is checksummed once per pass instead of twice.
 ///
 /// Returns the offset of the first key refused (the pass's end offset), if any, and what was read;
 /// `on_segment` is called after each segment (progress) and `stop_at` ends the scan early when it says so

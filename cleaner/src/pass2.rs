@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use log_core::{BatchRef, Cleaning, Format, Frame, GroupCopy, Placed, RecordRef, Replacement, SealedSegment, Stamp};
 
-use crate::error::Result;
 use log_core::kafka::txn::TxnState;
 
+use crate::error::Result;
 use crate::keep::{
     BatchDecision, CopyCounts, Facts, Judge, Verdict, batch_decision, is_aborted, kept_whole, marker_decision,
     marker_may_go, verdict,

@@ -209,15 +209,24 @@ impl<'a> GroupCopy<'a> {
         let mut txn = Vec::new();
         if !txns.aborted.is_empty() {
             let markers = log.check(new.transactions())?;
-            let mut entries: Vec<&crate::kafka::txn::AbortedTxn> = txns
-                .aborted
+            let aborts: std::collections::HashSet<(i64, u64)> = markers
+                .events
+                .iter()
+                .filter_map(|ev| match *ev {
+                    TxnEvent::Marker { producer_id, offset, kind: MarkerType::Abort, .. } => {
+                        Some((producer_id, offset))
+                    }
+                    _ => None,
+                })
+                .collect();
+            // The aborted list is in marker order (increasing last offset): only the output's range is looked at,
+            // so a pass is linear in the transactions, not in their product with the groups.
+            let from = txns.aborted.partition_point(|e| e.last_offset < base);
+            let to = txns.aborted.partition_point(|e| e.last_offset < new.next_offset());
+            let mut entries: Vec<&crate::kafka::txn::AbortedTxn> = txns.aborted[from..to.max(from)]
                 .iter()
                 .filter(|e| {
-                    txns.has_data(e.producer_id, e.last_offset)
-                        && markers.events.iter().any(|ev| {
-                            matches!(*ev, TxnEvent::Marker { producer_id, offset, kind: MarkerType::Abort, .. }
-                                if producer_id == e.producer_id && offset == e.last_offset)
-                        })
+                    txns.has_data(e.producer_id, e.last_offset) && aborts.contains(&(e.producer_id, e.last_offset))
                 })
                 .collect();
             entries.sort_unstable_by_key(|e| e.last_offset);

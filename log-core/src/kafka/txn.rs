@@ -315,6 +315,8 @@ impl TxnState {
         }
         let mut state = TxnState { last_stable_offset: next_offset, ..TxnState::default() };
         let mut ongoing: HashMap<i64, Ongoing> = HashMap::new();
+        // (first offset, producer) of the ongoing transactions: the LSO after a marker in O(log n).
+        let mut firsts: std::collections::BTreeSet<(u64, i64)> = std::collections::BTreeSet::new();
         let mut coordinator: HashMap<i64, i32> = HashMap::new();
         for seg in segments {
             for &(p, base) in &seg.last_data_batch {
@@ -323,12 +325,9 @@ impl TxnState {
             for ev in &seg.events {
                 match *ev {
                     TxnEvent::Data { producer_id, producer_epoch, base_offset, timestamp, records, bytes, .. } => {
-                        let o = ongoing.entry(producer_id).or_insert_with(|| Ongoing {
-                            epoch: producer_epoch,
-                            first: base_offset,
-                            timestamp,
-                            records: 0,
-                            bytes: 0,
+                        let o = ongoing.entry(producer_id).or_insert_with(|| {
+                            firsts.insert((base_offset, producer_id));
+                            Ongoing { epoch: producer_epoch, first: base_offset, timestamp, records: 0, bytes: 0 }
                         });
                         o.records += records;
                         o.bytes += bytes;
@@ -338,6 +337,9 @@ impl TxnState {
                         state.marker_bytes += bytes;
                         coordinator.insert(producer_id, coordinator_epoch);
                         let ended = ongoing.remove(&producer_id);
+                        if let Some(o) = &ended {
+                            firsts.remove(&(o.first, producer_id));
+                        }
                         if ended.is_some() {
                             state.with_data.insert((producer_id, offset));
                         }
@@ -349,7 +351,7 @@ impl TxnState {
                             state.aborted_records += o.records;
                             state.aborted_bytes += o.bytes;
                         }
-                        let lso = ongoing.values().map(|o| o.first).min().unwrap_or(offset.saturating_add(1));
+                        let lso = firsts.first().map_or(offset.saturating_add(1), |&(first, _)| first);
                         state.aborted.push(AbortedTxn {
                             producer_id,
                             first_offset: first,
@@ -391,12 +393,22 @@ impl TxnState {
     /// Narrows the aborted transaction of `producer_id` ending at `marker` to start at `first` (a `.txnindex`
     /// entry said so: the batches before it belong to an earlier transaction whose marker a cleaner removed).
     pub fn narrow(&mut self, producer_id: i64, marker: u64, first: u64) {
-        if let Some(a) = self.aborted.iter_mut().find(|a| a.producer_id == producer_id && a.last_offset == marker) {
-            a.first_offset = a.first_offset.max(first);
+        // Markers have unique offsets and the list is in their order: one binary search each.
+        if let Ok(i) = self.aborted.binary_search_by_key(&marker, |a| a.last_offset)
+            && self.aborted[i].producer_id == producer_id
+        {
+            self.aborted[i].first_offset = self.aborted[i].first_offset.max(first);
         }
-        if let Some(r) = self.ranges.get_mut(&producer_id).and_then(|r| r.iter_mut().find(|r| r.1 == marker)) {
-            r.0 = r.0.max(first);
+        if let Some(r) = self.ranges.get_mut(&producer_id)
+            && let Ok(i) = r.binary_search_by_key(&marker, |r| r.1)
+        {
+            r[i].0 = r[i].0.max(first);
         }
+    }
+
+    /// The aborted transaction whose marker is at `marker`, if any.
+    pub fn aborted_at(&self, marker: u64) -> Option<&AbortedTxn> {
+        self.aborted.binary_search_by_key(&marker, |a| a.last_offset).ok().map(|i| &self.aborted[i])
     }
 
     /// True when the transactional batch of `producer_id` starting at `base_offset` belongs to an aborted
@@ -458,7 +470,7 @@ impl std::fmt::Display for IndexDisagreement {
 pub fn index_disagreement(base: u64, end: u64, entries: &[AbortedTxn], txns: &TxnState) -> Option<IndexDisagreement> {
     let in_segment = |o: u64| (base..end).contains(&o);
     for (i, e) in entries.iter().enumerate() {
-        let marker = txns.aborted.iter().find(|d| d.producer_id == e.producer_id && d.last_offset == e.last_offset);
+        let marker = txns.aborted_at(e.last_offset).filter(|d| d.producer_id == e.producer_id);
         let why = match marker {
             None => Some("no ABORT marker of its producer is at its last offset"),
             Some(_) if !in_segment(e.last_offset) => Some("its ABORT marker is in another segment"),
@@ -474,11 +486,13 @@ pub fn index_disagreement(base: u64, end: u64, entries: &[AbortedTxn], txns: &Tx
             });
         }
     }
-    let uncovered = txns.aborted.iter().find(|d| {
-        in_segment(d.last_offset)
-            && d.first_offset < d.last_offset
-            && !entries.iter().any(|e| e.producer_id == d.producer_id && e.last_offset == d.last_offset)
-    })?;
+    let covered: std::collections::HashSet<(i64, u64)> =
+        entries.iter().map(|e| (e.producer_id, e.last_offset)).collect();
+    let from = txns.aborted.partition_point(|d| d.last_offset < base);
+    let to = txns.aborted.partition_point(|d| d.last_offset < end).max(from);
+    let uncovered = txns.aborted[from..to]
+        .iter()
+        .find(|d| d.first_offset < d.last_offset && !covered.contains(&(d.producer_id, d.last_offset)))?;
     Some(IndexDisagreement {
         entry: None,
         producer_id: uncovered.producer_id,
