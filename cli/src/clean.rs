@@ -21,7 +21,17 @@ use crate::progress;
 /// [`Failure::Usage`] for bad settings or a data directory without logs; [`Failure::Runtime`] when the
 /// directory is held by another process, or an until-clean run is interrupted; [`Failure::Corruption`] when
 /// a log is left uncleanable (after the others were cleaned).
-pub fn clean(req: &CleanRequest, json: bool) -> Result<(), Failure> {
+pub fn clean(req: &CleanRequest, json: bool, metrics_addr: Option<&str>) -> Result<(), Failure> {
+    // Listening comes first: an address in use is refused before anything is cleaned.
+    let metrics = match metrics_addr {
+        None => None,
+        Some(addr) => {
+            let server = logcompact::metrics::MetricsServer::start(addr, &req.data_dir.display().to_string())
+                .map_err(|e| Failure::Runtime(e.to_string()))?;
+            eprintln!("serving Prometheus metrics at http://{}/metrics", server.addr());
+            Some(Arc::new(server))
+        }
+    };
     // Every dirty log counts one pass to begin with; a partial pass adds one more.
     let bar = progress::bar(0, "passes", false);
     let hooks = Hooks {
@@ -36,6 +46,14 @@ pub fn clean(req: &CleanRequest, json: bool) -> Result<(), Failure> {
         on_notice: {
             let bar = bar.clone();
             Arc::new(move |line: &str| bar.suspend(|| eprintln!("{line}")))
+        },
+        on_status: {
+            let metrics = metrics.clone();
+            Arc::new(move |status: &ManagerStatus| {
+                if let Some(m) = &metrics {
+                    m.publish(status);
+                }
+            })
         },
         stop: Arc::new(AtomicBool::new(false)),
         retry: Arc::new(AtomicBool::new(false)),

@@ -395,6 +395,11 @@ struct CleanArgs {
     /// Print each event as one JSON line, and the final status as JSON.
     #[arg(long)]
     json: bool,
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics while the run lasts: Kafka's cleaner gauges under
+    /// the JMX exporter's names (kafka_log_logcleaner_*, kafka_log_logcleanermanager_*) and per-log series
+    /// (logcompact_log_*). Port 0 takes a free port; the address is printed on standard error.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics_addr: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -610,7 +615,7 @@ fn clean_command(a: &CleanArgs) -> Result<(), Failure> {
         layers,
         mode: if a.watch { cleaner::manager::Mode::Watch } else { cleaner::manager::Mode::UntilClean },
     };
-    clean::clean(&request, a.json)
+    clean::clean(&request, a.json, a.metrics_addr.as_deref())
 }
 
 fn main() -> ExitCode {

@@ -70,6 +70,8 @@ pub fn table(status: &ManagerStatus, file: Option<(&StatusFile, bool)>) -> Strin
         ("uncleanable-partitions-count", g.uncleanable_partitions_count.to_string()),
         ("uncleanable-bytes", g.uncleanable_bytes.to_string()),
         ("DeadThreadCount", g.dead_thread_count.to_string()),
+        ("time-since-last-run-ms", g.time_since_last_run_ms.to_string()),
+        ("max-dirty-percent", format!("{:.1}", g.max_dirty_percent)),
     ] {
         let _ = writeln!(s, "  {name:<32} {value}");
     }

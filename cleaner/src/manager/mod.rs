@@ -245,6 +245,11 @@ struct State {
     /// An until-clean run found nothing more to do.
     finished: bool,
     stopping: bool,
+    /// When a thread last looked for a log to clean (Kafka's `timeOfLastRun`); the manager's start before.
+    last_grab_ms: i64,
+    /// The highest dirty ratio among the logs that look found cleanable (Kafka's
+    /// `dirtiestLogCleanableRatio`).
+    last_grab_max_dirty_ratio: f64,
 }
 
 type Listener = Box<dyn Fn(&Event) + Send + Sync>;
@@ -325,7 +330,11 @@ impl CleanerManager {
             }
             cleaners.push(c);
         }
-        let state = State { last_runs: vec![LastRun::default(); config.threads], ..State::default() };
+        let state = State {
+            last_runs: vec![LastRun::default(); config.threads],
+            last_grab_ms: clock.now_ms(),
+            ..State::default()
+        };
         let shared = Arc::new(Shared {
             config,
             clock,
@@ -477,7 +486,12 @@ impl CleanerManager {
         for e in state.logs.iter_mut().filter(|e| e.log.is_none()) {
             dirty_of(e, now);
         }
-        let mut gauges = Gauges { dead_thread_count: state.dead_threads, ..Gauges::default() };
+        let mut gauges = Gauges {
+            dead_thread_count: state.dead_threads,
+            time_since_last_run_ms: now.saturating_sub(state.last_grab_ms).max(0),
+            max_dirty_percent: 100.0 * state.last_grab_max_dirty_ratio,
+            ..Gauges::default()
+        };
         let (mut read, mut written) = (0u64, 0u64);
         for r in &state.last_runs {
             gauges.max_buffer_utilization_percent = gauges.max_buffer_utilization_percent.max(100.0 * r.utilization);
@@ -712,6 +726,8 @@ fn reopen_due(shared: &Shared, state: &mut State, now: i64) {
 fn choose(shared: &Shared, state: &mut State, now: i64) -> Option<Pick> {
     reopen_due(shared, state, now);
     let mut passed_over: Vec<usize> = Vec::new();
+    state.last_grab_ms = now;
+    let mut first_look = true;
     loop {
         let eligible: Vec<usize> = (0..state.logs.len())
             .filter(|&i| {
@@ -728,6 +744,13 @@ fn choose(shared: &Shared, state: &mut State, now: i64) -> Option<Pick> {
             })
             .collect();
         let sections: Vec<_> = eligible.iter().map(|&i| dirty_of(&mut state.logs[i], now)).collect();
+        if std::mem::take(&mut first_look) {
+            state.last_grab_max_dirty_ratio = sections
+                .iter()
+                .filter(|d| d.is_cleanable())
+                .map(log_core::DirtySection::dirty_ratio)
+                .fold(0.0, f64::max);
+        }
         let candidates: Vec<Candidate<'_>> = eligible
             .iter()
             .zip(&sections)

@@ -28,6 +28,13 @@ pub struct Gauges {
     /// Cleaner threads that died (a panic outside a pass).
     #[serde(rename = "DeadThreadCount")]
     pub dead_thread_count: u64,
+    /// Milliseconds since a cleaner thread last looked for a log to clean (since the start before the first
+    /// look).
+    #[serde(rename = "time-since-last-run-ms", default)]
+    pub time_since_last_run_ms: i64,
+    /// The highest dirty ratio, in percent, among the cleanable logs at that look.
+    #[serde(rename = "max-dirty-percent", default)]
+    pub max_dirty_percent: f64,
 }
 
 /// Where a log stands with the manager.

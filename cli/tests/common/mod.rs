@@ -145,7 +145,7 @@ pub fn kafka_python() -> Option<String> {
     }
 }
 
-const KAFKA_IMPORTS: &str = "import kafka, lz4, snappy, zstandard, confluent_kafka";
+const KAFKA_IMPORTS: &str = "import kafka, lz4, snappy, zstandard, confluent_kafka, prometheus_client";
 
 fn has_kafka_clients(py: &str) -> bool {
     Command::new(py).args(["-c", KAFKA_IMPORTS]).output().is_ok_and(|o| o.status.success())

@@ -168,6 +168,8 @@ pub struct Hooks {
     pub on_event: Arc<dyn Fn(&Event) + Send + Sync>,
     /// A line worth telling an operator (a log skipped, a new log watched, a warning).
     pub on_notice: Arc<dyn Fn(&str) + Send + Sync>,
+    /// The manager's status, about once a second while it runs and once at the end (for metrics).
+    pub on_status: Arc<dyn Fn(&ManagerStatus) + Send + Sync>,
     /// Set to stop: running passes are abandoned, their logs unchanged.
     pub stop: Arc<AtomicBool>,
     /// Set to make every uncleanable log due for a retry now (cleared when taken).
@@ -181,6 +183,7 @@ impl Hooks {
             on_start: Arc::new(|_| {}),
             on_event: Arc::new(|_| {}),
             on_notice: Arc::new(|_| {}),
+            on_status: Arc::new(|_| {}),
             stop: Arc::new(AtomicBool::new(false)),
             retry: Arc::new(AtomicBool::new(false)),
         }
@@ -398,7 +401,9 @@ pub fn clean(req: &CleanRequest, hooks: &Hooks) -> Result<Finished, DataDirError
     {
         notice(&format!("warning: cannot save the settings in {}: {e}", req.data_dir.display()));
     }
-    (hooks.on_start)(&manager.status());
+    let first = manager.status();
+    (hooks.on_start)(&first);
+    (hooks.on_status)(&first);
     let started_ms = log_core::now_ms();
     let mode = if req.mode == Mode::Watch { "watch" } else { "until-clean" };
     let snapshot = Snapshot { sources: sources.clone(), format: req.format, started_ms, mode };
@@ -408,6 +413,7 @@ pub fn clean(req: &CleanRequest, hooks: &Hooks) -> Result<Finished, DataDirError
     let monitor = {
         let (manager, done) = (Arc::clone(&manager), Arc::clone(&done));
         let (stop, retry, notify) = (Arc::clone(&hooks.stop), Arc::clone(&hooks.retry), Arc::clone(&hooks.on_notice));
+        let on_status = Arc::clone(&hooks.on_status);
         let req = req.clone();
         let added_sources = Arc::clone(&added_sources);
         let snapshot = snapshot.clone();
@@ -433,7 +439,9 @@ pub fn clean(req: &CleanRequest, hooks: &Hooks) -> Result<Finished, DataDirError
                     watch_new_logs(&manager, &req, &mut known, &added_sources, &*notify);
                 }
                 let extra = added_sources.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-                if let Err(e) = status_file::write(&req.data_dir, &snapshot.at(manager.status(), true, &extra))
+                let now = manager.status();
+                on_status(&now);
+                if let Err(e) = status_file::write(&req.data_dir, &snapshot.at(now, true, &extra))
                     && !warned.swap(true, Ordering::SeqCst)
                 {
                     notify(&format!("warning: cannot write {}: {e}", status_file::path(&req.data_dir).display()));
@@ -444,6 +452,7 @@ pub fn clean(req: &CleanRequest, hooks: &Hooks) -> Result<Finished, DataDirError
     let status = run_until_settled(&manager, req.mode, &hooks.stop);
     done.store(true, Ordering::SeqCst);
     let _ = monitor.join();
+    (hooks.on_status)(&status);
     let extra = added_sources.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     if let Err(e) = status_file::write(&req.data_dir, &snapshot.at(status.clone(), false, &extra)) {
         notice(&format!("warning: cannot write {}: {e}", status_file::path(&req.data_dir).display()));
