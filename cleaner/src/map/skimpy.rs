@@ -24,8 +24,9 @@ type Digest16 = [u8; DIGEST_BYTES];
 /// The layout and probing of Kafka's `SkimpyOffsetMap`.
 ///
 /// A zeroed buffer of `bytes` bytes holds `bytes / 24` slots; an all-zero digest marks an empty slot. The slot
-/// for attempt `i` is the little-endian u32 at byte `min(i, 12)` of the digest, plus `max(0, i - 12)`, modulo
-/// the slot count: the first 13 attempts look at different windows of the digest, then probing is linear.
+/// for attempt `i` is Kafka's: the big-endian i32 at byte `min(i, 12)` of the digest, plus `max(0, i - 12)`,
+/// made non-negative (`Utils.abs`), modulo the slot count: the first 13 attempts look at different windows of
+/// the digest, then probing is linear (downwards for a negative window, as in Kafka).
 ///
 /// Keys are not stored: two keys with the same MD5 digest are one key to this map (a collision makes the
 /// cleaner drop the older key's latest record; at 2^-128 per pair this is accepted, as in Kafka). A key whose
@@ -101,11 +102,18 @@ impl SkimpyMap {
         self.finish(Md5::digest(key).into())
     }
 
+    /// Kafka's `SkimpyOffsetMap.positionOf`: the big-endian i32 at byte `min(attempt, 12)` of the digest, plus
+    /// `max(0, attempt - 12)` (wrapping as Java's `int` does), made non-negative by Kafka's `Utils.abs` (which
+    /// takes `i32::MIN` to 0), modulo the slot count. The same keys land in the same slots, with the same probe
+    /// counts, as in Kafka's own map of as many slots.
+    #[expect(clippy::big_endian_bytes, reason = "Kafka reads the digest's windows big-endian")]
     fn slot_of(&self, digest: &Digest16, attempt: usize) -> usize {
         let at = attempt.min(WINDOW_ATTEMPTS);
-        let window = u32::from_le_bytes([digest[at], digest[at + 1], digest[at + 2], digest[at + 3]]);
-        let extra = attempt.saturating_sub(WINDOW_ATTEMPTS) as u64;
-        ((u64::from(window) + extra) % self.slots as u64) as usize
+        let window = i32::from_be_bytes([digest[at], digest[at + 1], digest[at + 2], digest[at + 3]]);
+        let extra = attempt.saturating_sub(WINDOW_ATTEMPTS) as i32;
+        let probe = window.wrapping_add(extra);
+        let non_negative = if probe == i32::MIN { 0 } else { probe.unsigned_abs() };
+        (u64::from(non_negative) % self.slots as u64) as usize
     }
 
     /// Finds the slot holding `digest` within `limit` attempts, or the first empty slot on its probe path.
@@ -264,6 +272,57 @@ mod tests {
 
     fn get(m: &SkimpyMap, key: &[u8]) -> Option<u64> {
         m.get(key, &mut Probes::default())
+    }
+
+    /// Kafka's `SkimpyOffsetMap.put` as its source describes it, written plainly: the slot of each attempt is
+    /// `abs(readIntBE(digest, min(attempt, 12)) + max(0, attempt - 12)) % slots` with Java's int arithmetic and
+    /// `Utils.abs` (MIN -> 0); every attempt is a probe. Returns each key's slot and the probes of all puts.
+    #[expect(clippy::big_endian_bytes, reason = "Kafka reads the digest big-endian")]
+    fn kafka_reference(keys: &[Vec<u8>], slots: usize) -> (Vec<usize>, u64) {
+        let mut table: Vec<Option<[u8; 16]>> = vec![None; slots];
+        let (mut placed, mut probes) = (Vec::new(), 0u64);
+        for k in keys {
+            let d: [u8; 16] = Md5::digest(k).into();
+            let mut attempt: i32 = 0;
+            loop {
+                let at = attempt.min(12) as usize;
+                let p = i32::from_be_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]]).wrapping_add((attempt - 12).max(0));
+                let slot = (if p == i32::MIN { 0 } else { p.abs() }) as usize % slots;
+                probes += 1;
+                match table[slot] {
+                    None => {
+                        table[slot] = Some(d);
+                        placed.push(slot);
+                        break;
+                    }
+                    Some(e) if e == d => {
+                        placed.push(slot);
+                        break;
+                    }
+                    Some(_) => attempt += 1,
+                }
+            }
+        }
+        (placed, probes)
+    }
+
+    #[test]
+    fn slots_and_probes_are_those_of_kafkas_own_map() {
+        // A map filled to its load factor, so that many keys probe past their first window and some go linear.
+        let slots = 1000;
+        let mut m = SkimpyMap::new(slots * SLOT_BYTES, 0.99).expect("map");
+        let keys: Vec<Vec<u8>> = (0..990u32).map(|i| format!("key-{i}").into_bytes()).collect();
+        for (i, k) in keys.iter().enumerate() {
+            m.put(k, i as u64).expect("room");
+        }
+        let (kafka_slots, kafka_probes) = kafka_reference(&keys, slots);
+        let ours: Vec<usize> = keys
+            .iter()
+            .map(|k| m.find(&m.digest(k), MAX_ATTEMPTS).expect("present").0)
+            .collect();
+        assert_eq!(ours, kafka_slots, "every key sits in the slot Kafka's map puts it in");
+        assert_eq!(m.stats().probes, kafka_probes, "the puts probe as often as Kafka's");
+        assert!(m.longest > WINDOW_ATTEMPTS + 1, "some keys went past the digest's windows: {}", m.longest);
     }
 
     #[test]
