@@ -418,7 +418,8 @@ impl Cleaner {
         let total: u64 = dirty.iter().map(|s| s.size()).sum();
         let mut pace = Pace { abort: self.abort.as_deref(), throttle: self.throttle.as_deref(), pending: 0 };
         let map = &mut *self.shards.maps[0];
-        map.begin(checkpoint);
+        // The dirty section's offsets bound the keys it can map: a map sized for them, not for its budget.
+        map.begin_bounded(checkpoint, limit.saturating_sub(checkpoint));
         let progress = &self.progress;
         let mut done = 0;
         let mut put = |run: &mut Vec<(&[u8], u64)>| put_run(map, run);
@@ -460,7 +461,7 @@ impl Cleaner {
                 .map(|(shard, map)| {
                     let refused = &refused;
                     scope.spawn(move || -> Result<(u64, u64)> {
-                        map.begin(checkpoint);
+                        map.begin_bounded(checkpoint, limit.saturating_sub(checkpoint));
                         // Only the first thread charges the throttle: the others read the same bytes.
                         let mut pace = Pace { abort, throttle: throttle.filter(|_| shard == 0), pending: 0 };
                         let accept = |k: &[u8]| shard_of(k, n) == shard;

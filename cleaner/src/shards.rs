@@ -71,20 +71,24 @@ impl Shards {
     /// The figures of all shards together.
     pub(crate) fn stats(&self) -> MapStats {
         let mut all = MapStats::default();
+        let mut sized_bytes = 0.0;
         for m in &self.maps {
             let s = m.stats();
             all.entries += s.entries;
             all.capacity += s.capacity;
             all.slots += s.slots;
             all.memory_bytes += s.memory_bytes;
+            all.allocated_bytes += s.allocated_bytes;
             all.touched_bytes += s.touched_bytes;
+            sized_bytes += s.bytes_per_key * s.capacity as f64;
             all.lookups += s.lookups;
             all.probes += s.probes;
             all.bytes_per_slot = s.bytes_per_slot;
         }
         all.utilization = if all.slots == 0 { 0.0 } else { all.entries as f64 / all.slots as f64 };
-        // As each map reports it: slot maps, buffer per key they can hold; fullkey, memory per key held.
-        all.bytes_per_key = if all.capacity == 0 { 0.0 } else { all.memory_bytes as f64 / all.capacity as f64 };
+        // As each map reports it: slot maps, table bytes per key they can hold; fullkey, memory per key held.
+        all.bytes_per_key = if all.capacity == 0 { 0.0 } else { sized_bytes / all.capacity as f64 };
+        debug_assert!(all.bytes_per_key.is_finite());
         if self.kind() == MapKind::FullKey {
             all.bytes_per_key = if all.entries == 0 { 0.0 } else { all.touched_bytes as f64 / all.entries as f64 };
         }

@@ -26,6 +26,20 @@
 //! 2^32 or more above the base is refused as [`MapFull`]: the cleaner then ends the pass there, so a dirty
 //! section spanning more offsets is mapped in chunks, as partial passes.
 //!
+//! # Memory in proportion to the work
+//! A pass that says how many offsets it may map ([`OffsetMap::begin_bounded`]) gets a table no larger than
+//! those offsets can fill at the load factor (within the budget), and the table starts smaller still and
+//! doubles in place as keys arrive, so that resident memory follows the keys, not the budget: 100 thousand keys
+//! under a 16 GiB budget touch a few MiB. The budget is reserved as address space only; untouched pages cost
+//! nothing, and a later, smaller pass gives the pages it no longer uses back.
+//!
+//! Growing keeps every key's identity. A key's home at the pass's full size `M` is `home_M` (its hash scaled to
+//! `M`); at `M / 2^k` home positions, the home is `home_M >> k` and the `k` bits below are stored in the
+//! slot's spare offset bits (the pass's offsets need only `b` of the 32 bits; `k <= 32 - b`). Doubling takes one
+//! of those bits into the home: keys keep their Robin Hood order (homes only split, `h` into `2h` and `2h + 1`),
+//! so the table is rewritten in one forward walk, in place. The collision probability is that of a table of
+//! `M` home positions from the start: `n^2 / (2 · M · 2^56)`.
+//!
 //! # Batches
 //! [`OffsetMap::put_batch`] and [`OffsetMap::get_batch`] hash a run of keys first and prefetch every home
 //! slot, then probe: the random memory accesses of the run overlap instead of queueing.
@@ -40,23 +54,132 @@ pub const SLOT_BYTES: usize = 12;
 pub const OVERFLOW: usize = 256;
 /// Largest distance from home (stored plus one in the tag's low byte).
 const MAX_DISTANCE: u64 = 254;
+/// Home positions a growing table starts with at least (768 KiB of slots): small passes never grow.
+const MIN_GROWING_SLOTS: usize = 1 << 16;
 
 /// Where a key lives and what identifies it.
 #[derive(Debug, Clone, Copy)]
 struct Hashed {
-    home: usize,
+    /// Its home at the pass's full size; the home now is this shifted right by the table's shift.
+    home_full: usize,
     /// The fingerprint, already in the tag's position (bits 8..64).
     fp: u64,
+}
+
+/// The overflow after `homes` home positions: 256 slots, or as many as the homes for a tiny table.
+fn overflow_for(homes: usize) -> usize {
+    homes.min(OVERFLOW)
+}
+
+/// The 12 bytes of slot `i`.
+fn slot_bytes(bytes: &[u8], i: usize) -> [u8; SLOT_BYTES] {
+    let mut e = [0u8; SLOT_BYTES];
+    e.copy_from_slice(&bytes[i * SLOT_BYTES..(i + 1) * SLOT_BYTES]);
+    e
+}
+
+fn tag_of(e: &[u8; SLOT_BYTES]) -> u64 {
+    u64::from_le_bytes([e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]])
+}
+
+fn stored_of(e: &[u8; SLOT_BYTES]) -> u32 {
+    u32::from_le_bytes([e[8], e[9], e[10], e[11]])
+}
+
+/// The table's bytes as a doubling walks them: read only (its dry run), or written.
+enum Buf<'a> {
+    Read(&'a [u8]),
+    Write(&'a mut [u8]),
+}
+
+impl Buf<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Buf::Read(b) => b,
+            Buf::Write(b) => b,
+        }
+    }
+}
+
+/// One doubling of a table's home positions.
+struct Doubling {
+    old_total: usize,
+    new_total: usize,
+    /// The stored home bit that becomes the lowest bit of the new home.
+    top_bit: u32,
+}
+
+impl Doubling {
+    /// Walks the old table's keys by old home (within one home, those whose next home bit is 0 first: the
+    /// new homes stay in Robin Hood order) and gives each its place in the doubled table, written with the
+    /// slots between zeroed when `buf` is writable. `source(bytes, i)` is old slot `i`. False when a key would
+    /// go further than [`MAX_DISTANCE`] from its new home, or past the new table's end.
+    fn place(&self, buf: &mut Buf<'_>, source: &dyn Fn(&[u8], usize) -> [u8; SLOT_BYTES]) -> bool {
+        let mut next_free = 0usize;
+        let mut slot = 0usize;
+        let mut group: Vec<[u8; SLOT_BYTES]> = Vec::new();
+        while slot < self.old_total {
+            let tag = tag_of(&source(buf.bytes(), slot));
+            if tag & 0xff == 0 {
+                slot += 1;
+                continue;
+            }
+            let home = slot + 1 - (tag & 0xff) as usize;
+            group.clear();
+            while slot < self.old_total {
+                let e = source(buf.bytes(), slot);
+                let t = tag_of(&e);
+                if t & 0xff == 0 || slot + 1 - (t & 0xff) as usize != home {
+                    break;
+                }
+                group.push(e);
+                slot += 1;
+            }
+            for bit in [0, self.top_bit] {
+                for e in group.iter().filter(|e| stored_of(e) & self.top_bit == bit) {
+                    let new_home = home * 2 + usize::from(bit != 0);
+                    let at = new_home.max(next_free);
+                    let distance = (at - new_home) as u64;
+                    if distance > MAX_DISTANCE || at >= self.new_total {
+                        return false;
+                    }
+                    if let Buf::Write(bytes) = buf {
+                        bytes[next_free * SLOT_BYTES..at * SLOT_BYTES].fill(0);
+                        let out = &mut bytes[at * SLOT_BYTES..(at + 1) * SLOT_BYTES];
+                        out[..8].copy_from_slice(&((tag_of(e) & !0xff) | (distance + 1)).to_le_bytes());
+                        out[8..].copy_from_slice(&(stored_of(e) & !self.top_bit).to_le_bytes());
+                    }
+                    next_free = at + 1;
+                }
+            }
+        }
+        if let Buf::Write(bytes) = buf {
+            bytes[next_free * SLOT_BYTES..self.new_total * SLOT_BYTES].fill(0);
+        }
+        true
+    }
 }
 
 /// This project's offset map (see the [module docs](self)).
 pub struct CompactMap {
     table: Table,
-    /// Home positions.
+    /// Home positions the budget holds (with their overflow).
+    budget_homes: usize,
+    load_factor: f64,
+    /// Home positions at this pass's full size (a multiple of `1 << shift`).
+    full: usize,
+    /// Home positions now: `full >> shift`.
     slots: usize,
-    /// All slots: the home positions and the overflow after them.
+    /// All slots now: the home positions and the overflow after them.
     total: usize,
+    /// Doublings left: the low `shift` bits of a key's full-size home are stored in its slot.
+    shift: u32,
+    /// Bits of a stored offset that hold the offset relative to the base; the home bits sit above them.
+    offset_bits: u32,
+    /// Keys the table holds now; at `full` size, the pass's capacity.
     capacity: usize,
+    /// The most home positions this pass had, for the statistics.
+    peak_slots: usize,
     entries: usize,
     base: u64,
     latest: Option<u64>,
@@ -69,6 +192,7 @@ impl std::fmt::Debug for CompactMap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompactMap")
             .field("slots", &self.slots)
+            .field("full", &self.full)
             .field("capacity", &self.capacity)
             .field("entries", &self.entries)
             .field("base", &self.base)
@@ -86,10 +210,29 @@ impl CompactMap {
     }
 
     pub(crate) fn with_bits(bytes: usize, load_factor: f64, bits: HashBits) -> std::io::Result<Self> {
-        let (slots, total) = Self::slots_for(bytes);
+        let (homes, total) = Self::slots_for(bytes);
         let table = Table::new(total * SLOT_BYTES)?;
-        let capacity = Self::capacity_for(bytes, load_factor);
-        Ok(CompactMap { table, slots, total, capacity, entries: 0, base: 0, latest: None, lookups: 0, probes: 0, bits })
+        let lf = if load_factor.is_finite() { load_factor.clamp(0.0, 1.0) } else { 1.0 };
+        let mut m = CompactMap {
+            table,
+            budget_homes: homes,
+            load_factor: lf,
+            full: homes,
+            slots: homes,
+            total,
+            shift: 0,
+            offset_bits: 32,
+            capacity: 0,
+            peak_slots: homes,
+            entries: 0,
+            base: 0,
+            latest: None,
+            lookups: 0,
+            probes: 0,
+            bits,
+        };
+        m.capacity = m.capacity_at(homes);
+        Ok(m)
     }
 
     /// Home positions and all slots in a budget of `bytes` (the overflow comes out of the budget too).
@@ -104,12 +247,75 @@ impl CompactMap {
         (Self::slots_for(bytes).0 as f64 * lf).floor() as usize
     }
 
+    fn capacity_at(&self, homes: usize) -> usize {
+        (homes as f64 * self.load_factor).floor() as usize
+    }
+
+    /// Sets the geometry of a pass over at most `max_keys` keys whose offsets span `span` (both bounded by the
+    /// budget): the full size, the starting size and the bits a stored offset needs.
+    fn size_for(&mut self, span: Option<u64>, max_keys: Option<u64>) {
+        let offset_bits = match span {
+            Some(s) if s > 1 => (64 - (s - 1).leading_zeros()).min(32),
+            Some(_) => 1,
+            None => 32,
+        };
+        let needed = max_keys.map_or(self.budget_homes, |k| {
+            let homes = (k as f64 / self.load_factor.max(f64::MIN_POSITIVE)).ceil();
+            if homes >= self.budget_homes as f64 { self.budget_homes } else { (homes as usize).max(1) }
+        });
+        // Doublings: while the table starts above the smallest growing size, and spare offset bits hold the
+        // home bits it does not use yet.
+        let mut shift = 0u32;
+        while shift < 32 - offset_bits && (needed >> (shift + 1)) >= MIN_GROWING_SLOTS {
+            shift += 1;
+        }
+        // The full size a multiple of 2^shift, rounded up within the budget (else down).
+        let unit = 1usize << shift;
+        let mut full = needed.div_ceil(unit) * unit;
+        if full + overflow_for(full) > self.table.len() / SLOT_BYTES {
+            full = needed / unit * unit;
+        }
+        self.full = full;
+        self.shift = shift;
+        self.offset_bits = offset_bits;
+        self.set_slots(full >> shift);
+        self.peak_slots = self.slots;
+    }
+
+    fn set_slots(&mut self, homes: usize) {
+        self.slots = homes;
+        self.total = homes + overflow_for(homes);
+        self.capacity = self.capacity_at(if self.shift == 0 { homes } else { self.full });
+    }
+
+    /// Keys the table holds before it must grow (all of the pass's capacity once it cannot).
+    fn room_now(&self) -> usize {
+        self.capacity_at(self.slots)
+    }
+
     #[inline]
     fn hash(&self, key: &[u8]) -> Hashed {
         let h = self.bits.mask(xxh3_128(key));
         let (lo, hi) = (h as u64, (h >> 64) as u64);
-        let home = ((u128::from(lo) * self.slots as u128) >> 64) as usize;
-        Hashed { home, fp: hi & !0xff }
+        let home_full = ((u128::from(lo) * self.full as u128) >> 64) as usize;
+        Hashed { home_full, fp: hi & !0xff }
+    }
+
+    #[inline]
+    fn home(&self, h: Hashed) -> usize {
+        h.home_full >> self.shift
+    }
+
+    /// The home bits below `home` that the slot stores, in the stored offset's position.
+    #[inline]
+    fn ext_bits(&self, h: Hashed) -> u32 {
+        if self.shift == 0 { 0 } else { ((h.home_full & ((1 << self.shift) - 1)) as u32) << self.offset_bits }
+    }
+
+    /// The mask of a stored offset's home bits.
+    #[inline]
+    fn ext_mask(&self) -> u32 {
+        if self.shift == 0 { 0 } else { (((1u64 << self.shift) - 1) << self.offset_bits) as u32 }
     }
 
     #[inline]
@@ -126,18 +332,20 @@ impl CompactMap {
         u32::from_le_bytes([b[0], b[1], b[2], b[3]])
     }
 
-    fn write_slot(&mut self, slot: usize, tag: u64, rel: u32) {
+    fn write_slot(&mut self, slot: usize, tag: u64, stored: u32) {
         let out = self.table.write(slot * SLOT_BYTES, SLOT_BYTES);
         out[..8].copy_from_slice(&tag.to_le_bytes());
-        out[8..].copy_from_slice(&rel.to_le_bytes());
+        out[8..].copy_from_slice(&stored.to_le_bytes());
     }
 
-    /// Walks the run from `h.home`: `Ok(slot)` where the key is, or `Err((slot, distance))` where it would be
-    /// inserted (the first empty slot or the first key closer to its home). Also returns the slots inspected.
+    /// Walks the run from the key's home: `Ok(slot)` where the key is, or `Err((slot, distance))` where it would
+    /// be inserted (the first empty slot or the first key closer to its home). Also returns the slots
+    /// inspected.
     #[inline]
     fn search(&self, h: Hashed) -> (Result<usize, (usize, u64)>, u64) {
         let bytes = self.table.bytes();
-        let mut slot = h.home;
+        let (ext, ext_mask) = (self.ext_bits(h), self.ext_mask());
+        let mut slot = self.home(h);
         let mut distance = 0u64;
         loop {
             if slot >= self.total {
@@ -148,7 +356,7 @@ impl CompactMap {
             if stored == 0 || stored - 1 < distance {
                 return (Err((slot, distance)), distance + 1);
             }
-            if stored - 1 == distance && tag & !0xff == h.fp {
+            if stored - 1 == distance && tag & !0xff == h.fp && Self::offset_at(bytes, slot) & ext_mask == ext {
                 return (Ok(slot), distance + 1);
             }
             distance += 1;
@@ -161,7 +369,11 @@ impl CompactMap {
 
     fn put_hashed(&mut self, h: Hashed, offset: u64) -> Result<(), MapFull> {
         self.lookups += 1;
-        let Some(rel) = offset.checked_sub(self.base).and_then(|r| u32::try_from(r).ok()) else {
+        let Some(rel) = offset
+            .checked_sub(self.base)
+            .and_then(|r| u32::try_from(r).ok())
+            .filter(|&r| self.offset_bits == 32 || r >> self.offset_bits == 0)
+        else {
             return Err(MapFull);
         };
         if self.slots == 0 {
@@ -172,28 +384,41 @@ impl CompactMap {
         let (at, distance) = match found {
             Ok(slot) => {
                 let tag = Self::tag_at(self.table.bytes(), slot);
-                self.write_slot(slot, tag, rel);
+                let stored = (Self::offset_at(self.table.bytes(), slot) & self.ext_mask()) | rel;
+                self.write_slot(slot, tag, stored);
                 self.latest = Some(offset);
                 return Ok(());
             }
             Err(place) => place,
         };
-        if self.entries >= self.capacity || distance > MAX_DISTANCE {
+        // The end of the run from `at`, if every key it shifts stays within the cap.
+        let run_end = || -> Option<usize> {
+            let bytes = self.table.bytes();
+            let mut end = at;
+            loop {
+                let stored = Self::tag_at(bytes, end) & 0xff;
+                if stored == 0 {
+                    return Some(end);
+                }
+                if stored > MAX_DISTANCE || end + 1 >= self.total {
+                    return None;
+                }
+                end += 1;
+            }
+        };
+        let fits = self.entries < self.room_now() && distance <= MAX_DISTANCE;
+        let end = if fits { run_end() } else { None };
+        let Some(end) = end else {
+            // A table below its full size doubles and tries again; one at its size (or that cannot double: a
+            // run would grow too long) refuses the key.
+            if self.shift > 0 {
+                if self.grow() {
+                    return self.put_hashed_again(h, offset);
+                }
+                self.capacity = self.entries;
+            }
             return Err(MapFull);
-        }
-        // Find the end of the run from `at`, checking that every key it shifts stays within the cap.
-        let bytes = self.table.bytes();
-        let mut end = at;
-        loop {
-            let stored = Self::tag_at(bytes, end) & 0xff;
-            if stored == 0 {
-                break;
-            }
-            if stored > MAX_DISTANCE || end + 1 >= self.total {
-                return Err(MapFull);
-            }
-            end += 1;
-        }
+        };
         // Shift `at..end` one slot on (each key one further from home), then place the new key at `at`.
         if end > at {
             let out = self.table.write(at * SLOT_BYTES, (end + 1 - at) * SLOT_BYTES);
@@ -203,10 +428,48 @@ impl CompactMap {
                 t[0] += 1;
             }
         }
-        self.write_slot(at, h.fp | (distance + 1), rel);
+        self.write_slot(at, h.fp | (distance + 1), self.ext_bits(h) | rel);
         self.entries += 1;
         self.latest = Some(offset);
         Ok(())
+    }
+
+    /// The put after a growth, which counted its lookup already.
+    fn put_hashed_again(&mut self, h: Hashed, offset: u64) -> Result<(), MapFull> {
+        self.lookups -= 1;
+        self.put_hashed(h, offset)
+    }
+
+    /// Doubles the home positions in place (see the module docs). Returns false, changing nothing, when the
+    /// doubled table would put a key further than [`MAX_DISTANCE`] from its home or past the overflow.
+    fn grow(&mut self) -> bool {
+        let (old_slots, old_total) = (self.slots, self.total);
+        let new_slots = old_slots * 2;
+        let new_total = new_slots + overflow_for(new_slots);
+        let top_bit = 1u32 << (self.offset_bits + self.shift - 1);
+        let walk = Doubling { old_total, new_total, top_bit };
+        // A dry run first, on the table as it is: growing must not fail half-way.
+        let as_is = |bytes: &[u8], i: usize| slot_bytes(bytes, i);
+        if !walk.place(&mut Buf::Read(self.table.bytes()), &as_is) {
+            return false;
+        }
+        // Move the old table to the upper half, then place every key from there; the keys of the last slots
+        // are read aside first, as their new places may lie over their old copies. Every other write lands
+        // below the copies not yet read (a key of home h goes to at most 2h + 1 + 254, its copy sits at
+        // old_slots + h and beyond).
+        let bytes = self.table.write_range(0, new_total * SLOT_BYTES);
+        bytes.copy_within(0..old_total * SLOT_BYTES, old_slots * SLOT_BYTES);
+        let tail_from = old_total.saturating_sub(2 * OVERFLOW + 2);
+        let tail = bytes[(old_slots + tail_from) * SLOT_BYTES..(old_slots + old_total) * SLOT_BYTES].to_vec();
+        let moved = |bytes: &[u8], i: usize| {
+            if i >= tail_from { slot_bytes(&tail, i - tail_from) } else { slot_bytes(bytes, old_slots + i) }
+        };
+        let placed = walk.place(&mut Buf::Write(bytes), &moved);
+        debug_assert!(placed, "the dry run placed every key");
+        self.shift -= 1;
+        self.set_slots(new_slots);
+        self.peak_slots = self.peak_slots.max(new_slots);
+        true
     }
 
     fn get_hashed(&self, h: Hashed, probes: &mut Probes) -> Option<u64> {
@@ -216,17 +479,30 @@ impl CompactMap {
         }
         let (found, inspected) = self.search(h);
         probes.probes += inspected;
-        found.ok().map(|slot| self.base + u64::from(Self::offset_at(self.table.bytes(), slot)))
+        let rel_mask = if self.offset_bits == 32 { u32::MAX } else { (1 << self.offset_bits) - 1 };
+        found.ok().map(|slot| self.base + u64::from(Self::offset_at(self.table.bytes(), slot) & rel_mask))
     }
 
     fn hash_batch(&self, keys: &[&[u8]], out: &mut [Hashed; BATCH]) {
         for (h, k) in out.iter_mut().zip(keys) {
             *h = self.hash(k);
             // A run is a few slots long (about 5.7 at load 0.9): often it continues into the next line.
-            let at = h.home * SLOT_BYTES;
+            let at = self.home(*h) * SLOT_BYTES;
             prefetch(self.table.bytes(), at);
             prefetch(self.table.bytes(), at + 64);
         }
+    }
+
+    fn start_pass(&mut self, base_offset: u64, span: Option<u64>, max_keys: Option<u64>) {
+        self.table.clear();
+        self.size_for(span, max_keys);
+        // Pages a larger earlier pass touched past what this pass may use go back to the system.
+        self.table.release_from((self.full + overflow_for(self.full)) * SLOT_BYTES);
+        self.entries = 0;
+        self.base = base_offset;
+        self.latest = None;
+        self.lookups = 0;
+        self.probes = 0;
     }
 }
 
@@ -236,12 +512,11 @@ impl OffsetMap for CompactMap {
     }
 
     fn begin(&mut self, base_offset: u64) {
-        self.table.clear();
-        self.entries = 0;
-        self.base = base_offset;
-        self.latest = None;
-        self.lookups = 0;
-        self.probes = 0;
+        self.start_pass(base_offset, None, None);
+    }
+
+    fn begin_bounded(&mut self, base_offset: u64, max_keys: u64) {
+        self.start_pass(base_offset, Some(max_keys), Some(max_keys));
     }
 
     fn put(&mut self, key: &[u8], offset: u64) -> Result<(), MapFull> {
@@ -251,7 +526,7 @@ impl OffsetMap for CompactMap {
 
     fn put_batch(&mut self, batch: &[(&[u8], u64)]) -> usize {
         let mut done = 0;
-        let mut hashed = [Hashed { home: 0, fp: 0 }; BATCH];
+        let mut hashed = [Hashed { home_full: 0, fp: 0 }; BATCH];
         let mut keys: [&[u8]; BATCH] = [&[]; BATCH];
         for run in batch.chunks(BATCH) {
             for (k, &(key, _)) in keys.iter_mut().zip(run) {
@@ -273,7 +548,7 @@ impl OffsetMap for CompactMap {
     }
 
     fn get_batch(&self, keys: &[&[u8]], out: &mut [Option<u64>], probes: &mut Probes) {
-        let mut hashed = [Hashed { home: 0, fp: 0 }; BATCH];
+        let mut hashed = [Hashed { home_full: 0, fp: 0 }; BATCH];
         for (run, out) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
             self.hash_batch(run, &mut hashed);
             for (&h, o) in hashed.iter().zip(out.iter_mut()).take(run.len()) {
@@ -286,8 +561,9 @@ impl OffsetMap for CompactMap {
         self.entries
     }
 
+    /// Keys the budget holds (a pass that said how many keys it may put can hold fewer, all it needs).
     fn capacity(&self) -> usize {
-        self.capacity
+        self.capacity_at(self.budget_homes)
     }
 
     fn latest_offset(&self) -> Option<u64> {
@@ -295,16 +571,19 @@ impl OffsetMap for CompactMap {
     }
 
     fn stats(&self) -> MapStats {
-        let memory = self.table.len() as u64;
+        let budget = self.table.len() as u64;
+        let allocated = ((self.peak_slots + overflow_for(self.peak_slots)) * SLOT_BYTES) as u64;
+        let capacity = self.capacity();
         MapStats {
             entries: self.entries as u64,
-            capacity: self.capacity as u64,
-            slots: self.slots as u64,
+            capacity: capacity as u64,
+            slots: self.budget_homes as u64,
             bytes_per_slot: SLOT_BYTES as f64,
-            utilization: if self.slots == 0 { 0.0 } else { self.entries as f64 / self.slots as f64 },
-            memory_bytes: memory,
+            utilization: if self.budget_homes == 0 { 0.0 } else { self.entries as f64 / self.budget_homes as f64 },
+            memory_bytes: budget,
+            allocated_bytes: allocated,
             touched_bytes: self.table.touched_bytes() as u64,
-            bytes_per_key: if self.capacity == 0 { 0.0 } else { memory as f64 / self.capacity as f64 },
+            bytes_per_key: if capacity == 0 { 0.0 } else { budget as f64 / capacity as f64 },
             lookups: self.lookups,
             probes: self.probes,
             probes_per_lookup: if self.lookups == 0 { 0.0 } else { self.probes as f64 / self.lookups as f64 },
@@ -370,6 +649,83 @@ mod tests {
             };
             assert!(per_miss < bound, "load {lf}: {per_miss} probes per miss");
             eprintln!("load {lf}: {per_miss:.2} probes per miss");
+        }
+    }
+
+    #[test]
+    fn a_bounded_pass_grows_in_place_and_keeps_every_key() {
+        // A 1 GiB budget (address space only) for a pass of at most a million offsets.
+        let mut m = CompactMap::new(1 << 30, 0.9).expect("map");
+        let base = 5_000_000u64;
+        m.begin_bounded(base, 1_000_000);
+        let start = m.slots;
+        assert!(start < m.full && m.shift > 0, "the table starts below its full size: {start} of {}", m.full);
+        // 400 thousand keys, each put twice or thrice at increasing offsets (the latest wins), in a scrambled
+        // order; a model of the latest offsets beside it.
+        let mut model = std::collections::HashMap::new();
+        let mut offset = base;
+        for round in 0..3u64 {
+            for i in 0..400_000u64 {
+                let k = (i * 7_919 + round * 13) % 400_000;
+                if round == 2 && k % 3 != 0 {
+                    continue;
+                }
+                m.put(&key(k), offset).expect("room");
+                model.insert(k, offset);
+                offset += 1;
+            }
+        }
+        assert!(m.slots > start * 4, "it doubled at least thrice: {} from {start}", m.slots);
+        assert_eq!(m.len(), 400_000);
+        for (k, o) in &model {
+            assert_eq!(get(&m, &key(*k)), Some(*o), "key {k}");
+        }
+        let mut p = Probes::default();
+        for k in 400_000..410_000 {
+            assert_eq!(m.get(&key(k), &mut p), None, "absent key {k}");
+        }
+        let s = m.stats();
+        // Memory follows the keys: the table it grew to (12 bytes a slot at a load of at least 0.45), a small
+        // part of the budget, and no more than that was touched.
+        assert!(s.allocated_bytes < 400_000 * 12 * 100 / 45 + (1 << 20), "{s:?}");
+        assert!(s.touched_bytes <= s.allocated_bytes + (64 << 10), "{s:?}");
+        assert_eq!(s.memory_bytes, (1 << 30) / 12 * 12);
+        // Offsets past the pass's bound are refused (the slot's spare bits hold home bits).
+        assert_eq!(m.put(&key(1), base + (1 << 20)), Err(MapFull));
+        // A later, smaller pass gives the pages back, and starts small again.
+        m.begin_bounded(0, 1000);
+        assert_eq!(m.stats().touched_bytes, 0);
+        m.put(b"k", 999).expect("room");
+        assert_eq!((get(&m, b"k"), get(&m, &key(7))), (Some(999), None));
+    }
+
+    #[test]
+    fn growth_keeps_keys_that_share_a_home_in_order() {
+        // A small table grown from far below its size, with keys crowded (load 1.0): runs cross old homes and
+        // split into both new homes.
+        let mut m = CompactMap::new(12 << 22, 1.0).expect("map");
+        m.begin_bounded(0, 300_000);
+        let start = m.slots;
+        let mut n = 0u64;
+        while m.put(&key(n), n).is_ok() {
+            n += 1;
+        }
+        // Nearly full (a run longer than the distance cap ends it at a load of 1.0), after doubling twice.
+        assert!(n >= 294_000, "{n} keys");
+        assert_eq!(m.slots, start * 4);
+        for i in (0..n).step_by(7) {
+            assert_eq!(get(&m, &key(i)), Some(i));
+        }
+        // The Robin Hood order holds: along the table, every key's home is at or after the one before.
+        let bytes = m.table.bytes();
+        let mut last_home = 0;
+        for slot in 0..m.total {
+            let tag = CompactMap::tag_at(bytes, slot);
+            if tag & 0xff != 0 {
+                let home = slot + 1 - (tag & 0xff) as usize;
+                assert!(home >= last_home, "slot {slot}: home {home} after {last_home}");
+                last_home = home;
+            }
         }
     }
 

@@ -224,6 +224,7 @@ impl OffsetMap for FullKeyMap {
             bytes_per_slot: Self::ENTRY_BYTES as f64,
             utilization: if self.buckets == 0 { 0.0 } else { entries as f64 / self.buckets as f64 },
             memory_bytes: self.budget as u64,
+            allocated_bytes: memory,
             touched_bytes: memory,
             bytes_per_key: if entries == 0 { 0.0 } else { memory as f64 / entries as f64 },
             lookups: self.lookups,

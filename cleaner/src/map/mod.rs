@@ -83,8 +83,12 @@ pub struct MapStats {
     pub bytes_per_slot: f64,
     /// `entries / slots`, Kafka's "buffer utilization".
     pub utilization: f64,
-    /// Bytes of the map's budget, reserved once.
+    /// Bytes of the map's budget, reserved once (as address space: untouched pages cost no memory).
     pub memory_bytes: u64,
+    /// Bytes of the table the pass sized for its keys, at its largest: what it may touch (for `fullkey`,
+    /// the memory it holds).
+    #[serde(default)]
+    pub allocated_bytes: u64,
     /// Bytes the map touched since its last clear (resident memory, and what the next clear costs); for
     /// `fullkey`, the memory it holds.
     pub touched_bytes: u64,
@@ -106,6 +110,14 @@ pub trait OffsetMap: Send + Sync {
 
     /// Forgets every key and starts a pass whose offsets are at least `base_offset`.
     fn begin(&mut self, base_offset: u64);
+
+    /// As [`OffsetMap::begin`] for a pass that will put at most `max_keys` keys, all below `base_offset +
+    /// max_keys` (the offsets of its dirty section bound both): a map may then take no more memory than those
+    /// keys need, within its budget, instead of its whole budget.
+    fn begin_bounded(&mut self, base_offset: u64, max_keys: u64) {
+        let _ = max_keys;
+        self.begin(base_offset);
+    }
 
     /// Maps `key` to `offset`.
     ///

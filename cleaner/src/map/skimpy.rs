@@ -39,7 +39,11 @@ type Digest16 = [u8; DIGEST_BYTES];
 /// and prefetch every key's first slot before probing any; the answers are the same as one key at a time.
 pub struct SkimpyMap {
     buf: Table,
+    /// Slots this pass uses: the budget's, or fewer when the pass said how many keys it may put.
     slots: usize,
+    /// Slots the budget holds.
+    budget_slots: usize,
+    load_factor: f64,
     /// Most attempts any put of this pass needed: no stored key lies further along its probe sequence.
     longest: usize,
     capacity: usize,
@@ -79,7 +83,34 @@ impl SkimpyMap {
         let slots = bytes / SLOT_BYTES;
         let buf = Table::new(slots * SLOT_BYTES)?;
         let capacity = Self::capacity_for(bytes, load_factor);
-        Ok(SkimpyMap { buf, slots, longest: 0, capacity, entries: 0, latest: None, lookups: 0, probes: 0, bits })
+        let load_factor = if load_factor.is_finite() { load_factor.clamp(0.0, 1.0) } else { 1.0 };
+        Ok(SkimpyMap {
+            buf,
+            slots,
+            budget_slots: slots,
+            load_factor,
+            longest: 0,
+            capacity,
+            entries: 0,
+            latest: None,
+            lookups: 0,
+            probes: 0,
+            bits,
+        })
+    }
+
+    /// Forgets every key and uses `slots` slots this pass (pages past them, touched by an earlier pass, go
+    /// back to the system).
+    fn start_pass(&mut self, slots: usize) {
+        self.buf.clear();
+        self.buf.release_from(slots * SLOT_BYTES);
+        self.slots = slots;
+        self.capacity = (slots as f64 * self.load_factor).floor() as usize;
+        self.longest = 0;
+        self.entries = 0;
+        self.latest = None;
+        self.lookups = 0;
+        self.probes = 0;
     }
 
     /// Keys a buffer of `bytes` bytes holds at `load_factor` (clamped to `(0, 1]`).
@@ -191,12 +222,15 @@ impl OffsetMap for SkimpyMap {
     }
 
     fn begin(&mut self, _base_offset: u64) {
-        self.buf.clear();
-        self.longest = 0;
-        self.entries = 0;
-        self.latest = None;
-        self.lookups = 0;
-        self.probes = 0;
+        self.start_pass(self.budget_slots);
+    }
+
+    /// Kafka's map over the slots `max_keys` keys need at the load factor (its own map takes the whole buffer
+    /// always): the keys sit in the slots, and probe as often, as in Kafka's map of that many slots.
+    fn begin_bounded(&mut self, _base_offset: u64, max_keys: u64) {
+        let needed = (max_keys as f64 / self.load_factor.max(f64::MIN_POSITIVE)).ceil() + 1.0;
+        let slots = if needed >= self.budget_slots as f64 { self.budget_slots } else { needed as usize };
+        self.start_pass(slots);
     }
 
     fn put(&mut self, key: &[u8], offset: u64) -> Result<(), MapFull> {
@@ -241,8 +275,9 @@ impl OffsetMap for SkimpyMap {
         self.entries
     }
 
+    /// Keys the budget holds (a pass that said how many keys it may put can hold fewer, all it needs).
     fn capacity(&self) -> usize {
-        self.capacity
+        (self.budget_slots as f64 * self.load_factor).floor() as usize
     }
 
     fn latest_offset(&self) -> Option<u64> {
@@ -252,13 +287,14 @@ impl OffsetMap for SkimpyMap {
     fn stats(&self) -> MapStats {
         MapStats {
             entries: self.entries as u64,
-            capacity: self.capacity as u64,
-            slots: self.slots as u64,
+            capacity: self.capacity() as u64,
+            slots: self.budget_slots as u64,
             bytes_per_slot: SLOT_BYTES as f64,
-            utilization: if self.slots == 0 { 0.0 } else { self.entries as f64 / self.slots as f64 },
+            utilization: if self.budget_slots == 0 { 0.0 } else { self.entries as f64 / self.budget_slots as f64 },
             memory_bytes: self.buf.len() as u64,
+            allocated_bytes: (self.slots * SLOT_BYTES) as u64,
             touched_bytes: self.buf.touched_bytes() as u64,
-            bytes_per_key: if self.capacity == 0 { 0.0 } else { self.buf.len() as f64 / self.capacity as f64 },
+            bytes_per_key: if self.capacity() == 0 { 0.0 } else { self.buf.len() as f64 / self.capacity() as f64 },
             lookups: self.lookups,
             probes: self.probes,
             probes_per_lookup: if self.lookups == 0 { 0.0 } else { self.probes as f64 / self.lookups as f64 },
@@ -286,7 +322,8 @@ mod tests {
             let mut attempt: i32 = 0;
             loop {
                 let at = attempt.min(12) as usize;
-                let p = i32::from_be_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]]).wrapping_add((attempt - 12).max(0));
+                let p =
+                    i32::from_be_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]]).wrapping_add((attempt - 12).max(0));
                 let slot = (if p == i32::MIN { 0 } else { p.abs() }) as usize % slots;
                 probes += 1;
                 match table[slot] {
@@ -316,10 +353,7 @@ mod tests {
             m.put(k, i as u64).expect("room");
         }
         let (kafka_slots, kafka_probes) = kafka_reference(&keys, slots);
-        let ours: Vec<usize> = keys
-            .iter()
-            .map(|k| m.find(&m.digest(k), MAX_ATTEMPTS).expect("present").0)
-            .collect();
+        let ours: Vec<usize> = keys.iter().map(|k| m.find(&m.digest(k), MAX_ATTEMPTS).expect("present").0).collect();
         assert_eq!(ours, kafka_slots, "every key sits in the slot Kafka's map puts it in");
         assert_eq!(m.stats().probes, kafka_probes, "the puts probe as often as Kafka's");
         assert!(m.longest > WINDOW_ATTEMPTS + 1, "some keys went past the digest's windows: {}", m.longest);

@@ -74,6 +74,21 @@ impl Table {
         }
     }
 
+    /// The bytes, to write the range `at..at + len`, every chunk of it marked dirty (for writes spread over a
+    /// large range, such as a table growing in place).
+    pub fn write_range(&mut self, at: usize, len: usize) -> &mut [u8] {
+        if len > 0 {
+            let (first, last) = (at / CHUNK_BYTES, (at + len - 1) / CHUNK_BYTES);
+            for chunk in first..=last {
+                self.mark(chunk * CHUNK_BYTES);
+            }
+        }
+        match self.map.as_deref_mut() {
+            Some(b) => &mut b[at..at + len],
+            None => &mut [],
+        }
+    }
+
     fn mark(&mut self, at: usize) {
         let chunk = at / CHUNK_BYTES;
         let (word, bit) = (chunk / 64, 1u64 << (chunk % 64));
@@ -88,6 +103,36 @@ impl Table {
     /// Bytes of the chunks written since the last clear: the memory the last pass touched.
     pub fn touched_bytes(&self) -> usize {
         (self.dirty_chunks * CHUNK_BYTES).min(self.len())
+    }
+
+    /// Gives the pages of `from..` back to the system (they read as zeros again, and count in no resident set
+    /// until written): a pass that uses less of the table than the last one does not keep the last one's memory.
+    pub fn release_from(&mut self, from: usize) {
+        let Some(map) = self.map.as_mut() else { return };
+        let page = 4096;
+        let start = from.div_ceil(page) * page;
+        if start >= map.len() {
+            return;
+        }
+        let len = map.len() - start;
+        // SAFETY: the map is this table's own private anonymous mapping, and `&mut self` means no reference
+        // into it is alive. MADV_DONTNEED on such a mapping drops its pages, after which the range reads as
+        // zeros: the state `clear` would leave it in, which every map expects of unwritten bytes.
+        #[expect(unsafe_code, reason = "MADV_DONTNEED on the table's own anonymous mapping; see SAFETY")]
+        let released = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len) };
+        if released.is_err() {
+            // Without the advice the pages stay: zero them instead, so the range still reads as zeros.
+            map[start..].fill(0);
+        }
+        for chunk in start.div_ceil(CHUNK_BYTES)..self.dirty.len() * 64 {
+            let (word, bit) = (chunk / 64, 1u64 << (chunk % 64));
+            if let Some(w) = self.dirty.get_mut(word)
+                && *w & bit != 0
+            {
+                *w &= !bit;
+                self.dirty_chunks -= 1;
+            }
+        }
     }
 
     /// Zeroes every chunk written since the last clear.
@@ -127,6 +172,19 @@ mod tests {
         t.clear();
         assert_eq!(t.touched_bytes(), 0);
         assert!(t.bytes().iter().all(|&b| b == 0), "every written chunk is zero again");
+    }
+
+    #[test]
+    fn released_pages_read_as_zeros_and_are_no_longer_counted() {
+        let mut t = Table::new(4 * CHUNK_BYTES).expect("map");
+        t.write_range(0, 4 * CHUNK_BYTES).fill(7);
+        assert_eq!(t.touched_bytes(), 4 * CHUNK_BYTES);
+        t.release_from(2 * CHUNK_BYTES);
+        assert_eq!(t.touched_bytes(), 2 * CHUNK_BYTES);
+        assert!(t.bytes()[2 * CHUNK_BYTES..].iter().all(|&b| b == 0));
+        assert!(t.bytes()[..2 * CHUNK_BYTES].iter().all(|&b| b == 7));
+        t.clear();
+        assert!(t.bytes().iter().all(|&b| b == 0));
     }
 
     #[test]
