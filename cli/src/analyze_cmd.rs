@@ -45,13 +45,28 @@ pub fn analyze(req: AnalyzeRequest<'_>, json: bool) -> Result<(), Failure> {
     let mut a = cleaner::analyze::analyze(&opened.log, source, req.budget, options, Arc::new(SystemClock))
         .map_err(|e| Failure::from_cleaner(&req.dir.display().to_string(), &e))?;
     let dir_name = req.dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let mut offsets_topic = false;
     if let Some((topic, partition)) = log_core::kafka::topic_partition(dir_name) {
         a.transactions.name_partition(topic, partition);
+        offsets_topic = req.format == Format::Kafka && topic == "__consumer_offsets";
     }
+    // Kafka's group coordinator's partition: each group's live keys and tombstones.
+    let groups = if offsets_topic {
+        Some(
+            logcompact::consumer_offsets::group_summary(&opened.log)
+                .map_err(|e| Failure::from_log(&req.dir.display().to_string(), &e))?,
+        )
+    } else {
+        None
+    };
     let mut out = QuietPipe::new(std::io::stdout().lock());
     let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));
     if json {
-        let text = serde_json::to_string_pretty(&a).map_err(|e| Failure::Runtime(e.to_string()))?;
+        let mut value = serde_json::to_value(&a).map_err(|e| Failure::Runtime(e.to_string()))?;
+        if let Some(g) = &groups {
+            value["consumer_groups"] = serde_json::to_value(g).map_err(|e| Failure::Runtime(e.to_string()))?;
+        }
+        let text = serde_json::to_string_pretty(&value).map_err(|e| Failure::Runtime(e.to_string()))?;
         return writeln!(out, "{text}").map_err(failed);
     }
     let codecs: Vec<String> = a.batches_by_codec.iter().map(|(c, n)| format!("{c} {n}")).collect();
@@ -121,9 +136,54 @@ pub fn analyze(req: AnalyzeRequest<'_>, json: bool) -> Result<(), Failure> {
     if a.torn_tail_bytes > 0 {
         writeln!(out, "torn tail: {} bytes at the end of the active segment", a.torn_tail_bytes).map_err(failed)?;
     }
+    if let Some(g) = &groups {
+        print_groups(&mut out, g).map_err(failed)?;
+    }
     writeln!(out).map_err(failed)?;
     drop(out);
     crate::advise::print(&a.dirty.maps, a.dirty.distinct, Some(&a.dirty), req.budget, false)
+}
+
+/// The consumer groups of a `__consumer_offsets` partition: a row a group, most live keys first (the first 50).
+fn print_groups(out: &mut dyn Write, g: &logcompact::consumer_offsets::GroupSummary) -> std::io::Result<()> {
+    const SHOWN: usize = 50;
+    writeln!(
+        out,
+        "\nconsumer groups ({}): keys as a full compaction leaves them (live ones stay; tombstones go \
+         delete.retention.ms after the pass that first keeps them)",
+        g.groups.len()
+    )?;
+    writeln!(
+        out,
+        "{:<40} {:>10} {:>13} {:>18} {:>9}",
+        "group", "records", "live offsets", "tombstoned offsets", "metadata"
+    )?;
+    for c in g.groups.iter().take(SHOWN) {
+        let metadata = match (c.live_metadata, c.tombstoned_metadata) {
+            (1, _) => "live",
+            (_, 1) => "deleted",
+            _ => "-",
+        };
+        writeln!(
+            out,
+            "{:<40} {:>10} {:>13} {:>18} {:>9}",
+            c.group, c.records, c.live_offsets, c.tombstoned_offsets, metadata
+        )?;
+    }
+    if g.groups.len() > SHOWN {
+        writeln!(out, "... and {} more groups (--json lists all)", g.groups.len() - SHOWN)?;
+    }
+    if g.other_records > 0 {
+        writeln!(out, "{} records of other key kinds (the new consumer protocol's, or undecodable)", g.other_records)?;
+    }
+    if g.truncated {
+        writeln!(
+            out,
+            "the partition holds more than {} distinct keys: the counts cover the keys first seen up to that limit",
+            logcompact::consumer_offsets::MAX_GROUP_KEYS
+        )?;
+    }
+    Ok(())
 }
 
 /// Runs `analyze --data-dir` and prints a row a log (most reclaimable first) and a total, or the JSON.

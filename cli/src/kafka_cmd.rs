@@ -242,6 +242,28 @@ pub fn dump(dir: &Path, opts: &DumpOptions) -> Result<(), Failure> {
     out.flush().map_err(failed)
 }
 
+/// `dump --style kafka-dump-log`: what `kafka-dump-log.sh --deep-iteration --print-data-log --files` prints
+/// for `files`, its summaries on standard error.
+///
+/// # Errors
+/// [`Failure::Corruption`] where Kafka's tool would stop with an exception (after the same output);
+/// [`Failure::Usage`] for a file that cannot be read.
+pub fn dump_log(files: &[String], opts: logcompact::dump_log::DumpLogOptions) -> Result<(), Failure> {
+    let mut out = QuietPipe::new(std::io::BufWriter::new(std::io::stdout().lock()));
+    let mut err = std::io::BufWriter::new(std::io::stderr().lock());
+    let result = logcompact::dump_log::dump_files(files, &opts, &mut out, &mut err);
+    out.flush().map_err(failed)?;
+    let _ = err.flush();
+    match result {
+        Ok(()) => Ok(()),
+        Err(e @ logcompact::dump_log::DumpLogError::Read { .. }) => Err(Failure::Usage(e.to_string())),
+        Err(e @ logcompact::dump_log::DumpLogError::Stopped { .. }) => {
+            Err(Failure::Corruption(format!("stopped where kafka-dump-log.sh stops: {e}")))
+        }
+        Err(logcompact::dump_log::DumpLogError::Output(e)) => Err(failed(e)),
+    }
+}
+
 /// `check --format kafka`: every batch's CRC, its records and the order of offsets, and a pending swap.
 ///
 /// # Errors

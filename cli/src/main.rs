@@ -441,11 +441,22 @@ enum FormatArg {
     Kafka,
 }
 
+/// How `dump` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+enum DumpStyle {
+    /// This tool's own: a line a record (native), or a line a batch and a line a record (Kafka).
+    #[default]
+    Logcompact,
+    /// Exactly what `kafka-dump-log.sh --deep-iteration --print-data-log` prints (Kafka 3.5 to 4.2), with its
+    /// summaries on standard error.
+    KafkaDumpLog,
+}
+
 #[derive(Debug, Args)]
 struct DumpArgs {
     /// The log's directory.
-    #[arg(long, value_name = "DIR")]
-    dir: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "files", conflicts_with = "files")]
+    dir: Option<PathBuf>,
     /// The directory's format: a native log, or a Kafka partition (`kafka-dump-log.sh --print-data-log`).
     #[arg(long, value_enum, default_value_t = FormatArg::Native)]
     format: FormatArg,
@@ -471,6 +482,18 @@ struct DumpArgs {
     /// metadata: protocol, generation, leader, members; tombstones).
     #[arg(long)]
     offsets_decoder: bool,
+    /// Kafka: the output's style. kafka-dump-log prints what `kafka-dump-log.sh --deep-iteration
+    /// --print-data-log --files` prints for the partition's segments (or for --files), line for line.
+    #[arg(long, value_enum, default_value_t = DumpStyle::Logcompact)]
+    style: DumpStyle,
+    /// Kafka files to dump as `kafka-dump-log.sh --files` takes them (comma separated: .log, .index,
+    /// .timeindex, .txnindex, .snapshot), instead of --dir; implies --style kafka-dump-log.
+    #[arg(long, value_name = "F1,F2,...")]
+    files: Option<String>,
+    /// With the kafka-dump-log style: check every .index and .timeindex entry against its segment and print
+    /// only the problems (on standard error), as `kafka-dump-log.sh --verify-index-only` does.
+    #[arg(long)]
+    verify_index_only: bool,
 }
 
 #[derive(Debug, Args)]
@@ -618,6 +641,93 @@ fn clean_command(a: &CleanArgs) -> Result<(), Failure> {
     clean::clean(&request, a.json, a.metrics_addr.as_deref())
 }
 
+/// `dump`: the native or Kafka dump, or the kafka-dump-log style, each refusing the flags it cannot honour.
+fn dump_command(a: &DumpArgs) -> Result<(), Failure> {
+    let dump_log = a.style == DumpStyle::KafkaDumpLog || a.files.is_some();
+    let kafka_only: Vec<&str> = [
+        (a.json_lines, "--json-lines"),
+        (a.from_offset.is_some(), "--from-offset"),
+        (a.to_offset.is_some(), "--to-offset"),
+        (a.key.is_some(), "--key"),
+        (a.offsets_decoder, "--offsets-decoder"),
+    ]
+    .into_iter()
+    .filter_map(|(given, flag)| given.then_some(flag))
+    .collect();
+    if dump_log {
+        if a.format != FormatArg::Kafka {
+            return Err(Failure::Usage(
+                "--style kafka-dump-log and --files read Kafka files: add --format kafka".into(),
+            ));
+        }
+        if a.style == DumpStyle::Logcompact && a.files.is_some() && std::env::args().any(|x| x.starts_with("--style")) {
+            return Err(Failure::Usage("--files dumps in the kafka-dump-log style only".into()));
+        }
+        let refused: Vec<&str> = kafka_only
+            .iter()
+            .copied()
+            .chain(a.json.then_some("--json"))
+            .chain(a.segments.then_some("--segments"))
+            .collect();
+        if !refused.is_empty() {
+            return Err(Failure::Usage(format!(
+                "{} cannot be used with --style kafka-dump-log, which prints exactly what kafka-dump-log.sh prints",
+                refused.join(", ")
+            )));
+        }
+        let files = match (&a.files, &a.dir) {
+            (Some(list), _) => kafka_files_argument(list)?,
+            (None, Some(dir)) => logcompact::dump_log::segment_files(dir)
+                .map_err(|e| Failure::Usage(format!("cannot list {}: {e}", dir.display())))?,
+            (None, None) => unreachable!("clap requires --dir or --files"),
+        };
+        let opts = logcompact::dump_log::DumpLogOptions { verify_index_only: a.verify_index_only };
+        return kafka_cmd::dump_log(&files, opts);
+    }
+    if a.verify_index_only {
+        return Err(Failure::Usage(
+            "--verify-index-only needs --style kafka-dump-log (index files are dumped only in that style)".into(),
+        ));
+    }
+    let Some(dir) = &a.dir else { unreachable!("--files implies the kafka-dump-log style") };
+    if a.format == FormatArg::Kafka {
+        if a.segments {
+            return Err(Failure::Usage(
+                "--segments is the native format's lesson view; a Kafka dump already shows batches and segments".into(),
+            ));
+        }
+        let opts = kafka_cmd::DumpOptions {
+            json: a.json,
+            json_lines: a.json_lines,
+            from_offset: a.from_offset,
+            to_offset: a.to_offset,
+            key: a.key.as_ref().map(|k| k.as_bytes().to_vec()),
+            offsets_decoder: a.offsets_decoder,
+        };
+        return kafka_cmd::dump(dir, &opts);
+    }
+    if !kafka_only.is_empty() {
+        return Err(Failure::Usage(format!(
+            "{} are for --format kafka; a native log's dump is one record a line already",
+            kafka_only.join(", ")
+        )));
+    }
+    ops::dump(dir, a.json, a.segments)
+}
+
+/// `--files` as `kafka-dump-log.sh` splits it: at commas, trailing empty items dropped, nothing trimmed; an
+/// empty item in the middle is refused (Kafka's tool fails on it).
+fn kafka_files_argument(list: &str) -> Result<Vec<String>, Failure> {
+    let mut files: Vec<String> = list.split(',').map(str::to_owned).collect();
+    while files.last().is_some_and(String::is_empty) {
+        files.pop();
+    }
+    if files.is_empty() || files.iter().any(String::is_empty) {
+        return Err(Failure::Usage(format!("--files {list:?} names an empty file")));
+    }
+    Ok(files)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
@@ -666,34 +776,7 @@ fn main() -> ExitCode {
                 .and_then(|layers| status::status(&a.data_dir, a.format.into(), &layers, a.json))
         }
         Commands::Roll(a) => ops::roll(&a.dir, a.format.into()),
-        Commands::Dump(a) if a.format == FormatArg::Kafka && a.segments => Err(Failure::Usage(
-            "--segments is the native format's lesson view; a Kafka dump already shows batches and segments".into(),
-        )),
-        Commands::Dump(a) if a.format == FormatArg::Kafka => {
-            let opts = kafka_cmd::DumpOptions {
-                json: a.json,
-                json_lines: a.json_lines,
-                from_offset: a.from_offset,
-                to_offset: a.to_offset,
-                key: a.key.as_ref().map(|k| k.as_bytes().to_vec()),
-                offsets_decoder: a.offsets_decoder,
-            };
-            kafka_cmd::dump(&a.dir, &opts)
-        }
-        Commands::Dump(a)
-            if a.json_lines
-                || a.from_offset.is_some()
-                || a.to_offset.is_some()
-                || a.key.is_some()
-                || a.offsets_decoder =>
-        {
-            Err(Failure::Usage(
-                "--json-lines, --from-offset, --to-offset, --key and --offsets-decoder are for --format kafka; a \
-                 native log's dump is one record a line already"
-                    .into(),
-            ))
-        }
-        Commands::Dump(a) => ops::dump(&a.dir, a.json, a.segments),
+        Commands::Dump(a) => dump_command(a),
         Commands::Check(a) if a.format == FormatArg::Kafka => kafka_cmd::check(&a.dir),
         Commands::Check(a) => ops::check(&a.dir),
         Commands::Analyze(a) => {

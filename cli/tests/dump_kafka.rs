@@ -83,8 +83,18 @@ fn consumer_offsets_records_are_decoded() {
     string("member-1", &mut group);
     group.extend_from_slice(&1_700_000_000_000i64.to_be_bytes());
     group.extend_from_slice(&1i32.to_be_bytes());
-    let kv: [(&[u8], Option<&[u8]>); 3] =
-        [(&commit_key, Some(&commit)), (&group_key, Some(&group)), (&commit_key, None)];
+    // Another group's committed offset, left alive.
+    let mut billing_key = 1i16.to_be_bytes().to_vec();
+    string("billing", &mut billing_key);
+    string("orders", &mut billing_key);
+    billing_key.extend_from_slice(&0i32.to_be_bytes());
+    let kv: [(&[u8], Option<&[u8]>); 5] = [
+        (&commit_key, Some(&commit)),
+        (&group_key, Some(&group)),
+        (&billing_key, Some(&commit)),
+        (&commit_key, None),
+        (&billing_key, Some(&commit)),
+    ];
     let records: Vec<RecordToWrite<'_>> = kv
         .iter()
         .enumerate()
@@ -98,7 +108,7 @@ fn consumer_offsets_records_are_decoded() {
         })
         .collect();
     let (mut bytes, mut scratch) = (Vec::new(), Vec::new());
-    write_batch(&new_header(0, 2), Compression::None, None, &records, &mut bytes, &mut scratch).expect("batch");
+    write_batch(&new_header(0, 4), Compression::None, None, &records, &mut bytes, &mut scratch).expect("batch");
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("__consumer_offsets-0");
     std::fs::create_dir(&dir).expect("mkdir");
@@ -118,5 +128,25 @@ fn consumer_offsets_records_are_decoded() {
         .iter()
         .map(|r| r["decoded"]["value"]["type"].as_str().expect("type"))
         .collect();
-    assert_eq!(decoded, ["offset_commit", "group_metadata", "tombstone"]);
+    assert_eq!(decoded, ["offset_commit", "group_metadata", "offset_commit", "tombstone", "offset_commit"]);
+
+    // analyze counts each group's keys as a compaction leaves them.
+    let analysis: serde_json::Value = serde_json::from_slice(
+        &logcompact(&["analyze", "--format", "kafka", "--dir", path(&dir), "--json"], "").stdout,
+    )
+    .expect("analyze --json");
+    let groups = &analysis["consumer_groups"]["groups"];
+    assert_eq!(
+        groups,
+        &serde_json::json!([
+            {"group": "billing", "records": 2, "live_offsets": 1, "tombstoned_offsets": 0, "live_metadata": 0,
+             "tombstoned_metadata": 0},
+            {"group": "payments", "records": 3, "live_offsets": 0, "tombstoned_offsets": 1, "live_metadata": 1,
+             "tombstoned_metadata": 0},
+        ]),
+        "{analysis}"
+    );
+    let text = stdout(&logcompact(&["analyze", "--format", "kafka", "--dir", path(&dir)], ""));
+    assert!(text.contains("consumer groups (2)"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("payments") && l.ends_with("live")), "{text}");
 }

@@ -257,3 +257,129 @@ mod tests {
         assert_eq!(decode_key(&[0]), OffsetsKey::Unknown { version: None });
     }
 }
+
+/// What `analyze` reports of one consumer group in a `__consumer_offsets` partition: its keys as a full
+/// compaction would leave them (the latest record of each key), split into live ones and tombstones.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct GroupCounts {
+    /// The group.
+    pub group: String,
+    /// Records of the group in the partition (all of them, before compaction).
+    pub records: u64,
+    /// Committed offsets whose latest record holds an offset: they stay through compaction.
+    pub live_offsets: u64,
+    /// Committed offsets whose latest record is a tombstone (deleted): they go one pass and
+    /// `delete.retention.ms` after a pass first keeps them.
+    pub tombstoned_offsets: u64,
+    /// 1 when the group's metadata record is live (the group exists), else 0.
+    pub live_metadata: u64,
+    /// 1 when the group's latest metadata record is a tombstone (the group was deleted), else 0.
+    pub tombstoned_metadata: u64,
+}
+
+/// The groups of a `__consumer_offsets` partition, most live keys first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct GroupSummary {
+    /// Every group seen.
+    pub groups: Vec<GroupCounts>,
+    /// Records whose key is of another kind (the new consumer protocol's, or undecodable).
+    pub other_records: u64,
+    /// True when the partition held more distinct keys than [`MAX_GROUP_KEYS`]: the counts then cover the keys
+    /// first seen up to that limit.
+    pub truncated: bool,
+}
+
+/// The most distinct keys [`group_summary`] follows (about 40 bytes each), so that its memory stays bounded
+/// whatever the partition holds.
+pub const MAX_GROUP_KEYS: usize = 4_000_000;
+
+/// Counts each group's live keys and tombstones in a `__consumer_offsets` partition: one read of every batch
+/// (aborted transactional offset commits and markers left out), the latest record of each key kept as a 16-byte
+/// hash, its group and whether it is a tombstone.
+///
+/// # Errors
+/// Damage to a batch (file and byte named).
+pub fn group_summary(log: &log_core::Log) -> log_core::Result<GroupSummary> {
+    let snapshot = log.snapshot();
+    let txns = snapshot.transactions()?;
+    let mut groups: Vec<GroupCounts> = Vec::new();
+    let mut group_index: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+    // Key hash -> (group index, is a metadata key, latest is a tombstone).
+    let mut latest: std::collections::HashMap<u128, (u32, bool, bool)> = std::collections::HashMap::new();
+    let mut summary = GroupSummary::default();
+    let mut scratch = Vec::new();
+    let active = log_core::SegmentScan::new(
+        log.format(),
+        snapshot.active_name(),
+        snapshot.active_source(),
+        0,
+        snapshot.active_len(),
+        true,
+    );
+    let scans = snapshot
+        .closed()
+        .iter()
+        .map(|s| (s.name().to_owned(), s.scan()))
+        .chain([(snapshot.active_name().to_owned(), active)]);
+    for (name, mut scan) in scans {
+        while let Some(window) = scan.next_window()? {
+            for item in window.batches() {
+                let placed = item?;
+                let b = placed.batch;
+                if b.is_control()
+                    || (b.is_transactional() && txns.is_aborted(b.producer_id().unwrap_or(-1), b.base_offset))
+                {
+                    continue;
+                }
+                let corrupt =
+                    |kind| log_core::Error::Corrupt { segment: name.clone(), position: placed.position, kind };
+                for rec in b.records(&mut scratch).map_err(corrupt)? {
+                    let rec = rec.map_err(corrupt)?;
+                    let Some(key) = rec.key else { continue };
+                    let (group, metadata) = match decode_key(key) {
+                        OffsetsKey::OffsetCommit { group, .. } => (group, false),
+                        OffsetsKey::GroupMetadata { group } => (group, true),
+                        OffsetsKey::Unknown { .. } => {
+                            summary.other_records += 1;
+                            continue;
+                        }
+                    };
+                    let index = match group_index.get(&group) {
+                        Some(&i) => i,
+                        None => {
+                            let i = groups.len() as u32;
+                            groups.push(GroupCounts { group: group.clone(), ..GroupCounts::default() });
+                            group_index.insert(group, i);
+                            i
+                        }
+                    };
+                    groups[index as usize].records += 1;
+                    let hash = xxhash_rust::xxh3::xxh3_128(key);
+                    let tombstone = rec.value.is_none();
+                    let full = latest.len() >= MAX_GROUP_KEYS;
+                    match latest.get_mut(&hash) {
+                        Some(entry) => entry.2 = tombstone,
+                        None if !full => {
+                            latest.insert(hash, (index, metadata, tombstone));
+                        }
+                        None => summary.truncated = true,
+                    }
+                }
+            }
+        }
+    }
+    for &(index, metadata, tombstone) in latest.values() {
+        let g = &mut groups[index as usize];
+        match (metadata, tombstone) {
+            (false, false) => g.live_offsets += 1,
+            (false, true) => g.tombstoned_offsets += 1,
+            (true, false) => g.live_metadata += 1,
+            (true, true) => g.tombstoned_metadata += 1,
+        }
+    }
+    groups.sort_by(|a, b| {
+        (b.live_offsets + b.live_metadata).cmp(&(a.live_offsets + a.live_metadata)).then(a.group.cmp(&b.group))
+    });
+    summary.groups = groups;
+    Ok(summary)
+}

@@ -37,6 +37,7 @@ pub mod consumer_offsets;
 pub mod copy;
 pub mod datadir;
 pub mod dir;
+pub mod dump_log;
 pub mod metrics;
 mod recovery;
 pub mod repair;

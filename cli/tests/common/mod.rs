@@ -1,6 +1,8 @@
 //! Running the `logcompact` binary from tests.
 #![allow(dead_code)]
 
+pub mod transactions;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
