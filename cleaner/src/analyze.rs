@@ -119,6 +119,18 @@ pub struct OpenTransaction {
 }
 
 impl Transactions {
+    /// Fills in the coordinator epoch of each open transaction that has none from a broker's producer state:
+    /// `(producer id, epoch, coordinator epoch)` entries (a producer snapshot's), taken when the producer and
+    /// its epoch match and the epoch is known (not -1).
+    pub fn take_coordinator_epochs(&mut self, producers: &[(i64, i16, i32)]) {
+        for t in self.open_transactions.iter_mut().filter(|t| t.coordinator_epoch.is_none()) {
+            t.coordinator_epoch = producers
+                .iter()
+                .find(|&&(p, e, c)| p == t.producer_id && e == t.producer_epoch && c >= 0)
+                .map(|&(_, _, c)| c);
+        }
+    }
+
     /// Fills in each open transaction's `abort_command` for partition `partition` of `topic`: Kafka's
     /// `kafka-transactions.sh abort` with the producer id, epoch and coordinator epoch when a marker gave the
     /// coordinator epoch, else with the transaction's start offset (the tool then looks the producer up).

@@ -47,6 +47,15 @@ pub fn analyze(req: AnalyzeRequest<'_>, json: bool) -> Result<(), Failure> {
     let dir_name = req.dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
     let mut offsets_topic = false;
     if let Some((topic, partition)) = log_core::kafka::topic_partition(dir_name) {
+        // A hanging transaction whose producer wrote no marker here: the broker's producer snapshot knows its
+        // coordinator epoch, which the abort command needs.
+        if a.transactions.open_transactions.iter().any(|t| t.coordinator_epoch.is_none())
+            && let Some(producers) = logcompact::producer_snapshot::newest(req.dir)
+        {
+            a.transactions.take_coordinator_epochs(
+                &producers.iter().map(|p| (p.producer_id, p.producer_epoch, p.coordinator_epoch)).collect::<Vec<_>>(),
+            );
+        }
         a.transactions.name_partition(topic, partition);
         offsets_topic = req.format == Format::Kafka && topic == "__consumer_offsets";
     }

@@ -185,24 +185,22 @@ fn index_problems_trailing_bytes_snapshots_and_other_files_are_reported_as_kafka
     // A producer snapshot (version 1, CRC-32C over what follows the CRC): two producers, one in a
     // transaction; and a copy with a flipped byte.
     let snapshot = dir.join("00000000000000000100.snapshot");
-    let mut s = vec![0u8, 1, 0, 0, 0, 0];
-    s.extend_from_slice(&2i32.to_be_bytes());
-    for (pid, epoch, last_seq, last_offset, delta, ts, coord, txn) in [
-        (1000i64, 3i16, 41i32, 99i64, 4i32, 1_700_000_000_000i64, 7i32, -1i64),
-        (2000, 0, 5, -1, 0, 1_700_000_000_050, -1, 88),
-    ] {
-        s.extend_from_slice(&pid.to_be_bytes());
-        s.extend_from_slice(&epoch.to_be_bytes());
-        s.extend_from_slice(&last_seq.to_be_bytes());
-        s.extend_from_slice(&last_offset.to_be_bytes());
-        s.extend_from_slice(&delta.to_be_bytes());
-        s.extend_from_slice(&ts.to_be_bytes());
-        s.extend_from_slice(&coord.to_be_bytes());
-        s.extend_from_slice(&txn.to_be_bytes());
-    }
-    let crc = crc32c::crc32c(&s[6..]);
-    s[2..6].copy_from_slice(&crc.to_be_bytes());
-    std::fs::write(&snapshot, &s).expect("snapshot");
+    let entry = |producer_id, epoch, last_sequence, last_offset, coordinator_epoch, current_txn_first_offset| {
+        common::transactions::SnapshotEntry {
+            producer_id,
+            epoch,
+            last_sequence,
+            last_offset,
+            offset_delta: 4,
+            timestamp: 1_700_000_000_000,
+            coordinator_epoch,
+            current_txn_first_offset,
+        }
+    };
+    let mut s = common::transactions::write_producer_snapshot(
+        &snapshot,
+        &[entry(1000, 3, 41, 99, 7, -1), entry(2000, 0, 5, -1, -1, 88)],
+    );
     let damaged = dir.join("00000000000000000200.snapshot");
     s[20] ^= 1;
     std::fs::write(&damaged, &s).expect("snapshot");

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 mod common;
-use common::transactions::{HANGING, write_partition};
+use common::transactions::{HANGING, SnapshotEntry, write_partition, write_producer_snapshot};
 use common::{logcompact, path, run_python, stderr, stdout};
 
 /// A read_committed reader's view (offset, key, value) below `lso`, and every offset a data batch holds.
@@ -119,4 +119,35 @@ fn a_hanging_transaction_is_found_and_aborted_data_goes_below_the_lso() {
             }
         }
     }
+}
+
+#[test]
+fn the_broker_s_producer_snapshot_gives_a_hanging_transaction_s_coordinator_epoch() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("orders-3");
+    let lso = write_partition(&dir, true);
+    // The hanging producer wrote no marker: only the broker's producer state knows its coordinator epoch. An
+    // entry of its earlier epoch is passed over.
+    let entry = |epoch, coordinator_epoch| SnapshotEntry {
+        producer_id: HANGING,
+        epoch,
+        last_sequence: 0,
+        last_offset: lso as i64,
+        offset_delta: 0,
+        timestamp: 1_700_000_000_000,
+        coordinator_epoch,
+        current_txn_first_offset: lso as i64,
+    };
+    write_producer_snapshot(&dir.join("00000000000000000012.snapshot"), &[entry(3, 2)]);
+    write_producer_snapshot(&dir.join("00000000000000000017.snapshot"), &[entry(3, 5), entry(4, 11)]);
+    let out = logcompact(&["analyze", "--format", "kafka", "--dir", path(&dir), "--json"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let a: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let command = a["open_transactions"][0]["abort_command"].as_str().expect("a command");
+    assert!(
+        command.contains(
+            "abort --topic orders --partition 3 --producer-id 3000 --producer-epoch 4 --coordinator-epoch 11"
+        ),
+        "{command}"
+    );
 }

@@ -32,6 +32,8 @@ use std::path::Path;
 use log_core::kafka::txn::{MarkerType, coordinator_epoch, marker_type};
 use log_core::kafka::{Batch, BatchHeader, KafkaRecord};
 
+use crate::producer_snapshot::{CorruptSnapshot, read_snapshot};
+
 /// What `kafka-dump-log.sh` takes besides `--deep-iteration --print-data-log`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DumpLogOptions {
@@ -76,10 +78,6 @@ const OFFSET_ENTRY: u64 = 8;
 const TIME_ENTRY: u64 = 12;
 /// A `.txnindex` entry.
 const TXN_ENTRY: usize = 34;
-/// A producer snapshot entry.
-const SNAPSHOT_ENTRY: usize = 46;
-/// Where a producer snapshot's entries (and its checksummed bytes) begin.
-const SNAPSHOT_ENTRIES_AT: usize = 6;
 
 /// Dumps `files` (as given on `kafka-dump-log.sh`'s `--files`) in order to `out`, then writes the summaries
 /// to `err`, as Kafka's tool does.
@@ -666,95 +664,6 @@ fn dump_txn_index(shown: &str, name: &str, out: &mut dyn Write) -> Result<(), Du
         )?;
     }
     Ok(())
-}
-
-/// One entry of a producer snapshot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct ProducerEntry {
-    /// The producer.
-    pub producer_id: i64,
-    /// Its epoch.
-    pub producer_epoch: i16,
-    /// The sequence of its last batch's last record.
-    pub last_sequence: i32,
-    /// The last offset of its last batch (-1: none).
-    pub last_offset: i64,
-    /// Last offset minus first offset of that batch.
-    pub offset_delta: i32,
-    /// That batch's max timestamp.
-    pub timestamp: i64,
-    /// The coordinator epoch of its last transaction marker.
-    pub coordinator_epoch: i32,
-    /// The first offset of its open transaction (-1: none).
-    pub current_txn_first_offset: i64,
-}
-
-/// Why a producer snapshot cannot be read: Kafka's `CorruptSnapshotException` message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct CorruptSnapshot(pub String);
-
-/// The entries of a producer snapshot (`<offset>.snapshot`: version 1, CRC-32C, entries of 46 bytes), or the
-/// message Kafka's `ProducerStateManager.readSnapshot` gives for one it cannot read.
-///
-/// # Errors
-/// [`CorruptSnapshot`] with Kafka's message.
-pub fn read_snapshot(bytes: &[u8]) -> Result<Vec<ProducerEntry>, CorruptSnapshot> {
-    let schema = |what: &str| CorruptSnapshot(format!("Snapshot failed schema validation: {what}"));
-    if bytes.len() < 2 {
-        return Err(schema("null"));
-    }
-    let version = i16::from_be_bytes([bytes[0], bytes[1]]);
-    if version != 1 {
-        return Err(schema(&format!("Snapshot contained an unknown file version {version}")));
-    }
-    if bytes.len() < SNAPSHOT_ENTRIES_AT + 4 {
-        return Err(schema("null"));
-    }
-    let stored = u32::from_be_bytes([bytes[2], bytes[3], bytes[4], bytes[5]]);
-    let count = i32::from_be_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]);
-    let entries = &bytes[SNAPSHOT_ENTRIES_AT + 4..];
-    if count < 0 {
-        return Err(schema("non-nullable field producerEntries was serialized as null"));
-    }
-    let count = count as usize;
-    if count > entries.len() {
-        return Err(schema(&format!(
-            "Tried to allocate a collection of size {count}, but there are only {} bytes remaining.",
-            entries.len()
-        )));
-    }
-    if count * SNAPSHOT_ENTRY > entries.len() {
-        return Err(schema("null"));
-    }
-    let computed = crc32c::crc32c(&bytes[SNAPSHOT_ENTRIES_AT..]);
-    if computed != stored {
-        return Err(CorruptSnapshot(format!(
-            "Snapshot is corrupt (CRC is no longer valid). Stored crc: {stored}. Computed crc: {computed}"
-        )));
-    }
-    Ok(entries
-        .chunks_exact(SNAPSHOT_ENTRY)
-        .take(count)
-        .map(|e| {
-            let long = |at: usize| {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(&e[at..at + 8]);
-                i64::from_be_bytes(a)
-            };
-            let int = |at: usize| i32::from_be_bytes([e[at], e[at + 1], e[at + 2], e[at + 3]]);
-            ProducerEntry {
-                producer_id: long(0),
-                producer_epoch: i16::from_be_bytes([e[8], e[9]]),
-                last_sequence: int(10),
-                last_offset: long(14),
-                offset_delta: int(22),
-                timestamp: long(26),
-                coordinator_epoch: int(34),
-                current_txn_first_offset: long(38),
-            }
-        })
-        .collect())
 }
 
 /// A `.snapshot` file: an entry a line, or Kafka's one line on standard error for one it cannot read.

@@ -39,6 +39,7 @@ pub mod datadir;
 pub mod dir;
 pub mod dump_log;
 pub mod metrics;
+pub mod producer_snapshot;
 mod recovery;
 pub mod repair;
 pub mod size;
