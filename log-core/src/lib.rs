@@ -64,5 +64,5 @@ pub use reader::{LogReader, LogSnapshot};
 pub use record::{Header, Record, RecordRef};
 pub use scan::{Batches, Frame, Frames, Placed, SegmentScan, SegmentSource, Window, for_each_kafka_header};
 pub use segment::{SealedSegment, SegmentWriter, Stamp};
-pub use storage::{Segment, SegmentBytes, SegmentStore};
+pub use storage::{ReleasableBytes, Segment, SegmentBytes, SegmentStore};
 pub use tail::TornTail;

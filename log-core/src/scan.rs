@@ -20,6 +20,32 @@ use crate::storage::{Segment, SegmentBytes};
 /// Bytes a read-through scan reads at a time (a window grows to hold a larger batch).
 pub const WINDOW_BYTES: usize = 1 << 20;
 
+/// Bytes of a mapped segment an iterator over its batches or frames passes before it lets their memory go: so
+/// that however large the log and its segments, a scan holds about this much of a mapping in memory (the
+/// bytes read the same afterwards; the pages come back from the page cache if read again).
+pub const RELEASE_STEP_BYTES: usize = 8 << 20;
+
+/// What an iterator over a mapped window lets go behind it: the mapping and where the window starts in it.
+#[derive(Debug, Clone, Copy)]
+struct Behind<'w> {
+    mapping: &'w SegmentBytes,
+    /// Position in the mapping of the window's first byte.
+    origin: usize,
+    /// Bytes of the window already let go.
+    released: usize,
+}
+
+impl Behind<'_> {
+    /// Lets the window's memory up to `at` go once a step's worth has passed.
+    #[inline]
+    fn passed(&mut self, at: usize) {
+        if at - self.released >= RELEASE_STEP_BYTES {
+            self.mapping.release(self.origin + self.released, self.origin + at);
+            self.released = at;
+        }
+    }
+}
+
 /// Where a segment's bytes come from.
 #[derive(Debug, Clone)]
 pub enum SegmentSource {
@@ -82,6 +108,15 @@ pub struct SegmentScan<'a> {
     finished: bool,
     /// Where a zero fill (a preallocated segment's unwritten space) ends the data, once found.
     zero_fill: Cell<Option<u64>>,
+    /// Mapped bytes before this position were handed out and let go.
+    released: u64,
+}
+
+impl Drop for SegmentScan<'_> {
+    /// The last window's memory goes too.
+    fn drop(&mut self) {
+        self.release_behind();
+    }
 }
 
 impl<'a> SegmentScan<'a> {
@@ -98,6 +133,18 @@ impl<'a> SegmentScan<'a> {
             verify,
             finished: false,
             zero_fill: Cell::new(None),
+            released: start,
+        }
+    }
+
+    /// Lets the memory of the mapped bytes handed out so far go (a hint; they read the same afterwards).
+    fn release_behind(&mut self) {
+        if let SegmentSource::Mapped(bytes) = self.source
+            && self.pos > self.released
+        {
+            let to_usize = |p: u64| usize::try_from(p).unwrap_or(usize::MAX);
+            bytes.release(to_usize(self.released), to_usize(self.pos));
+            self.released = self.pos;
         }
     }
 
@@ -117,10 +164,11 @@ impl<'a> SegmentScan<'a> {
         }
         let start = self.pos;
         if let Some(bytes) = self.source.mapped() {
-            self.finished = true;
-            self.pos = self.end;
+            self.release_behind();
             let (from, to) = (usize::try_from(start).unwrap_or(usize::MAX), usize::try_from(self.end).unwrap_or(0));
             let bytes = bytes.get(from..to.min(bytes.len())).unwrap_or_default();
+            self.finished = true;
+            self.pos = self.end;
             return Ok(Some(self.window(bytes, start, true)));
         }
         let SegmentSource::Reads(file) = self.source else { return Ok(None) };
@@ -181,10 +229,15 @@ impl<'a> SegmentScan<'a> {
             start,
             reaches_end,
             zero_fill: &self.zero_fill,
+            mapping: None,
         }))
     }
 
     fn window<'w>(&'w self, bytes: &'w [u8], start: u64, reaches_end: bool) -> Window<'w> {
+        let mapping = match self.source {
+            SegmentSource::Mapped(m) => Some(m),
+            SegmentSource::Reads(_) => None,
+        };
         Window {
             format: self.format,
             name: self.name,
@@ -193,6 +246,7 @@ impl<'a> SegmentScan<'a> {
             start,
             reaches_end,
             zero_fill: &self.zero_fill,
+            mapping,
         }
     }
 
@@ -224,9 +278,19 @@ pub struct Window<'w> {
     /// The window runs to the end of the scan.
     reaches_end: bool,
     zero_fill: &'w Cell<Option<u64>>,
+    /// The mapping the bytes are borrowed from, if they are.
+    mapping: Option<&'w SegmentBytes>,
 }
 
 impl<'w> Window<'w> {
+    fn behind(&self) -> Option<Behind<'w>> {
+        self.mapping.map(|m| Behind {
+            mapping: m,
+            origin: usize::try_from(self.start).unwrap_or(usize::MAX),
+            released: 0,
+        })
+    }
+
     /// The window's bytes.
     pub fn bytes(&self) -> &'w [u8] {
         self.bytes
@@ -250,6 +314,7 @@ impl<'w> Window<'w> {
             at: 0,
             failed: false,
             zero_fill: self.zero_fill,
+            behind: self.behind(),
         }
     }
 }
@@ -275,6 +340,7 @@ pub struct Batches<'w> {
     at: usize,
     failed: bool,
     zero_fill: &'w Cell<Option<u64>>,
+    behind: Option<Behind<'w>>,
 }
 
 impl<'w> Batches<'w> {
@@ -305,6 +371,9 @@ impl<'w> Iterator for Batches<'w> {
             }
             // Zeros where a batch should start, with data after them: not a preallocated tail.
             return Some(Err(Error::Corrupt { segment: self.name.to_owned(), position, kind: CorruptKind::ZeroFill }));
+        }
+        if let Some(b) = &mut self.behind {
+            b.passed(self.at);
         }
         match self.format.parse(rest, self.verify) {
             Ok(batch) => {
@@ -355,6 +424,7 @@ pub struct Frames<'w> {
     start: u64,
     at: usize,
     failed: bool,
+    behind: Option<Behind<'w>>,
 }
 
 impl<'w> Window<'w> {
@@ -368,6 +438,7 @@ impl<'w> Window<'w> {
             start: self.start,
             at: 0,
             failed: false,
+            behind: self.behind(),
         })
     }
 }
@@ -382,6 +453,9 @@ impl<'w> Iterator for Frames<'w> {
         }
         let rest = self.bytes.get(self.at..).filter(|r| !r.is_empty())?;
         let position = self.start + self.at as u64;
+        if let Some(b) = &mut self.behind {
+            b.passed(self.at);
+        }
         let decoded = if self.verify { codec::decode(rest) } else { codec::decode_unverified(rest) };
         match decoded {
             Ok((record, len)) => {

@@ -105,12 +105,52 @@ pub trait Segment: Debug + Send + Sync {
 /// Cloning is cheap (an `Arc`); the bytes live as long as any clone, even after the segment's file has been
 /// renamed or deleted, which is what lets readers finish on old segments while the cleaner swaps in new ones.
 #[derive(Clone)]
-pub struct SegmentBytes(Arc<dyn AsRef<[u8]> + Send + Sync>);
+pub struct SegmentBytes(Arc<dyn ReleasableBytes>);
+
+/// An owner of a sealed segment's bytes that can give the memory of a range back while keeping its bytes
+/// readable: a file mapping drops its pages from the process (they come back from the page cache on the next
+/// read), so that a scan over a large log holds only a window of it.
+pub trait ReleasableBytes: AsRef<[u8]> + Send + Sync {
+    /// Lets the memory behind `start..start + len` go; the bytes read the same afterwards. A hint: owners for
+    /// which it means nothing (memory) do nothing.
+    fn release(&self, start: usize, len: usize) {
+        let _ = (start, len);
+    }
+}
+
+/// Bytes with nothing to release.
+struct Plain<T>(T);
+
+impl<T: AsRef<[u8]>> AsRef<[u8]> for Plain<T> {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_ref()
+    }
+}
+
+impl<T: AsRef<[u8]> + Send + Sync> ReleasableBytes for Plain<T> {}
 
 impl SegmentBytes {
-    /// Wraps any owner of bytes (`Vec<u8>`, `Box<[u8]>`, a memory map).
+    /// Wraps any owner of bytes (`Vec<u8>`, `Box<[u8]>`): their memory stays until they are dropped.
     pub fn new(owner: impl AsRef<[u8]> + Send + Sync + 'static) -> Self {
+        SegmentBytes(Arc::new(Plain(owner)))
+    }
+
+    /// Wraps an owner that can release ranges (a file mapping).
+    pub fn releasable(owner: impl ReleasableBytes + 'static) -> Self {
         SegmentBytes(Arc::new(owner))
+    }
+
+    /// Lets the memory behind the bytes `start..end` go, for a forward scan that is past `end`: the pages from
+    /// the one holding `start` up to the one holding `end` (not included, unless `end` is the end); they read
+    /// the same afterwards.
+    pub fn release(&self, start: usize, end: usize) {
+        const PAGE: usize = 4096;
+        let end = end.min(self.len());
+        let first = start / PAGE * PAGE;
+        let last = if end == self.len() { end } else { end / PAGE * PAGE };
+        if last > first {
+            self.0.release(first, last - first);
+        }
     }
 }
 

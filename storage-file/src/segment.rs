@@ -177,7 +177,7 @@ impl Segment for FileSegment {
             // directory, so no broker runs on it. Read-only stores never map (above).
             #[expect(unsafe_code, reason = "memory-mapping a sealed segment; see SAFETY")]
             let map = unsafe { Mmap::map(&s.file) }.map_err(|e| self.with_path(e))?;
-            SegmentBytes::new(map)
+            SegmentBytes::releasable(SealedMap(map))
         };
         s.map = Some(bytes);
         Ok(())
@@ -198,5 +198,29 @@ impl Segment for FileSegment {
 
     fn file_id(&self) -> u64 {
         self.id
+    }
+}
+
+/// The mapping of a sealed segment, whose pages a scan lets go behind it.
+struct SealedMap(Mmap);
+
+impl AsRef<[u8]> for SealedMap {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl log_core::ReleasableBytes for SealedMap {
+    fn release(&self, start: usize, len: usize) {
+        if start.checked_add(len).is_none_or(|end| end > self.0.len()) {
+            return;
+        }
+        // SAFETY: the mapping is a shared, read-only mapping of a file that is never written while it is mapped
+        // (see where it is made). MADV_DONTNEED on such a mapping only drops this process's page table entries
+        // for the range: the next read faults the same bytes back in from the file's pages, so no byte seen
+        // through any reference into the mapping changes. (The advice is unsafe in general because on a private
+        // mapping it discards the process's own changes; this mapping has none.)
+        #[expect(unsafe_code, reason = "MADV_DONTNEED on a read-only shared file mapping; see SAFETY")]
+        let _ = unsafe { self.0.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len) };
     }
 }
