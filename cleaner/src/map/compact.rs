@@ -35,10 +35,16 @@
 //!
 //! Growing keeps every key's identity. A key's home at the pass's full size `M` is `home_M` (its hash scaled to
 //! `M`); at `M / 2^k` home positions, the home is `home_M >> k` and the `k` bits below are stored in the
-//! slot's spare offset bits (the pass's offsets need only `b` of the 32 bits; `k <= 32 - b`). Doubling takes one
-//! of those bits into the home: keys keep their Robin Hood order (homes only split, `h` into `2h` and `2h + 1`),
-//! so the table is rewritten in one forward walk, in place. The collision probability is that of a table of
-//! `M` home positions from the start: `n^2 / (2 · M · 2^56)`.
+//! slot's spare offset bits (the pass's offsets need only `b` of the 32 bits; `k <= 32 - b`). Growing by `2^j`
+//! takes `j` of those bits into the home: keys keep their Robin Hood order (a home `h` only splits into
+//! `h·2^j ..= h·2^j + 2^j - 1`), so the table is rewritten in one forward walk, in place. The collision
+//! probability is that of a table of `M` home positions from the start: `n^2 / (2 · M · 2^56)`.
+//!
+//! How far to grow: when the table is full, the puts so far (`r`, `c` of them new keys) estimate the pass's
+//! distinct keys as if keys were drawn uniformly (`c = k (1 - e^(-r/k))`), and the table grows to hold them in
+//! one step (doubling at least). The first growth of a pass over a million keys, at 60 thousand puts, already
+//! estimates them within a few percent, so the table is rewritten once, while small; a skewed distribution
+//! reads as fewer keys and costs a later doubling. Without a repeat yet, the estimate is the pass's bound.
 //!
 //! # Batches
 //! [`OffsetMap::put_batch`] and [`OffsetMap::get_batch`] hash a run of keys first and prefetch every home
@@ -86,40 +92,52 @@ fn stored_of(e: &[u8; SLOT_BYTES]) -> u32 {
     u32::from_le_bytes([e[8], e[9], e[10], e[11]])
 }
 
-/// The table's bytes as a doubling walks them: read only (its dry run), or written.
-enum Buf<'a> {
-    Read(&'a [u8]),
-    Write(&'a mut [u8]),
-}
-
-impl Buf<'_> {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Buf::Read(b) => b,
-            Buf::Write(b) => b,
-        }
+/// The distinct keys `k` that `r` uniform draws yielding `c` distinct ones point to: the root of
+/// `k (1 - e^(-r/k)) = c` (by bisection; it grows with `k`), for `c < r`.
+fn distinct_keys_for(c: f64, r: f64) -> f64 {
+    let drawn = |k: f64| k * -(-r / k).exp_m1();
+    let (mut lo, mut hi) = (c, c.max(1.0) * 2.0);
+    while drawn(hi) < c && hi < 1e18 {
+        hi *= 2.0;
     }
+    for _ in 0..64 {
+        let mid = (lo + hi) / 2.0;
+        if drawn(mid) < c { lo = mid } else { hi = mid }
+    }
+    hi
 }
 
-/// One doubling of a table's home positions.
-struct Doubling {
+/// One growth of a table's home positions by `2^steps`.
+struct Growth {
     old_total: usize,
     new_total: usize,
-    /// The stored home bit that becomes the lowest bit of the new home.
-    top_bit: u32,
+    steps: u32,
+    /// The lowest of the stored home bits that go into the new home.
+    low_bit: u32,
 }
 
-impl Doubling {
-    /// Walks the old table's keys by old home (within one home, those whose next home bit is 0 first: the
-    /// new homes stay in Robin Hood order) and gives each its place in the doubled table, written with the
-    /// slots between zeroed when `buf` is writable. `source(bytes, i)` is old slot `i`. False when a key would
-    /// go further than [`MAX_DISTANCE`] from its new home, or past the new table's end.
-    fn place(&self, buf: &mut Buf<'_>, source: &dyn Fn(&[u8], usize) -> [u8; SLOT_BYTES]) -> bool {
+impl Growth {
+    /// Walks the old table's keys by old home (within one home, by the home bits that become the new home's
+    /// low bits: the new homes stay in Robin Hood order) and gives each its place in the grown table; when
+    /// `WRITE`, writes it there and zeroes the slots between. Old slot `i` is read at slot `source + i` of
+    /// `bytes`, or from `tail` for `i >= tail_from`. False when a key would go further than [`MAX_DISTANCE`]
+    /// from its new home, or past the new table's end.
+    fn place<const WRITE: bool>(
+        &self,
+        bytes: &mut [u8],
+        source: usize,
+        tail: &[u8],
+        tail_from: usize,
+        group: &mut Vec<(u32, [u8; SLOT_BYTES])>,
+    ) -> bool {
+        let read = |bytes: &[u8], i: usize| -> [u8; SLOT_BYTES] {
+            if i >= tail_from { slot_bytes(tail, i - tail_from) } else { slot_bytes(bytes, source + i) }
+        };
+        let mask = ((1u64 << self.steps) - 1) as u32;
         let mut next_free = 0usize;
         let mut slot = 0usize;
-        let mut group: Vec<[u8; SLOT_BYTES]> = Vec::new();
         while slot < self.old_total {
-            let tag = tag_of(&source(buf.bytes(), slot));
+            let tag = tag_of(&read(bytes, slot));
             if tag & 0xff == 0 {
                 slot += 1;
                 continue;
@@ -127,33 +145,34 @@ impl Doubling {
             let home = slot + 1 - (tag & 0xff) as usize;
             group.clear();
             while slot < self.old_total {
-                let e = source(buf.bytes(), slot);
+                let e = read(bytes, slot);
                 let t = tag_of(&e);
                 if t & 0xff == 0 || slot + 1 - (t & 0xff) as usize != home {
                     break;
                 }
-                group.push(e);
+                group.push(((stored_of(&e) >> self.low_bit) & mask, e));
                 slot += 1;
             }
-            for bit in [0, self.top_bit] {
-                for e in group.iter().filter(|e| stored_of(e) & self.top_bit == bit) {
-                    let new_home = home * 2 + usize::from(bit != 0);
-                    let at = new_home.max(next_free);
-                    let distance = (at - new_home) as u64;
-                    if distance > MAX_DISTANCE || at >= self.new_total {
-                        return false;
-                    }
-                    if let Buf::Write(bytes) = buf {
-                        bytes[next_free * SLOT_BYTES..at * SLOT_BYTES].fill(0);
-                        let out = &mut bytes[at * SLOT_BYTES..(at + 1) * SLOT_BYTES];
-                        out[..8].copy_from_slice(&((tag_of(e) & !0xff) | (distance + 1)).to_le_bytes());
-                        out[8..].copy_from_slice(&(stored_of(e) & !self.top_bit).to_le_bytes());
-                    }
-                    next_free = at + 1;
+            if group.len() > 1 {
+                group.sort_by_key(|&(bits, _)| bits);
+            }
+            for &(bits, e) in group.iter() {
+                let new_home = (home << self.steps) | bits as usize;
+                let at = new_home.max(next_free);
+                let distance = (at - new_home) as u64;
+                if distance > MAX_DISTANCE || at >= self.new_total {
+                    return false;
                 }
+                if WRITE {
+                    bytes[next_free * SLOT_BYTES..at * SLOT_BYTES].fill(0);
+                    let out = &mut bytes[at * SLOT_BYTES..(at + 1) * SLOT_BYTES];
+                    out[..8].copy_from_slice(&((tag_of(&e) & !0xff) | (distance + 1)).to_le_bytes());
+                    out[8..].copy_from_slice(&(stored_of(&e) & !(mask << self.low_bit)).to_le_bytes());
+                }
+                next_free = at + 1;
             }
         }
-        if let Buf::Write(bytes) = buf {
+        if WRITE {
             bytes[next_free * SLOT_BYTES..self.new_total * SLOT_BYTES].fill(0);
         }
         true
@@ -180,6 +199,8 @@ pub struct CompactMap {
     capacity: usize,
     /// The most home positions this pass had, for the statistics.
     peak_slots: usize,
+    /// The most keys this pass may put (its offsets' span), or the budget's capacity.
+    bound: u64,
     entries: usize,
     base: u64,
     latest: Option<u64>,
@@ -224,6 +245,7 @@ impl CompactMap {
             offset_bits: 32,
             capacity: 0,
             peak_slots: homes,
+            bound: 0,
             entries: 0,
             base: 0,
             latest: None,
@@ -276,6 +298,7 @@ impl CompactMap {
             full = needed / unit * unit;
         }
         self.full = full;
+        self.bound = max_keys.unwrap_or(self.capacity_at(full) as u64);
         self.shift = shift;
         self.offset_bits = offset_bits;
         self.set_slots(full >> shift);
@@ -412,7 +435,7 @@ impl CompactMap {
             // A table below its full size doubles and tries again; one at its size (or that cannot double: a
             // run would grow too long) refuses the key.
             if self.shift > 0 {
-                if self.grow() {
+                if self.grow(self.growth_steps()) {
                     return self.put_hashed_again(h, offset);
                 }
                 self.capacity = self.entries;
@@ -440,33 +463,56 @@ impl CompactMap {
         self.put_hashed(h, offset)
     }
 
-    /// Doubles the home positions in place (see the module docs). Returns false, changing nothing, when the
-    /// doubled table would put a key further than [`MAX_DISTANCE`] from its home or past the overflow.
-    fn grow(&mut self) -> bool {
+    /// How many doublings a table that is full now takes at once: enough for the keys the pass will have by
+    /// its end, as far as the puts so far tell. With `r` puts of `c` distinct keys, keys drawn uniformly from
+    /// `k` give `c = k (1 - e^(-r/k))`, solved for `k`; the pass's bound `t` on puts then shows
+    /// `k (1 - e^(-t/k))` keys (1% added); without a repeat yet, the bound itself. At least one doubling, at most
+    /// the table's. A skewed key distribution reads as fewer keys: the table then doubles again later.
+    fn growth_steps(&self) -> u32 {
+        let (c, r) = (self.entries as f64, self.lookups as f64);
+        let bound = self.bound as f64;
+        // The keys drawn from, then the distinct ones the pass's remaining puts (at most its bound) will show.
+        let expected = if r > c + 0.5 {
+            let k = distinct_keys_for(c, r);
+            (k * -(-bound.max(r) / k).exp_m1()).min(bound)
+        } else {
+            bound
+        };
+        let homes = expected * 1.01 / self.load_factor.max(f64::MIN_POSITIVE);
+        let mut steps = 1;
+        while steps < self.shift && ((self.slots << steps) as f64) < homes {
+            steps += 1;
+        }
+        steps
+    }
+
+    /// Multiplies the home positions by `2^steps` in place (see the module docs). Returns false, changing
+    /// nothing, when the grown table would put a key further than [`MAX_DISTANCE`] from its home or past the
+    /// overflow.
+    fn grow(&mut self, steps: u32) -> bool {
         let (old_slots, old_total) = (self.slots, self.total);
-        let new_slots = old_slots * 2;
+        let new_slots = old_slots << steps;
         let new_total = new_slots + overflow_for(new_slots);
-        let top_bit = 1u32 << (self.offset_bits + self.shift - 1);
-        let walk = Doubling { old_total, new_total, top_bit };
+        let low_bit = self.offset_bits + self.shift - steps;
+        let walk = Growth { old_total, new_total, steps, low_bit };
         // A dry run first, on the table as it is: growing must not fail half-way.
-        let as_is = |bytes: &[u8], i: usize| slot_bytes(bytes, i);
-        if !walk.place(&mut Buf::Read(self.table.bytes()), &as_is) {
+        let mut group = Vec::new();
+        let old = self.table.write_range(0, old_total * SLOT_BYTES);
+        if !walk.place::<false>(old, 0, &[], old_total, &mut group) {
             return false;
         }
-        // Move the old table to the upper half, then place every key from there; the keys of the last slots
-        // are read aside first, as their new places may lie over their old copies. Every other write lands
-        // below the copies not yet read (a key of home h goes to at most 2h + 1 + 254, its copy sits at
-        // old_slots + h and beyond).
+        // Move the old table to the top of the new one, then place every key from there; the keys of the last
+        // slots are read aside first, as their new places may lie over their old copies. Every other write
+        // lands below the copies not yet read (a key of home h goes below (h + 1) 2^steps + 254; its copy, and
+        // those after it, sit at new_slots - old_slots + h and beyond).
+        let source = new_slots - old_slots;
         let bytes = self.table.write_range(0, new_total * SLOT_BYTES);
-        bytes.copy_within(0..old_total * SLOT_BYTES, old_slots * SLOT_BYTES);
+        bytes.copy_within(0..old_total * SLOT_BYTES, source * SLOT_BYTES);
         let tail_from = old_total.saturating_sub(2 * OVERFLOW + 2);
-        let tail = bytes[(old_slots + tail_from) * SLOT_BYTES..(old_slots + old_total) * SLOT_BYTES].to_vec();
-        let moved = |bytes: &[u8], i: usize| {
-            if i >= tail_from { slot_bytes(&tail, i - tail_from) } else { slot_bytes(bytes, old_slots + i) }
-        };
-        let placed = walk.place(&mut Buf::Write(bytes), &moved);
+        let tail = bytes[(source + tail_from) * SLOT_BYTES..(source + old_total) * SLOT_BYTES].to_vec();
+        let placed = walk.place::<true>(bytes, source, &tail, tail_from, &mut group);
         debug_assert!(placed, "the dry run placed every key");
-        self.shift -= 1;
+        self.shift -= steps;
         self.set_slots(new_slots);
         self.peak_slots = self.peak_slots.max(new_slots);
         true
@@ -660,34 +706,35 @@ mod tests {
         m.begin_bounded(base, 1_000_000);
         let start = m.slots;
         assert!(start < m.full && m.shift > 0, "the table starts below its full size: {start} of {}", m.full);
-        // 400 thousand keys, each put twice or thrice at increasing offsets (the latest wins), in a scrambled
-        // order; a model of the latest offsets beside it.
+        // Keys that widen as the pass goes (each phase's keys put about four times, in a scrambled order), so
+        // that every growth's estimate falls short and the table grows several times; a model of the latest
+        // offsets beside it.
         let mut model = std::collections::HashMap::new();
         let mut offset = base;
-        for round in 0..3u64 {
-            for i in 0..400_000u64 {
-                let k = (i * 7_919 + round * 13) % 400_000;
-                if round == 2 && k % 3 != 0 {
-                    continue;
-                }
+        let mut sizes = vec![start];
+        for phase_keys in [40_000u64, 120_000, 300_000] {
+            for i in 0..phase_keys * 2 {
+                let k = (i * 7_919) % phase_keys;
                 m.put(&key(k), offset).expect("room");
                 model.insert(k, offset);
                 offset += 1;
+                if *sizes.last().expect("a size") != m.slots {
+                    sizes.push(m.slots);
+                }
             }
         }
-        assert!(m.slots > start * 4, "it doubled at least thrice: {} from {start}", m.slots);
-        assert_eq!(m.len(), 400_000);
+        assert!(sizes.len() >= 3, "it grew at least twice: {sizes:?}");
+        assert_eq!(m.len(), 300_000);
         for (k, o) in &model {
             assert_eq!(get(&m, &key(*k)), Some(*o), "key {k}");
         }
         let mut p = Probes::default();
-        for k in 400_000..410_000 {
+        for k in 300_000..310_000 {
             assert_eq!(m.get(&key(k), &mut p), None, "absent key {k}");
         }
         let s = m.stats();
-        // Memory follows the keys: the table it grew to (12 bytes a slot at a load of at least 0.45), a small
-        // part of the budget, and no more than that was touched.
-        assert!(s.allocated_bytes < 400_000 * 12 * 100 / 45 + (1 << 20), "{s:?}");
+        // Memory follows the keys: at most the table for the pass's bound, and no more than that was touched.
+        assert!(s.allocated_bytes <= 1_000_000 * 12 * 10 / 9 + (1 << 20), "{s:?}");
         assert!(s.touched_bytes <= s.allocated_bytes + (64 << 10), "{s:?}");
         assert_eq!(s.memory_bytes, (1 << 30) / 12 * 12);
         // Offsets past the pass's bound are refused (the slot's spare bits hold home bits).
@@ -727,6 +774,36 @@ mod tests {
                 last_home = home;
             }
         }
+    }
+
+    #[test]
+    fn the_distinct_key_estimate_inverts_uniform_draws() {
+        let k: f64 = 1e6;
+        for r in [6e4, 1e6, 4e6] {
+            let c = k * -(-r / k).exp_m1();
+            let est = distinct_keys_for(c, r);
+            assert!((est - k).abs() / k < 1e-6, "r {r}: {est}");
+        }
+    }
+
+    #[test]
+    fn a_pass_over_uniform_keys_grows_once_to_their_size() {
+        // 4 puts a key over a million keys, in a pass bounded by the four million offsets: the table grows from
+        // its smallest size straight to the size for a million keys (not four), at the first growth.
+        let mut m = CompactMap::new(1 << 30, 0.9).expect("map");
+        m.begin_bounded(0, 4_000_000);
+        let start = m.slots;
+        let mut rng = log_core::workload::SplitMix64::new(9);
+        let mut sizes = vec![start];
+        for o in 0..4_000_000u64 {
+            m.put(&key(rng.next_u64() % 1_000_000), o).expect("room");
+            if *sizes.last().expect("a size") != m.slots {
+                sizes.push(m.slots);
+            }
+        }
+        assert_eq!(sizes.len(), 2, "one growth: {sizes:?}");
+        let s = m.stats();
+        assert!(s.allocated_bytes < 1_000_000 * 12 * 100 / 80, "a table for a million keys: {s:?}");
     }
 
     #[test]
