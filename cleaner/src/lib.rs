@@ -40,7 +40,6 @@ mod pass;
 mod pass1;
 mod pass2;
 pub mod settings;
-mod shards;
 mod stats;
 pub mod summary;
 pub mod throttle;

@@ -16,7 +16,6 @@ use crate::map::{OffsetMap, Probes};
 use crate::pass1::map_dirty;
 use crate::pass2::{Buffers, CopyContext, DryOutput, copy_group, copy_segments};
 use crate::settings::DEFAULT_DELETE_RETENTION_MS;
-use crate::shards::{Shards, shard_of};
 use crate::stats::CleanStats;
 use crate::throttle::Throttler;
 
@@ -130,7 +129,7 @@ impl Pace<'_> {
 /// Runs cleaning passes with one offset map (or one per thread of a parallel pass), reused between passes
 /// (its memory is taken once).
 pub struct Cleaner {
-    shards: Shards,
+    map: Box<dyn OffsetMap>,
     config: CleanerConfig,
     clock: Arc<dyn Clock>,
     progress: Option<Mutex<ProgressFn>>,
@@ -140,10 +139,7 @@ pub struct Cleaner {
 
 impl std::fmt::Debug for Cleaner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cleaner")
-            .field("map", &self.shards.kind())
-            .field("config", &self.config)
-            .finish_non_exhaustive()
+        f.debug_struct("Cleaner").field("map", &self.map.kind()).field("config", &self.config).finish_non_exhaustive()
     }
 }
 
@@ -152,16 +148,16 @@ impl Cleaner {
     /// "now".
     ///
     /// # Errors
-    /// As [`CleanerConfig::build_shards`].
+    /// As [`CleanerConfig::build_map`].
     pub fn new(config: CleanerConfig, clock: Arc<dyn Clock>) -> Result<Self> {
-        let maps = config.build_shards()?;
-        Ok(Cleaner { shards: Shards { maps }, config, clock, progress: None, abort: None, throttle: None })
+        let map = config.build_map()?;
+        Ok(Cleaner { map, config, clock, progress: None, abort: None, throttle: None })
     }
 
     /// A one-thread cleaner over a map built elsewhere (a test's, say).
     pub fn with_map(map: Box<dyn OffsetMap>, config: CleanerConfig, clock: Arc<dyn Clock>) -> Self {
         let config = CleanerConfig { threads: 1, ..config };
-        Cleaner { shards: Shards { maps: vec![map] }, config, clock, progress: None, abort: None, throttle: None }
+        Cleaner { map, config, clock, progress: None, abort: None, throttle: None }
     }
 
     /// Calls `f` after each segment of pass 1 and each group of pass 2 (for progress bars).
@@ -180,10 +176,9 @@ impl Cleaner {
         self.throttle = Some(throttle);
     }
 
-    /// The offset map of a one-thread cleaner (as left by the last pass: the dirty section's key → latest
-    /// offset); for a parallel cleaner, its first shard.
+    /// The offset map (as left by the last pass: the dirty section's key → latest offset).
     pub fn map(&self) -> &dyn OffsetMap {
-        &*self.shards.maps[0]
+        &*self.map
     }
 
     /// The configuration.
@@ -191,9 +186,9 @@ impl Cleaner {
         &self.config
     }
 
-    /// Keys the map (all its shards) holds at most.
+    /// Keys the map's budget holds at most.
     pub fn capacity(&self) -> usize {
-        self.shards.capacity()
+        self.map.capacity()
     }
 
     fn pace(&self) -> Pace<'_> {
@@ -253,23 +248,21 @@ impl Cleaner {
     /// takes part. Both passes hand the map runs of up to [`BATCH`] keys, so that a map can hide memory
     /// latency.
     ///
-    /// With several threads ([`CleanerConfig::threads`]), each thread builds its own shard of the map from
-    /// the whole dirty section, and pass 2 copies groups in parallel. A shard that fills stops the pass at
-    /// its first refused offset; keys other shards mapped beyond it point at records at or beyond the end
-    /// offset, which are all kept, so what they drop is still superseded by a record that stays.
+    /// With several threads ([`CleanerConfig::threads`]), pass 2 copies groups in parallel; pass 1 reads the
+    /// dirty section once, into the one map.
     ///
     /// # Errors
     /// [`crate::Error::Log`] for I/O or corruption; [`Error::Aborted`] when stopped. The log is unchanged
     /// then: the transaction's output files are removed as it drops (by the next pass or open, if the log
     /// is poisoned).
     pub fn clean_in(&mut self, cleaning: Cleaning<'_>, options: PassOptions) -> Result<CleanStats> {
-        if self.shards.capacity() == 0 {
+        if self.map.capacity() == 0 {
             // A map that takes no key would leave every pass stuck at the checkpoint.
             return Err(Error::BufferTooSmall {
                 bytes: self.config.dedupe_buffer_bytes,
                 load_factor: self.config.load_factor,
-                map: self.shards.kind().name(),
-                min_bytes: self.shards.kind().min_bytes(self.config.load_factor, 1),
+                map: self.map.kind().name(),
+                min_bytes: self.map.kind().min_bytes(self.config.load_factor, 1),
             });
         }
         let started = Instant::now();
@@ -278,8 +271,8 @@ impl Cleaner {
         let section = cleaning.dirty_section(now, options.min_compaction_lag_ms);
         let snapshot = cleaning.snapshot().clone();
         let mut stats = CleanStats {
-            map: self.shards.kind().name().to_owned(),
-            threads: self.shards.count(),
+            map: self.map.kind().name().to_owned(),
+            threads: self.config.threads,
             purge: options.purge,
             now_ms: now,
             first_dirty_offset: checkpoint,
@@ -296,11 +289,7 @@ impl Cleaner {
         let txns = cleaning.transactions()?.clone();
         // Pass 1 maps only segments before the first one no pass may rewrite, and nothing past the LSO.
         let dirty = dirty_segments(closed, checkpoint, section.first_uncleanable_base.min(limit));
-        let end_offset = if self.shards.count() == 1 {
-            self.build_map(&dirty, checkpoint, limit, &txns, &mut stats)?
-        } else {
-            self.build_shards(&dirty, checkpoint, limit, &txns, &mut stats)?
-        };
+        let end_offset = self.build_map(&dirty, checkpoint, limit, &txns, &mut stats)?;
         stats.end_offset = end_offset;
 
         let pass2 = Instant::now();
@@ -318,7 +307,7 @@ impl Cleaner {
             Grouping::None => cleaning.single_groups(recopy),
         };
         stats.groups = groups.len() as u64;
-        let cx = CopyContext { judge, shards: &self.shards, txns: &txns };
+        let cx = CopyContext { judge, map: &*self.map, txns: &txns };
         let (replacements, counts) = self.copy_groups(&cleaning, &groups, &cx)?;
         counts.into_stats(&mut stats);
         stats.segments_unchanged = (groups.len() - replacements.len()) as u64;
@@ -361,7 +350,7 @@ impl Cleaner {
         let snapshot = log.snapshot();
         let section = log_core::DirtySection::of(&snapshot, checkpoint, now, options.min_compaction_lag_ms);
         let mut stats = CleanStats {
-            map: self.shards.kind().name().to_owned(),
+            map: self.map.kind().name().to_owned(),
             threads: 1,
             purge: options.purge,
             now_ms: now,
@@ -391,7 +380,7 @@ impl Cleaner {
         };
         let recopy = end_offset.min(section.first_uncleanable_base);
         let groups = log_core::cleaning::plan_groups(log.format(), snapshot.closed(), recopy, max_bytes);
-        let cx = CopyContext { judge, shards: &self.shards, txns: &txns };
+        let cx = CopyContext { judge, map: &*self.map, txns: &txns };
         let mut counts = CopyCounts::default();
         let mut bufs = Buffers::default();
         let mut pace = self.pace();
@@ -417,7 +406,7 @@ impl Cleaner {
         let started = Instant::now();
         let total: u64 = dirty.iter().map(|s| s.size()).sum();
         let mut pace = Pace { abort: self.abort.as_deref(), throttle: self.throttle.as_deref(), pending: 0 };
-        let map = &mut *self.shards.maps[0];
+        let map = &mut *self.map;
         // The dirty section's offsets bound the keys it can map: a map sized for them, not for its budget.
         map.begin_bounded(checkpoint, limit.saturating_sub(checkpoint));
         let progress = &self.progress;
@@ -427,86 +416,13 @@ impl Cleaner {
             done += s.size();
             send(progress, Phase::Map, done, total);
         };
-        let (end, scanned) =
-            map_dirty(dirty, checkpoint, limit, txns, &mut pace, &|_| true, &mut put, &|_| false, &mut on_segment)?;
+        let (end, scanned) = map_dirty(dirty, checkpoint, limit, txns, &mut pace, &mut put, &mut on_segment)?;
         pace.flush()?;
         stats.pass1.records_read = scanned.records;
         stats.pass1.bytes_read = scanned.bytes;
         stats.map_full = end.is_some_and(|e| e < limit);
         stats.pass1.seconds = started.elapsed().as_secs_f64();
         Ok(end.unwrap_or(limit).min(limit))
-    }
-
-    /// Pass 1 with one shard per thread: every thread scans the dirty section and maps the keys of its shard.
-    fn build_shards(
-        &mut self,
-        dirty: &[Arc<SealedSegment>],
-        checkpoint: u64,
-        limit: u64,
-        txns: &TxnState,
-        stats: &mut CleanStats,
-    ) -> Result<u64> {
-        let started = Instant::now();
-        let n = self.shards.count();
-        // The lowest offset any shard refused: the others stop once they reach it.
-        let refused = AtomicU64::new(u64::MAX);
-        let abort = self.abort.as_deref();
-        let throttle = self.throttle.as_deref();
-        let results: Vec<Result<(u64, u64)>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = self
-                .shards
-                .maps
-                .iter_mut()
-                .enumerate()
-                .map(|(shard, map)| {
-                    let refused = &refused;
-                    scope.spawn(move || -> Result<(u64, u64)> {
-                        map.begin_bounded(checkpoint, limit.saturating_sub(checkpoint));
-                        // Only the first thread charges the throttle: the others read the same bytes.
-                        let mut pace = Pace { abort, throttle: throttle.filter(|_| shard == 0), pending: 0 };
-                        let accept = |k: &[u8]| shard_of(k, n) == shard;
-                        let stop_at = |first: u64| first >= refused.load(Ordering::Relaxed);
-                        let mut put = |run: &mut Vec<(&[u8], u64)>| put_run(&mut **map, run);
-                        let (end, scanned) = map_dirty(
-                            dirty,
-                            checkpoint,
-                            limit,
-                            txns,
-                            &mut pace,
-                            &accept,
-                            &mut put,
-                            &stop_at,
-                            &mut |_| {},
-                        )?;
-                        if let Some(r) = end.filter(|&r| r != u64::MAX) {
-                            refused.fetch_min(r, Ordering::Relaxed);
-                        }
-                        pace.flush()?;
-                        Ok((scanned.records, scanned.bytes))
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| Err(Error::Panicked { message: panic_message(&*p) })))
-                .collect()
-        });
-        let mut first = None;
-        for r in results {
-            let (records, bytes) = r?;
-            first.get_or_insert((records, bytes));
-        }
-        // Every thread scanned the same records; the first one's count is the pass's (the others stop early
-        // at most).
-        let (records, bytes) = first.unwrap_or((0, 0));
-        stats.pass1.records_read = records;
-        stats.pass1.bytes_read = bytes;
-        let total: u64 = dirty.iter().map(|s| s.size()).sum();
-        self.report(Phase::Map, total, total);
-        let refused = refused.into_inner();
-        stats.map_full = refused != u64::MAX && refused < limit;
-        stats.pass1.seconds = started.elapsed().as_secs_f64();
-        Ok(refused.min(limit))
     }
 
     /// Pass 2 over every group, in parallel when the cleaner has several threads. Returns the replacements in
@@ -518,7 +434,7 @@ impl Cleaner {
         cx: &CopyContext<'_>,
     ) -> Result<(Vec<Replacement>, CopyCounts)> {
         let total: u64 = groups.iter().flatten().map(|s| s.size()).sum();
-        let threads = self.shards.count().min(groups.len()).max(1);
+        let threads = self.config.threads.min(groups.len()).max(1);
         let next = AtomicUsize::new(0);
         let done = AtomicU64::new(0);
         let work = || -> Result<ThreadCopies> {
@@ -561,7 +477,7 @@ impl Cleaner {
     }
 
     fn record_map_stats(&self, stats: &mut CleanStats, gets: Probes) {
-        let mut m = self.shards.stats();
+        let mut m = self.map.stats();
         m.lookups += gets.lookups;
         m.probes += gets.probes;
         m.probes_per_lookup = if m.lookups == 0 { 0.0 } else { m.probes as f64 / m.lookups as f64 };

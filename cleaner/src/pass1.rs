@@ -20,8 +20,8 @@ pub(crate) struct Scanned {
     pub(crate) bytes: u64,
 }
 
-/// Maps the dirty section: every keyed record from `checkpoint` up to `limit` in `dirty` whose key `accept`
-/// takes, handed to `put` in runs, leaving out Kafka's control batches and the batches of aborted transactions
+/// Maps the dirty section: every keyed record from `checkpoint` up to `limit` in `dirty`, handed to `put` in
+/// runs, leaving out Kafka's control batches and the batches of aborted transactions
 /// (`txns`), so that an aborted key never shadows a committed one. Nothing at or past `limit` (Kafka's last
 /// stable offset may lie inside a segment) is mapped: an open transaction's records may yet be aborted.
 /// Checksums are not computed here: pass 2 reads every batch this pass reads (they all lie below the end
@@ -29,26 +29,20 @@ pub(crate) struct Scanned {
 /// changed nothing; each batch is checksummed once per pass instead of twice.
 ///
 /// Returns the offset of the first key refused (the pass's end offset), if any, and what was read;
-/// `on_segment` is called after each segment (progress) and `stop_at` ends the scan early when it says so
-/// for the first offset of a run (another shard refused below it).
+/// `on_segment` is called after each segment (progress).
 ///
-/// Generic over its callbacks, so that the per-key test and the per-run hand-off are inlined into the scan.
-#[allow(clippy::too_many_arguments, reason = "the scan's inputs, each used once per record")]
-pub(crate) fn map_dirty<A, P, S>(
+/// Generic over the per-run hand-off, so that it is inlined into the scan.
+pub(crate) fn map_dirty<P>(
     dirty: &[Arc<SealedSegment>],
     checkpoint: u64,
     limit: u64,
     txns: &TxnState,
     pace: &mut Pace<'_>,
-    accept: &A,
     put: &mut P,
-    stop_at: &S,
     on_segment: &mut dyn FnMut(&SealedSegment),
 ) -> Result<(Option<u64>, Scanned)>
 where
-    A: Fn(&[u8]) -> bool + ?Sized,
     P: for<'k> FnMut(&mut Vec<(&'k [u8], u64)>) -> Option<u64> + ?Sized,
-    S: Fn(u64) -> bool + ?Sized,
 {
     let mut scanned = Scanned::default();
     let mut scratch = Vec::new();
@@ -72,10 +66,10 @@ where
                     scanned.records += 1;
                     scanned.bytes += len;
                     pace.step(len)?;
-                    let Some(key) = rec.key.filter(|k| accept(k)) else { continue };
+                    let Some(key) = rec.key else { continue };
                     run.push((key, rec.offset));
                     if run.len() == BATCH {
-                        refused = flush(&mut run, put, stop_at);
+                        refused = flush(&mut run, put);
                         if refused.is_some() {
                             break;
                         }
@@ -101,13 +95,12 @@ where
                 if let Some(records) = batch.records_in_place() {
                     for rec in records.map_err(corrupt)? {
                         let rec = rec.map_err(corrupt)?;
-                        let Some(key) = rec.key.filter(|k| rec.offset >= checkpoint && rec.offset < limit && accept(k))
-                        else {
+                        let Some(key) = rec.key.filter(|_| rec.offset >= checkpoint && rec.offset < limit) else {
                             continue;
                         };
                         run.push((key, rec.offset));
                         if run.len() == BATCH {
-                            refused = flush(&mut run, put, stop_at);
+                            refused = flush(&mut run, put);
                             if refused.is_some() {
                                 break;
                             }
@@ -116,26 +109,24 @@ where
                 } else {
                     // A compressed batch's keys borrow the scratch buffer: the run so far goes first, then
                     // this batch's keys on their own.
-                    refused = flush(&mut run, put, stop_at);
+                    refused = flush(&mut run, put);
                     if refused.is_none() {
                         let mut local: Vec<(&[u8], u64)> = Vec::with_capacity(BATCH);
                         for rec in batch.records(&mut scratch).map_err(corrupt)? {
                             let rec = rec.map_err(corrupt)?;
-                            let Some(key) =
-                                rec.key.filter(|k| rec.offset >= checkpoint && rec.offset < limit && accept(k))
-                            else {
+                            let Some(key) = rec.key.filter(|_| rec.offset >= checkpoint && rec.offset < limit) else {
                                 continue;
                             };
                             local.push((key, rec.offset));
                             if local.len() == BATCH {
-                                refused = flush(&mut local, put, stop_at);
+                                refused = flush(&mut local, put);
                                 if refused.is_some() {
                                     break;
                                 }
                             }
                         }
                         if refused.is_none() {
-                            refused = flush(&mut local, put, stop_at);
+                            refused = flush(&mut local, put);
                         }
                     }
                 }
@@ -144,7 +135,7 @@ where
                 }
             }
             if refused.is_none() {
-                refused = flush(&mut run, put, stop_at);
+                refused = flush(&mut run, put);
             }
             buf = recycle(run);
             if let Some(r) = refused {
@@ -156,18 +147,14 @@ where
     Ok((None, scanned))
 }
 
-/// Hands `run` to `put` unless `stop_at` says to stop at its first offset (another shard refused a key below
-/// it): then `Some(u64::MAX)`, which the caller reads as "stopped", not as a refusal.
+/// Hands `run` to `put`; the offset of the first key refused, if any.
 #[inline]
-fn flush<P, S>(run: &mut Vec<(&[u8], u64)>, put: &mut P, stop_at: &S) -> Option<u64>
+fn flush<P>(run: &mut Vec<(&[u8], u64)>, put: &mut P) -> Option<u64>
 where
     P: for<'k> FnMut(&mut Vec<(&'k [u8], u64)>) -> Option<u64> + ?Sized,
-    S: Fn(u64) -> bool + ?Sized,
 {
-    let first = run.first()?.1;
-    if stop_at(first) {
-        run.clear();
-        return Some(u64::MAX);
+    if run.is_empty() {
+        return None;
     }
     let refused = put(run);
     run.clear();

@@ -15,16 +15,15 @@ use crate::keep::{
     BatchDecision, CopyCounts, Facts, Judge, Verdict, batch_decision, is_aborted, kept_whole, marker_decision,
     marker_may_go, verdict,
 };
-use crate::map::BATCH;
+use crate::map::{BATCH, OffsetMap};
 use crate::pass::Pace;
 use crate::pass1::recycle;
-use crate::shards::Shards;
 
 /// What pass 2 needs besides the group: the rule's settings, the map, and the partition's transaction state
 /// (Kafka: aborted transactions, and the last data batch of every producer, kept even when emptied).
 pub(crate) struct CopyContext<'a> {
     pub(crate) judge: Judge,
-    pub(crate) shards: &'a Shards,
+    pub(crate) map: &'a dyn OffsetMap,
     pub(crate) txns: &'a TxnState,
 }
 
@@ -262,7 +261,7 @@ fn judge_singles<O: CopyOutput>(
     let mut keys: Vec<&[u8]> = recycle(std::mem::take(&mut bufs.keys));
     keys.extend(run.iter().map(|f| &f.record).filter(|r| r.offset < judge.end_offset).filter_map(|r| r.key));
     let mut latest = [None; BATCH];
-    cx.shards.get_batch(&keys, &mut latest[..keys.len()], &mut counts.probes);
+    cx.map.get_batch(&keys, &mut latest[..keys.len()], &mut counts.probes);
     bufs.keys = recycle(keys);
     let mut looked_up = latest.iter();
     for frame in run {
@@ -336,7 +335,7 @@ fn judge_compressed<O: CopyOutput>(
             }
             keys.extend(run.iter().filter(|r| r.offset < judge.end_offset).filter_map(|r| r.key));
             let mut latest = [None; BATCH];
-            cx.shards.get_batch(&keys, &mut latest[..keys.len()], &mut counts.probes);
+            cx.map.get_batch(&keys, &mut latest[..keys.len()], &mut counts.probes);
             let mut looked_up = latest.iter();
             for r in &run {
                 let mapped = if r.offset < judge.end_offset && r.key.is_some() {
@@ -483,7 +482,7 @@ fn judge_run<O: CopyOutput>(
     bufs.latest.clear();
     bufs.latest.resize(keys.len(), None);
     for (k, l) in keys.chunks(BATCH).zip(bufs.latest.chunks_mut(BATCH)) {
-        cx.shards.get_batch(k, l, &mut counts.probes);
+        cx.map.get_batch(k, l, &mut counts.probes);
     }
     bufs.keys = recycle(keys);
     let latest = std::mem::take(&mut bufs.latest);

@@ -9,7 +9,7 @@ use crate::map::MapStats;
 pub struct CleanStats {
     /// Offset map kind.
     pub map: String,
-    /// Threads of the pass (shards of the map).
+    /// Threads of the pass (pass 2 copies groups on them).
     pub threads: usize,
     /// True for a purge pass (every horizon stamped by an earlier pass counts as expired).
     pub purge: bool,

@@ -278,7 +278,8 @@ struct CompactArgs {
     /// this command, which cleans when asked, 0.5 for `clean`).
     #[arg(long, value_name = "R", default_value_t = 0.0, allow_hyphen_values = true)]
     min_cleanable_dirty_ratio: f64,
-    /// Threads of one pass: a sharded map (the buffer split between them) and groups copied in parallel.
+    /// Threads of one pass: groups of segments copied in parallel (pass 1 reads once into one map of the whole
+    /// buffer).
     #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
     threads: usize,
     /// The directory's format: a native log, or a Kafka partition directory of a stopped broker (cleaned in

@@ -20,30 +20,31 @@ fn main() {
         "pass-bench: one whole cleaning pass (both phases) per offset map, in memory
 
 usage: pass-bench [--records 10000000] [--keys 1000000] [--value-bytes 100] [--maps skimpy,fullkey,compact]
+                  [--threads 1] [--segment-bytes 67108864]
 
 Prints one JSON line per map.",
     );
     let records = arg("--records", 10_000_000);
     let keys = arg("--keys", 1_000_000);
     let value_bytes = arg("--value-bytes", 100) as usize;
+    let threads = arg("--threads", 1) as usize;
+    let segment_bytes = arg("--segment-bytes", 64 << 20);
     let maps: Vec<MapKind> = std::env::args()
         .skip_while(|a| a != "--maps")
         .nth(1)
         .map_or(MapKind::ALL.to_vec(), |s| s.split(',').map(|m| MapKind::from_name(m).expect("map")).collect());
     let workload = Workload { records, keys, value_bytes, tombstone_fraction: 0.0, seed: 11 };
     for map in maps {
-        let log = Log::open(
-            Arc::new(storage_mem::MemStore::new()),
-            LogConfig { segment_bytes: 64 << 20, ..LogConfig::default() },
-        )
-        .expect("open");
+        let log =
+            Log::open(Arc::new(storage_mem::MemStore::new()), LogConfig { segment_bytes, ..LogConfig::default() })
+                .expect("open");
         let built = Instant::now();
         workload.append_to(&log, 1_000, |_| {}).expect("append");
         log.roll().expect("roll");
         eprintln!("built the log in {:.2} s", built.elapsed().as_secs_f64());
         let bytes: u64 = log.snapshot().closed().iter().map(|s| s.size()).sum();
         let budget = map.bytes_for(keys as usize, 0.9, 16) + (1 << 20);
-        let config = CleanerConfig { map, dedupe_buffer_bytes: budget, ..CleanerConfig::default() };
+        let config = CleanerConfig { map, dedupe_buffer_bytes: budget, threads, ..CleanerConfig::default() };
         let mut cleaner = Cleaner::new(config, Arc::new(SystemClock)).expect("map");
         // The replaced segments are freed when the last snapshot of them goes; holding one until the timing
         // ends keeps the freeing of 1.5 GB of memory (an unlink, on files) out of the pass's figures.
@@ -57,6 +58,8 @@ Prints one JSON line per map.",
             "map": map.name(),
             "records": records,
             "keys": keys,
+            "threads": threads,
+            "groups": stats.groups,
             "log_bytes": bytes,
             "seconds": seconds,
             "records_per_s": records as f64 / seconds,
