@@ -323,7 +323,7 @@ impl DirtyKeys {
             let per_thread = usize::try_from(thread_bytes(map, budget)).unwrap_or(per_thread);
             let built = match map.build(per_thread, budget.load_factor) {
                 Ok(m) => Some(m),
-                Err(crate::map::BuildError::TooSmall { .. }) => None,
+                Err(crate::map::BuildError::TooSmall { .. } | crate::map::BuildError::NotAMap) => None,
                 Err(crate::map::BuildError::OutOfMemory(source)) => {
                     return Err(Error::OutOfMemory { bytes: per_thread, source });
                 }

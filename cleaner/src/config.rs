@@ -25,6 +25,10 @@ pub struct CleanerConfig {
     /// `log.cleaner.io.buffer.load.factor`: the share of the map's slots that may fill, in
     /// `[MIN_LOAD_FACTOR, 1]`.
     pub load_factor: f64,
+    /// Where the external pass (`MapKind::External`) writes its sorted runs: the system's temporary directory
+    /// when `None`.
+    #[serde(default)]
+    pub spill_dir: Option<std::path::PathBuf>,
     /// Threads of one pass over one log (1, Kafka's way, unless asked): pass 2 copies groups of segments in
     /// parallel; pass 1 reads the dirty section once into one map of the whole buffer (a map split between
     /// threads made every thread decode the whole section for its share of the keys: 1.28 times the time of
@@ -38,6 +42,7 @@ impl Default for CleanerConfig {
             map: MapKind::Skimpy,
             dedupe_buffer_bytes: DEFAULT_DEDUPE_BUFFER_BYTES,
             load_factor: DEFAULT_LOAD_FACTOR,
+            spill_dir: None,
             threads: 1,
         }
     }
@@ -81,7 +86,7 @@ impl CleanerConfig {
     pub fn build_map(&self) -> Result<Box<dyn OffsetMap>> {
         self.validate()?;
         self.map.build(self.dedupe_buffer_bytes, self.load_factor).map_err(|e| match e {
-            BuildError::TooSmall { .. } => self.too_small(),
+            BuildError::TooSmall { .. } | BuildError::NotAMap => self.too_small(),
             BuildError::OutOfMemory(source) => Error::OutOfMemory { bytes: self.dedupe_buffer_bytes, source },
         })
     }

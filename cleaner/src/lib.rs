@@ -32,6 +32,7 @@ pub mod analyze;
 mod clock;
 mod config;
 mod error;
+pub mod external;
 pub mod hll;
 mod keep;
 pub mod manager;

@@ -11,10 +11,11 @@ use log_core::{Cleaning, Log, Replacement, SealedSegment};
 use crate::clock::Clock;
 use crate::config::CleanerConfig;
 use crate::error::{Error, Result};
+use crate::external::{External, StaleSet};
 use crate::keep::{CopyCounts, Judge};
-use crate::map::{OffsetMap, Probes};
+use crate::map::{MapKind, OffsetMap, Probes};
 use crate::pass1::map_dirty;
-use crate::pass2::{Buffers, CopyContext, DryOutput, copy_group, copy_segments};
+use crate::pass2::{Buffers, CopyContext, DryOutput, Lookup, copy_group, copy_segments};
 use crate::settings::DEFAULT_DELETE_RETENTION_MS;
 use crate::stats::CleanStats;
 use crate::throttle::Throttler;
@@ -126,10 +127,39 @@ impl Pace<'_> {
     }
 }
 
-/// Runs cleaning passes with one offset map (or one per thread of a parallel pass), reused between passes
-/// (its memory is taken once).
+/// How pass 1 maps keys: an offset map in memory, or the external pass's sorted runs.
+enum Strategy {
+    Map(Box<dyn OffsetMap>),
+    External(External),
+}
+
+impl Strategy {
+    fn kind(&self) -> MapKind {
+        match self {
+            Strategy::Map(m) => m.kind(),
+            Strategy::External(_) => MapKind::External,
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        match self {
+            Strategy::Map(m) => m.capacity(),
+            Strategy::External(_) => usize::MAX,
+        }
+    }
+
+    fn stats(&self) -> crate::map::MapStats {
+        match self {
+            Strategy::Map(m) => m.stats(),
+            Strategy::External(e) => e.stats(),
+        }
+    }
+}
+
+/// Runs cleaning passes with one offset map (or the external pass), reused between passes (its memory is
+/// taken once).
 pub struct Cleaner {
-    map: Box<dyn OffsetMap>,
+    strategy: Strategy,
     config: CleanerConfig,
     clock: Arc<dyn Clock>,
     progress: Option<Mutex<ProgressFn>>,
@@ -139,7 +169,10 @@ pub struct Cleaner {
 
 impl std::fmt::Debug for Cleaner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cleaner").field("map", &self.map.kind()).field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Cleaner")
+            .field("map", &self.strategy.kind())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -150,14 +183,19 @@ impl Cleaner {
     /// # Errors
     /// As [`CleanerConfig::build_map`].
     pub fn new(config: CleanerConfig, clock: Arc<dyn Clock>) -> Result<Self> {
-        let map = config.build_map()?;
-        Ok(Cleaner { map, config, clock, progress: None, abort: None, throttle: None })
+        let strategy = if config.map == MapKind::External {
+            config.validate()?;
+            Strategy::External(External::new(config.dedupe_buffer_bytes, config.spill_dir.clone()))
+        } else {
+            Strategy::Map(config.build_map()?)
+        };
+        Ok(Cleaner { strategy, config, clock, progress: None, abort: None, throttle: None })
     }
 
     /// A one-thread cleaner over a map built elsewhere (a test's, say).
     pub fn with_map(map: Box<dyn OffsetMap>, config: CleanerConfig, clock: Arc<dyn Clock>) -> Self {
         let config = CleanerConfig { threads: 1, ..config };
-        Cleaner { map, config, clock, progress: None, abort: None, throttle: None }
+        Cleaner { strategy: Strategy::Map(map), config, clock, progress: None, abort: None, throttle: None }
     }
 
     /// Calls `f` after each segment of pass 1 and each group of pass 2 (for progress bars).
@@ -176,9 +214,13 @@ impl Cleaner {
         self.throttle = Some(throttle);
     }
 
-    /// The offset map (as left by the last pass: the dirty section's key → latest offset).
-    pub fn map(&self) -> &dyn OffsetMap {
-        &*self.map
+    /// The offset map (as left by the last pass: the dirty section's key → latest offset); `None` for the
+    /// external pass, which keeps no map.
+    pub fn map(&self) -> Option<&dyn OffsetMap> {
+        match &self.strategy {
+            Strategy::Map(m) => Some(&**m),
+            Strategy::External(_) => None,
+        }
     }
 
     /// The configuration.
@@ -186,9 +228,9 @@ impl Cleaner {
         &self.config
     }
 
-    /// Keys the map's budget holds at most.
+    /// Keys the map's budget holds at most (any number for the external pass).
     pub fn capacity(&self) -> usize {
-        self.map.capacity()
+        self.strategy.capacity()
     }
 
     fn pace(&self) -> Pace<'_> {
@@ -256,13 +298,13 @@ impl Cleaner {
     /// then: the transaction's output files are removed as it drops (by the next pass or open, if the log
     /// is poisoned).
     pub fn clean_in(&mut self, cleaning: Cleaning<'_>, options: PassOptions) -> Result<CleanStats> {
-        if self.map.capacity() == 0 {
+        if self.strategy.capacity() == 0 {
             // A map that takes no key would leave every pass stuck at the checkpoint.
             return Err(Error::BufferTooSmall {
                 bytes: self.config.dedupe_buffer_bytes,
                 load_factor: self.config.load_factor,
-                map: self.map.kind().name(),
-                min_bytes: self.map.kind().min_bytes(self.config.load_factor, 1),
+                map: self.strategy.kind().name(),
+                min_bytes: self.strategy.kind().min_bytes(self.config.load_factor, 1),
             });
         }
         let started = Instant::now();
@@ -271,7 +313,7 @@ impl Cleaner {
         let section = cleaning.dirty_section(now, options.min_compaction_lag_ms);
         let snapshot = cleaning.snapshot().clone();
         let mut stats = CleanStats {
-            map: self.map.kind().name().to_owned(),
+            map: self.strategy.kind().name().to_owned(),
             threads: self.config.threads,
             purge: options.purge,
             now_ms: now,
@@ -288,8 +330,8 @@ impl Cleaner {
         // cleaned on a guess.
         let txns = cleaning.transactions()?.clone();
         // Pass 1 maps only segments before the first one no pass may rewrite, and nothing past the LSO.
-        let dirty = dirty_segments(closed, checkpoint, section.first_uncleanable_base.min(limit));
-        let end_offset = self.build_map(&dirty, checkpoint, limit, &txns, &mut stats)?;
+        let bounds = Bounds { checkpoint, limit, first_uncleanable_base: section.first_uncleanable_base };
+        let (end_offset, stale) = self.pass_one(closed, bounds, &txns, &mut stats)?;
         stats.end_offset = end_offset;
 
         let pass2 = Instant::now();
@@ -307,7 +349,7 @@ impl Cleaner {
             Grouping::None => cleaning.single_groups(recopy),
         };
         stats.groups = groups.len() as u64;
-        let cx = CopyContext { judge, map: &*self.map, txns: &txns };
+        let cx = CopyContext { judge, lookup: self.lookup(stale.as_ref()), txns: &txns };
         let (replacements, counts) = self.copy_groups(&cleaning, &groups, &cx)?;
         counts.into_stats(&mut stats);
         stats.segments_unchanged = (groups.len() - replacements.len()) as u64;
@@ -350,7 +392,7 @@ impl Cleaner {
         let snapshot = log.snapshot();
         let section = log_core::DirtySection::of(&snapshot, checkpoint, now, options.min_compaction_lag_ms);
         let mut stats = CleanStats {
-            map: self.map.kind().name().to_owned(),
+            map: self.strategy.kind().name().to_owned(),
             threads: 1,
             purge: options.purge,
             now_ms: now,
@@ -364,8 +406,8 @@ impl Cleaner {
         let limit = section.first_uncleanable_offset;
         let mut txns = snapshot.transactions()?;
         log_core::kafka::txn::verify_index_files(&**log.store(), &snapshot, &mut txns)?;
-        let dirty = dirty_segments(snapshot.closed(), checkpoint, section.first_uncleanable_base.min(limit));
-        let end_offset = self.build_map(&dirty, checkpoint, limit, &txns, &mut stats)?;
+        let bounds = Bounds { checkpoint, limit, first_uncleanable_base: section.first_uncleanable_base };
+        let (end_offset, stale) = self.pass_one(snapshot.closed(), bounds, &txns, &mut stats)?;
         stats.end_offset = end_offset;
         let judge = Judge {
             end_offset,
@@ -380,7 +422,7 @@ impl Cleaner {
         };
         let recopy = end_offset.min(section.first_uncleanable_base);
         let groups = log_core::cleaning::plan_groups(log.format(), snapshot.closed(), recopy, max_bytes);
-        let cx = CopyContext { judge, map: &*self.map, txns: &txns };
+        let cx = CopyContext { judge, lookup: self.lookup(stale.as_ref()), txns: &txns };
         let mut counts = CopyCounts::default();
         let mut bufs = Buffers::default();
         let mut pace = self.pace();
@@ -393,36 +435,53 @@ impl Cleaner {
         Ok((stats, DryRun { bytes_written: out.bytes, batches_written: out.batches }))
     }
 
-    /// Pass 1 with one map. Returns `end_offset`: the offset of the first keyed record the map refused, or
-    /// `limit` when the whole dirty section was mapped.
-    fn build_map(
+    /// Pass 1: `(end_offset, stale offsets)`. With a map, `end_offset` is the offset of the first keyed record
+    /// the map refused, or the limit when the whole dirty section was mapped; the external pass maps all of it
+    /// and returns the stale offsets of every closed segment below the dirty section's end.
+    fn pass_one(
         &mut self,
-        dirty: &[Arc<SealedSegment>],
-        checkpoint: u64,
-        limit: u64,
+        closed: &[Arc<SealedSegment>],
+        bounds: Bounds,
         txns: &TxnState,
         stats: &mut CleanStats,
-    ) -> Result<u64> {
+    ) -> Result<(u64, Option<StaleSet>)> {
+        let Bounds { checkpoint, limit, first_uncleanable_base } = bounds;
+        let end = first_uncleanable_base.min(limit);
         let started = Instant::now();
-        let total: u64 = dirty.iter().map(|s| s.size()).sum();
-        let mut pace = Pace { abort: self.abort.as_deref(), throttle: self.throttle.as_deref(), pending: 0 };
-        let map = &mut *self.map;
-        // The dirty section's offsets bound the keys it can map: a map sized for them, not for its budget.
-        map.begin_bounded(checkpoint, limit.saturating_sub(checkpoint));
-        let progress = &self.progress;
-        let mut done = 0;
-        let mut put = |run: &mut Vec<(&[u8], u64)>| put_run(map, run);
-        let mut on_segment = |s: &SealedSegment| {
-            done += s.size();
-            send(progress, Phase::Map, done, total);
+        let Cleaner { strategy, abort, throttle, progress, .. } = self;
+        let mut pace = Pace { abort: abort.as_deref(), throttle: throttle.as_deref(), pending: 0 };
+        let (end_offset, stale) = match strategy {
+            Strategy::Map(map) => {
+                let dirty = dirty_segments(closed, checkpoint, end);
+                (build_map(&mut **map, &dirty, checkpoint, limit, txns, &mut pace, progress, stats)?, None)
+            }
+            Strategy::External(external) => {
+                let below: Vec<Arc<SealedSegment>> = closed.iter().filter(|s| s.base() < end).cloned().collect();
+                let total: u64 = below.iter().map(|s| s.size()).sum();
+                let mut done = 0;
+                let mut on_segment = |s: &SealedSegment| {
+                    done += s.size();
+                    send(progress, Phase::Map, done, total);
+                };
+                let mapped = external.map(&below, checkpoint, limit, txns, &mut pace, &mut on_segment)?;
+                stats.pass1.records_read = mapped.scanned.records;
+                stats.pass1.bytes_read = mapped.scanned.bytes;
+                (limit, Some(mapped.stale))
+            }
         };
-        let (end, scanned) = map_dirty(dirty, checkpoint, limit, txns, &mut pace, &mut put, &mut on_segment)?;
         pace.flush()?;
-        stats.pass1.records_read = scanned.records;
-        stats.pass1.bytes_read = scanned.bytes;
-        stats.map_full = end.is_some_and(|e| e < limit);
         stats.pass1.seconds = started.elapsed().as_secs_f64();
-        Ok(end.unwrap_or(limit).min(limit))
+        Ok((end_offset, stale))
+    }
+
+    /// Where pass 2 asks whether a record was superseded.
+    fn lookup<'a>(&'a self, stale: Option<&'a StaleSet>) -> Lookup<'a> {
+        match (&self.strategy, stale) {
+            (Strategy::Map(m), _) => Lookup::Map(&**m),
+            (Strategy::External(_), Some(s)) => Lookup::Stale(s),
+            // An external pass always leaves its stale set; without one nothing is stale.
+            (Strategy::External(_), None) => Lookup::Nothing,
+        }
     }
 
     /// Pass 2 over every group, in parallel when the cleaner has several threads. Returns the replacements in
@@ -477,12 +536,52 @@ impl Cleaner {
     }
 
     fn record_map_stats(&self, stats: &mut CleanStats, gets: Probes) {
-        let mut m = self.map.stats();
+        let mut m = self.strategy.stats();
         m.lookups += gets.lookups;
         m.probes += gets.probes;
         m.probes_per_lookup = if m.lookups == 0 { 0.0 } else { m.probes as f64 / m.lookups as f64 };
         stats.offset_map = m;
     }
+}
+
+/// The offsets that bound a pass.
+#[derive(Debug, Clone, Copy)]
+struct Bounds {
+    /// The cleaner checkpoint: the first dirty offset.
+    checkpoint: u64,
+    /// The first offset no pass may map (the active segment's base, the LSO, the lag bound).
+    limit: u64,
+    /// The base of the first segment no pass may rewrite.
+    first_uncleanable_base: u64,
+}
+
+/// Pass 1 with a map over the dirty segments. Returns `end_offset`: the offset of the first keyed record the
+/// map refused, or `limit` when the whole dirty section was mapped.
+#[allow(clippy::too_many_arguments, reason = "the pass's state, split from the cleaner to borrow it apart")]
+fn build_map(
+    map: &mut dyn OffsetMap,
+    dirty: &[Arc<SealedSegment>],
+    checkpoint: u64,
+    limit: u64,
+    txns: &TxnState,
+    pace: &mut Pace<'_>,
+    progress: &Option<Mutex<ProgressFn>>,
+    stats: &mut CleanStats,
+) -> Result<u64> {
+    let total: u64 = dirty.iter().map(|s| s.size()).sum();
+    // The dirty section's offsets bound the keys it can map: a map sized for them, not for its budget.
+    map.begin_bounded(checkpoint, limit.saturating_sub(checkpoint));
+    let mut done = 0;
+    let mut put = |run: &mut Vec<(&[u8], u64)>| put_run(map, run);
+    let mut on_segment = |s: &SealedSegment| {
+        done += s.size();
+        send(progress, Phase::Map, done, total);
+    };
+    let (end, scanned) = map_dirty(dirty, checkpoint, limit, txns, pace, &mut put, &mut on_segment)?;
+    stats.pass1.records_read = scanned.records;
+    stats.pass1.bytes_read = scanned.bytes;
+    stats.map_full = end.is_some_and(|e| e < limit);
+    Ok(end.unwrap_or(limit).min(limit))
 }
 
 impl CopyCounts {

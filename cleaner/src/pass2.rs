@@ -11,11 +11,12 @@ use log_core::{BatchRef, Cleaning, Format, Frame, GroupCopy, Placed, RecordRef, 
 use log_core::kafka::txn::TxnState;
 
 use crate::error::Result;
+use crate::external::StaleSet;
 use crate::keep::{
     BatchDecision, CopyCounts, Facts, Judge, Verdict, batch_decision, is_aborted, kept_whole, marker_decision,
     marker_may_go, verdict,
 };
-use crate::map::{BATCH, OffsetMap};
+use crate::map::{BATCH, OffsetMap, Probes};
 use crate::pass::Pace;
 use crate::pass1::recycle;
 
@@ -23,8 +24,31 @@ use crate::pass1::recycle;
 /// (Kafka: aborted transactions, and the last data batch of every producer, kept even when emptied).
 pub(crate) struct CopyContext<'a> {
     pub(crate) judge: Judge,
-    pub(crate) map: &'a dyn OffsetMap,
+    pub(crate) lookup: Lookup<'a>,
     pub(crate) txns: &'a TxnState,
+}
+
+/// Where pass 2 learns whether a record was superseded: the offset map of pass 1 (asked by key), or the
+/// external pass's stale offsets (asked by offset).
+#[derive(Clone, Copy)]
+pub(crate) enum Lookup<'a> {
+    Map(&'a dyn OffsetMap),
+    Stale(&'a StaleSet),
+    /// Nothing was mapped: no record is superseded.
+    Nothing,
+}
+
+impl Lookup<'_> {
+    /// `out[i]` for the record of key `keys[i]` at `offsets[i]`: the latest offset mapped for the key (a map),
+    /// or `Some(u64::MAX)` for a stale record and `None` otherwise (the external pass).
+    #[inline]
+    fn get_batch(&self, keys: &[&[u8]], offsets: &[u64], out: &mut [Option<u64>], probes: &mut Probes) {
+        match self {
+            Lookup::Map(m) => m.get_batch(keys, out, probes),
+            Lookup::Stale(s) => crate::external::lookup(s, offsets, out, probes),
+            Lookup::Nothing => out.iter_mut().for_each(|o| *o = None),
+        }
+    }
 }
 
 impl CopyContext<'_> {
@@ -44,6 +68,7 @@ pub(crate) struct Buffers {
     encode: Vec<u8>,
     latest: Vec<Option<u64>>,
     keys: Vec<&'static [u8]>,
+    offsets: Vec<u64>,
     kept: Vec<RecordRef<'static>>,
 }
 
@@ -259,9 +284,15 @@ fn judge_singles<O: CopyOutput>(
 ) -> Result<()> {
     let judge = cx.judge;
     let mut keys: Vec<&[u8]> = recycle(std::mem::take(&mut bufs.keys));
-    keys.extend(run.iter().map(|f| &f.record).filter(|r| r.offset < judge.end_offset).filter_map(|r| r.key));
+    let mut offsets = [0u64; BATCH];
+    for r in run.iter().map(|f| &f.record).filter(|r| r.offset < judge.end_offset) {
+        if let Some(k) = r.key {
+            offsets[keys.len()] = r.offset;
+            keys.push(k);
+        }
+    }
     let mut latest = [None; BATCH];
-    cx.map.get_batch(&keys, &mut latest[..keys.len()], &mut counts.probes);
+    cx.lookup.get_batch(&keys, &offsets[..keys.len()], &mut latest[..keys.len()], &mut counts.probes);
     bufs.keys = recycle(keys);
     let mut looked_up = latest.iter();
     for frame in run {
@@ -333,9 +364,15 @@ fn judge_compressed<O: CopyOutput>(
             if run.is_empty() {
                 break;
             }
-            keys.extend(run.iter().filter(|r| r.offset < judge.end_offset).filter_map(|r| r.key));
+            let mut offsets = [0u64; BATCH];
+            for r in run.iter().filter(|r| r.offset < judge.end_offset) {
+                if let Some(k) = r.key {
+                    offsets[keys.len()] = r.offset;
+                    keys.push(k);
+                }
+            }
             let mut latest = [None; BATCH];
-            cx.map.get_batch(&keys, &mut latest[..keys.len()], &mut counts.probes);
+            cx.lookup.get_batch(&keys, &offsets[..keys.len()], &mut latest[..keys.len()], &mut counts.probes);
             let mut looked_up = latest.iter();
             for r in &run {
                 let mapped = if r.offset < judge.end_offset && r.key.is_some() {
@@ -478,11 +515,17 @@ fn judge_run<O: CopyOutput>(
 ) -> Result<()> {
     let judge = cx.judge;
     let mut keys: Vec<&[u8]> = recycle(std::mem::take(&mut bufs.keys));
-    keys.extend(records.iter().filter(|r| r.offset < judge.end_offset).filter_map(|r| r.key));
+    bufs.offsets.clear();
+    for r in records.iter().filter(|r| r.offset < judge.end_offset) {
+        if let Some(k) = r.key {
+            bufs.offsets.push(r.offset);
+            keys.push(k);
+        }
+    }
     bufs.latest.clear();
     bufs.latest.resize(keys.len(), None);
-    for (k, l) in keys.chunks(BATCH).zip(bufs.latest.chunks_mut(BATCH)) {
-        cx.map.get_batch(k, l, &mut counts.probes);
+    for ((k, o), l) in keys.chunks(BATCH).zip(bufs.offsets.chunks(BATCH)).zip(bufs.latest.chunks_mut(BATCH)) {
+        cx.lookup.get_batch(k, o, l, &mut counts.probes);
     }
     bufs.keys = recycle(keys);
     let latest = std::mem::take(&mut bufs.latest);

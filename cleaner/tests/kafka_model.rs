@@ -387,7 +387,7 @@ proptest! {
     #[test]
     fn compaction_until_clean_keeps_what_the_reference_keeps(
         segments in prop::collection::vec(prop::collection::vec(batch(), 1..5), 1..5),
-        map in prop::sample::select(MapKind::ALL.to_vec()),
+        map in prop::sample::select(MapKind::WITH_EXTERNAL.to_vec()),
         small_buffer in any::<bool>(),
         checkpoint_share in 0u8..3,
         merge_segments in any::<bool>(),

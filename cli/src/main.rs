@@ -142,6 +142,10 @@ enum MapArg {
     Fullkey,
     /// 56-bit fingerprints, 12 bytes a slot (13.3 bytes a key at load 0.9), fast misses.
     Compact,
+    /// Not a map: sorted runs of (key hash, offset) in the buffer, spilled to a temporary file and merged, so
+    /// one pass cleans any number of distinct keys (it also reads the clean segments' keys, and writes about
+    /// 24 bytes a record to --spill-dir).
+    External,
 }
 
 impl From<FormatArg> for log_core::Format {
@@ -159,6 +163,7 @@ impl From<MapArg> for MapKind {
             MapArg::Skimpy => MapKind::Skimpy,
             MapArg::Fullkey => MapKind::FullKey,
             MapArg::Compact => MapKind::Compact,
+            MapArg::External => MapKind::External,
         }
     }
 }
@@ -179,6 +184,10 @@ struct CleanerArgs {
     /// How long a tombstone lives after the first pass that keeps it (delete.retention.ms).
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_DELETE_RETENTION_MS, allow_hyphen_values = true)]
     delete_retention_ms: i64,
+    /// With --map external: the directory its sorted runs are written to (default: the system's temporary
+    /// directory); they are removed as the pass ends.
+    #[arg(long, value_name = "DIR")]
+    spill_dir: Option<PathBuf>,
 }
 
 impl CleanerArgs {
@@ -188,8 +197,14 @@ impl CleanerArgs {
             dedupe_buffer_bytes: usize::try_from(self.dedupe_buffer)
                 .map_err(|_| Failure::Usage("--dedupe-buffer is too large for this machine's address space".into()))?,
             load_factor: self.load_factor,
+            spill_dir: self.spill_dir.clone(),
             threads: 1,
         };
+        if self.spill_dir.is_some() && self.map != MapArg::External {
+            return Err(Failure::Usage(
+                "--spill-dir is where --map external writes its runs; other maps write none".into(),
+            ));
+        }
         config.validate().map_err(|e| Failure::from_cleaner("bad cleaner settings", &e))?;
         if self.delete_retention_ms < 0 {
             return Err(Failure::Usage(format!("--delete-retention-ms {} is negative", self.delete_retention_ms)));
@@ -361,9 +376,12 @@ struct CleanArgs {
     /// Cleaner threads (log.cleaner.threads); the dedupe buffer is split between them.
     #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
     threads: usize,
-    /// The offset map of every thread (Kafka's is skimpy).
+    /// The offset map of every thread (Kafka's is skimpy; external: the external pass).
     #[arg(long, value_enum, default_value_t = MapArg::Skimpy)]
     map: MapArg,
+    /// With --map external: where its sorted runs are written (default: the system's temporary directory).
+    #[arg(long, value_name = "DIR")]
+    spill_dir: Option<PathBuf>,
     /// Offset map memory for all threads together (log.cleaner.dedupe.buffer.size).
     #[arg(long, value_name = "BYTES", default_value = "128MiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
     dedupe_buffer: u64,
@@ -627,7 +645,13 @@ fn clean_command(a: &CleanArgs) -> Result<(), Failure> {
         io_max_bytes_per_second: a.io_max_bytes_per_second.map_or(f64::INFINITY, |b| b as f64),
         max_retries: a.max_retries,
         retry_backoff_ms: a.retry_backoff_ms,
+        spill_dir: a.spill_dir.clone(),
     };
+    if a.spill_dir.is_some() && a.map != MapArg::External {
+        return Err(Failure::Usage(
+            "--spill-dir is where --map external writes its runs; other maps write none".into(),
+        ));
+    }
     let format = a.format.into();
     let layers = logcompact::datadir::layers(&a.data_dir, format, a.config.as_deref(), &a.settings.flags())
         .map_err(|e| Failure::from_data_dir(&e))?;

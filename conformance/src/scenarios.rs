@@ -52,7 +52,11 @@ fn seg(base: u64, recs: &[&str], closed: bool) -> (u64, Vec<String>, bool) {
 fn cleaner(map: MapKind, clock: &Arc<ManualClock>, keys: usize) -> Cleaner {
     let config = cleaner::CleanerConfig {
         map,
-        dedupe_buffer_bytes: map.bytes_for(keys, 0.9, 16),
+        dedupe_buffer_bytes: if map == MapKind::External {
+            64 * cleaner::external::ENTRY_BYTES
+        } else {
+            map.bytes_for(keys, 0.9, 16)
+        },
         ..cleaner::CleanerConfig::default()
     };
     Cleaner::new(config, Arc::clone(clock) as Arc<dyn cleaner::Clock>).expect("a budget that holds the keys")

@@ -53,8 +53,9 @@ fn seed_worked_trace() {
         let mut c = cleaner(map, &clock);
         let stats = c.clean(&log, PassOptions::default()).expect("compact");
         // map from closed segments: p -> 2, q -> 3; keep 2 and 3, drop 0 and 1.
-        assert_eq!(c.map().get(b"p", &mut cleaner::Probes::default()), Some(2));
-        assert_eq!(c.map().get(b"q", &mut cleaner::Probes::default()), Some(3));
+        let map = c.map().expect("an in-memory map");
+        assert_eq!(map.get(b"p", &mut cleaner::Probes::default()), Some(2));
+        assert_eq!(map.get(b"q", &mut cleaner::Probes::default()), Some(3));
         assert_eq!(segments(&log), vec![seg(2, &["2 p=2", "3 q=TOMBSTONE"], true), seg(4, &["4 r=1"], false)]);
         assert_eq!((stats.stale_dropped, stats.segments_removed, stats.segments_rewritten), (2, 1, 1));
         assert_eq!((stats.tombstones_kept, stats.tombstones_stamped), (1, 1));

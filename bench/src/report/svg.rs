@@ -11,6 +11,7 @@ fn colour(map: MapKind) -> RGBColor {
         MapKind::Skimpy => RGBColor(200, 60, 40),
         MapKind::FullKey => RGBColor(40, 110, 200),
         MapKind::Compact => RGBColor(30, 150, 70),
+        MapKind::External => RGBColor(140, 80, 170),
     }
 }
 

@@ -89,6 +89,8 @@ pub struct ManagerConfig {
     pub max_retries: u32,
     /// The wait before the first retry (10 s); it doubles with every failure.
     pub retry_backoff_ms: u64,
+    /// Where the external pass spills its runs (the system's temporary directory when `None`).
+    pub spill_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for ManagerConfig {
@@ -102,6 +104,7 @@ impl Default for ManagerConfig {
             io_max_bytes_per_second: f64::INFINITY,
             max_retries: 3,
             retry_backoff_ms: 10_000,
+            spill_dir: None,
         }
     }
 }
@@ -113,6 +116,7 @@ impl ManagerConfig {
             map: self.map,
             dedupe_buffer_bytes: self.dedupe_buffer_bytes / self.threads.max(1),
             load_factor: self.load_factor,
+            spill_dir: self.spill_dir.clone(),
             threads: 1,
         }
     }

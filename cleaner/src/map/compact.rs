@@ -633,6 +633,7 @@ impl OffsetMap for CompactMap {
             lookups: self.lookups,
             probes: self.probes,
             probes_per_lookup: if self.lookups == 0 { 0.0 } else { self.probes as f64 / self.lookups as f64 },
+            ..MapStats::default()
         }
     }
 }

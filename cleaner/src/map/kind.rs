@@ -16,6 +16,10 @@ pub enum MapKind {
     /// This project's map: a 56-bit fingerprint, a probe distance and a 32-bit relative offset in 12 bytes a
     /// slot, Robin Hood ordering so that absent keys are found absent in a few probes.
     Compact,
+    /// Not a map: the external pass, which sorts runs of (key hash, offset) in its budget, spills them to a
+    /// temporary file and merges them, so that one pass cleans any number of distinct keys (see the
+    /// cleaner's `external` module). It builds no [`OffsetMap`].
+    External,
 }
 
 /// Why a map cannot be built.
@@ -28,11 +32,16 @@ pub enum BuildError {
     },
     /// The machine cannot map the budget.
     OutOfMemory(std::io::Error),
+    /// The kind is the external pass, which keeps no map in memory.
+    NotAMap,
 }
 
 impl MapKind {
-    /// Every kind, in the order reports list them.
+    /// Every in-memory map, in the order reports list them.
     pub const ALL: [MapKind; 3] = [MapKind::Skimpy, MapKind::FullKey, MapKind::Compact];
+
+    /// Every way a pass maps its keys: the maps, then the external pass.
+    pub const WITH_EXTERNAL: [MapKind; 4] = [MapKind::Skimpy, MapKind::FullKey, MapKind::Compact, MapKind::External];
 
     /// The name used on the command line and in reports.
     pub fn name(self) -> &'static str {
@@ -40,12 +49,13 @@ impl MapKind {
             MapKind::Skimpy => "skimpy",
             MapKind::FullKey => "fullkey",
             MapKind::Compact => "compact",
+            MapKind::External => "external",
         }
     }
 
     /// The kind called `name`.
     pub fn from_name(name: &str) -> Option<MapKind> {
-        MapKind::ALL.into_iter().find(|k| k.name() == name)
+        MapKind::WITH_EXTERNAL.into_iter().find(|k| k.name() == name)
     }
 
     /// Bytes of one slot (for `fullkey`, of one table entry with its control byte, keys not counted).
@@ -54,6 +64,7 @@ impl MapKind {
             MapKind::Skimpy => super::skimpy::SLOT_BYTES as f64,
             MapKind::FullKey => FullKeyMap::ENTRY_BYTES as f64,
             MapKind::Compact => super::compact::SLOT_BYTES as f64,
+            MapKind::External => crate::external::ENTRY_BYTES as f64,
         }
     }
 
@@ -64,6 +75,14 @@ impl MapKind {
             MapKind::Skimpy => SkimpyMap::capacity_for(bytes, load_factor),
             MapKind::FullKey => FullKeyMap::capacity_for(bytes, key_bytes),
             MapKind::Compact => CompactMap::capacity_for(bytes, load_factor),
+            // Any number of keys in one pass, once the budget holds its smallest buffer.
+            MapKind::External => {
+                if bytes >= crate::external::MIN_BUDGET_BYTES {
+                    usize::MAX
+                } else {
+                    0
+                }
+            }
         }
     }
 
@@ -71,6 +90,9 @@ impl MapKind {
     pub fn bytes_for(self, keys: usize, load_factor: f64, key_bytes: usize) -> usize {
         if keys == 0 {
             return 0;
+        }
+        if self == MapKind::External {
+            return crate::external::MIN_BUDGET_BYTES;
         }
         // Capacities grow with the budget, so search the smallest budget whose capacity suffices.
         let (mut lo, mut hi) = (0usize, 64usize);
@@ -123,6 +145,9 @@ impl MapKind {
     }
 
     fn build_with(self, bytes: usize, load_factor: f64, bits: HashBits) -> Result<Box<dyn OffsetMap>, BuildError> {
+        if self == MapKind::External {
+            return Err(BuildError::NotAMap);
+        }
         // The key length only matters for `fullkey`, whose minimum is for a one-byte key.
         if self.keys_for(bytes, load_factor, 1) == 0 {
             return Err(BuildError::TooSmall { min_bytes: self.min_bytes(load_factor, 1) });
@@ -135,19 +160,20 @@ impl MapKind {
             MapKind::Compact => {
                 Box::new(CompactMap::with_bits(bytes, load_factor, bits).map_err(BuildError::OutOfMemory)?)
             }
+            MapKind::External => return Err(BuildError::NotAMap),
         })
     }
 
     /// The probability that at least two of `keys` distinct keys mapped in one pass look alike to this map
     /// (so that one of them loses its latest record), for a map sized for one pass at `load_factor`.
     ///
-    /// `skimpy` compares 128-bit MD5 digests: about `n² / 2^129`. `compact` identifies a key by its home slot
+    /// `skimpy` compares 128-bit MD5 digests, `external` 128-bit xxh3 hashes: about `n² / 2^129`. `compact` identifies a key by its home slot
     /// and a 56-bit fingerprint: about `n² / (2 · slots · 2^56)` with `slots = n / load_factor`. `fullkey`
     /// compares whole keys: 0.
     pub fn collision_probability(self, keys: u64, load_factor: f64) -> f64 {
         let n = keys as f64;
         let p = match self {
-            MapKind::Skimpy => n * n / 2f64.powi(129),
+            MapKind::Skimpy | MapKind::External => n * n / 2f64.powi(129),
             MapKind::FullKey => 0.0,
             MapKind::Compact => {
                 let slots = (n / load_factor.clamp(0.01, 1.0)).max(1.0);

@@ -101,6 +101,12 @@ pub struct MapStats {
     pub probes: u64,
     /// `probes / lookups` (1.0 is a perfect hash).
     pub probes_per_lookup: f64,
+    /// The external pass: sorted runs it wrote to its spill file.
+    #[serde(default)]
+    pub spilled_runs: u64,
+    /// The external pass: bytes of those runs.
+    #[serde(default)]
+    pub spilled_bytes: u64,
 }
 
 /// A map from keys to the latest offset seen for them, in a fixed memory budget.

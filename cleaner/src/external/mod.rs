@@ -1,0 +1,157 @@
+//! The external pass (`--map external`): one pass over a dirty section of any number of distinct keys, in a
+//! fixed memory budget, with one extra sequential write instead of a re-read of the log per buffer-full.
+//!
+//! Pass 1 reads every closed segment up to the end of the dirty section (the clean ones too: their records
+//! are what pass 2 will ask about) and gives each keyed record an entry: the key's 128-bit hash, its offset,
+//! and whether pass 1 maps it (a record of the dirty section, outside control and aborted batches) or only
+//! asks about it (a record pass 2 may look up). Entries fill a buffer of the budget's size; a full buffer is
+//! sorted by hash and offset and its runs of one hash are judged at once: every entry below the latest mapped
+//! offset of its hash is *stale* (a newer record of its key was mapped), and only the rest is written to a
+//! temporary file as a sorted run (about one entry a key). At the end the runs are merged by hash and judged
+//! the same way across runs. Stale offsets go into a bit set over the section's offsets, which pass 2 reads
+//! instead of a map: a record is dropped as superseded exactly when its offset is stale, which is what the
+//! in-memory maps decide by key.
+//!
+//! Memory: the buffer (the budget), a read buffer per run while merging (64 KiB each), and the bit set (a bit
+//! per offset from the log's start to the end of the dirty section, in memory up to 32 MiB and in a temporary
+//! file beyond). Disk: about 24 bytes a record of the runs, written once and read once, in the spill directory
+//! (the system's temporary directory unless [`crate::CleanerConfig::spill_dir`] names one); the files are
+//! removed as the pass ends, whatever happens.
+//!
+//! Identity: two keys are one to this pass when their xxh3-128 hashes agree, about `n^2 / 2^129` for `n` keys
+//! (1.5e-23 at 10^8 keys), as for Kafka's MD5 map.
+
+mod runs;
+mod stale;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use log_core::kafka::txn::TxnState;
+use log_core::{Placed, SealedSegment};
+
+use crate::error::{Error, Result};
+use crate::keep::mapped_by_pass1;
+use crate::map::{MapStats, Probes};
+use crate::pass::Pace;
+use crate::pass1::Scanned;
+use runs::{Entry, Runs};
+pub(crate) use stale::StaleSet;
+
+/// Bytes of an entry (hash high and low halves, the offset tagged with whether it is mapped).
+pub const ENTRY_BYTES: usize = 24;
+/// The smallest budget the external pass takes: a buffer of 16 entries (useful only to test its runs: a
+/// buffer that small spills a run every 16 records).
+pub const MIN_BUDGET_BYTES: usize = 16 * ENTRY_BYTES;
+
+/// The external pass's state: its budget and where it spills, and the last pass's figures and stale set.
+#[derive(Debug)]
+pub(crate) struct External {
+    budget: usize,
+    spill_dir: Option<PathBuf>,
+    stats: MapStats,
+}
+
+/// What pass 1 of an external pass leaves for pass 2.
+#[derive(Debug)]
+pub(crate) struct Mapped {
+    /// The stale offsets.
+    pub(crate) stale: StaleSet,
+    /// What the scan read.
+    pub(crate) scanned: Scanned,
+}
+
+impl External {
+    pub(crate) fn new(budget: usize, spill_dir: Option<PathBuf>) -> Self {
+        External { budget, spill_dir, stats: MapStats::default() }
+    }
+
+    /// The figures of the last pass, in a map's terms (entries: distinct keys seen; memory: the budget).
+    pub(crate) fn stats(&self) -> MapStats {
+        self.stats.clone()
+    }
+
+    /// Pass 1 over `segments` (every closed segment from the log's start that pass 2 may read, in order): the
+    /// stale offsets below `limit` given that `checkpoint..limit` is the dirty section.
+    ///
+    /// # Errors
+    /// [`Error::Log`] for damage or I/O (the spill files' too); [`Error::Aborted`] when stopped.
+    pub(crate) fn map(
+        &mut self,
+        segments: &[Arc<SealedSegment>],
+        checkpoint: u64,
+        limit: u64,
+        txns: &TxnState,
+        pace: &mut Pace<'_>,
+        on_segment: &mut dyn FnMut(&SealedSegment),
+    ) -> Result<Mapped> {
+        let start = segments.first().map_or(limit, |s| s.base()).min(limit);
+        let dir = self.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
+        let spill_error = |source: std::io::Error| {
+            Error::Log(log_core::Error::Io { op: "spill to", name: dir.display().to_string(), source })
+        };
+        let mut stale = StaleSet::new(start, limit, self.spill_dir.as_deref()).map_err(spill_error)?;
+        let mut runs = Runs::new(self.budget / ENTRY_BYTES, self.spill_dir.clone());
+        let mut scanned = Scanned::default();
+        let mut scratch = Vec::new();
+        for segment in segments {
+            if segment.base() >= limit {
+                break;
+            }
+            let mut scan = segment.scan();
+            while let Some(window) = scan.next_window()? {
+                for item in window.batches() {
+                    let Placed { batch, position } = item?;
+                    if batch.base_offset >= limit {
+                        break;
+                    }
+                    pace.step(batch.len() as u64)?;
+                    scanned.records += batch.record_count;
+                    scanned.bytes += batch.len() as u64;
+                    if batch.is_control() {
+                        continue;
+                    }
+                    let maps = mapped_by_pass1(&batch, txns);
+                    let corrupt =
+                        |kind| log_core::Error::Corrupt { segment: segment.name().to_owned(), position, kind };
+                    for rec in batch.records(&mut scratch).map_err(corrupt)? {
+                        let rec = rec.map_err(corrupt)?;
+                        let Some(key) = rec.key.filter(|_| rec.offset < limit) else { continue };
+                        let h = xxhash_rust::xxh3::xxh3_128(key);
+                        let mapped = maps && rec.offset >= checkpoint;
+                        runs.push(Entry::new(h, rec.offset, mapped), &mut stale).map_err(spill_error)?;
+                    }
+                }
+            }
+            on_segment(segment);
+        }
+        let merged = runs.finish(&mut stale).map_err(spill_error)?;
+        self.stats = MapStats {
+            entries: merged.keys,
+            capacity: u64::MAX,
+            slots: 0,
+            bytes_per_slot: ENTRY_BYTES as f64,
+            utilization: 0.0,
+            memory_bytes: self.budget as u64,
+            allocated_bytes: merged.buffer_bytes + stale.memory_bytes(),
+            touched_bytes: merged.buffer_bytes + stale.memory_bytes(),
+            bytes_per_key: 0.0,
+            lookups: merged.entries,
+            probes: merged.entries,
+            probes_per_lookup: 1.0,
+            spilled_runs: merged.runs,
+            spilled_bytes: merged.spilled_bytes,
+        };
+        Ok(Mapped { stale, scanned })
+    }
+}
+
+/// Pass 2's answer for a run of records by offset: `Some(u64::MAX)` (a newer record of the key was mapped)
+/// for a stale one, `None` otherwise, as a map answers `None` for a key it did not map.
+pub(crate) fn lookup(stale: &StaleSet, offsets: &[u64], out: &mut [Option<u64>], probes: &mut Probes) {
+    for (o, slot) in offsets.iter().zip(out.iter_mut()) {
+        *slot = stale.contains(*o).then_some(u64::MAX);
+    }
+    probes.lookups += offsets.len() as u64;
+    probes.probes += offsets.len() as u64;
+}
