@@ -75,3 +75,92 @@ impl BareMap {
         }
     }
 }
+
+/// What the bare pass took.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct BarePass {
+    /// Seconds of its first walk (frames decoded without checksums, keys put in the bare table).
+    pub pass1_seconds: f64,
+    /// Seconds of its second walk (frames decoded with checksums, keys looked up, kept frames copied).
+    pub pass2_seconds: f64,
+    /// Records it kept.
+    pub kept: u64,
+    /// Bytes it copied.
+    pub bytes_kept: u64,
+}
+
+/// The floor of a native pass over the closed segments of `log`: the same two walks a pass makes over the same
+/// mapped bytes, with nothing but what they cannot do without. Walk 1 decodes each frame (no checksum, as
+/// pass 1 does not verify either) and puts its key in the [`BareMap`] (sized for `keys`, batched and
+/// prefetched as the real maps are); walk 2 decodes each frame with its CRC-32C checksum, looks its key up in
+/// runs of 16, and copies the frames whose offset is their key's latest into one buffer (no files, no
+/// indexes, no swap). A real pass with an offset map is judged by its time over this one, measured in the
+/// same run.
+///
+/// # Panics
+/// On a log that does not read (the benchmark's own).
+pub fn bare_pass(log: &log_core::Log, keys: usize) -> BarePass {
+    let snapshot = log.snapshot();
+    let mut map = BareMap::new(keys.max(1), 0.9);
+    let started = std::time::Instant::now();
+    for segment in snapshot.closed() {
+        let mut scan = segment.scan();
+        while let Some(window) = scan.next_window().expect("read") {
+            // A window a mapped segment (a memory one: one window): the run's keys borrow it.
+            let mut run: Vec<(&[u8], u64)> = Vec::with_capacity(16);
+            let frames = window.frames().expect("a native log");
+            for f in frames {
+                let f = f.expect("frame");
+                if let Some(k) = f.record.key {
+                    run.push((k, f.record.offset));
+                    if run.len() == 16 {
+                        map.put_batch(&run);
+                        run.clear();
+                    }
+                }
+            }
+            map.put_batch(&run);
+            run.clear();
+        }
+    }
+    let pass1_seconds = started.elapsed().as_secs_f64();
+    let started = std::time::Instant::now();
+    let mut out: Vec<u8> = Vec::new();
+    let (mut kept, mut bytes_kept) = (0u64, 0u64);
+    let mut found = [None; 16];
+    for segment in snapshot.closed() {
+        let mut scan = segment.scan_from(0, true);
+        while let Some(window) = scan.next_window().expect("read") {
+            let mut keys_run: Vec<&[u8]> = Vec::with_capacity(16);
+            let mut pending: Vec<(u64, &[u8])> = Vec::with_capacity(16);
+            let mut flush = |keys_run: &mut Vec<&[u8]>, pending: &mut Vec<(u64, &[u8])>, out: &mut Vec<u8>| {
+                map.get_batch(keys_run, &mut found);
+                for ((offset, bytes), latest) in pending.iter().zip(found.iter()) {
+                    if *latest == Some(*offset) {
+                        out.extend_from_slice(bytes);
+                        kept += 1;
+                        bytes_kept += bytes.len() as u64;
+                    }
+                }
+                keys_run.clear();
+                pending.clear();
+                // The output of a group is written and let go: keep the buffer from growing past a segment.
+                if out.len() > 64 << 20 {
+                    out.clear();
+                }
+            };
+            for f in window.frames().expect("a native log") {
+                let f = f.expect("frame");
+                let Some(k) = f.record.key else { continue };
+                keys_run.push(k);
+                pending.push((f.record.offset, f.bytes));
+                if keys_run.len() == 16 {
+                    flush(&mut keys_run, &mut pending, &mut out);
+                }
+            }
+            flush(&mut keys_run, &mut pending, &mut out);
+        }
+    }
+    std::hint::black_box(&out);
+    BarePass { pass1_seconds, pass2_seconds: started.elapsed().as_secs_f64(), kept, bytes_kept }
+}

@@ -536,6 +536,11 @@ impl CompactMap {
             let at = self.home(*h) * SLOT_BYTES;
             prefetch(self.table.bytes(), at);
             prefetch(self.table.bytes(), at + 64);
+            if self.load_factor > 0.92 {
+                // Runs twice as long above a load of 0.9: a third line is often needed.
+                prefetch(self.table.bytes(), at + 128);
+                prefetch(self.table.bytes(), at + 192);
+            }
         }
     }
 
