@@ -164,3 +164,79 @@ pub fn bare_pass(log: &log_core::Log, keys: usize) -> BarePass {
     std::hint::black_box(&out);
     BarePass { pass1_seconds, pass2_seconds: started.elapsed().as_secs_f64(), kept, bytes_kept }
 }
+
+/// What the bare walk of a Kafka partition took.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct BareWalk {
+    /// Seconds of walk 1 (batch headers parsed, every record decoded, no checksum, keys put in the bare table).
+    pub walk1_seconds: f64,
+    /// Seconds of walk 2 (the same with each batch's CRC-32C checked, keys looked up).
+    pub walk2_seconds: f64,
+    /// Seconds of the two walks without the table (the read alone).
+    pub read_seconds: f64,
+    /// Records decoded by each walk.
+    pub records: u64,
+}
+
+/// The floor of a Kafka compaction pass over the closed segments of `log`: the two walks a pass makes over
+/// the same batches, with the bare table the native floor has ([`BareMap`], sized for `keys`) and nothing
+/// else (no output). Walk 1 parses every batch header, decodes every record (decompressing compressed
+/// batches) and puts its key, as pass 1 must; walk 2 does the same with each batch's CRC-32C checked and the
+/// keys looked up, as pass 2 must before it keeps a batch. The same walks without the table are timed too.
+///
+/// # Panics
+/// On a partition that does not read (the benchmark's own).
+pub fn bare_kafka_walk(log: &log_core::Log, keys: usize) -> BareWalk {
+    let snapshot = log.snapshot();
+    let mut scratch = Vec::new();
+    let mut map = BareMap::new(keys.max(1), 0.9);
+    let mut found = [None; 16];
+    // `table`: 0 none, 1 put, 2 get.
+    let mut walk = |verify: bool, table: u8| -> (f64, u64) {
+        let started = std::time::Instant::now();
+        let (mut records, mut sum) = (0u64, 0usize);
+        for segment in snapshot.closed() {
+            let mut scan = segment.scan_from(0, verify);
+            while let Some(window) = scan.next_window().expect("read") {
+                for placed in window.batches() {
+                    let batch = placed.expect("batch").batch;
+                    let mut run: Vec<(&[u8], u64)> = Vec::with_capacity(16);
+                    let mut keys_run: Vec<&[u8]> = Vec::with_capacity(16);
+                    for r in batch.records(&mut scratch).expect("records") {
+                        let r = r.expect("record");
+                        records += 1;
+                        sum += r.value.map_or(0, <[u8]>::len);
+                        let Some(k) = r.key else { continue };
+                        match table {
+                            1 => {
+                                run.push((k, r.offset));
+                                if run.len() == 16 {
+                                    map.put_batch(&run);
+                                    run.clear();
+                                }
+                            }
+                            2 => {
+                                keys_run.push(k);
+                                if keys_run.len() == 16 {
+                                    map.get_batch(&keys_run, &mut found);
+                                    sum += usize::from(found[0].is_some());
+                                    keys_run.clear();
+                                }
+                            }
+                            _ => sum += k.len(),
+                        }
+                    }
+                    map.put_batch(&run);
+                    map.get_batch(&keys_run, &mut found);
+                }
+            }
+        }
+        std::hint::black_box(sum);
+        (started.elapsed().as_secs_f64(), records)
+    };
+    let (read1, _) = walk(false, 0);
+    let (read2, _) = walk(true, 0);
+    let (walk1_seconds, records) = walk(false, 1);
+    let (walk2_seconds, _) = walk(true, 2);
+    BareWalk { walk1_seconds, walk2_seconds, read_seconds: read1 + read2, records }
+}

@@ -331,8 +331,13 @@ fn judge_singles<O: CopyOutput>(
 /// Judges one compressed batch in bounded memory whatever its number of records: a first walk over its
 /// decompressed records looks their keys up in runs of [`BATCH`] and notes each verdict in a bit set (a bit a
 /// record); then the batch is copied, dropped, or rewritten from a second walk over the same decompressed
-/// bytes, taking the records whose bit is set. Memory: the decompressed records (at most
-/// `MAX_DECOMPRESSED_BYTES`), the re-encoded ones and the new batch, and a bit per record.
+/// bytes, taking the records whose bit is set. A batch of at most [`KEPT_IN_MEMORY`] records keeps its kept
+/// records' references from the first walk instead, and is rewritten without decoding them again. Memory: the
+/// decompressed records (at most `MAX_DECOMPRESSED_BYTES`), the re-encoded ones and the new batch, and a bit
+/// (or, for a small batch, a reference) per record.
+/// Records of a batch above which a rewrite decodes the kept ones again rather than hold their references.
+const KEPT_IN_MEMORY: u64 = 4096;
+
 fn judge_compressed<O: CopyOutput>(
     copy: &mut O,
     placed: &Placed<'_>,
@@ -351,6 +356,8 @@ fn judge_compressed<O: CopyOutput>(
         let (mut kept, mut stamp, mut index) = (0usize, None, 0usize);
         let mut run: Vec<RecordRef<'_>> = Vec::with_capacity(BATCH);
         let mut keys: Vec<&[u8]> = Vec::with_capacity(BATCH);
+        let small = batch.record_count <= KEPT_IN_MEMORY;
+        let mut kept_refs: Vec<RecordRef<'_>> = Vec::new();
         let mut walk = all.clone();
         loop {
             run.clear();
@@ -402,6 +409,9 @@ fn judge_compressed<O: CopyOutput>(
                     if let Some(word) = keep_bits.last_mut() {
                         *word |= 1 << (index % 64);
                     }
+                    if small {
+                        kept_refs.push(*r);
+                    }
                 }
                 index += 1;
             }
@@ -413,15 +423,18 @@ fn judge_compressed<O: CopyOutput>(
                 copy.drop_batch()
             }
             BatchDecision::Rewrite { horizon } => {
-                let bits = &keep_bits;
-                // The records were all read once already: a second walk meets no error.
-                let kept_records = all
-                    .clone()
-                    .enumerate()
-                    .filter(move |(i, _)| bits.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0))
-                    .filter_map(|(_, r)| r.ok());
-                let new =
-                    batch.rewrite_from(kept_records, horizon, &mut bufs.out, &mut bufs.encode).map_err(corrupt)?;
+                let new = if small {
+                    batch.rewrite(&kept_refs, horizon, &mut bufs.out, &mut bufs.encode).map_err(corrupt)?
+                } else {
+                    let bits = &keep_bits;
+                    // The records were all read once already: a second walk meets no error.
+                    let kept_records = all
+                        .clone()
+                        .enumerate()
+                        .filter(move |(i, _)| bits.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0))
+                        .filter_map(|(_, r)| r.ok());
+                    batch.rewrite_from(kept_records, horizon, &mut bufs.out, &mut bufs.encode).map_err(corrupt)?
+                };
                 counts.records_kept += kept as u64;
                 counts.bytes_kept += bufs.out.len() as u64;
                 counts.batches_rewritten += 1;

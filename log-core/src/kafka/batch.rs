@@ -302,8 +302,8 @@ impl<'a> Batch<'a> {
         let data: &'s [u8] = if codec == Compression::None {
             self.stored_records()
         } else {
-            compression::decompress(codec, self.stored_records(), MAX_DECOMPRESSED_BYTES, scratch)?;
-            scratch.as_slice()
+            let n = compression::decompress_reusing(codec, self.stored_records(), MAX_DECOMPRESSED_BYTES, scratch)?;
+            &scratch[..n]
         };
         let count = self.header.records_count;
         if count < 0 || (count as usize).saturating_mul(MIN_RECORD_BYTES) > data.len() {
@@ -358,6 +358,7 @@ pub struct Records<'s> {
 }
 
 impl<'s> Records<'s> {
+    #[inline]
     fn read_one(&mut self) -> Result<KafkaRecord<'s>, BatchProblem> {
         let bad = |what| BatchProblem::BadRecord { index: self.index, what };
         let data = self.data;
@@ -413,6 +414,7 @@ impl<'s> Records<'s> {
 impl<'s> Iterator for Records<'s> {
     type Item = Result<KafkaRecord<'s>, BatchProblem>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.index == self.count {
             return (self.pos != self.data.len())

@@ -79,6 +79,115 @@ const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
 /// The block size Java clients use for xerial framing.
 const XERIAL_BLOCK: usize = 32 * 1024;
 
+/// Decompresses `data` into `buf` and returns how many bytes it produced, `buf[..n]`: what [`decompress`]
+/// gives, from a buffer reused across batches. Its bytes past `n` are left from earlier batches, so that the
+/// common case (Kafka's LZ4 frames, a batch of a few kilobytes in blocks of up to 64 KiB or more) decodes
+/// straight into the buffer without clearing a block's worth of it for every batch. Anything the fast path
+/// does not take (another codec, a frame with a dictionary, a check that fails) goes through [`decompress`],
+/// whose error is the answer.
+///
+/// # Errors
+/// As [`decompress`].
+pub fn decompress_reusing(
+    codec: Compression,
+    data: &[u8],
+    limit: usize,
+    buf: &mut Vec<u8>,
+) -> Result<usize, DecompressError> {
+    if codec == Compression::Lz4
+        && let Some(n) = lz4_frame_into(data, limit, buf)
+    {
+        return Ok(n);
+    }
+    decompress(codec, data, limit, buf)?;
+    Ok(buf.len())
+}
+
+/// LZ4 frame (the format Kafka's clients write: magic, a descriptor, blocks, an end mark) decoded into `buf`
+/// from its start; `None` for anything but a well-formed frame within `limit` (the caller then takes the
+/// general decoder, which names the problem). Checks the descriptor's checksum, and the blocks' and the
+/// content's when the frame carries them, as the general decoder does.
+fn lz4_frame_into(data: &[u8], limit: usize, buf: &mut Vec<u8>) -> Option<usize> {
+    const MAGIC: u32 = 0x184D_2204;
+    let u32_at = |at: usize| data.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    if u32_at(0)? != MAGIC {
+        return None;
+    }
+    let (flg, bd) = (*data.get(4)?, *data.get(5)?);
+    // Version 01, no reserved bits, no dictionary.
+    if flg >> 6 != 1 || flg & 0b10 != 0 || flg & 0b1 != 0 || bd & 0x8F != 0 {
+        return None;
+    }
+    let independent = flg & 0x20 != 0;
+    let block_checksums = flg & 0x10 != 0;
+    let content_size = flg & 0x08 != 0;
+    let content_checksum = flg & 0x04 != 0;
+    let block_max = match (bd >> 4) & 0x7 {
+        4 => 64 << 10,
+        5 => 256 << 10,
+        6 => 1 << 20,
+        7 => 4 << 20,
+        _ => return None,
+    };
+    let descriptor_end = 6 + if content_size { 8 } else { 0 };
+    let hc = *data.get(descriptor_end)?;
+    if (xxhash_rust::xxh32::xxh32(data.get(4..descriptor_end)?, 0) >> 8) as u8 != hc {
+        return None;
+    }
+    let mut pos = descriptor_end + 1;
+    let mut n = 0usize;
+    loop {
+        let size = u32_at(pos)?;
+        pos += 4;
+        if size == 0 {
+            break;
+        }
+        let stored = size & 0x8000_0000 != 0;
+        let len = (size & 0x7FFF_FFFF) as usize;
+        if len > block_max {
+            return None;
+        }
+        let block = data.get(pos..pos + len)?;
+        pos += len;
+        if block_checksums {
+            if xxhash_rust::xxh32::xxh32(block, 0) != u32_at(pos)? {
+                return None;
+            }
+            pos += 4;
+        }
+        // Room for a whole block after what is produced (grown once, then reused).
+        let room = n.checked_add(block_max)?;
+        if room > limit.saturating_add(block_max) {
+            return None;
+        }
+        if buf.len() < room {
+            buf.resize(room, 0);
+        }
+        let written = if stored {
+            buf[n..n + len].copy_from_slice(block);
+            len
+        } else if independent || n == 0 {
+            lz4_flex::block::decompress_into(block, &mut buf[n..room]).ok()?
+        } else {
+            // Linked blocks may copy from the 64 KiB before them.
+            let (before, out) = buf.split_at_mut(n);
+            let dict = &before[n.saturating_sub(64 << 10)..];
+            lz4_flex::block::decompress_into_with_dict(block, &mut out[..block_max], dict).ok()?
+        };
+        n += written;
+        if n > limit {
+            return None;
+        }
+    }
+    if content_checksum && xxhash_rust::xxh32::xxh32(&buf[..n], 0) != u32_at(pos)? {
+        return None;
+    }
+    if content_size && u64::from_le_bytes(data.get(6..14)?.try_into().ok()?) != n as u64 {
+        return None;
+    }
+    Some(n)
+}
+
 /// Decompresses `data` into `out` (cleared first), producing at most `limit` bytes.
 ///
 /// # Errors
@@ -200,6 +309,49 @@ mod tests {
             assert_eq!(out, data, "{codec:?}");
             let err = decompress(codec, &packed, data.len() - 1, &mut out).expect_err("past the limit");
             assert!(matches!(err, DecompressError::TooLarge { .. }), "{codec:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn lz4_frames_decode_into_a_reused_buffer_as_the_general_decoder_decodes_them() {
+        use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
+        let data: Vec<u8> = (0..300_000u32).flat_map(|i| (i % 1013).to_le_bytes()).collect();
+        let mut buf = vec![7u8; 10];
+        for (independent, block_checksums, content_checksum, content_size, size) in [
+            (true, false, false, false, BlockSize::Max64KB),
+            (false, true, true, true, BlockSize::Max64KB),
+            (true, true, false, false, BlockSize::Max256KB),
+            (false, false, true, false, BlockSize::Max4MB),
+        ] {
+            for part in [&data[..], &data[..1000], &data[..0]] {
+                let mut info = FrameInfo::new()
+                    .block_size(size)
+                    .block_checksums(block_checksums)
+                    .content_checksum(content_checksum)
+                    .block_mode(if independent { BlockMode::Independent } else { BlockMode::Linked });
+                if content_size {
+                    info = info.content_size(Some(part.len() as u64));
+                }
+                let mut enc = FrameEncoder::with_frame_info(info.clone(), Vec::new());
+                std::io::Write::write_all(&mut enc, part).expect("write");
+                let frame = enc.finish().expect("frame");
+                let n = lz4_frame_into(&frame, 1 << 30, &mut buf).expect("the fast path takes it");
+                assert_eq!(&buf[..n], part, "independent {independent} checksums {block_checksums}");
+                assert_eq!(decompress_reusing(Compression::Lz4, &frame, 1 << 30, &mut buf), Ok(part.len()));
+                // A flipped byte in a block: the fast path declines, the general decoder names the problem.
+                if part.len() > 100 && (block_checksums || content_checksum) {
+                    let mut bad = frame.clone();
+                    let at = bad.len() / 2;
+                    bad[at] ^= 0x40;
+                    assert!(lz4_frame_into(&bad, 1 << 30, &mut buf).is_none());
+                    assert!(decompress_reusing(Compression::Lz4, &bad, 1 << 30, &mut buf).is_err());
+                }
+                // Past the limit: declined, then refused.
+                if !part.is_empty() {
+                    assert!(lz4_frame_into(&frame, part.len() - 1, &mut buf).is_none());
+                    assert!(decompress_reusing(Compression::Lz4, &frame, part.len() - 1, &mut buf).is_err());
+                }
+            }
         }
     }
 

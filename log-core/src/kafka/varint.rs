@@ -3,7 +3,15 @@
 
 /// Reads a zig-zag varint of at most 5 bytes at `*pos`, moving `*pos` past it. `None` when it is cut off or
 /// too long.
+#[inline]
 pub fn read_varint(buf: &[u8], pos: &mut usize) -> Option<i32> {
+    // Most of a record's varints (lengths, deltas, counts) fit one byte.
+    if let Some(&b) = buf.get(*pos)
+        && b < 0x80
+    {
+        *pos += 1;
+        return Some(i32::from(b >> 1) ^ -i32::from(b & 1));
+    }
     let mut p = *pos;
     let raw = u32::try_from(read_unsigned(buf, &mut p, 5)?).ok()?;
     *pos = p;
@@ -11,11 +19,19 @@ pub fn read_varint(buf: &[u8], pos: &mut usize) -> Option<i32> {
 }
 
 /// Reads a zig-zag varlong of at most 10 bytes at `*pos`, moving `*pos` past it.
+#[inline]
 pub fn read_varlong(buf: &[u8], pos: &mut usize) -> Option<i64> {
+    if let Some(&b) = buf.get(*pos)
+        && b < 0x80
+    {
+        *pos += 1;
+        return Some(i64::from(b >> 1) ^ -i64::from(b & 1));
+    }
     let raw = read_unsigned(buf, pos, 10)?;
     Some(((raw >> 1) as i64) ^ -((raw & 1) as i64))
 }
 
+#[inline]
 fn read_unsigned(buf: &[u8], pos: &mut usize, max_bytes: usize) -> Option<u64> {
     let mut value = 0u64;
     for i in 0..max_bytes {
@@ -62,6 +78,7 @@ pub fn varint_len(v: i32) -> usize {
 ///
 /// # Errors
 /// What is wrong with the length or the bytes.
+#[inline]
 pub fn read_bytes<'a>(buf: &'a [u8], pos: &mut usize) -> Result<Option<&'a [u8]>, &'static str> {
     let len = read_varint(buf, pos).ok_or("a length varint is cut off or too long")?;
     if len < 0 {
