@@ -145,7 +145,7 @@ pub fn bare_pass(log: &log_core::Log, keys: usize) -> BarePass {
                 keys_run.clear();
                 pending.clear();
                 // The output of a group is written and let go: keep the buffer from growing past a segment.
-                if out.len() > 64 << 20 {
+                if out.len() > 16 << 20 {
                     out.clear();
                 }
             };

@@ -5,6 +5,13 @@
 //! Every cell checks correctness: the cells of one workload must leave the same log whatever the map, buffer
 //! or backend (their `result_digest`s are compared), and the deterministic memory figures must hold (24 bytes
 //! a slot for `skimpy`, at most 12 for `compact`). [`run`] fails naming the cell otherwise.
+//!
+//! Every cell runs [`Config::repeats`] times on a fresh copy of its log, each run beside its floor (the bare
+//! pass of the same copy, [`crate::bare::bare_pass`]), and reports the median and the spread of its time and of
+//! its time over the floor: a comparison with a baseline ([`baseline`]) judges that ratio, which moves far less
+//! than wall time on a shared machine. Each cell also records the peak resident memory of its cleaning,
+//! anonymous and file-backed ([`crate::rss`]). Workloads too large for memory ([`Config::file_only`]) run on
+//! the file backend only, so that the report itself stays under 2 GiB.
 
 pub mod baseline;
 pub mod kafka;
@@ -22,8 +29,48 @@ use serde::{Deserialize, Serialize};
 
 pub use machine::Machine;
 
-/// Version of the JSON layout of [`Report`].
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the JSON layout of [`Report`] (2: repeats with floors and spreads, peak memory, the external pass,
+/// Kafka shapes).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The median of repeated measurements and their range.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// The median (of an even count, the mean of the middle two).
+    pub median: f64,
+    /// The smallest.
+    pub min: f64,
+    /// The largest.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `values` (zeros for none).
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Spread {
+        let mut v: Vec<f64> = values.into_iter().collect();
+        if v.is_empty() {
+            return Spread::default();
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+        Spread { median, min: v[0], max: v[n - 1] }
+    }
+
+    /// `(max - min) / median`: how far the runs spread, relative to their median.
+    pub fn relative(&self) -> f64 {
+        if self.median == 0.0 { 0.0 } else { (self.max - self.min) / self.median }
+    }
+}
+
+/// What [`run`] reports as it goes.
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'a> {
+    /// A cell of the matrix is done.
+    Cell(&'a Cell),
+    /// A Kafka row is done.
+    Kafka(&'a kafka::KafkaCell),
+}
 
 /// What the matrix covers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,6 +101,13 @@ pub struct Config {
     pub segment_bytes: u64,
     /// Cells also run on the file backend: `(keys, buffer share)`.
     pub file_cells: Vec<(u64, f64)>,
+    /// Workloads run on the file backend only (a log too large to hold in memory twice, as each cell's copy
+    /// would be).
+    #[serde(default)]
+    pub file_only: Vec<u64>,
+    /// Runs of every cell (each on a fresh copy, beside its floor): the median and the spread are reported.
+    #[serde(default = "one")]
+    pub repeats: usize,
     /// Records of the generated Kafka partitions (0: no Kafka rows).
     #[serde(default)]
     pub kafka_records: u64,
@@ -90,7 +144,23 @@ impl Config {
             file_cells,
             kafka_records: if quick { 200_000 } else { 2_000_000 },
             kafka_keys: if quick { 20_000 } else { 200_000 },
+            file_only: if quick { vec![] } else { vec![4_000_000] },
+            repeats: 5,
         }
+    }
+
+    /// Runs of the cells of a workload of `keys` keys: one for a file-only workload (each run copies gigabytes),
+    /// [`Config::repeats`] otherwise.
+    pub fn repeats_for(&self, keys: u64) -> usize {
+        if self.file_only.contains(&keys) { 1 } else { self.repeats.max(1) }
+    }
+
+    /// The `(backend, buffer share)` cells of a workload of `keys` keys.
+    pub fn cells_for(&self, keys: u64) -> Vec<(&'static str, f64)> {
+        let backend = if self.file_only.contains(&keys) { "file" } else { "mem" };
+        let mut cells: Vec<(&str, f64)> = self.shares_for(keys).into_iter().map(|s| (backend, s)).collect();
+        cells.extend(self.file_cells.iter().filter(|&&(k, _)| k == keys).map(|&(_, s)| ("file", s)));
+        cells
     }
 
     /// The buffer shares run for a workload of `keys` keys.
@@ -100,10 +170,12 @@ impl Config {
 
     /// How many cells the matrix has.
     pub fn cells(&self) -> usize {
-        let maps = MapKind::ALL.len();
-        let mem: usize = self.cardinalities.iter().map(|&k| self.shares_for(k).len()).sum();
-        (mem + self.file_cells.len()) * maps
+        self.cardinalities.iter().map(|&k| self.cells_for(k).len()).sum::<usize>() * MapKind::WITH_EXTERNAL.len()
     }
+}
+
+fn one() -> usize {
+    1
 }
 
 /// One cell: a workload cleaned until nothing is dirty by one map in one buffer on one backend.
@@ -149,8 +221,37 @@ pub struct Cell {
     pub utilization: f64,
     /// Most bytes of the map any pass touched.
     pub peak_map_bytes: u64,
-    /// Seconds of cleaning, all passes.
+    /// Seconds of cleaning, all passes (the median run's).
     pub seconds: f64,
+    /// Seconds of cleaning over the runs: median and range.
+    #[serde(default)]
+    pub seconds_spread: Spread,
+    /// Seconds of the floor (the bare pass of the same log), measured beside each run.
+    #[serde(default)]
+    pub floor_seconds: Spread,
+    /// Cleaning time over the floor's, per run.
+    #[serde(default)]
+    pub over_floor: Spread,
+    /// The fastest run's time over the fastest floor's: what a comparison with a baseline judges. Noise on a
+    /// shared machine only adds time, so the fastest of a few runs is the steadiest estimate of each.
+    #[serde(default)]
+    pub best_over_floor: f64,
+    /// Runs of the cell.
+    #[serde(default = "one")]
+    pub repeats: usize,
+    /// Peak anonymous resident memory of a run's cleaning (the map, buffers, a memory backend's new
+    /// segments), above what the copied log held.
+    #[serde(default)]
+    pub peak_rss_anon_bytes: u64,
+    /// Peak file-backed resident memory of a run's cleaning (mapped segments).
+    #[serde(default)]
+    pub peak_rss_file_bytes: u64,
+    /// Bytes the map sized for the pass (its table at its largest; the external pass: buffer and bit set).
+    #[serde(default)]
+    pub map_allocated_bytes: u64,
+    /// The external pass: bytes of runs it spilled.
+    #[serde(default)]
+    pub spilled_bytes: u64,
     /// xxh3 of the surviving records' offsets, keys and values: the same for every cell of a workload.
     pub result_digest: String,
 }
@@ -173,6 +274,9 @@ pub struct Report {
     /// The Kafka rows.
     #[serde(default)]
     pub kafka: Vec<kafka::KafkaCell>,
+    /// The report process's own peak resident memory (`VmHWM`), filled in by the `report` binary.
+    #[serde(default)]
+    pub peak_rss_bytes: u64,
 }
 
 /// Why a report could not be made.
@@ -223,21 +327,28 @@ fn digest(log: &Log) -> Result<String, ReportError> {
     Ok(format!("{:032x}", h.digest128()))
 }
 
-/// A prepared workload: its log in memory, built once and copied for each cell.
+/// A prepared workload: its log, built once and copied for each run of a cell (in memory, or for a file-only
+/// workload in a directory of its own).
 struct Prepared {
-    store: Arc<storage_mem::MemStore>,
+    store: Arc<dyn SegmentStore>,
+    /// The prepared log's directory, for a file-only workload.
+    _dir: Option<tempfile::TempDir>,
     records: u64,
     bytes: u64,
 }
 
 fn prepare(config: &Config, keys: u64) -> Result<Prepared, ReportError> {
     let failed = |e: log_core::Error| ReportError::Failed(format!("building the {keys}-key workload: {e}"));
-    let store = Arc::new(storage_mem::MemStore::new());
-    let log = Log::open(
-        Arc::clone(&store) as Arc<dyn SegmentStore>,
-        LogConfig { segment_bytes: config.segment_bytes, ..LogConfig::default() },
-    )
-    .map_err(failed)?;
+    let (store, dir): (Arc<dyn SegmentStore>, _) = if config.file_only.contains(&keys) {
+        let dir = tempfile::tempdir().map_err(|e| ReportError::Failed(format!("a temporary directory: {e}")))?;
+        let store = storage_file::FileStore::open(dir.path())
+            .map_err(|e| ReportError::Failed(format!("building the {keys}-key workload: {e}")))?;
+        (Arc::new(store), Some(dir))
+    } else {
+        (Arc::new(storage_mem::MemStore::new()), None)
+    };
+    let log = Log::open(Arc::clone(&store), LogConfig { segment_bytes: config.segment_bytes, ..LogConfig::default() })
+        .map_err(failed)?;
     let records = keys * config.records_per_key;
     let workload = Workload {
         records,
@@ -248,19 +359,48 @@ fn prepare(config: &Config, keys: u64) -> Result<Prepared, ReportError> {
     };
     workload.append_to(&log, 1_000, |_| {}).map_err(failed)?;
     log.roll().map_err(failed)?;
+    log.sync().map_err(failed)?;
     let bytes = log.snapshot().closed().iter().map(|s| s.size()).sum();
-    Ok(Prepared { store, records, bytes })
+    drop(log);
+    Ok(Prepared { store, _dir: dir, records, bytes })
 }
 
-/// Cleans a fresh copy of `prepared` with `map` in `buffer` bytes on `backend` until nothing is dirty.
-fn run_cell(
+/// One run of a cell: its figures and the log it left.
+struct Run {
+    seconds: f64,
+    floor: f64,
+    peak: crate::rss::Resident,
+    passes: u64,
+    pass1: f64,
+    pass2: f64,
+    lookups: u64,
+    probes: u64,
+    utilization: f64,
+    peak_map_bytes: u64,
+    allocated: u64,
+    spilled: u64,
+    fullest: cleaner::MapStats,
+    digest: String,
+}
+
+/// The buffer of a cell: `share` of what `skimpy` needs for the workload, at least what every map needs for a
+/// key.
+fn buffer_for(config: &Config, keys: u64, share: f64) -> usize {
+    let need = MapKind::Skimpy.bytes_for(keys as usize, config.load_factor, config.key_bytes);
+    ((need as f64 * share).round() as usize)
+        .max(MapKind::WITH_EXTERNAL.iter().map(|k| k.min_bytes(config.load_factor, 64)).max().unwrap_or(64))
+}
+
+/// Cleans a fresh copy of `prepared` with `map` in `buffer` bytes on `backend` until nothing is dirty, beside
+/// the bare pass of the same copy.
+fn run_once(
     config: &Config,
     prepared: &Prepared,
     keys: u64,
-    share: f64,
+    buffer: usize,
     map: MapKind,
     backend: &str,
-) -> Result<Cell, ReportError> {
+) -> Result<Run, ReportError> {
     let failed = |what: &str, e: &dyn std::fmt::Display| {
         ReportError::Failed(format!("{map}/{backend}/{keys} keys: {what}: {e}"))
     };
@@ -272,46 +412,91 @@ fn run_cell(
     copy_store(&*prepared.store, &*store)?;
     let log = Log::open(store, LogConfig { segment_bytes: config.segment_bytes, ..LogConfig::default() })
         .map_err(|e| failed("open", &e))?;
-    let need = MapKind::Skimpy.bytes_for(keys as usize, config.load_factor, config.key_bytes);
-    let buffer = ((need as f64 * share).round() as usize)
-        .max(MapKind::ALL.iter().map(|k| k.min_bytes(config.load_factor, 64)).max().unwrap_or(64));
+    let floor = crate::bare::bare_pass(&log, keys as usize);
     let cc =
         CleanerConfig { map, dedupe_buffer_bytes: buffer, load_factor: config.load_factor, ..CleanerConfig::default() };
     let mut cleaner = Cleaner::new(cc, Arc::new(SystemClock)).map_err(|e| failed("map", &e))?;
-    let (mut passes, mut pass1, mut pass2, mut total) = (0u64, 0f64, 0f64, 0f64);
-    let (mut lookups, mut probes, mut utilization, mut peak) = (0u64, 0u64, 0f64, 0u64);
-    // Capacity and bytes per key from the fullest pass (a later, emptier pass keeps `fullkey`'s memory).
-    let mut fullest: Option<cleaner::MapStats> = None;
-    // Old segments are freed when their last snapshot goes: after the timing, as on files (an unlink).
-    let mut held = Vec::new();
-    let last = loop {
-        held.push(log.snapshot());
-        let started = Instant::now();
-        let s = cleaner.clean(&log, PassOptions::default()).map_err(|e| failed("pass", &e))?;
-        total += started.elapsed().as_secs_f64();
-        passes += 1;
-        pass1 += s.pass1.seconds;
-        pass2 += s.pass2.seconds;
-        lookups += s.offset_map.lookups;
-        probes += s.offset_map.probes;
-        utilization = utilization.max(s.offset_map.utilization);
-        peak = peak.max(s.offset_map.touched_bytes);
-        if fullest.as_ref().is_none_or(|f| s.offset_map.entries > f.entries) {
-            fullest = Some(s.offset_map.clone());
-        }
-        if held.len() > 4 {
-            held.remove(0);
-        }
-        if !s.map_full {
-            break s;
-        }
-        if passes > 10_000 {
-            return Err(failed("passes", &"more than 10,000 passes"));
-        }
+    let mut run = Run {
+        seconds: 0.0,
+        floor: floor.pass1_seconds + floor.pass2_seconds,
+        peak: crate::rss::Resident::default(),
+        passes: 0,
+        pass1: 0.0,
+        pass2: 0.0,
+        lookups: 0,
+        probes: 0,
+        utilization: 0.0,
+        peak_map_bytes: 0,
+        allocated: 0,
+        spilled: 0,
+        fullest: cleaner::MapStats::default(),
+        digest: String::new(),
     };
-    drop(held);
-    drop(last);
-    let m = fullest.ok_or_else(|| failed("passes", &"none ran"))?;
+    let (outcome, peak) = crate::rss::peak_during(|| -> Result<(), ReportError> {
+        loop {
+            // The segments a pass replaces are freed when their last snapshot goes: held until the pass's timing
+            // ends, as freeing them on files is an unlink.
+            let before = log.snapshot();
+            let started = Instant::now();
+            let s = cleaner.clean(&log, PassOptions::default()).map_err(|e| failed("pass", &e))?;
+            run.seconds += started.elapsed().as_secs_f64();
+            drop(before);
+            run.passes += 1;
+            run.pass1 += s.pass1.seconds;
+            run.pass2 += s.pass2.seconds;
+            run.lookups += s.offset_map.lookups;
+            run.probes += s.offset_map.probes;
+            run.utilization = run.utilization.max(s.offset_map.utilization);
+            run.peak_map_bytes = run.peak_map_bytes.max(s.offset_map.touched_bytes);
+            run.allocated = run.allocated.max(s.offset_map.allocated_bytes);
+            run.spilled += s.offset_map.spilled_bytes;
+            // Capacity and bytes per key from the fullest pass (a later, emptier pass keeps `fullkey`'s memory).
+            if s.offset_map.entries > run.fullest.entries || run.passes == 1 {
+                run.fullest = s.offset_map.clone();
+            }
+            if !s.map_full {
+                return Ok(());
+            }
+            if run.passes > 10_000 {
+                return Err(failed("passes", &"more than 10,000 passes"));
+            }
+        }
+    });
+    outcome?;
+    run.peak = peak;
+    run.digest = digest(&log)?;
+    Ok(run)
+}
+
+/// Runs a cell [`Config::repeats_for`] times and reports the median run with the spreads.
+fn run_cell(
+    config: &Config,
+    prepared: &Prepared,
+    keys: u64,
+    share: f64,
+    map: MapKind,
+    backend: &str,
+) -> Result<Cell, ReportError> {
+    let buffer = buffer_for(config, keys, share);
+    let mut runs = Vec::new();
+    for _ in 0..config.repeats_for(keys) {
+        runs.push(run_once(config, prepared, keys, buffer, map, backend)?);
+    }
+    let seconds_spread = Spread::of(runs.iter().map(|r| r.seconds));
+    let floor_seconds = Spread::of(runs.iter().map(|r| r.floor));
+    let over_floor = Spread::of(runs.iter().map(|r| r.seconds / r.floor.max(1e-9)));
+    let best_over_floor = seconds_spread.min / floor_seconds.min.max(1e-9);
+    let median = runs
+        .iter()
+        .min_by(|a, b| (a.seconds - seconds_spread.median).abs().total_cmp(&(b.seconds - seconds_spread.median).abs()))
+        .ok_or_else(|| ReportError::Failed(format!("{map}/{backend}/{keys} keys: no run")))?;
+    if let Some(other) = runs.iter().find(|r| r.digest != median.digest) {
+        return Err(ReportError::Mismatch(format!(
+            "{map}/{backend}/{keys} keys/buffer {buffer}: two runs left different logs ({} and {})",
+            median.digest, other.digest
+        )));
+    }
+    let m = &median.fullest;
     let per_record = |secs: f64| secs * 1e9 / prepared.records.max(1) as f64;
     Ok(Cell {
         map: map.name().to_owned(),
@@ -326,42 +511,48 @@ fn run_cell(
         capacity: m.capacity,
         bytes_per_slot: m.bytes_per_slot,
         bytes_per_key: m.bytes_per_key,
-        passes_to_clean: passes,
-        pass1_ns_per_record: per_record(pass1),
-        pass2_ns_per_record: per_record(pass2),
-        records_per_s: prepared.records as f64 / total.max(1e-9),
-        bytes_per_s: prepared.bytes as f64 / total.max(1e-9),
-        probes_per_lookup: if lookups == 0 { 0.0 } else { probes as f64 / lookups as f64 },
-        utilization,
-        peak_map_bytes: peak,
-        seconds: total,
-        result_digest: digest(&log)?,
+        passes_to_clean: median.passes,
+        pass1_ns_per_record: per_record(median.pass1),
+        pass2_ns_per_record: per_record(median.pass2),
+        records_per_s: prepared.records as f64 / median.seconds.max(1e-9),
+        bytes_per_s: prepared.bytes as f64 / median.seconds.max(1e-9),
+        probes_per_lookup: if median.lookups == 0 { 0.0 } else { median.probes as f64 / median.lookups as f64 },
+        utilization: median.utilization,
+        peak_map_bytes: median.peak_map_bytes,
+        seconds: median.seconds,
+        seconds_spread,
+        floor_seconds,
+        over_floor,
+        best_over_floor,
+        repeats: runs.len(),
+        peak_rss_anon_bytes: runs.iter().map(|r| r.peak.anon).max().unwrap_or(0),
+        peak_rss_file_bytes: runs.iter().map(|r| r.peak.file).max().unwrap_or(0),
+        map_allocated_bytes: median.allocated,
+        spilled_bytes: median.spilled,
+        result_digest: median.digest.clone(),
     })
 }
 
-/// Runs the matrix, calling `progress(done, total, cell)` after each cell.
+/// Runs the matrix, then the Kafka rows, calling `progress` after each cell and row.
 ///
 /// # Errors
 /// [`ReportError::Mismatch`] when cells of one workload leave different logs (naming them);
 /// [`ReportError::Memory`] when a slot is larger than documented; [`ReportError::Failed`] otherwise.
-pub fn run(config: &Config, mut progress: impl FnMut(usize, usize, &Cell)) -> Result<Report, ReportError> {
-    let total = config.cells();
-    let mut results = Vec::with_capacity(total);
+pub fn run(config: &Config, mut progress: impl FnMut(Progress<'_>)) -> Result<Report, ReportError> {
+    let mut results = Vec::with_capacity(config.cells());
     for &keys in &config.cardinalities {
         let prepared = prepare(config, keys)?;
-        let mut cells: Vec<(&str, f64)> = config.shares_for(keys).into_iter().map(|s| ("mem", s)).collect();
-        cells.extend(config.file_cells.iter().filter(|&&(k, _)| k == keys).map(|&(_, s)| ("file", s)));
-        for (backend, share) in cells {
-            for map in MapKind::ALL {
+        for (backend, share) in config.cells_for(keys) {
+            for map in MapKind::WITH_EXTERNAL {
                 let cell = run_cell(config, &prepared, keys, share, map, backend)?;
                 check_memory(&cell, config.load_factor)?;
                 results.push(cell);
-                progress(results.len(), total, results.last().expect("just pushed"));
+                progress(Progress::Cell(results.last().expect("just pushed")));
             }
         }
         check_digests(results.iter().filter(|c| c.keys == keys))?;
     }
-    let kafka = kafka::run(config, |_| {})?;
+    let kafka = kafka::run(config, &mut progress)?;
     Ok(Report {
         schema_version: SCHEMA_VERSION,
         git_revision: machine::git_revision(),
@@ -370,6 +561,7 @@ pub fn run(config: &Config, mut progress: impl FnMut(usize, usize, &Cell)) -> Re
         config: config.clone(),
         results,
         kafka,
+        peak_rss_bytes: 0,
     })
 }
 
@@ -448,6 +640,15 @@ mod tests {
             utilization: 0.5,
             peak_map_bytes: 100,
             seconds: 1.0,
+            seconds_spread: Spread::default(),
+            floor_seconds: Spread::default(),
+            over_floor: Spread::default(),
+            best_over_floor: 0.0,
+            repeats: 1,
+            peak_rss_anon_bytes: 0,
+            peak_rss_file_bytes: 0,
+            map_allocated_bytes: 0,
+            spilled_bytes: 0,
             result_digest: digest.into(),
         }
     }
@@ -480,19 +681,56 @@ mod tests {
             segment_bytes: 8 << 10,
             kafka_records: 3_000,
             kafka_keys: 300,
+            repeats: 2,
             ..Config::new(true)
         };
-        let report = run(&config, |_, _, _| {}).expect("report");
-        // Kafka rows: two codecs x two buffers x three maps, the same records kept by all.
-        assert_eq!(report.kafka.len(), 12);
-        assert!(report.kafka.iter().all(|k| k.result_digest == report.kafka[0].result_digest));
-        assert!(report.kafka.iter().filter(|k| k.buffer_share == 0.25).all(|k| k.passes_to_clean > 1));
+        let mut seen = 0;
+        let report = run(&config, |_| seen += 1).expect("report");
+        assert_eq!(seen, config.cells() + kafka::rows(&config), "progress after every cell and row");
+        // Kafka rows: four shapes (two codecs of the plain one) x two buffers x four maps, the rows of one shape
+        // keeping the same records.
+        assert_eq!(report.kafka.len(), kafka::rows(&config));
+        for shape in ["plain", "transactions", "consumer_offsets"] {
+            let rows: Vec<_> = report.kafka.iter().filter(|k| k.shape == shape).collect();
+            assert!(!rows.is_empty() && rows.iter().all(|k| k.result_digest == rows[0].result_digest), "{shape}");
+        }
+        let aborted = report.kafka.iter().find(|k| k.shape == "transactions").expect("transactions");
+        assert!(aborted.records_kept < aborted.records, "the transactions partition was compacted");
+        assert!(
+            report
+                .kafka
+                .iter()
+                .filter(|k| k.shape == "plain" && k.buffer_share == 0.25 && k.map != "external")
+                .all(|k| k.passes_to_clean > 1)
+        );
+        assert!(report.kafka.iter().all(|k| k.over_floor.median > 0.0 && k.seconds.min <= k.seconds.max));
         assert_eq!(report.results.len(), config.cells());
+        assert!(report.results.iter().all(|c| c.repeats == 2 && c.over_floor.median > 0.0));
+        assert!(
+            report
+                .results
+                .iter()
+                .all(|c| c.over_floor.min <= c.over_floor.median && c.over_floor.median <= c.over_floor.max)
+        );
         let quarter: Vec<&Cell> = report.results.iter().filter(|c| c.buffer_share == 0.25).collect();
-        assert!(quarter.iter().all(|c| c.passes_to_clean > 1), "a quarter buffer takes several passes");
+        assert!(
+            quarter.iter().filter(|c| c.map != "external").all(|c| c.passes_to_clean > 1),
+            "a quarter buffer takes the maps several passes"
+        );
+        let external = quarter.iter().find(|c| c.map == "external").expect("external");
+        assert_eq!(external.passes_to_clean, 1, "and the external pass one");
         let compact = quarter.iter().find(|c| c.map == "compact").expect("compact");
         let skimpy = quarter.iter().find(|c| c.map == "skimpy").expect("skimpy");
         assert!(compact.passes_to_clean < skimpy.passes_to_clean, "compact holds more keys per byte");
         assert!(report.results.iter().all(|c| c.result_digest == report.results[0].result_digest));
+    }
+
+    #[test]
+    fn spreads_are_medians_and_ranges() {
+        let s = Spread::of([3.0, 1.0, 2.0]);
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
+        assert_eq!(Spread::of([4.0, 1.0]).median, 2.5);
+        assert_eq!(Spread::of(std::iter::empty()), Spread::default());
+        assert!((Spread::of([1.0, 2.0, 3.0]).relative() - 1.0).abs() < 1e-9);
     }
 }

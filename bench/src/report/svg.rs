@@ -1,5 +1,5 @@
-//! `report.svg`: pass time per record and bytes of buffer per key against key cardinality, a line per map
-//! (memory backend, the buffer `skimpy` needs for one pass).
+//! `report.svg`: pass time per record and the memory the map took per key against key cardinality, a line per
+//! map and the external pass (the buffer `skimpy` needs for one pass).
 
 use cleaner::MapKind;
 use plotters::prelude::*;
@@ -23,7 +23,10 @@ fn series(report: &Report, map: MapKind, value: impl Fn(&super::Cell) -> f64) ->
     let mut points: Vec<(f64, f64)> = report
         .results
         .iter()
-        .filter(|c| c.map == map.name() && c.backend == "mem" && c.buffer_share == 1.0)
+        .filter(|c| {
+            let backend = if report.config.file_only.contains(&c.keys) { "file" } else { "mem" };
+            c.map == map.name() && c.backend == backend && c.buffer_share == 1.0
+        })
         .map(|c| (c.keys as f64, value(c)))
         .collect();
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -43,11 +46,15 @@ pub fn write(report: &Report, path: &std::path::Path) -> Result<(), String> {
     let x_range = (lo * 0.8)..(hi * 1.25);
     let charts: [(&str, &str, Metric); 2] = [
         ("Pass time per record (both passes)", "ns per record", |c| c.pass1_ns_per_record + c.pass2_ns_per_record),
-        ("Dedupe buffer per key held", "bytes per key", |c| c.bytes_per_key),
+        ("Memory the map took per distinct key", "bytes per key", |c| {
+            c.map_allocated_bytes as f64 / c.keys.max(1) as f64
+        }),
     ];
     for (area, (title, y_label, value)) in [left, right].iter().zip(charts.iter()) {
-        let top =
-            MapKind::ALL.iter().flat_map(|&m| series(report, m, value).into_iter().map(|p| p.1)).fold(1.0, f64::max);
+        let top = MapKind::WITH_EXTERNAL
+            .iter()
+            .flat_map(|&m| series(report, m, value).into_iter().map(|p| p.1))
+            .fold(1.0, f64::max);
         let mut chart = ChartBuilder::on(area)
             .caption(*title, ("sans-serif", 20))
             .margin(15)
@@ -62,7 +69,7 @@ pub fn write(report: &Report, path: &std::path::Path) -> Result<(), String> {
             .x_label_formatter(&|v| format!("{v:.0e}"))
             .draw()
             .map_err(|e| e.to_string())?;
-        for map in MapKind::ALL {
+        for map in MapKind::WITH_EXTERNAL {
             let points = series(report, map, value);
             let c = colour(map);
             chart
