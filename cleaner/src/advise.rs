@@ -53,6 +53,10 @@ pub struct MapAdvice {
     pub bytes_per_key: f64,
     /// Probability that two of the keys look alike to the map in one pass.
     pub collision_probability: f64,
+    /// Seconds the passes would take, estimated from what a pass costs a record on this project's reference
+    /// machine ([`reference_ns_per_record`]); `None` without a record count, or when the buffer holds no key.
+    #[serde(default)]
+    pub estimated_seconds: Option<f64>,
     /// For Kafka's own map (`skimpy`), as Kafka runs it: the most keys a pass can hold whatever the buffer,
     /// since Kafka caps a cleaner thread's buffer at [`KAFKA_MAX_THREAD_BUFFER`] (and a log is cleaned by one
     /// thread); `buffer_bytes` and the passes already count the cap. `None` for the other maps.
@@ -117,6 +121,29 @@ fn thread_bytes(map: MapKind, budget: Budget) -> u64 {
     }
 }
 
+/// What one pass costs a record, pass 1 and pass 2 in ns, on this project's reference machine (2 cores of an
+/// Intel Xeon; the quick report of 2026-12-02: 4 million records over a million keys, memory backend, the
+/// buffer each map needs for one pass; the external pass in the same buffer). An estimate for ranking choices,
+/// not a promise: measure with `pass-bench` on your own machine.
+pub fn reference_ns_per_record(map: MapKind) -> (f64, f64) {
+    match map {
+        MapKind::Skimpy => (210.0, 255.0),
+        MapKind::FullKey => (230.0, 200.0),
+        MapKind::Compact => (112.0, 124.0),
+        MapKind::External => (197.0, 78.0),
+    }
+}
+
+/// Estimated seconds to clean `records` records in `passes` passes with `map`: pass 1 maps each record once
+/// over the passes; pass 2 of pass `i` of `P` re-copies the log up to where that pass ended, so pass 2 reads
+/// the records `(P + 1) / 2` times on average. The external pass is one pass that also reads the clean
+/// records (as pass 2 does).
+pub fn estimated_seconds(map: MapKind, records: u64, passes: u64) -> f64 {
+    let (p1, p2) = reference_ns_per_record(map);
+    let p = passes.max(1) as f64;
+    records as f64 * (p1 + p2 * (p + 1.0) / 2.0) / 1e9
+}
+
 fn advice(map: MapKind, keys: u64, key_bytes: usize, budget: Budget) -> MapAdvice {
     let per_thread = thread_bytes(map, budget);
     let one = map.bytes_for(usize::try_from(keys).unwrap_or(usize::MAX), budget.load_factor, key_bytes) as u64;
@@ -136,8 +163,13 @@ fn advice(map: MapKind, keys: u64, key_bytes: usize, budget: Budget) -> MapAdvic
             (k, c) => Some(k.div_ceil(c)),
         },
         passes_basis: "lower bound",
-        bytes_per_key: if capacity == 0 { 0.0 } else { per_thread as f64 / capacity as f64 },
+        bytes_per_key: if capacity == 0 || map == MapKind::External {
+            0.0
+        } else {
+            per_thread as f64 / capacity as f64
+        },
         collision_probability: map.collision_probability(keys, budget.load_factor),
+        estimated_seconds: None,
         kafka_thread_cap: (map == MapKind::Skimpy).then(|| {
             map.keys_for(usize::try_from(KAFKA_MAX_THREAD_BUFFER).unwrap_or(usize::MAX), budget.load_factor, key_bytes)
                 as u64
@@ -155,7 +187,7 @@ pub fn from_counts(keys: u64, key_bytes: usize, records: Option<u64>, budget: Bu
     if let Some(r) = records.filter(|&r| r < keys) {
         return Err(Error::invalid("--records", r, "at least the number of distinct keys (--keys)"));
     }
-    Ok(MapKind::ALL
+    Ok(MapKind::WITH_EXTERNAL
         .iter()
         .map(|&map| {
             let mut a = advice(map, keys, key_bytes, budget);
@@ -164,6 +196,7 @@ pub fn from_counts(keys: u64, key_bytes: usize, records: Option<u64>, budget: Bu
             {
                 a.passes = Some(uniform_passes(keys, records, a.capacity));
                 a.passes_basis = "uniform keys";
+                a.estimated_seconds = a.passes.map(|p| estimated_seconds(map, records, p));
             }
             a
         })
@@ -409,16 +442,24 @@ impl DirtyKeys {
         let distinct = self.distinct();
         let mean = self.key_bytes.checked_div(self.keyed).map_or(16, |m| m.max(1) as usize);
         let keyed = self.keyed;
-        let maps = MapKind::ALL
+        let records = self.records;
+        let mut maps: Vec<MapAdvice> = MapKind::ALL
             .iter()
             .zip(&self.replays)
             .map(|(&map, replay)| {
                 let mut a = advice(map, distinct.keys, mean, self.budget);
                 a.passes = replay.as_ref().map(|r| if keyed == 0 { 0 } else { r.passes });
                 a.passes_basis = "replayed on the log";
+                a.estimated_seconds = a.passes.map(|p| estimated_seconds(map, records, p));
                 a
             })
             .collect();
+        // The external pass takes one pass in any buffer that holds its smallest run.
+        let mut external = advice(MapKind::External, distinct.keys, mean, self.budget);
+        external.passes = (external.capacity > 0).then_some(u64::from(keyed > 0));
+        external.passes_basis = "replayed on the log";
+        external.estimated_seconds = external.passes.map(|p| estimated_seconds(MapKind::External, records, p));
+        maps.push(external);
         LogAdvice {
             first_dirty_offset: self.first_dirty_offset,
             dirty_records: self.records,
@@ -427,5 +468,31 @@ impl DirtyKeys {
             distinct,
             maps,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_external_pass_is_one_pass_in_any_buffer_and_estimated_below_many_passes() {
+        let budget = Budget { total_bytes: 16 << 20, threads: 1, load_factor: 0.9 };
+        let rows = from_counts(10_000_000, 16, Some(40_000_000), budget).expect("advice");
+        let by = |m: MapKind| rows.iter().find(|a| a.map == m).expect("a row");
+        let (compact, external) = (by(MapKind::Compact), by(MapKind::External));
+        assert_eq!(external.passes, Some(1));
+        assert!(compact.passes.is_some_and(|p| p >= 20), "{compact:?}");
+        let (e, c) = (external.estimated_seconds.expect("time"), compact.estimated_seconds.expect("time"));
+        assert!(e < c / 3.0, "{e} s against {c} s");
+        // One pass of the external pass costs what one pass of its own does, the maps' many passes re-read.
+        assert!((estimated_seconds(MapKind::Compact, 1_000_000, 1) - 0.236).abs() < 0.01);
+        assert!(
+            estimated_seconds(MapKind::Compact, 1_000_000, 3)
+                > 2.0 * estimated_seconds(MapKind::Compact, 1_000_000, 1) * 0.7
+        );
+        // Without records there is no estimate.
+        let rows = from_counts(10_000_000, 16, None, budget).expect("advice");
+        assert!(rows.iter().all(|a| a.estimated_seconds.is_none()));
     }
 }

@@ -110,3 +110,15 @@ fn advice_for_kafkas_own_map_counts_kafkas_two_gib_cap_on_a_threads_buffer() {
     let text = stdout(&logcompact(&["advise", "--keys", "500M", "--dedupe-buffer", "16GiB"], ""));
     assert!(text.contains("* skimpy as Kafka runs it") && text.contains(&format!("holds {cap} keys")), "{text}");
 }
+
+#[test]
+fn advise_recommends_the_external_pass_when_every_map_takes_several_passes() {
+    let out = common::logcompact(&["advise", "--keys", "10M", "--records", "40M", "--dedupe-buffer", "16MiB"], "");
+    let text = common::stdout(&out);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert!(text.lines().any(|l| l.starts_with("external") && l.contains(" 1 ")), "{text}");
+    assert!(text.contains("--map external cleans it in one pass (about"), "{text}");
+    // A buffer that holds the keys: no such line.
+    let out = common::logcompact(&["advise", "--keys", "10M", "--records", "40M", "--dedupe-buffer", "1GiB"], "");
+    assert!(!common::stdout(&out).contains("--map external cleans it"), "{}", common::stdout(&out));
+}
