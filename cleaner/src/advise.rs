@@ -43,7 +43,7 @@ pub struct MapAdvice {
     pub total_buffer_bytes_for_one_pass: u64,
     /// The buffer each thread gets.
     pub buffer_bytes: u64,
-    /// Keys that buffer holds in one pass.
+    /// Keys that buffer holds in one pass (`u64::MAX` for the external pass, which holds any number).
     pub capacity: u64,
     /// Passes the buffer takes over the dirty section (`None` when it holds no key at all).
     pub passes: Option<u64>,

@@ -208,9 +208,18 @@ fn advise_answers_from_counts_and_from_a_directory_it_leaves_untouched() {
     let counts = logcompact(&["advise", "--keys", "1000000", "--json"], "");
     let rows: serde_json::Value = serde_json::from_str(&ok(&counts)).expect("json");
     let rows = rows.as_array().expect("an array");
-    assert_eq!(rows.len(), 3);
+    // The three maps and the external pass.
+    assert_eq!(rows.len(), 4);
     for row in rows {
-        for field in ["map", "keys", "buffer_bytes_for_one_pass", "passes", "bytes_per_key", "collision_probability"] {
+        for field in [
+            "map",
+            "keys",
+            "buffer_bytes_for_one_pass",
+            "passes",
+            "bytes_per_key",
+            "collision_probability",
+            "estimated_seconds",
+        ] {
             assert!(row.get(field).is_some(), "{field} missing in {row}");
         }
     }
@@ -225,7 +234,7 @@ fn advise_answers_from_counts_and_from_a_directory_it_leaves_untouched() {
     let before = common::contents(&dir);
     let table = ok(&logcompact(&["advise", "--dir", path(&dir), "--dedupe-buffer", "4KiB"], ""));
     assert!(table.contains("500 distinct keys") && table.contains("replayed on the log"), "{table}");
-    for map in ["skimpy", "fullkey", "compact"] {
+    for map in ["skimpy", "fullkey", "compact", "external"] {
         assert!(table.lines().any(|l| l.starts_with(map)), "{table}");
     }
     assert_eq!(common::contents(&dir), before, "advise only reads");

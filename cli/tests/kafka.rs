@@ -153,7 +153,13 @@ fn dump_check_and_analyze_read_what_kafka_python_wrote_with_every_codec() {
         .expect("advise JSON");
         for m in advice.as_array().expect("maps") {
             assert_eq!(m["keys"], distinct.len());
-            assert!(m["passes"].as_u64().is_some_and(|n| n > 1), "1 KiB takes several passes: {m}");
+            // The maps take several passes in 1 KiB; the external pass takes one in any buffer.
+            let passes = m["passes"].as_u64();
+            if m["map"] == "external" {
+                assert_eq!(passes, Some(1), "{m}");
+            } else {
+                assert!(passes.is_some_and(|n| n > 1), "1 KiB takes several passes: {m}");
+            }
         }
         assert_eq!(contents(&dir), before, "{codec}: reading commands changed nothing");
     }
