@@ -151,3 +151,145 @@ fn the_broker_s_producer_snapshot_gives_a_hanging_transaction_s_coordinator_epoc
         "{command}"
     );
 }
+
+/// (offset, key, value) of a record, a tombstone's value `None`.
+type Triple = (u64, String, Option<String>);
+
+/// Key → (offset, value) of the latest record of each key among `records` below `end`.
+fn latest_below(records: &[Triple], end: u64) -> BTreeMap<String, (u64, Option<String>)> {
+    records.iter().filter(|(o, ..)| *o < end).map(|(o, k, v)| (k.clone(), (*o, v.clone()))).collect()
+}
+
+fn triple(r: &serde_json::Value) -> Triple {
+    (r[0].as_u64().expect("offset"), r[1].as_str().expect("key").to_owned(), r[2].as_str().map(str::to_owned))
+}
+
+/// A transactional partition written by librdkafka's transactional producer through the tests' broker, which
+/// acts as its transaction coordinator (markers and `.txnindex` entries as a Kafka broker writes them): what
+/// the generator says each record's transaction became is the expectation, independent of this tool.
+struct Written {
+    dir: std::path::PathBuf,
+    lso: u64,
+    producer_id: i64,
+    /// (offset, key, value) of the committed records below the LSO, in offset order.
+    committed: Vec<Triple>,
+    aborted_offsets: Vec<u64>,
+    aborted_transactions: u64,
+    open_offsets: Vec<u64>,
+}
+
+fn librdkafka_transactional_partitions(py: &str, root: &Path, with_txn_index: bool) -> Vec<Written> {
+    let script = common::kafka_script("librdkafka_transactions.py");
+    let mut args = vec![script.to_str().expect("utf-8"), path(root)];
+    if !with_txn_index {
+        args.push("--no-txnindex");
+    }
+    let v = run_python(py, &args);
+    v.as_array()
+        .expect("partitions")
+        .iter()
+        .map(|p| {
+            let records = p["records"].as_array().expect("records");
+            let offsets_of = |outcome: &str| -> Vec<u64> {
+                records
+                    .iter()
+                    .filter(|r| r["outcome"] == outcome)
+                    .map(|r| r["offset"].as_u64().expect("offset"))
+                    .collect()
+            };
+            let committed = p["committed_view"].as_array().expect("committed view").iter().map(triple).collect();
+            let aborted_transactions =
+                p["transactions"].as_array().expect("transactions").iter().filter(|t| t["outcome"] == "abort").count();
+            Written {
+                dir: std::path::PathBuf::from(p["dir"].as_str().expect("dir")),
+                lso: p["last_stable_offset"].as_u64().expect("lso"),
+                producer_id: p["producer_ids"][0].as_i64().expect("producer id"),
+                committed,
+                aborted_offsets: offsets_of("abort"),
+                aborted_transactions: aborted_transactions as u64,
+                open_offsets: offsets_of("open"),
+            }
+        })
+        .collect()
+}
+
+/// A read_committed reader's records below `lso`, and every offset a data batch holds.
+fn committed_view(py: &str, dir: &Path, lso: u64) -> (Vec<Triple>, Vec<u64>) {
+    let script = common::kafka_script("read_committed.py");
+    let v = run_python(py, &[script.to_str().expect("utf-8"), path(dir), &lso.to_string()]);
+    let committed = v["committed"].as_array().expect("committed").iter().map(triple).collect();
+    let data = v["data"].as_array().expect("data").iter().map(|r| r[0].as_u64().expect("offset")).collect();
+    (committed, data)
+}
+
+#[test]
+fn librdkafka_s_transactional_partitions_are_compacted_by_kafka_s_rules() {
+    let Some(py) = common::kafka_python() else { return };
+    for with_txn_index in [true, false] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let written = librdkafka_transactional_partitions(&py, tmp.path(), with_txn_index);
+        assert_eq!(written.len(), 3, "one partition a codec");
+        for w in &written {
+            let dir = &w.dir;
+            let check = logcompact(&["check", "--format", "kafka", "--dir", path(dir)], "");
+            assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+            // analyze finds the hanging transaction the producer left, with the coordinator epoch of its
+            // producer's markers, and the aborted ones (the fenced one included).
+            let out = logcompact(&["analyze", "--format", "kafka", "--dir", path(dir), "--json"], "");
+            assert!(out.status.success(), "{}", stderr(&out));
+            let a: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+            assert_eq!(a["last_stable_offset"].as_u64(), Some(w.lso), "{}", dir.display());
+            let open = a["open_transactions"].as_array().expect("open transactions");
+            assert_eq!(open.len(), 1, "{open:?}");
+            assert_eq!(
+                (open[0]["producer_id"].as_i64(), open[0]["first_offset"].as_u64()),
+                (Some(w.producer_id), Some(w.lso))
+            );
+            let command = open[0]["abort_command"].as_str().expect("a command");
+            assert!(
+                command.contains(&format!("--producer-id {}", w.producer_id))
+                    && command.contains("--coordinator-epoch 7"),
+                "{command}"
+            );
+            assert_eq!(a["aborted_transactions"].as_u64(), Some(w.aborted_transactions), "{a}");
+            assert_eq!(a["aborted_records"].as_u64(), Some(w.aborted_offsets.len() as u64), "{a}");
+
+            let lso_segment = std::fs::read_dir(dir)
+                .expect("list")
+                .filter_map(|e| e.expect("entry").file_name().into_string().ok())
+                .filter_map(|n| n.strip_suffix(".log").and_then(|b| b.parse::<u64>().ok()))
+                .filter(|base| *base <= w.lso)
+                .max()
+                .expect("a segment holds the LSO");
+            let untouched = tail_from(dir, lso_segment);
+            let out = logcompact(&["compact", "--format", "kafka", "--dir", path(dir), "--until-clean"], "");
+            assert!(out.status.success(), "{}", stderr(&out));
+            let check = logcompact(&["check", "--format", "kafka", "--dir", path(dir)], "");
+            assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+            assert_eq!(tail_from(dir, lso_segment), untouched, "the segments from the LSO's on are as they were");
+
+            // A read_committed reader of the result (filtering by the .txnindex files the pass wrote or kept)
+            // sees the latest committed record of every key the producer committed, and no aborted record.
+            // Without the broker's .txnindex files, the segments from the LSO's on (which no pass may rewrite)
+            // still have none, so a reader sees their aborted records: the view is compared below them.
+            let (after, data) = committed_view(&py, dir, w.lso);
+            let end = if with_txn_index { w.lso } else { lso_segment };
+            assert_eq!(
+                latest_below(&after, end),
+                latest_below(&w.committed, end),
+                "{}: the committed view of every key below {end}",
+                dir.display()
+            );
+            // Aborted records in the segments a pass may take (those before the LSO's segment) are gone.
+            let left: Vec<&u64> = w.aborted_offsets.iter().filter(|o| **o < lso_segment && data.contains(o)).collect();
+            assert!(left.is_empty(), "{}: aborted offsets left below the LSO's segment: {left:?}", dir.display());
+            assert!(w.open_offsets.iter().all(|o| data.contains(o)), "the open transaction's records stay");
+            for e in std::fs::read_dir(dir).expect("list") {
+                let n = e.expect("entry").file_name().into_string().expect("utf-8");
+                if let Some(stem) = n.strip_suffix(".txnindex") {
+                    assert!(dir.join(format!("{stem}.log")).exists(), "{n} has its segment");
+                }
+            }
+        }
+    }
+}
