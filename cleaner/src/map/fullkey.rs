@@ -171,7 +171,9 @@ impl OffsetMap for FullKeyMap {
             let arena = &self.arena;
             let bits = self.bits;
             let rehash = |e: &Entry| bits.mask(u128::from(xxh3_64(Self::key_of(arena, e)))) as u64;
-            self.table.reserve(buckets_for(len + 1).max(items_in(buckets)) - len, rehash);
+            // Exactly the items `buckets` holds: hashbrown then allocates `buckets` (asking for more makes it
+            // take the next power of two, twice what the budget was priced at).
+            self.table.reserve(items_in(buckets) - len, rehash);
             self.buckets = buckets;
         }
         let start = self.arena.len() as u32;
@@ -256,6 +258,8 @@ mod tests {
             while m.put(&key(n, len), n).is_ok() {
                 n += 1;
                 assert!(m.memory() <= budget, "{len}-byte keys: {} bytes held", m.memory());
+                // The table priced is the table hashbrown allocated.
+                assert_eq!(m.table.capacity(), items_in(m.buckets), "{len}-byte keys, {n} keys");
             }
             assert_eq!(n as usize, FullKeyMap::capacity_for(budget, len), "{len}-byte keys: the formula is exact");
             for i in 0..n {
