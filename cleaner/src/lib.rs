@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 pub mod advise;
+pub mod allocator;
 pub mod analyze;
 mod clock;
 mod config;

@@ -754,6 +754,7 @@ fn kafka_files_argument(list: &str) -> Result<Vec<String>, Failure> {
 }
 
 fn main() -> ExitCode {
+    cleaner::allocator::return_large_frees_to_the_system();
     let cli = Cli::parse();
     let result = match &cli.command {
         Commands::Run(args) => run(args),

@@ -114,6 +114,7 @@ fn generate(a: &Args, dir: &std::path::Path) -> Result<(u64, u64), String> {
 }
 
 fn main() -> std::process::ExitCode {
+    cleaner::allocator::return_large_frees_to_the_system();
     match run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

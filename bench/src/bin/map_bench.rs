@@ -12,6 +12,7 @@ fn arg(name: &str) -> Option<String> {
 }
 
 fn main() {
+    cleaner::allocator::return_large_frees_to_the_system();
     bench::exit_if_help(
         "map-bench: the offset maps side by side with the bare limit
 

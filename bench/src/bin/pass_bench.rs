@@ -26,6 +26,7 @@ fn text_arg(name: &str) -> Option<String> {
 }
 
 fn main() {
+    cleaner::allocator::return_large_frees_to_the_system();
     bench::exit_if_help(
         "pass-bench: one whole cleaning pass (both phases) per offset map, beside the bare pass of the same log
 

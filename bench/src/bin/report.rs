@@ -56,6 +56,7 @@ fn peak_rss_bytes() -> u64 {
 }
 
 fn main() -> ExitCode {
+    cleaner::allocator::return_large_frees_to_the_system();
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {

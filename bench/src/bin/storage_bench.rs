@@ -66,6 +66,7 @@ fn clean(log: &Log) -> (f64, u64) {
 }
 
 fn main() {
+    cleaner::allocator::return_large_frees_to_the_system();
     bench::exit_if_help("storage-bench: append throughput, a sequential read, a cleaning pass on files against the same pass in memory, and open time
 
 usage: storage-bench [--bytes 1GiB] [--keys 1000000] [--dir DIR]
