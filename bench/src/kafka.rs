@@ -66,6 +66,38 @@ impl<'a> SegmentWriter<'a> {
     }
 }
 
+/// One batch's draws of the uniform workload, a record each: the key's index, where its 100-byte value starts
+/// in the value text, and whether it is a tombstone (1 in 100).
+fn draw_uniform(rng: &mut SplitMix64, keys: &crate::Keys, picks: &mut Vec<(usize, usize, bool)>) {
+    picks.clear();
+    for _ in 0..RECORDS_PER_BATCH {
+        let k = (rng.next_u64() % keys.len() as u64) as usize;
+        let start = (rng.next_u64() % ((1 << 16) - 100)) as usize;
+        picks.push((k, start, rng.next_u64().is_multiple_of(100)));
+    }
+}
+
+/// The records of [`draw_uniform`]'s draws, from `offset` on, timestamps following offsets.
+fn uniform_records<'a>(
+    picks: &[(usize, usize, bool)],
+    keys: &'a crate::Keys,
+    text: &'a [u8],
+    offset: i64,
+) -> Vec<RecordToWrite<'a>> {
+    picks
+        .iter()
+        .enumerate()
+        .map(|(i, &(k, start, tombstone))| RecordToWrite {
+            offset: offset + i as i64,
+            timestamp: 1_700_000_000_000 + offset + i as i64,
+            key: Some(keys.get(k)),
+            value: (!tombstone).then(|| &text[start..start + 100]),
+            header_count: 0,
+            header_bytes: &[],
+        })
+        .collect()
+}
+
 /// Writes batches into `store` until `records` records or `bytes` bytes (whichever comes first), segments of
 /// `segment_bytes`, then an empty active segment so that every record is in a closed one.
 ///
@@ -87,24 +119,8 @@ pub fn write_partition(
     let (mut out, mut scratch) = (Vec::new(), Vec::new());
     let mut picks = Vec::with_capacity(RECORDS_PER_BATCH);
     while w.written.records < records && w.written.bytes < bytes {
-        picks.clear();
-        for _ in 0..RECORDS_PER_BATCH {
-            let k = (rng.next_u64() % keys.len() as u64) as usize;
-            let start = (rng.next_u64() % ((1 << 16) - 100)) as usize;
-            picks.push((k, start, rng.next_u64().is_multiple_of(100)));
-        }
-        let batch: Vec<RecordToWrite<'_>> = picks
-            .iter()
-            .enumerate()
-            .map(|(i, &(k, start, tombstone))| RecordToWrite {
-                offset: offset + i as i64,
-                timestamp: 1_700_000_000_000 + offset + i as i64,
-                key: Some(keys.get(k)),
-                value: (!tombstone).then(|| &text[start..start + 100]),
-                header_count: 0,
-                header_bytes: &[],
-            })
-            .collect();
+        draw_uniform(&mut rng, keys, &mut picks);
+        let batch = uniform_records(&picks, keys, &text, offset);
         out.clear();
         write_batch(&new_header(offset, RECORDS_PER_BATCH as i32 - 1), codec, None, &batch, &mut out, &mut scratch)
             .map_err(|e| e.to_string())?;
@@ -138,29 +154,11 @@ pub fn write_transactional_partition(
     let mut w = SegmentWriter::new(store, segment_bytes);
     let (mut out, mut scratch) = (Vec::new(), Vec::new());
     let mut transaction = 0u64;
+    let mut picks = Vec::with_capacity(RECORDS_PER_BATCH);
     while data < records {
         for _ in 0..3 {
-            let picks: Vec<(usize, usize, bool)> = (0..RECORDS_PER_BATCH)
-                .map(|_| {
-                    (
-                        (rng.next_u64() % keys.len() as u64) as usize,
-                        (rng.next_u64() % ((1 << 16) - 100)) as usize,
-                        rng.next_u64().is_multiple_of(100),
-                    )
-                })
-                .collect();
-            let batch: Vec<RecordToWrite<'_>> = picks
-                .iter()
-                .enumerate()
-                .map(|(i, &(k, start, tombstone))| RecordToWrite {
-                    offset: offset + i as i64,
-                    timestamp: 1_700_000_000_000 + offset + i as i64,
-                    key: Some(keys.get(k)),
-                    value: (!tombstone).then(|| &text[start..start + 100]),
-                    header_count: 0,
-                    header_bytes: &[],
-                })
-                .collect();
+            draw_uniform(&mut rng, keys, &mut picks);
+            let batch = uniform_records(&picks, keys, &text, offset);
             let mut h = new_header(offset, RECORDS_PER_BATCH as i32 - 1);
             h.attributes |= 0x10;
             (h.producer_id, h.producer_epoch, h.base_sequence) = (TRANSACTIONAL_PRODUCER, 1, sequence);
