@@ -4,8 +4,13 @@
 //! 16-byte entries `(arena start u32, key length u32, offset u64)` and hashbrown's control byte per bucket.
 //! The map honours the same byte budget as the slot maps by accounting its real memory: the table's buckets
 //! (which double as hashbrown grows them, at most 7/8 full) and the arena. A new key is refused with
-//! [`MapFull`] when holding it would take the map past its budget. So its bytes per key depend on key length:
-//! 16 + 1 bytes of entry per bucket at a load between 7/16 and 7/8, plus the key itself.
+//! [`MapFull`] when holding it would take the map past its budget at any moment. hashbrown grows a table by
+//! allocating the new one beside the old (a map that priced only the table it ended with held 1.3-1.5 times its
+//! budget while it grew), so the map grows its table itself: the entries move out into a plain vector (16 bytes
+//! an entry, less than the 17-byte buckets at up to 7/8 full they leave), the old table is freed, and the new
+//! one is built from the vector; a growth is priced as the new table, that vector and the arena together. So
+//! its bytes per key depend on key length: 16 + 1 bytes of entry per bucket at a load between 7/16 and 7/8,
+//! plus the key itself.
 
 use hashbrown::HashTable;
 
@@ -65,7 +70,64 @@ fn items_in(buckets: usize) -> usize {
 
 /// Bytes of a table of `buckets` buckets.
 fn table_bytes(buckets: usize) -> usize {
-    if buckets == 0 { 0 } else { buckets * (FullKeyMap::ENTRY_BYTES - 1) + buckets + GROUP_WIDTH }
+    if buckets == 0 { 0 } else { buckets.saturating_mul(FullKeyMap::ENTRY_BYTES).saturating_add(GROUP_WIDTH) }
+}
+
+/// What the map holds, as far as its memory goes.
+struct Held {
+    buckets: usize,
+    keys: usize,
+    arena_len: usize,
+    arena_cap: usize,
+}
+
+/// The table and arena sizes after holding one more key.
+struct Grown {
+    buckets: usize,
+    arena_cap: usize,
+}
+
+/// Bytes held at the peak of a table growth to `buckets` with `keys` entries: the new table and the entries
+/// moved out of the old one (freed before the new one is allocated, and smaller than it).
+fn growth_bytes(buckets: usize, keys: usize) -> usize {
+    table_bytes(buckets).saturating_add(keys.saturating_mul(std::mem::size_of::<Entry>()))
+}
+
+/// How the map grows to hold one more key of `key_bytes` bytes, or `None` when that would take it past
+/// `budget` at any moment. The table grows first ([`growth_bytes`], beside the arena as it is); then the arena
+/// grows (a reallocation: large blocks are moved by the kernel's page tables, not copied beside themselves).
+/// The arena doubles, but only into room that still lets the table double beside it later; once the table
+/// cannot grow again, it doubles into what the budget leaves.
+/// Keys are addressed by `u32` arena offsets, so the arena stays below 4 GiB.
+fn plan(budget: usize, held: &Held, key_bytes: usize) -> Option<Grown> {
+    let buckets = if held.keys + 1 > items_in(held.buckets) {
+        buckets_for(held.keys + 1).max(held.buckets.saturating_mul(2))
+    } else {
+        held.buckets
+    };
+    let needed = held.arena_len.checked_add(key_bytes).filter(|&n| n <= u32::MAX as usize)?;
+    if buckets != held.buckets && growth_bytes(buckets, held.keys).saturating_add(held.arena_cap) > budget {
+        return None;
+    }
+    let steady_room = budget.checked_sub(table_bytes(buckets))?.min(u32::MAX as usize);
+    if needed > steady_room {
+        return None;
+    }
+    let arena_cap = if needed <= held.arena_cap {
+        held.arena_cap
+    } else {
+        let next_growth = growth_bytes(buckets.saturating_mul(2), items_in(buckets));
+        let growth_room = budget.saturating_sub(next_growth).min(steady_room);
+        let doubled = held.arena_cap.saturating_mul(2).max(needed);
+        if doubled <= growth_room {
+            doubled
+        } else if needed <= growth_room {
+            growth_room
+        } else {
+            doubled.min(steady_room)
+        }
+    };
+    Some(Grown { buckets, arena_cap })
 }
 
 impl FullKeyMap {
@@ -88,22 +150,19 @@ impl FullKeyMap {
         }
     }
 
-    /// Keys of `key_bytes` bytes a budget of `bytes` holds.
+    /// Keys of `key_bytes` bytes a budget of `bytes` holds: the map's own growth ([`plan`]) followed from
+    /// one growth (of the table or the arena) to the next.
     pub fn capacity_for(bytes: usize, key_bytes: usize) -> usize {
-        let fits = |n: usize| table_bytes(buckets_for(n)).saturating_add(n.saturating_mul(key_bytes)) <= bytes;
-        let (mut lo, mut hi) = (0usize, 1usize);
-        while fits(hi) {
-            lo = hi;
-            hi = match hi.checked_mul(2) {
-                Some(h) => h,
-                None => return lo,
-            };
+        let mut held = Held { buckets: 0, keys: 0, arena_len: 0, arena_cap: 0 };
+        loop {
+            let Some(next) = plan(bytes, &held, key_bytes) else { return held.keys };
+            // That key is held, and so is every later one until the table or the arena must grow again.
+            let keys = held.keys + 1;
+            let table_room = items_in(next.buckets);
+            let arena_room = next.arena_cap.checked_div(key_bytes).unwrap_or(usize::MAX);
+            let keys = keys.max(table_room.min(arena_room));
+            held = Held { buckets: next.buckets, keys, arena_len: keys * key_bytes, arena_cap: next.arena_cap };
         }
-        while lo + 1 < hi {
-            let mid = lo + (hi - lo) / 2;
-            if fits(mid) { lo = mid } else { hi = mid }
-        }
-        lo
     }
 
     fn hash(&self, key: &[u8]) -> u64 {
@@ -112,6 +171,37 @@ impl FullKeyMap {
 
     fn key_of<'a>(arena: &'a [u8], e: &Entry) -> &'a [u8] {
         arena.get(e.start as usize..e.start as usize + e.len as usize).unwrap_or_default()
+    }
+
+    /// Grows the table to `buckets` buckets without holding the old table beside the new: the entries move
+    /// out into a vector, the old table is freed, the new one is allocated and the entries go back. If an
+    /// allocation fails, the map holds what it held (the table rebuilt at its old size) and the key is refused.
+    fn grow_table(&mut self, buckets: usize) -> Result<(), MapFull> {
+        let mut entries = Vec::new();
+        if entries.try_reserve_exact(self.table.len()).is_err() {
+            return Err(MapFull);
+        }
+        entries.extend(self.table.drain());
+        self.table = HashTable::new();
+        let arena = &self.arena;
+        let bits = self.bits;
+        let rehash = |e: &Entry| bits.mask(u128::from(xxh3_64(Self::key_of(arena, e)))) as u64;
+        // Exactly the items `buckets` holds: hashbrown then allocates `buckets` (asking for more makes it take
+        // the next power of two, twice what the budget was priced at).
+        let grown = self.table.try_reserve(items_in(buckets), rehash).is_ok();
+        if !grown {
+            // The old table's memory was just freed: take it back.
+            self.table.reserve(items_in(self.buckets), rehash);
+        }
+        for e in entries {
+            self.table.insert_unique(rehash(&e), e, rehash);
+        }
+        if grown {
+            self.buckets = buckets;
+            Ok(())
+        } else {
+            Err(MapFull)
+        }
     }
 
     /// Memory held: the table and the arena.
@@ -152,29 +242,16 @@ impl OffsetMap for FullKeyMap {
         self.probes += compared.max(1);
         // A new key: price the table's growth and the arena's before anything changes.
         let len = self.table.len();
-        let buckets =
-            if len + 1 > items_in(self.buckets) { buckets_for(len + 1).max(self.buckets * 2) } else { self.buckets };
-        let needed_arena = self.arena.len() + key.len();
-        let fits_arena = needed_arena <= u32::MAX as usize && u32::try_from(key.len()).is_ok();
-        if !fits_arena || table_bytes(buckets).saturating_add(needed_arena) > self.budget {
+        let held =
+            Held { buckets: self.buckets, keys: len, arena_len: self.arena.len(), arena_cap: self.arena.capacity() };
+        let Some(grown) = plan(self.budget, &held, key.len()) else { return Err(MapFull) };
+        if grown.buckets != self.buckets {
+            self.grow_table(grown.buckets)?;
+        }
+        if grown.arena_cap > self.arena.capacity()
+            && self.arena.try_reserve_exact(grown.arena_cap - self.arena.len()).is_err()
+        {
             return Err(MapFull);
-        }
-        if needed_arena > self.arena.capacity() {
-            // Double, but never past what the budget leaves once the table is paid for.
-            let room = self.budget - table_bytes(buckets);
-            let target = (self.arena.capacity() * 2).max(needed_arena).min(room);
-            if self.arena.try_reserve_exact(target - self.arena.len()).is_err() {
-                return Err(MapFull);
-            }
-        }
-        if buckets != self.buckets {
-            let arena = &self.arena;
-            let bits = self.bits;
-            let rehash = |e: &Entry| bits.mask(u128::from(xxh3_64(Self::key_of(arena, e)))) as u64;
-            // Exactly the items `buckets` holds: hashbrown then allocates `buckets` (asking for more makes it
-            // take the next power of two, twice what the budget was priced at).
-            self.table.reserve(items_in(buckets) - len, rehash);
-            self.buckets = buckets;
         }
         let start = self.arena.len() as u32;
         self.arena.extend_from_slice(key);
