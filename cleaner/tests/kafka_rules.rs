@@ -328,3 +328,85 @@ fn a_txnindex_entry_that_starts_later_narrows_the_aborted_transaction() {
     let report = log_core::check::check_kafka(store, CheckpointFile::Memory).expect("intact");
     assert!(report.notices.is_empty(), "{report:?}");
 }
+
+#[test]
+fn batches_of_one_producer_that_share_a_sequence_number_are_told_apart_by_offset() {
+    // As the group coordinator writes transactional offset commits to __consumer_offsets (KAFKA-8335, where a
+    // cleaner that judged a producer's last batch by sequence kept every emptied batch and the topic grew
+    // without bound): producer 9's batches all carry base sequence -1, in three committed transactions whose
+    // records are all superseded.
+    let store = partition(&[
+        Spec { base: 0, producer: Some((9, 0, -1)), keys: &["g1"], kind: Txn },
+        Spec { base: 1, producer: Some((9, 0, -1)), keys: &[], kind: Commit },
+        Spec { base: 2, producer: Some((9, 0, -1)), keys: &["g2"], kind: Txn },
+        Spec { base: 3, producer: Some((9, 0, -1)), keys: &[], kind: Commit },
+        Spec { base: 4, producer: Some((9, 0, -1)), keys: &["g3"], kind: Txn },
+        Spec { base: 5, producer: Some((9, 0, -1)), keys: &[], kind: Commit },
+        Spec { base: 6, producer: None, keys: &["g1", "g2", "g3"], kind: Plain },
+    ]);
+    let runs = after_passes(&store, &[5_000, 5_000, 7_000]);
+    // Pass 1: only the producer's last data batch (offset 4) stays, emptied; the markers were read after
+    // their batches, so they stay. Pass 2 reads no batch of the first two transactions: their markers are
+    // stamped, and pass 3 removes them. The last transaction's marker stays with its emptied batch.
+    assert_eq!(runs[0].0, vec![(1, 1, None), (3, 1, None), (4, 0, None), (5, 1, None), (6, 3, None)]);
+    assert_eq!(runs[1].0, vec![(1, 1, Some(6_000)), (3, 1, Some(6_000)), (4, 0, None), (5, 1, None), (6, 3, None)]);
+    assert_eq!(runs[2].0, vec![(4, 0, None), (5, 1, None), (6, 3, None)]);
+}
+
+#[test]
+fn a_pass_stopped_by_a_full_map_before_an_aborted_transaction_never_drops_its_marker_early() {
+    // KAFKA-13727's shape: the map fills before the aborted transaction of producer 5, so the pass's dirty
+    // end falls before it, while its ABORT marker lies further on in the same segment. A cleaner that learned
+    // the aborted transactions only up to the dirty end would take the marker for one whose data is gone and
+    // drop it, leaving the aborted record visible. Every map, passes until clean with a map of three keys.
+    for map in [MapKind::Skimpy, MapKind::FullKey, MapKind::Compact] {
+        let store = partition(&[
+            Spec { base: 0, producer: None, keys: &["a", "b", "c", "d"], kind: Plain },
+            Spec { base: 4, producer: Some((5, 0, 0)), keys: &["x"], kind: Txn },
+            Spec { base: 5, producer: None, keys: &["e", "f"], kind: Plain },
+            Spec { base: 7, producer: Some((5, 0, 1)), keys: &[], kind: Abort },
+            Spec { base: 8, producer: None, keys: &["a", "b", "c", "d", "e", "f"], kind: Plain },
+            // Producer 5 wrote again: its aborted batch is not its last, so none of it need stay.
+            Spec { base: 14, producer: Some((5, 1, 0)), keys: &["z"], kind: Plain },
+        ]);
+        let log = Log::open_kafka(Arc::clone(&store), LogConfig::default(), CheckpointFile::Memory).expect("open");
+        let budget = map.bytes_for(3, 0.9, 1);
+        let mut partial = false;
+        let mut aborted_left = true;
+        for pass in 0..40i64 {
+            let config = CleanerConfig { map, dedupe_buffer_bytes: budget, ..CleanerConfig::default() };
+            let mut cleaner = Cleaner::new(config, Arc::new(ManualClock::new(5_000 + pass * 600))).expect("cleaner");
+            let options = PassOptions { delete_retention_ms: 1_000, ..PassOptions::default() };
+            let stats = cleaner.clean(&log, options).expect("pass");
+            partial |= stats.map_full;
+            let (mut aborted_batch, mut marker) = (false, None);
+            for s in log.snapshot().closed() {
+                s.for_each_batch(|p| {
+                    let h = p.batch.kafka_header().expect("kafka");
+                    aborted_batch |= h.base_offset == 4 && h.records_count > 0;
+                    if h.base_offset == 7 {
+                        marker = Some(h.delete_horizon());
+                    }
+                    Ok(())
+                })
+                .expect("batches");
+            }
+            assert!(
+                marker.is_some() || !aborted_batch,
+                "{map}, pass {pass}: the ABORT marker went while its data stayed"
+            );
+            // Kafka's rule: a pass that read data of the transaction keeps its marker as it was; only a later
+            // pass that reads none may stamp it.
+            if aborted_left {
+                assert_eq!(
+                    marker,
+                    Some(None),
+                    "{map}, pass {pass}: the marker of data this pass read was stamped or removed"
+                );
+            }
+            aborted_left = aborted_batch;
+        }
+        assert!(partial, "{map}: a map of three keys must fill in the first pass");
+        assert!(!aborted_left, "{map}: the aborted record is gone after the passes");
+    }
+}
