@@ -18,6 +18,7 @@ use cleaner::map::MapKind;
 use cleaner::{Cleaner, CleanerConfig, PassOptions, SystemClock};
 use log_core::kafka::Compression;
 use log_core::{Format, LogConfig};
+use logcompact::size::{parse_bytes, parse_count};
 
 const USAGE: &str = "kafka-bench: analyze and compact throughput on a generated Kafka partition, with each map
 
@@ -28,7 +29,11 @@ usage: kafka-bench [--bytes 1GiB] [--keys 1000000] [--codec none|lz4|gzip|snappy
 Writes a partition (100 records a batch, 16-byte keys, 100-byte values, 1% tombstones) into D/bench-<codec>-0,
 times analyze, the bare two-pass walk of its batches (the floor: headers, records decoded, CRC-32C checked,
 keys put in and looked up in a bare table, no output) and, per map, an in-place compaction of a copy until clean, and prints a JSON line each,
-the compactions with their time over the floor's. --generate-only stops after writing the partition.";
+the compactions with their time over the floor's. --generate-only stops after writing the partition.
+
+D may hold other files: kafka-bench refuses to start when a directory it would write (bench-<codec>-0, and
+kafka-bench-work for the copies it compacts) is there already, and removes only what it wrote (D too, if it
+made D and D is left empty).";
 
 struct Args {
     bytes: u64,
@@ -64,8 +69,8 @@ fn parse() -> Result<Args, String> {
         }
         let value = it.next().ok_or(format!("{flag} needs a value"))?;
         match flag.as_str() {
-            "--bytes" => a.bytes = parse_size(&value)?,
-            "--keys" => a.keys = value.parse().map_err(|e| format!("--keys: {e}"))?,
+            "--bytes" => a.bytes = parse_bytes(&value).map_err(|e| format!("--bytes: {e}"))?,
+            "--keys" => a.keys = parse_count(&value).map_err(|e| format!("--keys: {e}"))?,
             "--codec" => {
                 a.codec = match value.as_str() {
                     "none" => Compression::None,
@@ -83,25 +88,17 @@ fn parse() -> Result<Args, String> {
                     .map(|m| MapKind::from_name(m.trim()).ok_or(format!("unknown map {m}")))
                     .collect::<Result<_, _>>()?;
             }
-            "--segment-bytes" => a.segment_bytes = parse_size(&value)?,
+            "--segment-bytes" => {
+                a.segment_bytes = parse_bytes(&value).map_err(|e| format!("--segment-bytes: {e}"))?;
+            }
             "--dedupe-buffer" => {
-                a.dedupe_buffer = usize::try_from(parse_size(&value)?).map_err(|e| format!("--dedupe-buffer: {e}"))?;
+                let bytes = parse_bytes(&value).map_err(|e| format!("--dedupe-buffer: {e}"))?;
+                a.dedupe_buffer = usize::try_from(bytes).map_err(|e| format!("--dedupe-buffer: {e}"))?;
             }
             other => return Err(format!("unknown option {other}")),
         }
     }
     Ok(a)
-}
-
-fn parse_size(s: &str) -> Result<u64, String> {
-    let (n, mult) = if let Some(n) = s.strip_suffix("GiB") {
-        (n, 1u64 << 30)
-    } else if let Some(n) = s.strip_suffix("MiB") {
-        (n, 1 << 20)
-    } else {
-        (s, 1)
-    };
-    n.parse::<u64>().map(|v| v * mult).map_err(|e| format!("{s}: {e}"))
 }
 
 fn generate(a: &Args, dir: &std::path::Path) -> Result<(u64, u64), String> {
@@ -115,7 +112,14 @@ fn generate(a: &Args, dir: &std::path::Path) -> Result<(u64, u64), String> {
 
 fn main() -> std::process::ExitCode {
     cleaner::allocator::return_large_frees_to_the_system();
-    match run() {
+    let a = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e} (kafka-bench --help shows the usage)");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match run(&a) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -124,14 +128,63 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn run() -> Result<(), String> {
-    let a = parse()?;
+/// The directories this run writes under `--dir`, removed when it ends (the partition too, unless it was
+/// asked for with `--generate-only`), and `--dir` itself if this run made it and it is left empty. Nothing
+/// else under `--dir` is touched.
+struct Written {
+    dir: PathBuf,
+    made_dir: bool,
+    paths: Vec<PathBuf>,
+    keep: Option<PathBuf>,
+}
+
+impl Written {
+    fn claim(a: &Args, src: &std::path::Path) -> Result<Written, String> {
+        let paths = vec![src.to_path_buf(), work_dir(a)];
+        if let Some(p) = paths.iter().find(|p| p.exists()) {
+            return Err(format!(
+                "{} exists already: kafka-bench writes its own directories under --dir and never removes what it did \
+                 not write; remove it or give another --dir",
+                p.display()
+            ));
+        }
+        let made_dir = !a.dir.exists();
+        std::fs::create_dir_all(&a.dir).map_err(|e| format!("cannot create {}: {e}", a.dir.display()))?;
+        let work = work_dir(a);
+        std::fs::create_dir(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+        Ok(Written { dir: a.dir.clone(), made_dir, paths, keep: None })
+    }
+}
+
+impl Drop for Written {
+    fn drop(&mut self) {
+        for p in &self.paths {
+            if self.keep.as_ref() != Some(p) {
+                let _ = std::fs::remove_dir_all(p);
+            }
+        }
+        if self.made_dir {
+            // Only an empty directory is removed.
+            let _ = std::fs::remove_dir(&self.dir);
+        }
+    }
+}
+
+/// Where the copies a run compacts live: a directory of this run's own, because a compaction of a copy
+/// named `<topic>-<partition>` keeps its checkpoint and lock beside it, which must not land in `--dir` (a
+/// broker's log directory given by mistake would take them as its own).
+fn work_dir(a: &Args) -> PathBuf {
+    a.dir.join("kafka-bench-work")
+}
+
+fn run(a: &Args) -> Result<(), String> {
     let src = a.dir.join(format!("bench-{}-0", a.codec.name()));
-    let _ = std::fs::remove_dir_all(&a.dir);
+    let mut written = Written::claim(a, &src)?;
     let t = Instant::now();
-    let (records, bytes) = generate(&a, &src)?;
+    let (records, bytes) = generate(a, &src)?;
     eprintln!("generated {records} records, {bytes} bytes in {:.1} s", t.elapsed().as_secs_f64());
     if a.generate_only {
+        written.keep = Some(src.clone());
         eprintln!("the partition is {}", src.display());
         return Ok(());
     }
@@ -151,7 +204,7 @@ fn run() -> Result<(), String> {
     );
     // The floor, on a writable open of the partition (its segments mapped, as a compaction reads them).
     let floor = {
-        let out = a.dir.join("floor-0");
+        let out = work_dir(a).join("floor-0");
         logcompact::copy::copy_log(&src, Format::Kafka, &out).map_err(|e| e.to_string())?;
         let config = LogConfig { segment_bytes: a.segment_bytes, ..LogConfig::default() };
         let log = logcompact::dir::open_writable_copy(&out, Format::Kafka, config).map_err(|e| e.to_string())?.log;
@@ -168,7 +221,7 @@ fn run() -> Result<(), String> {
         walk
     };
     for &map in &a.maps {
-        let out = a.dir.join(format!("out-{}-0", map.name()));
+        let out = work_dir(a).join(format!("out-{}-0", map.name()));
         logcompact::copy::copy_log(&src, Format::Kafka, &out).map_err(|e| e.to_string())?;
         let config = LogConfig { segment_bytes: a.segment_bytes, ..LogConfig::default() };
         let log = logcompact::dir::open_writable_copy(&out, Format::Kafka, config).map_err(|e| e.to_string())?.log;
@@ -195,6 +248,5 @@ fn run() -> Result<(), String> {
         drop(log);
         let _ = std::fs::remove_dir_all(&out);
     }
-    let _ = std::fs::remove_dir_all(&a.dir);
     Ok(())
 }
