@@ -1,4 +1,4 @@
-//! `kafka-bench --dir D` touches only what it writes under D: a directory that holds other files (a broker's
+//! The benchmarks touch only what they write under a --dir. `kafka-bench --dir D`: a directory that holds other files (a broker's
 //! log directory given by mistake, an earlier partition) keeps them, a run that would write over one of its
 //! own directories left there is refused, and a finished run leaves nothing of its own but a partition asked
 //! for with `--generate-only`.
@@ -73,4 +73,19 @@ fn kafka_bench_leaves_what_it_did_not_write_and_refuses_to_write_over_its_own() 
     let out = kafka_bench(&fresh, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!fresh.exists());
+}
+
+#[test]
+fn storage_bench_refuses_a_dir_holding_a_log_where_it_would_write_its_own() {
+    let root = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(root.path().join("append")).expect("mkdir");
+    std::fs::write(root.path().join("append/00000000000000000000.log"), b"not ours").expect("write");
+    let before = contents(root.path());
+    let out = Command::new(env!("CARGO_BIN_EXE_storage-bench"))
+        .args(["--bytes", "64KiB", "--keys", "100", "--dir"])
+        .arg(root.path())
+        .output()
+        .expect("run storage-bench");
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(contents(root.path()), before);
 }

@@ -41,15 +41,12 @@ fn arg(name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
 }
 
-fn parse_size(s: &str) -> u64 {
-    let (n, mul) = if let Some(n) = s.strip_suffix("GiB") {
-        (n, 1 << 30)
-    } else if let Some(n) = s.strip_suffix("MiB") {
-        (n, 1 << 20)
-    } else {
-        (s, 1)
-    };
-    n.parse::<u64>().map(|n| n * mul).unwrap_or_else(|_| panic!("bad size {s:?}"))
+/// A flag's value read by `parse`, or a usage error (exit 2) naming the flag.
+fn parsed(flag: &str, value: &str, parse: fn(&str) -> Result<u64, String>) -> u64 {
+    parse(value).unwrap_or_else(|e| {
+        eprintln!("error: {flag}: {e} (storage-bench --help shows the usage)");
+        std::process::exit(2)
+    })
 }
 
 fn file_log(dir: &Path, sync: SyncPolicy) -> Log {
@@ -72,10 +69,21 @@ fn main() {
 usage: storage-bench [--bytes 1GiB] [--keys 1000000] [--dir DIR]
 
 Prints one JSON object.");
-    let bytes = parse_size(&arg("--bytes").unwrap_or_else(|| "1GiB".into()));
-    let keys: u64 = arg("--keys").map_or(1_000_000, |k| k.parse().expect("--keys N"));
+    let bytes = arg("--bytes").map_or(1 << 30, |v| parsed("--bytes", &v, logcompact::size::parse_bytes));
+    let keys = arg("--keys").map_or(1_000_000, |v| parsed("--keys", &v, logcompact::size::parse_count));
     let tmp = tempfile::tempdir().expect("tempdir");
     let root: PathBuf = arg("--dir").map_or_else(|| tmp.path().to_path_buf(), PathBuf::from);
+    // The run writes its logs in these and removes them: never one it did not make.
+    for sub in ["append", "sync-every"] {
+        let p = root.join(sub);
+        if p.exists() {
+            eprintln!(
+                "error: {} exists already: storage-bench writes and removes its own logs there; remove it or give another --dir",
+                p.display()
+            );
+            std::process::exit(2);
+        }
+    }
     let value_bytes = 100;
     // A frame of a 16-byte key and a 100-byte value is 154 bytes.
     let records = bytes / 154;
