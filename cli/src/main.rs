@@ -277,7 +277,8 @@ struct CompactArgs {
     dir: PathBuf,
     #[command(flatten)]
     cleaner: CleanerArgs,
-    /// Purge: tombstones kept by an earlier pass go now, whatever their delete horizon.
+    /// Purge: tombstones kept by an earlier pass go now, whatever their delete horizon, in this run's passes
+    /// (a pass runs only over a dirty section: on a log with nothing dirty, roll or append first).
     #[arg(long)]
     purge: bool,
     /// Repeat passes until the whole dirty section has been cleaned.

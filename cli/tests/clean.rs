@@ -209,6 +209,10 @@ fn gen_and_compact_say_why_nothing_is_cleanable_and_roll_seals_the_active_segmen
     let out = logcompact(&["compact", "--dir", path(&dir)], "");
     ok(&out);
     assert!(stderr(&out).contains("nothing dirty"), "{}", stderr(&out));
+    // --purge acts in a pass: with none to run, compact says it did not act.
+    let out = logcompact(&["compact", "--dir", path(&dir), "--purge"], "");
+    ok(&out);
+    assert!(stderr(&out).contains("--purge acts only in a pass, so no tombstone went"), "{}", stderr(&out));
     // Records within min.compaction.lag.ms are not cleaned, and compact says so.
     ok(&logcompact(&["gen", "--dir", path(&dir), "--records", "100", "--keys", "10", "--seed", "2"], ""));
     ok(&logcompact(&["roll", "--dir", path(&dir)], ""));

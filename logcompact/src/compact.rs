@@ -191,15 +191,20 @@ pub fn compact_log(
 ) -> Result<CompactOutcome, CompactError> {
     let lag = req.options.min_compaction_lag_ms;
     let section = log.dirty_section(log_core::now_ms(), lag);
-    if let Some(why) = nothing_cleanable(log, &section, lag) {
+    let why_not = nothing_cleanable(log, &section, lag).or_else(|| {
+        (section.dirty_ratio() < req.min_cleanable_dirty_ratio).then(|| {
+            format!(
+                "nothing done: the dirty ratio {:.1}% is below --min-cleanable-dirty-ratio {:.1}%",
+                100.0 * section.dirty_ratio(),
+                100.0 * req.min_cleanable_dirty_ratio
+            )
+        })
+    });
+    if let Some(why) = why_not {
+        // --purge acts in a pass: say that it did not act, rather than pass over it in silence.
+        let why =
+            if req.options.purge { format!("{why}; --purge acts only in a pass, so no tombstone went") } else { why };
         return Ok(CompactOutcome::NothingDone(why));
-    }
-    if section.dirty_ratio() < req.min_cleanable_dirty_ratio {
-        return Ok(CompactOutcome::NothingDone(format!(
-            "nothing done: the dirty ratio {:.1}% is below --min-cleanable-dirty-ratio {:.1}%",
-            100.0 * section.dirty_ratio(),
-            100.0 * req.min_cleanable_dirty_ratio
-        )));
     }
     let pass_error = |source| CompactError::Pass { dir: dir.to_path_buf(), source };
     let passes = if req.until_clean {
