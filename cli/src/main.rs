@@ -669,6 +669,11 @@ fn clean_command(a: &CleanArgs) -> Result<(), Failure> {
 
 /// `dump`: the native or Kafka dump, or the kafka-dump-log style, each refusing the flags it cannot honour.
 fn dump_command(a: &DumpArgs) -> Result<(), Failure> {
+    if let (Some(from), Some(to)) = (a.from_offset, a.to_offset)
+        && from > to
+    {
+        return Err(Failure::Usage(format!("--from-offset {from} is past --to-offset {to}: no record lies between")));
+    }
     let dump_log = a.style == DumpStyle::KafkaDumpLog || a.files.is_some();
     let kafka_only: Vec<&str> = [
         (a.json_lines, "--json-lines"),

@@ -256,6 +256,11 @@ pub fn check_failure(dir: &Path, format: log_core::Format, problem: &log_core::c
             dir.display(),
             format_flag(format)
         )),
+        log_core::check::ProblemClass::NotALog
+            if format == log_core::Format::Native && problem.what.contains("a Kafka partition directory") =>
+        {
+            Failure::Usage(format!("{}: {} ({})", dir.display(), problem.what, crate::failure::KAFKA_HINT))
+        }
         log_core::check::ProblemClass::NotALog => Failure::Usage(format!("{}: {}", dir.display(), problem.what)),
         log_core::check::ProblemClass::OtherFormat => Failure::Usage(format!("{}: {problem}", dir.display())),
         log_core::check::ProblemClass::Unreadable => Failure::Runtime(format!("check failed: {problem}")),

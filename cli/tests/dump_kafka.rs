@@ -47,6 +47,12 @@ fn json_lines_and_filters_for_scripts() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(offsets(v["batches"].as_array().expect("batches")), (55..next).collect::<Vec<_>>());
 
+    // A range with nothing in it is a mistake, not an empty dump.
+    let reversed =
+        logcompact(&["dump", "--format", "kafka", "--dir", d, "--from-offset", "10", "--to-offset", "5"], "");
+    assert_eq!(reversed.status.code(), Some(2), "{}", stderr(&reversed));
+    assert!(stderr(&reversed).contains("--from-offset 10 is past --to-offset 5"), "{}", stderr(&reversed));
+
     let native = tmp.path().join("native");
     let made = logcompact(&["run", "--backend", "file", "--dir", path(&native), "-"], "PUT a 1\n");
     assert!(made.status.success(), "{}", stderr(&made));

@@ -342,9 +342,11 @@ fn formats_are_never_mistaken_for_each_other_and_damage_is_named() {
     let Some(p) = partitions() else { return };
     let kafka_dir = PathBuf::from(p.list[0]["dir"].as_str().expect("dir"));
     // A Kafka partition read as a native log is refused, with the hint.
-    let out = logcompact(&["dump", "--dir", path(&kafka_dir)], "");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--format kafka"), "{}", stderr(&out));
+    for cmd in ["dump", "check"] {
+        let out = logcompact(&[cmd, "--dir", path(&kafka_dir)], "");
+        assert_eq!(out.status.code(), Some(2), "{cmd}");
+        assert!(stderr(&out).contains("--format kafka"), "{cmd}: {}", stderr(&out));
+    }
     // A native log read as Kafka is refused.
     let tmp = tempfile::tempdir().expect("tempdir");
     let native = tmp.path().join("native");

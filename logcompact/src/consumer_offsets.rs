@@ -186,7 +186,7 @@ pub fn describe(key: &OffsetsKey, value: &OffsetsValue) -> String {
             format!("offset_commit group={group} topic={topic} partition={partition}")
         }
         OffsetsKey::GroupMetadata { group } => format!("group_metadata group={group}"),
-        OffsetsKey::Unknown { version } => format!("key version {version:?} (not decoded)"),
+        OffsetsKey::Unknown { version } => format!("{} (not decoded)", described_version("key", *version)),
     };
     let v = match value {
         OffsetsValue::OffsetCommit { offset, leader_epoch, metadata, commit_timestamp, expire_timestamp, .. } => {
@@ -200,14 +200,29 @@ pub fn describe(key: &OffsetsKey, value: &OffsetsValue) -> String {
             leader.as_deref().unwrap_or("-")
         ),
         OffsetsValue::Tombstone => "TOMBSTONE (deleted)".to_owned(),
-        OffsetsValue::Unknown { version } => format!("value version {version:?} (not decoded)"),
+        OffsetsValue::Unknown { version } => format!("{} (not decoded)", described_version("value", *version)),
     };
     format!("{k}: {v}")
+}
+
+/// `key version 3`, or `key shorter than a version` when there are not two bytes for one.
+fn described_version(what: &str, version: Option<i16>) -> String {
+    match version {
+        Some(v) => format!("{what} version {v}"),
+        None => format!("{what} shorter than a version"),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_of_other_versions_are_named_in_words() {
+        let key = decode_key(&[0x8c, 0xcc, 1]);
+        let line = describe(&key, &decode_value(&key, Some(&[7])));
+        assert_eq!(line, "key version -29492 (not decoded): value shorter than a version (not decoded)");
+    }
 
     fn string(s: &str, out: &mut Vec<u8>) {
         out.extend_from_slice(&(s.len() as i16).to_be_bytes());
