@@ -22,6 +22,25 @@ Exit codes (the same for every command):
 pub const KAFKA_HINT: &str =
     "dump, check, analyze, advise, compact, roll, repair and clean take Kafka partitions with --format kafka";
 
+/// Whether `dir` looks like a broker's log directory: its `meta.properties`, or a subdirectory holding a file
+/// only Kafka writes (`.timeindex`, `leader-epoch-checkpoint`, `partition.metadata`). Reads at most a few
+/// hundred directory entries; only a hint for a refusal hangs on it.
+fn looks_like_a_kafka_log_directory(dir: &std::path::Path) -> bool {
+    if dir.join("meta.properties").is_file() {
+        return true;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    entries.flatten().take(64).filter(|e| e.path().is_dir()).any(|sub| {
+        std::fs::read_dir(sub.path()).is_ok_and(|files| {
+            files.flatten().take(256).any(|f| {
+                let name = f.file_name();
+                let name = name.to_string_lossy();
+                name.ends_with(".timeindex") || name == "leader-epoch-checkpoint" || name == "partition.metadata"
+            })
+        })
+    })
+}
+
 /// A failed command.
 #[derive(Debug)]
 pub enum Failure {
@@ -124,6 +143,9 @@ impl Failure {
     pub fn from_data_dir(e: &logcompact::datadir::DataDirError) -> Failure {
         use logcompact::datadir::DataDirError;
         match e {
+            DataDirError::NoLogs { dir, left_alone: 0, .. } if looks_like_a_kafka_log_directory(dir) => {
+                Failure::Usage(format!("{e}: it looks like a Kafka log directory ({KAFKA_HINT})"))
+            }
             DataDirError::NoLogs { .. } | DataDirError::UnknownPolicy { .. } | DataDirError::Settings(_) => {
                 Failure::Usage(e.to_string())
             }

@@ -163,3 +163,19 @@ fn status_tells_a_run_that_died_from_one_that_runs() {
     recorded["pid"] = std::process::id().into();
     assert!(show(&recorded).contains("until-clean mode, running"));
 }
+
+#[test]
+fn a_kafka_log_directory_given_without_format_kafka_is_refused_with_the_hint() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().join("kafka-logs");
+    partition(&root.join("orders-0"));
+    std::fs::write(root.join("orders-0/leader-epoch-checkpoint"), "0\n1\n0 0\n").expect("write");
+    let before = contents(&root);
+    for args in [vec!["status", "--data-dir", path(&root)], vec!["clean", "--data-dir", path(&root), "--until-clean"]] {
+        let out = logcompact(&args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("looks like a Kafka log directory"), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("--format kafka"), "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(contents(&root), before, "nothing written");
+}
