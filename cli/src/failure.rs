@@ -22,23 +22,21 @@ Exit codes (the same for every command):
 pub const KAFKA_HINT: &str =
     "dump, check, analyze, advise, compact, roll, repair and clean take Kafka partitions with --format kafka";
 
-/// Whether `dir` looks like a broker's log directory: its `meta.properties`, or a subdirectory holding a file
-/// only Kafka writes (`.timeindex`, `leader-epoch-checkpoint`, `partition.metadata`). Reads at most a few
-/// hundred directory entries; only a hint for a refusal hangs on it.
+/// Whether `dir` looks like a broker's log directory: one of its first subdirectories opens, read only, as
+/// what the native format refuses as a Kafka partition ([`wants_format_kafka`]). Only on the way to a refusal;
+/// nothing is written or locked.
 fn looks_like_a_kafka_log_directory(dir: &std::path::Path) -> bool {
-    if dir.join("meta.properties").is_file() {
-        return true;
-    }
     let Ok(entries) = std::fs::read_dir(dir) else { return false };
-    entries.flatten().take(64).filter(|e| e.path().is_dir()).any(|sub| {
-        std::fs::read_dir(sub.path()).is_ok_and(|files| {
-            files.flatten().take(256).any(|f| {
-                let name = f.file_name();
-                let name = name.to_string_lossy();
-                name.ends_with(".timeindex") || name == "leader-epoch-checkpoint" || name == "partition.metadata"
-            })
-        })
+    entries.flatten().take(16).filter(|e| e.path().is_dir()).any(|sub| {
+        matches!(logcompact::open_read_only(&sub.path(), log_core::Format::Native), Err(ref e) if wants_format_kafka(e))
     })
+}
+
+/// Whether a native open was refused because the directory holds a Kafka partition of magic 2 (one this tool
+/// reads with `--format kafka`).
+fn wants_format_kafka(e: &logcompact::OpenError) -> bool {
+    matches!(e, logcompact::OpenError::NotALog { format: "logcompact", found, .. }
+        if found.contains("Kafka") && !found.contains("of magic 0") && !found.contains("of magic 1"))
 }
 
 /// A failed command.
@@ -103,11 +101,7 @@ impl Failure {
                 ..
             } => Failure::Usage(e.to_string()),
             OpenError::Store { .. } => Failure::Runtime(e.to_string()),
-            OpenError::NotALog { format: "logcompact", found, .. }
-                if found.contains("Kafka") && !found.contains("of magic 0") && !found.contains("of magic 1") =>
-            {
-                Failure::Usage(format!("{e} ({KAFKA_HINT})"))
-            }
+            OpenError::NotALog { .. } if wants_format_kafka(e) => Failure::Usage(format!("{e} ({KAFKA_HINT})")),
             OpenError::NotALog { .. } => Failure::Usage(e.to_string()),
             OpenError::Log { dir, source } => Failure::from_log(&dir.display().to_string(), source),
             _ => Failure::Runtime(e.to_string()),

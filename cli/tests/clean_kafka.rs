@@ -169,7 +169,6 @@ fn a_kafka_log_directory_given_without_format_kafka_is_refused_with_the_hint() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = tmp.path().join("kafka-logs");
     partition(&root.join("orders-0"));
-    std::fs::write(root.join("orders-0/leader-epoch-checkpoint"), "0\n1\n0 0\n").expect("write");
     let before = contents(&root);
     for args in [vec!["status", "--data-dir", path(&root)], vec!["clean", "--data-dir", path(&root), "--until-clean"]] {
         let out = logcompact(&args, "");
