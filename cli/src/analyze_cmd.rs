@@ -223,6 +223,9 @@ pub fn analyze_data_dir(
     for (name, why) in &found.unreadable {
         eprintln!("cannot read {name}: {why}");
     }
+    for (name, why) in &found.ignored {
+        eprintln!("{name}: {why}");
+    }
     let mut out = QuietPipe::new(std::io::stdout().lock());
     let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));
     if json {

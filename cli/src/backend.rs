@@ -17,10 +17,7 @@ pub enum Backend {
 }
 
 fn store_failure(e: storage_file::Error) -> Failure {
-    match e {
-        storage_file::Error::NotFound(_) | storage_file::Error::NotADirectory(_) => Failure::Usage(e.to_string()),
-        _ => Failure::Runtime(e.to_string()),
-    }
+    Failure::from_store(&e, e.to_string())
 }
 
 /// Opens the store for `backend`; the file backend needs `dir`, which is created if missing (for commands

@@ -92,15 +92,24 @@ impl Failure {
         }
     }
 
+    /// The failure for a directory the file backend could not open as a store, its message `message`: a
+    /// missing directory, a file, or one that is never written (the KRaft metadata log) is usage; the rest
+    /// (I/O, a lock held) is runtime.
+    pub fn from_store(e: &storage_file::Error, message: String) -> Failure {
+        match e {
+            storage_file::Error::NotFound(_)
+            | storage_file::Error::NotADirectory(_)
+            | storage_file::Error::MetadataLog { .. }
+            | storage_file::Error::OutsideLogDir { .. } => Failure::Usage(message),
+            _ => Failure::Runtime(message),
+        }
+    }
+
     /// The failure for a directory that could not be opened as a log.
     pub fn from_open(e: &logcompact::OpenError) -> Failure {
         use logcompact::OpenError;
         match e {
-            OpenError::Store {
-                source: storage_file::Error::NotFound(_) | storage_file::Error::NotADirectory(_),
-                ..
-            } => Failure::Usage(e.to_string()),
-            OpenError::Store { .. } => Failure::Runtime(e.to_string()),
+            OpenError::Store { source, .. } => Failure::from_store(source, e.to_string()),
             OpenError::NotALog { .. } if wants_format_kafka(e) => Failure::Usage(format!("{e} ({KAFKA_HINT})")),
             OpenError::NotALog { .. } => Failure::Usage(e.to_string()),
             OpenError::Log { dir, source } => Failure::from_log(&dir.display().to_string(), source),

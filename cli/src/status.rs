@@ -136,6 +136,9 @@ pub fn status(data_dir: &Path, format: Format, layers: &Layers, json: bool) -> R
     for (name, why) in &report.left_alone {
         writeln!(out, "{name}: left alone: {why}").map_err(failed)?;
     }
+    for (name, why) in &report.ignored {
+        writeln!(out, "{name}: {why}").map_err(failed)?;
+    }
     writeln!(out, "{}", sources(&report)).map_err(failed)
 }
 

@@ -68,6 +68,39 @@ fn a_held_broker_lock_keeps_every_writing_command_out_and_nothing_changes() {
 }
 
 #[test]
+fn a_partition_linked_out_of_a_held_log_directory_is_refused_naming_both() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (log_dir, other) = (tmp.path().join("kafka-logs"), tmp.path().join("other"));
+    std::fs::create_dir_all(&log_dir).expect("mkdir");
+    let real = other.join("orders-0");
+    common::kafka_partition(&real, 50, 4, 3, 20);
+    let link = log_dir.join("orders-0");
+    std::os::unix::fs::symlink(&real, &link).expect("symlink");
+    let lock = BrokerLock::hold(&log_dir);
+    let before = (contents(&real), contents(&other), contents(&log_dir));
+    for args in [
+        vec!["compact", "--format", "kafka", "--dir", path(&link), "--until-clean"],
+        vec!["roll", "--format", "kafka", "--dir", path(&link)],
+        vec!["repair", "--format", "kafka", "--dir", path(&link), "--apply"],
+    ] {
+        let out = logcompact(&args, "");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("outside the log directory") && err.contains("other"), "{args:?}: {err}");
+        assert_eq!((contents(&real), contents(&other), contents(&log_dir)), before, "{args:?} changed nothing");
+        assert!(!other.join(".lock").exists(), "{args:?}: the other directory's lock was taken");
+    }
+    drop(lock);
+    // A data directory's linked entry is listed, not cleaned.
+    let out = logcompact(
+        &["clean", "--format", "kafka", "--data-dir", path(&log_dir), "--until-clean", "--cleanup-policy", "compact"],
+        "",
+    );
+    assert!(stderr(&out).contains("ignoring orders-0: a symbolic link"), "{}", stderr(&out));
+    assert_eq!((contents(&real), contents(&other)), (before.0, before.1));
+}
+
+#[test]
 fn a_segment_truncated_under_a_reader_is_an_error_not_a_signal() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let part = tmp.path().join("orders-0");

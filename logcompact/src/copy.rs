@@ -89,6 +89,9 @@ pub fn check_target(source: &Path, format: Format, target: &Path) -> Result<(), 
 /// [`CopyError`]; nothing is left at `target` then.
 pub fn copy_log(source: &Path, format: Format, target: &Path) -> Result<Copied, CopyError> {
     check_target(source, format, target)?;
+    // A copy of the metadata log would be a cleaned metadata log one rename away from the broker's.
+    storage_file::refuse_metadata_log(source)
+        .map_err(|e| CopyError::Open(OpenError::Store { dir: source.to_path_buf(), source: e }))?;
     let opened = open_read_only(source, format)?;
     let log = &opened.log;
     let snapshot = log.snapshot();

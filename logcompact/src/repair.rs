@@ -49,6 +49,8 @@ pub struct Repaired {
 /// [`RepairError`]. A failure part-way leaves every segment old or new: running it again continues it.
 pub fn repair(dir: &Path, format: Format, apply: bool) -> Result<Repaired, RepairError> {
     let failed = |source| RepairError::Log { dir: dir.to_path_buf(), source };
+    // Not even a plan: one that could never be applied would only mislead.
+    storage_file::refuse_metadata_log(dir).map_err(|source| OpenError::Store { dir: dir.to_path_buf(), source })?;
     if !apply {
         let plan = match format {
             Format::Native => {

@@ -39,6 +39,37 @@ pub enum Error {
     /// The directory does not exist (and the command does not create one).
     #[error("{0:?} does not exist")]
     NotFound(PathBuf),
+    /// A partition directory given inside one log directory lies in another (a symbolic link out of it): the
+    /// lock of the log directory given would not cover it, and the lock of the one it lies in is not what was
+    /// asked for.
+    #[error(
+        "{} lies outside the log directory {} it was given in (it resolves into {}): refused, since a broker's \
+         lock on one does not cover the other; give the partition's real path",
+        dir.display(),
+        given_log_dir.display(),
+        real_log_dir.display()
+    )]
+    OutsideLogDir {
+        /// The partition directory, as given.
+        dir: PathBuf,
+        /// The log directory it was given in, resolved.
+        given_log_dir: PathBuf,
+        /// The log directory it lies in.
+        real_log_dir: PathBuf,
+    },
+    /// The directory is a KRaft metadata log, which is never written: the broker's raft layer owns it and
+    /// compacts it with snapshots ([`log_core::kafka::metadata_log`]).
+    #[error(
+        "{} is the cluster's KRaft metadata log ({sign}): the broker's raft layer owns it and compacts it with \
+         snapshots, so it is never cleaned, repaired or changed here (dump, check and analyze read it)",
+        dir.display()
+    )]
+    MetadataLog {
+        /// The directory.
+        dir: PathBuf,
+        /// What shows it to be one.
+        sign: log_core::kafka::metadata_log::MetadataLogSign,
+    },
 }
 
 impl From<Error> for io::Error {

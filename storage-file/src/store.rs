@@ -90,6 +90,7 @@ impl FileStore {
     /// [`Error::NotFound`] when `dir` does not exist; otherwise as [`FileStore::open`].
     pub fn open_existing(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = Self::existing_dir(dir.as_ref())?;
+        refuse_metadata_log(&dir)?;
         let lock = File::open(&dir).map_err(io_err("open directory", &dir))?;
         match lock.try_lock() {
             Ok(()) => {}
@@ -114,7 +115,12 @@ impl FileStore {
     /// [`Error::Locked`]; as [`FileStore::open_existing`].
     pub fn open_kafka_partition(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = Self::existing_dir(dir.as_ref())?;
+        refuse_metadata_log(&dir)?;
         let parent = log_dir_of(&dir)?;
+        let given = given_log_dir(&dir)?;
+        if given != parent {
+            return Err(Error::OutsideLogDir { dir, given_log_dir: given, real_log_dir: parent });
+        }
         let broker = crate::broker_lock::lock_log_dir(&parent)?;
         let mut store = Self::open_existing(&dir)?;
         store._broker = Some(broker);
@@ -189,6 +195,31 @@ impl FileStore {
     }
 }
 
+/// Refuses the KRaft metadata log: every writable store is opened through here, so no command of this
+/// project (whatever its settings, flags or map) locks, writes, swaps or deletes anything in one. The
+/// directory is recognised by its name (links resolved) and by the raft layer's files in it
+/// ([`log_core::kafka::metadata_log::sign_of`]); an unlistable directory is left to the open that follows.
+///
+/// # Errors
+/// [`Error::MetadataLog`] naming the directory and what shows it to be one.
+pub fn refuse_metadata_log(dir: &Path) -> Result<()> {
+    match metadata_log_sign(dir) {
+        Some(sign) => Err(Error::MetadataLog { dir: dir.to_path_buf(), sign }),
+        None => Ok(()),
+    }
+}
+
+/// What shows `dir` to be a KRaft metadata log, if anything does (reads its listing only).
+pub fn metadata_log_sign(dir: &Path) -> Option<log_core::kafka::metadata_log::MetadataLogSign> {
+    let resolved = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let dir_name = resolved.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let names: Vec<String> = match fs::read_dir(dir) {
+        Ok(entries) => entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect(),
+        Err(_) => Vec::new(),
+    };
+    log_core::kafka::metadata_log::sign_of(&dir_name, names.iter().map(String::as_str))
+}
+
 /// The log directory holding the partition directory `dir`: its parent, links resolved.
 ///
 /// # Errors
@@ -196,6 +227,14 @@ impl FileStore {
 pub fn log_dir_of(dir: &Path) -> Result<PathBuf> {
     let full = dir.canonicalize().map_err(io_err("resolve", dir))?;
     full.parent().map(Path::to_path_buf).ok_or_else(|| Error::NotFound(full.join("..")))
+}
+
+/// The log directory `dir` was given in: the parent of its path as written (made absolute, `.` removed),
+/// links resolved; unlike [`log_dir_of`], a symbolic link in `dir`'s last component is not followed.
+fn given_log_dir(dir: &Path) -> Result<PathBuf> {
+    let absolute = std::path::absolute(dir).map_err(io_err("resolve", dir))?;
+    let parent = absolute.parent().ok_or_else(|| Error::NotFound(absolute.join("..")))?;
+    parent.canonicalize().map_err(io_err("resolve", parent))
 }
 
 /// Refuses anything but a regular file: a symbolic link or a directory under a segment's name is never

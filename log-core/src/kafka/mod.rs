@@ -26,6 +26,7 @@ pub mod checkpoints;
 pub mod compression;
 pub mod files;
 pub mod index;
+pub mod metadata_log;
 pub(crate) mod open;
 pub(crate) mod swap;
 pub mod txn;

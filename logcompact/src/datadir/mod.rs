@@ -60,7 +60,7 @@ pub enum DataDirError {
         source: std::io::Error,
     },
     /// The data directory holds no log to work on.
-    #[error("{} holds no log to {what}{}", dir.display(), if *left_alone > 0 { format!(": {left_alone} partition(s) left alone, their topics' cleanup.policy being delete (name them in a settings section, or set cleanup.policy = compact)") } else { String::new() })]
+    #[error("{} holds no log to {what}{}", dir.display(), if *left_alone > 0 { format!(": {left_alone} partition(s) left alone, their topics' cleanup.policy taken as delete (only for topics the broker compacts, name them in a settings section with cleanup.policy = compact)") } else { String::new() })]
     NoLogs {
         /// The directory.
         dir: PathBuf,
@@ -111,8 +111,13 @@ pub struct Discovery {
     pub ignored: Vec<(String, String)>,
 }
 
+/// How a data directory's listing names the KRaft metadata log, which no command writes
+/// ([`storage_file::refuse_metadata_log`]).
+pub const NEVER_CLEANED: &str = "the cluster's metadata log: never cleaned (the broker's raft layer owns it)";
+
 /// The logs of `data_dir`: its subdirectories (hidden ones left out), and for a Kafka log directory only
-/// those named `<topic>-<partition>`.
+/// those named `<topic>-<partition>`. A KRaft metadata log is never one of them (it is listed as ignored, in
+/// either format).
 ///
 /// # Errors
 /// [`DataDirError::Unreadable`] when `data_dir` cannot be listed.
@@ -123,7 +128,27 @@ pub fn discover(data_dir: &Path, format: Format) -> Result<Discovery, DataDirErr
     for entry in entries {
         let entry = entry.map_err(unreadable)?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+        if name.starts_with('.') {
+            continue;
+        }
+        if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+            if entry.path().is_dir() {
+                let to = std::fs::read_link(entry.path()).map(|p| p.display().to_string()).unwrap_or_default();
+                found.ignored.push((
+                    name,
+                    format!(
+                        "a symbolic link to {to}: a log is taken only where it lies, under its own directory's lock \
+                         (give that directory)"
+                    ),
+                ));
+            }
+            continue;
+        }
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        if let Some(sign) = storage_file::metadata_log_sign(&entry.path()) {
+            found.ignored.push((name, format!("{NEVER_CLEANED} ({sign})")));
             continue;
         }
         let settings_name = match format {
@@ -290,8 +315,9 @@ fn peeker(dir: PathBuf, format: Format) -> Opener {
 /// Why a Kafka partition is left alone.
 fn left_alone_because(topic: &str) -> String {
     format!(
-        "topic {topic}'s cleanup.policy is delete (Kafka's default for a topic): name it in a settings section, or \
-         set cleanup.policy = compact"
+        "topic {topic}'s cleanup.policy is taken as delete (Kafka's default for a topic; nothing here says otherwise): \
+         only if the broker compacts it (its topic config says cleanup.policy=compact) name it in a settings section \
+         [{topic}] with cleanup.policy = compact; compacting a delete topic loses its unkeyed records"
     )
 }
 
@@ -559,6 +585,8 @@ pub struct StatusReport {
     pub left_alone: Vec<(String, String)>,
     /// Logs that could not be read, with why.
     pub unreadable: Vec<(String, String)>,
+    /// Directories that are not logs to clean (the KRaft metadata log, a partition being deleted), with why.
+    pub ignored: Vec<(String, String)>,
     /// What an operator should know (a status file that does not parse).
     pub warnings: Vec<String>,
 }
@@ -637,7 +665,8 @@ pub fn status(data_dir: &Path, format: Format, layers: &Layers) -> Result<Status
         passes: recorded.as_ref().map_or(0, |f| f.status.passes),
         logs,
     };
-    Ok(StatusReport { status_file: recorded, running, status, sources, left_alone, unreadable, warnings })
+    let ignored = found.ignored;
+    Ok(StatusReport { status_file: recorded, running, status, sources, left_alone, unreadable, ignored, warnings })
 }
 
 /// Reads the layers of settings of a run on `data_dir`: the saved ones, the settings file at `config` (if

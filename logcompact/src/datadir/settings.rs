@@ -114,6 +114,18 @@ impl SettingsFile {
                 let name = rest.strip_suffix(']').map(str::trim).filter(|n| !n.is_empty()).ok_or_else(|| {
                     FileError { line, problem: format!("{l:?} is not a section header ([log-name])") }
                 })?;
+                if log_core::kafka::topic_partition(name)
+                    .map_or(name, |(topic, _)| topic)
+                    .eq(log_core::kafka::metadata_log::METADATA_TOPIC)
+                {
+                    return Err(FileError {
+                        line,
+                        problem: format!(
+                            "section [{name}] names the cluster's KRaft metadata log, which is never cleaned: the \
+                             broker's raft layer owns it and compacts it with snapshots"
+                        ),
+                    });
+                }
                 if file.logs.contains_key(name) {
                     return Err(FileError { line, problem: format!("section [{name}] appears twice") });
                 }
