@@ -52,6 +52,7 @@ fn run(data_dir: &Path, settings: &Path) -> Result<datadir::Finished, Box<dyn st
         policy: "dirtiest-first".into(),
         layers,
         mode: Mode::UntilClean,
+        now_ms: None,
     };
     let hooks = Hooks {
         on_event: Arc::new(|event: &Event| {

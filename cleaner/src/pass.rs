@@ -192,6 +192,12 @@ impl Cleaner {
         Ok(Cleaner { strategy, config, clock, progress: None, abort: None, throttle: None })
     }
 
+    /// "Now" by this cleaner's clock, in ms since the Unix epoch: what a pass stamps delete horizons from and
+    /// judges lags by.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
     /// A one-thread cleaner over a map built elsewhere (a test's, say).
     pub fn with_map(map: Box<dyn OffsetMap>, config: CleanerConfig, clock: Arc<dyn Clock>) -> Self {
         let config = CleanerConfig { threads: 1, ..config };

@@ -21,6 +21,7 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 use cleaner::{CleanerConfig, DEFAULT_DELETE_RETENTION_MS, DEFAULT_LOAD_FACTOR, MapKind, PassOptions};
@@ -311,6 +312,29 @@ struct CompactArgs {
     /// Start from this first dirty offset instead of the cleaner checkpoint (the pass then writes its own).
     #[arg(long, value_name = "OFFSET", value_parser = size::parse_count, allow_hyphen_values = true)]
     checkpoint: Option<u64>,
+    #[command(flatten)]
+    clock: ClockArgs,
+}
+
+/// The clock of the passes, fixed for reproducible output.
+#[derive(Debug, Args)]
+struct ClockArgs {
+    /// Take "now" as this time (ms since the Unix epoch) for every pass, as Kafka's tests inject their Time:
+    /// the delete horizons stamped into kept tombstones' batches, which tombstones are past theirs, and the
+    /// compaction lags are all judged by it, so the same input, settings and clock give the same bytes.
+    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+    now_ms: Option<i64>,
+}
+
+impl ClockArgs {
+    /// The clock: fixed at --now-ms, or the system's.
+    fn clock(&self) -> Result<Arc<dyn cleaner::Clock>, Failure> {
+        match self.now_ms {
+            Some(ms) if ms < 0 => Err(Failure::Usage(format!("--now-ms {ms} is before 1970"))),
+            Some(ms) => Ok(Arc::new(cleaner::ManualClock::new(ms))),
+            None => Ok(Arc::new(cleaner::SystemClock)),
+        }
+    }
 }
 
 /// A log's settings (Kafka's topic settings), for `clean` and `status`. Each given flag goes over the settings
@@ -406,6 +430,10 @@ struct CleanArgs {
     /// Which log a free thread takes: dirtiest-first (Kafka's) or oldest-dirty-first (no log starves).
     #[arg(long, value_name = "POLICY", default_value = "dirtiest-first")]
     policy: String,
+    /// --until-clean only: with the clock fixed no retry comes due, so a log whose pass fails is left
+    /// uncleanable at once.
+    #[command(flatten)]
+    clock: ClockArgs,
     #[command(flatten)]
     settings: LogSettingsArgs,
     /// Per-log settings: `name = value` lines for every log, then `[log]` sections (a topic's name in a Kafka
@@ -653,6 +681,9 @@ fn clean_command(a: &CleanArgs) -> Result<(), Failure> {
             "--spill-dir is where --map external writes its runs; other maps write none".into(),
         ));
     }
+    if a.watch && a.clock.now_ms.is_some() {
+        return Err(Failure::Usage("--now-ms fixes the clock, so it goes with --until-clean, not --watch".into()));
+    }
     let format = a.format.into();
     let layers = logcompact::datadir::layers(&a.data_dir, format, a.config.as_deref(), &a.settings.flags())
         .map_err(|e| Failure::from_data_dir(&e))?;
@@ -663,6 +694,7 @@ fn clean_command(a: &CleanArgs) -> Result<(), Failure> {
         policy: a.policy.clone(),
         layers,
         mode: if a.watch { cleaner::manager::Mode::Watch } else { cleaner::manager::Mode::UntilClean },
+        now_ms: a.clock.now_ms,
     };
     clean::clean(&request, a.json, a.metrics_addr.as_deref())
 }
@@ -788,6 +820,7 @@ fn main() -> ExitCode {
             };
             let request = ops::CompactRequest {
                 config: &c,
+                clock: a.clock.clock()?,
                 request: logcompact::CompactRequest {
                     dir: a.dir.clone(),
                     format: a.format.into(),

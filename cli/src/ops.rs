@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cleaner::{Cleaner, CleanerConfig, Phase, SystemClock};
+use cleaner::{Cleaner, CleanerConfig, Phase};
 use log_core::LogConfig;
 use log_core::repair::RepairAction;
 use log_core::workload::Workload;
@@ -107,6 +107,8 @@ pub fn generate(dir: &Path, workload: Workload, config: LogConfig) -> Result<(),
 pub struct CompactRequest<'a> {
     /// The cleaner's settings.
     pub config: &'a CleanerConfig,
+    /// The passes' clock (the system's, or fixed by `--now-ms`).
+    pub clock: Arc<dyn cleaner::Clock>,
     /// The library's request.
     pub request: logcompact::CompactRequest,
 }
@@ -120,7 +122,7 @@ pub struct CompactRequest<'a> {
 /// stored data is damaged; [`Failure::Runtime`] when the pass fails otherwise (a busy directory included).
 pub fn compact(req: &CompactRequest<'_>) -> Result<(), Failure> {
     let dir = req.request.out.as_deref().unwrap_or(&req.request.dir).to_path_buf();
-    let mut cleaner = Cleaner::new(req.config.clone(), Arc::new(SystemClock))
+    let mut cleaner = Cleaner::new(req.config.clone(), Arc::clone(&req.clock))
         .map_err(|e| Failure::from_cleaner("cannot build the offset map", &e))?;
     let bar = progress::bar(0, "map", true);
     let shown = bar.clone();

@@ -190,7 +190,7 @@ pub fn compact_log(
     mut each: impl FnMut(&CleanStats) -> Result<(), cleaner::Error>,
 ) -> Result<CompactOutcome, CompactError> {
     let lag = req.options.min_compaction_lag_ms;
-    let section = log.dirty_section(log_core::now_ms(), lag);
+    let section = log.dirty_section(cleaner.now_ms(), lag);
     let why_not = nothing_cleanable(log, &section, lag).or_else(|| {
         (section.dirty_ratio() < req.min_cleanable_dirty_ratio).then(|| {
             format!(

@@ -22,6 +22,7 @@
 //!     policy: "dirtiest-first".into(),
 //!     layers: Layers { format: Format::Kafka, ..Layers::default() },
 //!     mode: cleaner::manager::Mode::UntilClean,
+//!     now_ms: None,
 //! };
 //! let done = clean(&req, &Hooks::quiet())?;
 //! println!("{} passes", done.status.passes);
@@ -183,6 +184,9 @@ pub struct CleanRequest {
     pub layers: Layers,
     /// Until clean, or watching.
     pub mode: Mode,
+    /// "Now" for every pass, fixed (until clean only: no time passes, so no retry comes due and a log whose
+    /// pass failed is left uncleanable at once); `None` for the system clock.
+    pub now_ms: Option<i64>,
 }
 
 /// How [`clean`] reports and is stopped.
@@ -406,7 +410,11 @@ pub fn clean(req: &CleanRequest, hooks: &Hooks) -> Result<Finished, DataDirError
     }
     let policy = cleaner::manager::policy_by_name(&req.policy)
         .ok_or_else(|| DataDirError::UnknownPolicy { name: req.policy.clone() })?;
-    let manager = CleanerManager::with_policy(req.manager.clone(), Arc::new(SystemClock), policy)?;
+    let clock: Arc<dyn cleaner::Clock> = match req.now_ms {
+        Some(ms) => Arc::new(cleaner::ManualClock::new(ms)),
+        None => Arc::new(SystemClock),
+    };
+    let manager = CleanerManager::with_policy(req.manager.clone(), clock, policy)?;
     let events = Arc::clone(&hooks.on_event);
     manager.on_event(move |e| events(e));
     let mut left_alone = Vec::new();
@@ -475,7 +483,8 @@ pub fn clean(req: &CleanRequest, hooks: &Hooks) -> Result<Finished, DataDirError
             }
         })
     };
-    let status = run_until_settled(&manager, req.mode, &hooks.stop);
+    let status =
+        if req.now_ms.is_some() { manager.run(req.mode) } else { run_until_settled(&manager, req.mode, &hooks.stop) };
     done.store(true, Ordering::SeqCst);
     let _ = monitor.join();
     (hooks.on_status)(&status);
