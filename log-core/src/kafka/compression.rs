@@ -1,6 +1,16 @@
-//! The codecs of Kafka's record batches (attributes bits 0–2), every one in pure Rust so that the build needs
-//! no C compiler: gzip (`flate2` on `miniz_oxide`), snappy (`snap`; both the xerial framing Java clients write
-//! and the raw block librdkafka writes), lz4 (`lz4_flex`, the LZ4 frame format) and zstd (`ruzstd`).
+//! The codecs of Kafka's record batches (attributes bits 0–2). A batch this project rewrites is compressed
+//! exactly as Kafka's own cleaner compresses it (each codec at its default level, whatever the topic's
+//! `compression.*.level`, through the library Kafka's Java code calls), so its bytes are Kafka's:
+//!
+//! | codec | writes (as Kafka) | reads |
+//! |---|---|---|
+//! | gzip | stock zlib at level 6 through `flate2` (Java's `Deflater` is zlib; the gzip header Java 17 writes) | zlib |
+//! | lz4 | Kafka's own frame (`Lz4BlockOutputStream`: 64 KiB independent blocks, no checksums) over the C library's `LZ4_compress_default` (lz4-java's fast compressor, which Kafka takes at its default level) | `lz4_flex` (any LZ4 frame) |
+//! | zstd | libzstd 1.5.7 (what zstd-jni 1.5.7 bundles), streaming at level 3, no content size, no checksum, flushed before it is ended | libzstd |
+//! | snappy | `snap` in the xerial framing Java clients write (snappy-java's C++ snappy may pick other matches: a few bytes a chunk differ) | `snap` (xerial or a raw block, as librdkafka writes) |
+//!
+//! Tests pin each writer against batches Kafka 4.4's Java code wrote, so that a library upgrade that changes
+//! the output fails.
 //!
 //! Decompression is bounded: the output may not pass a limit the caller gives (a hostile batch cannot make
 //! us allocate more than that), and a snappy block whose header announces more is refused before anything is
@@ -207,8 +217,8 @@ pub fn decompress(codec: Compression, data: &[u8], limit: usize, out: &mut Vec<u
         Compression::Gzip => bounded_read(flate2::read::GzDecoder::new(data), name, limit, out),
         Compression::Lz4 => bounded_read(lz4_flex::frame::FrameDecoder::new(data), name, limit, out),
         Compression::Zstd => {
-            let decoder = ruzstd::decoding::StreamingDecoder::new(data).map_err(|e| malformed(&e))?;
-            bounded_read(decoder, name, limit, out)
+            let decoder = zstd::stream::read::Decoder::with_buffer(data).map_err(|e| malformed(&e))?;
+            bounded_read(decoder.single_frame(), name, limit, out)
         }
         Compression::Snappy if data.starts_with(&XERIAL_MAGIC) => {
             // Magic, version (i32), compatible version (i32), then blocks: length (i32, big-endian) + raw block.
@@ -259,27 +269,27 @@ fn bounded_read(
     Ok(())
 }
 
-/// Compresses `data` with `codec`, appending to `out` (snappy in the xerial framing Java clients write).
+/// The zstd level Kafka's cleaner and its Java producer write at (`CompressionType.ZSTD`'s default, zstd's).
+pub const ZSTD_LEVEL: i32 = 3;
+/// The gzip level Kafka writes at (`Deflater.DEFAULT_COMPRESSION`, zlib's 6).
+pub const GZIP_LEVEL: u32 = 6;
+/// The block size of Kafka's LZ4 frames (`Lz4BlockOutputStream`'s default, 64 KiB: the descriptor's `BD` 0x40).
+const LZ4_BLOCK: usize = 64 << 10;
+
+/// Compresses `data` with `codec`, appending to `out`, as Kafka 4.4 compresses a batch's records (see the
+/// module's table).
 pub fn compress(codec: Compression, data: &[u8], out: &mut Vec<u8>) {
     match codec {
         Compression::None => out.extend_from_slice(data),
         Compression::Gzip => {
-            let mut enc = flate2::write::GzEncoder::new(std::mem::take(out), flate2::Compression::fast());
+            let level = flate2::Compression::new(GZIP_LEVEL);
+            let mut enc = flate2::write::GzEncoder::new(std::mem::take(out), level);
             // Writing to a Vec cannot fail.
             let _ = enc.write_all(data);
             *out = enc.finish().unwrap_or_default();
         }
-        Compression::Lz4 => {
-            let mut enc = lz4_flex::frame::FrameEncoder::new(std::mem::take(out));
-            let _ = enc.write_all(data);
-            *out = enc.finish().unwrap_or_default();
-        }
-        Compression::Zstd => {
-            out.extend_from_slice(&ruzstd::encoding::compress_to_vec(
-                data,
-                ruzstd::encoding::CompressionLevel::Fastest,
-            ));
-        }
+        Compression::Lz4 => kafka_lz4_frame(data, out),
+        Compression::Zstd => zstd_as_kafka(data, out),
         Compression::Snappy => {
             out.extend_from_slice(&XERIAL_MAGIC);
             out.extend_from_slice(&1i32.to_be_bytes());
@@ -292,6 +302,63 @@ pub fn compress(codec: Compression, data: &[u8], out: &mut Vec<u8>) {
             }
         }
     }
+}
+
+/// zstd as Kafka's `ZstdOutputStreamNoFinalizer` writes it: a streaming frame at level 3 with no pledged
+/// content size and no checksum, flushed before it is ended, so that it ends with an empty last block.
+fn zstd_as_kafka(data: &[u8], out: &mut Vec<u8>) {
+    let start = out.len();
+    let written = (|| -> std::io::Result<Vec<u8>> {
+        let mut enc = zstd::stream::write::Encoder::new(std::mem::take(out), ZSTD_LEVEL)?;
+        enc.write_all(data)?;
+        enc.flush()?;
+        enc.finish()
+    })();
+    match written {
+        Ok(v) => *out = v,
+        // Only an allocation libzstd could not make fails here; the caller's batch is then refused by the
+        // reader that checks it (an empty frame never decodes to the records).
+        Err(_) => out.truncate(start),
+    }
+}
+
+/// LZ4 as Kafka's `Lz4BlockOutputStream` writes it: magic, `FLG` 0x60 (version 1, independent blocks, no
+/// checksums, no content size), `BD` 0x40 (64 KiB blocks), the descriptor's checksum byte; then each 64 KiB of
+/// input as a block (its little-endian length, the high bit set when it is stored as it is because
+/// compressing did not make it smaller); then an end mark of four zero bytes.
+fn kafka_lz4_frame(data: &[u8], out: &mut Vec<u8>) {
+    const FLG: u8 = 0x60;
+    const BD: u8 = 0x40;
+    out.extend_from_slice(&0x184D_2204u32.to_le_bytes());
+    out.extend_from_slice(&[FLG, BD, (xxhash_rust::xxh32::xxh32(&[FLG, BD], 0) >> 8) as u8]);
+    for chunk in data.chunks(LZ4_BLOCK) {
+        let len_at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        let bound = lz4_block_bound(chunk.len());
+        out.resize(len_at + 4 + bound, 0);
+        let packed = lz4::block::compress_to_buffer(
+            chunk,
+            Some(lz4::block::CompressionMode::DEFAULT),
+            false,
+            &mut out[len_at + 4..],
+        )
+        .unwrap_or(usize::MAX);
+        let header = if packed < chunk.len() {
+            out.truncate(len_at + 4 + packed);
+            packed as u32
+        } else {
+            out.truncate(len_at + 4);
+            out.extend_from_slice(chunk);
+            chunk.len() as u32 | 0x8000_0000
+        };
+        out[len_at..len_at + 4].copy_from_slice(&header.to_le_bytes());
+    }
+    out.extend_from_slice(&[0; 4]);
+}
+
+/// LZ4's bound on a compressed block of `n` bytes (`LZ4_COMPRESSBOUND`).
+fn lz4_block_bound(n: usize) -> usize {
+    n + n / 255 + 16
 }
 
 #[cfg(test)]
