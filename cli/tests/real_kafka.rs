@@ -1,0 +1,232 @@
+//! Against a real Apache Kafka 4.4 broker (`kafka-interop`: jars from Maven Central, one KRaft node on
+//! loopback, topics of every codec written by the Java producer, transactions aborted and one left open, 20
+//! consumer groups, a `delete` topic, the metadata log with sealed segments and raft snapshots):
+//!
+//! - the KRaft metadata log goes through every writing command untouched, and the broker starts after;
+//! - `clean --format kafka` in place, then the broker restarted: no warning about any log, every partition
+//!   loaded to the offset it had, `read_committed` sees every key's latest committed record and nothing that
+//!   was not there at the same offset, `read_uncommitted` a subset of before, the `delete` topic untouched; a
+//!   forced recovery of the cleaned node (no clean-shutdown marker, no recovery points) truncates nothing and
+//!   gives the same view.
+//!
+//! Needs Java 17 and Maven (the first run resolves the jars into `target/`); `LOGCOMPACT_SKIP_KAFKA=1` skips
+//! (refused under CI).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use kafka_interop::{Kafka, Node, fixture};
+use serde_json::Value;
+
+mod common;
+use common::{logcompact, path, stderr};
+
+/// Every file under `root` with its bytes (directories as `None`), recursively.
+fn tree(root: &Path) -> Vec<(String, Option<Vec<u8>>)> {
+    let mut all = Vec::new();
+    let mut names: Vec<_> = std::fs::read_dir(root).expect("list").flatten().map(|e| e.path()).collect();
+    names.sort();
+    for p in names {
+        let name = p.file_name().expect("name").to_string_lossy().into_owned();
+        if p.is_dir() {
+            all.push((name.clone(), None));
+            all.extend(tree(&p).into_iter().map(|(n, b)| (format!("{name}/{n}"), b)));
+        } else {
+            all.push((name, Some(std::fs::read(&p).expect("read"))));
+        }
+    }
+    all
+}
+
+/// A settings file giving each compacted topic of the fixture the settings its producer set.
+fn topics_conf(f: &fixture::Fixture, dir: &Path) -> PathBuf {
+    let mut text = String::new();
+    for (topic, configs) in f.topic_configs() {
+        if !configs.get("cleanup.policy").is_some_and(|p| p.contains("compact")) {
+            continue;
+        }
+        text.push_str(&format!("[{topic}]\n"));
+        for (name, value) in &configs {
+            let name = if name == "internal.segment.bytes" { "segment.bytes" } else { name.as_str() };
+            if cleaner::settings::SETTING_NAMES.contains(&name) {
+                text.push_str(&format!("{name} = {value}\n"));
+            }
+        }
+    }
+    let file = dir.join("topics.conf");
+    std::fs::write(&file, text).expect("settings");
+    file
+}
+
+fn started(node: &mut Node) {
+    node.start().unwrap_or_else(|e| panic!("the broker did not start: {e}"));
+}
+
+/// Records of a `Consume` run, by (isolation, topic, partition), each by offset.
+type Views = BTreeMap<(String, String, u64), BTreeMap<i64, Value>>;
+
+fn views<'a>(records: impl IntoIterator<Item = &'a Value>) -> Views {
+    let mut all: Views = BTreeMap::new();
+    for r in records {
+        let key = (
+            r["isolation"].as_str().unwrap_or_default().to_owned(),
+            r["topic"].as_str().unwrap_or_default().to_owned(),
+            r["partition"].as_u64().unwrap_or(0),
+        );
+        // What a record is, whatever batch it came in: its offset, timestamp, key, value and headers.
+        let mut r = r.clone();
+        if let Some(o) = r.as_object_mut() {
+            o.remove("leader_epoch");
+        }
+        all.entry(key).or_default().insert(r["offset"].as_i64().unwrap_or(-1), r);
+    }
+    all
+}
+
+/// Reads every compacted partition of the fixture back from `node` under both isolation levels.
+fn consume(node: &Node, f: &fixture::Fixture) -> Views {
+    let mut args = vec!["--bootstrap".to_owned(), "{bootstrap}".into(), "--isolation".into(), "both".into()];
+    for (topic, p) in fixture::compacted_partitions(&f.summary) {
+        args.extend(["--tp".to_owned(), format!("{topic}:{p}")]);
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = node.tool("logcompact.interop.Consume", &refs).expect("java");
+    let out = kafka_interop::succeeded("Consume", out).unwrap_or_else(|e| panic!("{e}"));
+    let records: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    views(&records)
+}
+
+#[test]
+fn the_metadata_log_of_a_real_node_is_never_written_and_the_broker_starts_after() {
+    let Some(kafka) = Kafka::get() else { return };
+    let f = fixture::main(kafka);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut node = f.copy_to(tmp.path());
+    let meta = node.partition("__cluster_metadata-0").expect("the metadata log lies in the first log dir");
+    let names: Vec<String> = std::fs::read_dir(&meta)
+        .expect("list")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().filter(|n| n.ends_with(".log")).count() >= 3, "sealed segments: {names:?}");
+    assert!(names.iter().any(|n| n.ends_with(".checkpoint")), "raft snapshots: {names:?}");
+    let before = tree(&meta);
+    let data_dir = meta.parent().expect("log dir").to_path_buf();
+    // The hint that once led here: a section naming it, cleanup.policy = compact.
+    let conf = tmp.path().join("meta.conf");
+    std::fs::write(&conf, "[__cluster_metadata]\ncleanup.policy = compact\n").expect("settings");
+    let m = path(&meta);
+    let out_dir = tmp.path().join("copy");
+    let asks: Vec<Vec<&str>> = vec![
+        vec!["clean", "--format", "kafka", "--data-dir", path(&data_dir), "--until-clean", "--config", path(&conf)],
+        vec!["compact", "--format", "kafka", "--dir", m, "--until-clean"],
+        vec!["compact", "--format", "kafka", "--dir", m, "--until-clean", "--map", "compact", "--purge"],
+        vec!["compact", "--format", "kafka", "--dir", m, "--out", path(&out_dir)],
+        vec!["repair", "--format", "kafka", "--dir", m, "--apply"],
+        vec!["roll", "--format", "kafka", "--dir", m],
+        vec!["compact", "--dir", m],
+    ];
+    for args in &asks {
+        let out = logcompact(args, "");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{}: {err}", args.join(" "));
+        assert!(err.contains("KRaft metadata log"), "{}: {err}", args.join(" "));
+        assert_eq!(tree(&meta), before, "{}: the metadata log changed", args.join(" "));
+    }
+    // Every topic compacted: the metadata log is listed as never cleaned, the rest is cleaned.
+    std::fs::write(&conf, "cleanup.policy = compact\n[unkeyed-delete]\ncleanup.policy = delete\n").expect("settings");
+    let out = logcompact(
+        &["clean", "--format", "kafka", "--data-dir", path(&data_dir), "--until-clean", "--config", path(&conf)],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("__cluster_metadata-0: the cluster's metadata log: never cleaned"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(tree(&meta), before, "the metadata log changed");
+    started(&mut node);
+    let found = node.load_findings();
+    assert!(found.failures.is_empty() && found.unexpected.is_empty(), "{found:#?}");
+    let topics = node.tool("logcompact.interop.Topics", &["--bootstrap", "{bootstrap}"]).expect("java");
+    let topics: Value =
+        serde_json::from_slice(&kafka_interop::succeeded("Topics", topics).expect("Topics").stdout).expect("json");
+    let names: Vec<&str> =
+        topics["topics"].as_array().expect("topics").iter().filter_map(|t| t["name"].as_str()).collect();
+    for t in f.topic_configs().keys() {
+        assert!(names.contains(&t.as_str()), "topic {t} is there after the restart: {names:?}");
+    }
+    node.stop().expect("stop");
+}
+
+#[test]
+fn a_cleaned_node_restarts_clean_and_its_consumers_see_what_kafka_guarantees() {
+    let Some(kafka) = Kafka::get() else { return };
+    let f = fixture::main(kafka);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut node = f.copy_to(tmp.path());
+    let conf = topics_conf(f, tmp.path());
+    let untouched = node.partition("unkeyed-delete-0").expect("the delete topic");
+    let delete_before = tree(&untouched);
+    for d in node.log_dirs() {
+        let out = logcompact(
+            &["clean", "--format", "kafka", "--data-dir", path(&d), "--until-clean", "--config", path(&conf)],
+            "",
+        );
+        assert_eq!(out.status.code(), Some(0), "{}: {}", d.display(), stderr(&out));
+    }
+    assert_eq!(tree(&untouched), delete_before, "the delete topic is untouched");
+    started(&mut node);
+    let found = node.load_findings();
+    assert!(found.failures.is_empty(), "{:#?}", found.failures);
+    assert!(found.unexpected.is_empty(), "{:#?}", found.unexpected);
+    let after = consume(&node, f);
+    check_views(f, &after);
+    let ends = f.log_end_offsets();
+    assert!(ends.len() >= 12, "{ends:?}");
+    for (name, end) in &ends {
+        let load = found.loads.get(name).unwrap_or_else(|| panic!("{name} was not loaded: {:?}", found.loads));
+        assert_eq!(load.log_end, *end, "{name}: {load:?}");
+    }
+    node.stop().expect("stop");
+
+    // Forced recovery of the cleaned node: every batch judged again, nothing truncated, the same view.
+    let copy = tempfile::tempdir().expect("tempdir");
+    kafka_interop::copy_tree(&node.dir, &copy.path().join("node")).expect("copy");
+    let mut recovered = Node::open(kafka, &copy.path().join("node")).expect("open");
+    recovered.force_recovery().expect("no markers");
+    started(&mut recovered);
+    let again = recovered.load_findings();
+    assert!(again.failures.is_empty(), "{:#?}", again.failures);
+    for (name, load) in &found.loads {
+        assert_eq!(again.loads.get(name).map(|l| l.log_end), Some(load.log_end), "{name}");
+    }
+    assert_eq!(consume(&recovered, f), after, "the same view after a forced recovery");
+    recovered.stop().expect("stop");
+}
+
+/// What Kafka guarantees a compacted partition's consumers: under read_committed every key's latest committed
+/// record (at its offset, with its value and headers) and only records that were there at the same offset;
+/// under read_uncommitted a subset of before.
+fn check_views(f: &fixture::Fixture, after: &Views) {
+    let before = views(&f.before);
+    for ((isolation, topic, p), records) in after {
+        let was = &before[&(isolation.clone(), topic.clone(), *p)];
+        for (offset, r) in records {
+            assert_eq!(was.get(offset), Some(r), "{isolation} {topic}-{p}: offset {offset} was not there as it is now");
+        }
+    }
+    for e in &f.expect {
+        let (topic, p, offset) = (
+            e["topic"].as_str().expect("topic"),
+            e["partition"].as_u64().expect("p"),
+            e["offset"].as_i64().expect("o"),
+        );
+        let got = after.get(&("read_committed".to_owned(), topic.to_owned(), p)).and_then(|v| v.get(&offset));
+        let got =
+            got.unwrap_or_else(|| panic!("{topic}-{p}: the latest committed record of its key, at {offset}, is gone"));
+        assert_eq!((&got["key"], &got["value"]), (&e["key"], &e["value"]), "{topic}-{p} at {offset}");
+    }
+}
