@@ -6,6 +6,7 @@
 //!
 //! The batches (`tests/data/kafka-4.4/*.batches`, three a codec, small to large) were taken from the
 //! fixture node of `cli/tests/real_kafka.rs`.
+#![expect(clippy::big_endian_bytes, reason = "Kafka's format is big-endian")]
 
 use log_core::kafka::compression::{compress, decompress};
 use log_core::kafka::{Batch, Compression, HEADER_BYTES};
