@@ -164,7 +164,20 @@ fn the_metadata_log_of_a_real_node_is_never_written_and_the_broker_starts_after(
 #[test]
 fn a_cleaned_node_restarts_clean_and_its_consumers_see_what_kafka_guarantees() {
     let Some(kafka) = Kafka::get() else { return };
-    let f = fixture::main(kafka);
+    round_trip(kafka, fixture::main(kafka));
+}
+
+#[test]
+fn a_node_of_transaction_version_1_round_trips_and_cleans_as_kafka() {
+    let Some(kafka) = Kafka::get() else { return };
+    let f = fixture::transaction_version_1(kafka);
+    round_trip(kafka, f);
+    same_as_kafkas_cleaner(kafka, f);
+}
+
+/// `clean` of every log dir of a copy of `f`'s node in place; the broker restarted over it; then a forced
+/// recovery of a copy of the cleaned node.
+fn round_trip(kafka: &'static Kafka, f: &fixture::Fixture) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut node = f.copy_to(tmp.path());
     let conf = topics_conf(f, tmp.path());
@@ -205,6 +218,95 @@ fn a_cleaned_node_restarts_clean_and_its_consumers_see_what_kafka_guarantees() {
     }
     assert_eq!(consume(&recovered, f), after, "the same view after a forced recovery");
     recovered.stop().expect("stop");
+}
+
+#[test]
+fn a_clean_killed_mid_run_leaves_what_the_broker_loads_without_a_warning() {
+    use std::io::BufRead;
+    let Some(kafka) = Kafka::get() else { return };
+    let f = fixture::main(kafka);
+    // A small buffer: many passes over each partition, so that kills land inside the run's swaps.
+    for (moment, lines) in [(0, 1usize), (1, 5), (2, 9)] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut node = f.copy_to(tmp.path());
+        let conf = topics_conf(f, tmp.path());
+        let data = node.log_dirs()[1].clone();
+        let mut child = std::process::Command::new(common::bin())
+            .args([
+                "clean",
+                "--format",
+                "kafka",
+                "--data-dir",
+                path(&data),
+                "--until-clean",
+                "--json",
+                "--threads",
+                "2",
+            ])
+            .args(["--dedupe-buffer", "24KiB", "--config", path(&conf)])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        for _ in 0..lines {
+            line.clear();
+            if out.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(3 * moment));
+        let running = child.try_wait().expect("poll").is_none();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(running, "moment {moment}: the clean ended before the kill (more passes needed)");
+        started(&mut node);
+        let found = node.load_findings();
+        assert!(found.failures.is_empty(), "moment {moment}: {:#?}", found.failures);
+        assert!(found.unexpected.is_empty(), "moment {moment}: {:#?}", found.unexpected);
+        check_views(f, &consume(&node, f));
+        node.stop().expect("stop");
+    }
+}
+
+#[test]
+fn the_abort_command_analyze_prints_ends_the_open_transaction() {
+    let Some(kafka) = Kafka::get() else { return };
+    let f = fixture::main(kafka);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut node = f.copy_to(tmp.path());
+    let dir = node.partition("txn-0").expect("txn-0");
+    let out = logcompact(&["analyze", "--format", "kafka", "--dir", path(&dir)], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = common::stdout(&out) + &stderr(&out);
+    let command = text
+        .lines()
+        .find_map(|l| l.split_once("kafka-transactions.sh ").map(|(_, c)| c.to_owned()))
+        .unwrap_or_else(|| panic!("no abort command in {text}"));
+    let hang = &f.hang["partitions"][0];
+    let start = hang["current_txn_start_offset"].as_i64().expect("start");
+    assert!(command.contains(&format!("{start}")) || command.contains(&hang["producer_id"].to_string()), "{command}");
+    started(&mut node);
+    let lso = |node: &Node| {
+        let out = node
+            .tool(
+                "logcompact.interop.Consume",
+                &["--bootstrap", "{bootstrap}", "--tp", "txn:0", "--isolation", "read_committed"],
+            )
+            .expect("java");
+        let out = kafka_interop::succeeded("Consume", out).expect("consume");
+        let summary: Value =
+            serde_json::from_str(String::from_utf8_lossy(&out.stderr).lines().last().expect("summary")).expect("json");
+        summary["end_offset"].as_i64().expect("end offset")
+    };
+    assert_eq!(lso(&node), start, "the open transaction holds the last stable offset");
+    let args: Vec<String> = command.split_whitespace().map(|a| a.replace("<broker:9092>", "{bootstrap}")).collect();
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = node.tool("org.apache.kafka.tools.TransactionsCommand", &refs).expect("java");
+    kafka_interop::succeeded(&format!("kafka-transactions.sh {command}"), out).unwrap_or_else(|e| panic!("{e}"));
+    assert!(lso(&node) > start, "the abort moved the last stable offset past the transaction");
+    node.stop().expect("stop");
 }
 
 /// What Kafka guarantees a compacted partition's consumers: under read_committed every key's latest committed
@@ -287,7 +389,12 @@ fn differences(kafka: &BTreeMap<String, Vec<u8>>, ours: &BTreeMap<String, Vec<u8
 #[test]
 fn every_partition_cleaned_as_kafkas_own_cleaner_cleans_it_byte_for_byte() {
     let Some(kafka) = Kafka::get() else { return };
-    let f = fixture::main(kafka);
+    same_as_kafkas_cleaner(kafka, fixture::main(kafka));
+}
+
+/// Kafka's own cleaner offline and `compact` on copies of every compacted partition of `f`, with the same
+/// settings and clock: the same segment files, byte for byte (snappy: the same batches and records).
+fn same_as_kafkas_cleaner(kafka: &'static Kafka, f: &fixture::Fixture) {
     let copy = tempfile::tempdir().expect("tempdir");
     let node = f.copy_to(copy.path());
     let settings = overrides(f);
