@@ -38,6 +38,7 @@ pub mod copy;
 pub mod datadir;
 pub mod dir;
 pub mod dump_log;
+pub mod kraft;
 pub mod metrics;
 pub mod producer_snapshot;
 mod recovery;
