@@ -44,7 +44,7 @@ fn write_demo_logs(data_dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
 
 /// Runs the manager over `data_dir` with the settings file `settings` until nothing is cleanable.
 fn run(data_dir: &Path, settings: &Path) -> Result<datadir::Finished, Box<dyn std::error::Error>> {
-    let layers = datadir::layers(data_dir, Format::Native, Some(settings), &[])?;
+    let layers = datadir::layers(data_dir, Format::Native, Some(settings), &[], &datadir::BrokerSource::default())?;
     let req = CleanRequest {
         data_dir: data_dir.to_path_buf(),
         format: Format::Native,

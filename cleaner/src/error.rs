@@ -51,6 +51,16 @@ pub enum Error {
         /// The name given.
         name: String,
     },
+    /// The pass would drop records without a key and was not to ([`crate::PassOptions::drop_invalid`]); the log
+    /// is unchanged.
+    #[error(
+        "the pass would drop {count} record(s) without a key (Kafka's cleaner drops them only in a compacted \
+         topic, where a broker refuses them); nothing was changed"
+    )]
+    UnkeyedRecords {
+        /// Records without a key the pass would have dropped.
+        count: u64,
+    },
     /// The pass was stopped on request (a shutdown) before its commit; the log is unchanged.
     #[error("the cleaning pass was stopped before its commit; the log is unchanged")]
     Aborted,

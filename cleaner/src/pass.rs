@@ -34,6 +34,11 @@ pub struct PassOptions {
     pub min_compaction_lag_ms: i64,
     /// How pass 2 groups segments.
     pub grouping: Grouping,
+    /// Drop records without a key, as Kafka's cleaner does in a compacted topic (it counts them invalid: a
+    /// broker refuses them there, so they are left from a time the topic was not compacted). When false, a
+    /// pass that would drop one fails before its commit with [`Error::UnkeyedRecords`], the log unchanged:
+    /// for a partition whose topic is not known to be compacted, where they are the data.
+    pub drop_invalid: bool,
 }
 
 /// How pass 2 groups the closed segments it re-copies.
@@ -55,6 +60,7 @@ impl Default for PassOptions {
             delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
             min_compaction_lag_ms: 0,
             grouping: Grouping::BySize,
+            drop_invalid: true,
         }
     }
 }
@@ -374,6 +380,10 @@ impl Cleaner {
                     stats.segments_merged += len - 1 - named;
                 }
             }
+        }
+        if !options.drop_invalid && stats.invalid_records > 0 {
+            // Nothing committed: the outputs go as the transaction drops.
+            return Err(Error::UnkeyedRecords { count: stats.invalid_records });
         }
         // The last look at the stop flag: from here the pass commits, and a commit is never left half-done.
         if self.abort.as_ref().is_some_and(|a| a.load(Ordering::Relaxed)) {

@@ -181,6 +181,7 @@ impl LogSettings {
             delete_retention_ms: self.delete_retention_ms,
             min_compaction_lag_ms: self.min_compaction_lag_ms,
             grouping: crate::Grouping::BySize,
+            drop_invalid: true,
         }
     }
 }

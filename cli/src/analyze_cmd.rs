@@ -202,12 +202,11 @@ fn print_groups(out: &mut dyn Write, g: &logcompact::consumer_offsets::GroupSumm
 pub fn analyze_data_dir(
     data_dir: &Path,
     format: Format,
-    config: Option<&Path>,
+    layers: &logcompact::datadir::settings::Layers,
     budget: Budget,
     json: bool,
 ) -> Result<(), Failure> {
     use logcompact::datadir;
-    let layers = datadir::layers(data_dir, format, config, &[]).map_err(|e| Failure::from_data_dir(&e))?;
     let bar = crate::progress::bar(0, "logs", false);
     let progress = {
         let bar = bar.clone();
@@ -217,7 +216,7 @@ pub fn analyze_data_dir(
             bar.set_message(name.to_owned());
         }
     };
-    let found = datadir::analyze::analyze_dir(data_dir, format, &layers, budget, &progress);
+    let found = datadir::analyze::analyze_dir(data_dir, format, layers, budget, &progress);
     bar.finish_and_clear();
     let found = found.map_err(|e| Failure::from_data_dir(&e))?;
     for (name, why) in &found.unreadable {

@@ -135,6 +135,10 @@ impl Failure {
     pub fn from_cleaner(context: &str, e: &cleaner::Error) -> Failure {
         match e {
             cleaner::Error::Log(e) => Failure::from_log(context, e),
+            cleaner::Error::UnkeyedRecords { .. } => Failure::Usage(format!(
+                "{context}: {e}: give --drop-invalid to drop them, or leave the partition alone if its topic's \
+                 cleanup.policy is delete"
+            )),
             cleaner::Error::BufferTooSmall { .. }
             | cleaner::Error::InvalidConfig { .. }
             | cleaner::Error::UnknownSetting { .. } => Failure::Usage(format!("{context}: {e}")),

@@ -182,9 +182,10 @@ struct CleanerArgs {
     /// Share of the map's slots that may fill (log.cleaner.io.buffer.load.factor), in [0.01, 1].
     #[arg(long, value_name = "F", default_value_t = DEFAULT_LOAD_FACTOR, allow_hyphen_values = true)]
     load_factor: f64,
-    /// How long a tombstone lives after the first pass that keeps it (delete.retention.ms).
-    #[arg(long, value_name = "MS", default_value_t = DEFAULT_DELETE_RETENTION_MS, allow_hyphen_values = true)]
-    delete_retention_ms: i64,
+    /// How long a tombstone lives after the first pass that keeps it (delete.retention.ms). Default: the
+    /// topic's (compact: as the broker's metadata, saved settings or --config give it), else one day.
+    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+    delete_retention_ms: Option<i64>,
     /// With --map external: the directory its sorted runs are written to (default: the system's temporary
     /// directory); they are removed as the pass ends.
     #[arg(long, value_name = "DIR")]
@@ -207,15 +208,18 @@ impl CleanerArgs {
             ));
         }
         config.validate().map_err(|e| Failure::from_cleaner("bad cleaner settings", &e))?;
-        if self.delete_retention_ms < 0 {
-            return Err(Failure::Usage(format!("--delete-retention-ms {} is negative", self.delete_retention_ms)));
+        if let Some(ms) = self.delete_retention_ms.filter(|ms| *ms < 0) {
+            return Err(Failure::Usage(format!("--delete-retention-ms {ms} is negative")));
         }
         Ok(config)
     }
 
     /// What a pass takes of these options.
     fn pass_options(&self) -> PassOptions {
-        PassOptions { delete_retention_ms: self.delete_retention_ms, ..PassOptions::default() }
+        PassOptions {
+            delete_retention_ms: self.delete_retention_ms.unwrap_or(DEFAULT_DELETE_RETENTION_MS),
+            ..PassOptions::default()
+        }
     }
 }
 
@@ -285,12 +289,29 @@ struct CompactArgs {
     /// Repeat passes until the whole dirty section has been cleaned.
     #[arg(long)]
     until_clean: bool,
-    /// The log's segment.bytes: the most a group of cleaned segments is merged into.
-    #[arg(long, value_name = "BYTES", default_value = "1GiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
-    segment_bytes: u64,
-    /// Leave closed segments holding a record younger than this dirty (min.compaction.lag.ms).
-    #[arg(long, value_name = "MS", default_value_t = 0, allow_hyphen_values = true)]
-    min_compaction_lag_ms: i64,
+    /// The log's segment.bytes: the most a group of cleaned segments is merged into. Default: the topic's (a
+    /// Kafka topic's internal.segment.bytes when set), else 1GiB.
+    #[arg(long, value_name = "BYTES", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    segment_bytes: Option<u64>,
+    /// Leave closed segments holding a record younger than this dirty (min.compaction.lag.ms). Default: the
+    /// topic's, else 0.
+    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+    min_compaction_lag_ms: Option<i64>,
+    /// cleanup.policy: compact a Kafka partition whose topic the broker's metadata or the settings say is not
+    /// compacted (delete), or one whose policy nothing here gives (then also --drop-invalid to drop its
+    /// records without a key).
+    #[arg(long, value_name = "POLICY")]
+    cleanup_policy: Option<String>,
+    /// Drop records without a key, as Kafka's cleaner drops them in a compacted topic. Without it, a pass that
+    /// would drop one changes nothing and fails (exit 2), unless the topic is known to be compacted.
+    #[arg(long)]
+    drop_invalid: bool,
+    /// A settings file as `clean` takes it (Kafka's names, a [section] per topic or log), over the settings a
+    /// `clean` saved in the log's parent directory and the broker's metadata.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    broker: BrokerArgs,
     /// Do nothing unless at least this share of the closed bytes is dirty (min.cleanable.dirty.ratio; 0 for
     /// this command, which cleans when asked, 0.5 for `clean`).
     #[arg(long, value_name = "R", default_value_t = 0.0, allow_hyphen_values = true)]
@@ -314,6 +335,37 @@ struct CompactArgs {
     checkpoint: Option<u64>,
     #[command(flatten)]
     clock: ClockArgs,
+}
+
+/// Where a stopped Kafka broker's own settings of its topics are read (with --format kafka).
+#[derive(Debug, Args)]
+struct BrokerArgs {
+    /// The broker's KRaft metadata log (its `__cluster_metadata-0`, or the directory holding it), whose topic
+    /// and broker configs give each topic its settings. Default: found from the log directory (it, or a log
+    /// directory beside it of the same cluster.id and node.id, holding `__cluster_metadata-0`).
+    #[arg(long, value_name = "DIR")]
+    metadata_dir: Option<PathBuf>,
+    /// The broker's server.properties: its static log.* settings (under the metadata's dynamic ones) and where
+    /// its metadata log lies (metadata.log.dir, else the first of log.dirs).
+    #[arg(long, value_name = "FILE")]
+    broker_config: Option<PathBuf>,
+}
+
+impl BrokerArgs {
+    fn source(&self) -> logcompact::datadir::BrokerSource {
+        logcompact::datadir::BrokerSource {
+            metadata_dir: self.metadata_dir.clone(),
+            server_properties: self.broker_config.clone(),
+        }
+    }
+}
+
+/// Tells on standard error where the broker's settings came from, or why they could not be read.
+fn tell_broker_notice(layers: &logcompact::datadir::settings::Layers) {
+    if let Some(n) = &layers.broker_notice {
+        let line = if n.starts_with("warning:") { n.clone() } else { format!("note: {n}") };
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
 }
 
 /// The clock of the passes, fixed for reproducible output.
@@ -440,6 +492,8 @@ struct CleanArgs {
     /// log directory), with Kafka's setting names. Saved in the data directory for later runs, until replaced.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    broker: BrokerArgs,
     /// Print each event as one JSON line, and the final status as JSON.
     #[arg(long)]
     json: bool,
@@ -464,6 +518,8 @@ struct StatusArgs {
     /// `clean` run saved in the data directory.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    broker: BrokerArgs,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -567,6 +623,8 @@ struct AnalyzeArgs {
     /// earlier `clean` saved.
     #[arg(long, value_name = "FILE", requires = "data_dir")]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    broker: BrokerArgs,
     /// The directory's format.
     #[arg(long, value_enum, default_value_t = FormatArg::Kafka)]
     format: FormatArg,
@@ -685,8 +743,10 @@ fn clean_command(a: &CleanArgs) -> Result<(), Failure> {
         return Err(Failure::Usage("--now-ms fixes the clock, so it goes with --until-clean, not --watch".into()));
     }
     let format = a.format.into();
-    let layers = logcompact::datadir::layers(&a.data_dir, format, a.config.as_deref(), &a.settings.flags())
-        .map_err(|e| Failure::from_data_dir(&e))?;
+    let layers =
+        logcompact::datadir::layers(&a.data_dir, format, a.config.as_deref(), &a.settings.flags(), &a.broker.source())
+            .map_err(|e| Failure::from_data_dir(&e))?;
+    tell_broker_notice(&layers);
     let request = logcompact::datadir::CleanRequest {
         data_dir: a.data_dir.clone(),
         format,
@@ -697,6 +757,79 @@ fn clean_command(a: &CleanArgs) -> Result<(), Failure> {
         now_ms: a.clock.now_ms,
     };
     clean::clean(&request, a.json, a.metrics_addr.as_deref())
+}
+
+/// `compact`: the log's settings resolved as `clean` resolves them (the broker's metadata, saved settings,
+/// --config, then these flags), a topic known not to be compacted refused, then the passes.
+fn compact_command(a: &CompactArgs) -> Result<(), Failure> {
+    let c = a.cleaner.config()?;
+    let c = CleanerConfig { threads: a.threads, ..c };
+    c.validate().map_err(|e| Failure::from_cleaner("bad cleaner settings", &e))?;
+    let format: log_core::Format = a.format.into();
+    let given: Vec<(&str, Option<String>, &str)> = vec![
+        ("segment.bytes", a.segment_bytes.map(|v| v.to_string()), "--segment-bytes"),
+        ("min.compaction.lag.ms", a.min_compaction_lag_ms.map(|v| v.to_string()), "--min-compaction-lag-ms"),
+        ("delete.retention.ms", a.cleaner.delete_retention_ms.map(|v| v.to_string()), "--delete-retention-ms"),
+        ("cleanup.policy", a.cleanup_policy.clone(), "--cleanup-policy"),
+    ];
+    let flags: Vec<(&str, String, &str)> = given.into_iter().filter_map(|(s, v, f)| v.map(|v| (s, v, f))).collect();
+    let (resolved, layers) =
+        logcompact::datadir::settings_of(&a.dir, format, a.config.as_deref(), &flags, &a.broker.source())
+            .map_err(|e| Failure::from_data_dir(&e))?;
+    let policy_from = resolved.sources.get("cleanup.policy").cloned().unwrap_or_default();
+    let known = policy_from != "default" && policy_from != "Kafka's default for a topic";
+    let mut drop_invalid = a.drop_invalid;
+    if format == log_core::Format::Kafka {
+        if !resolved.settings.cleanup_policy.compacts() && known {
+            return Err(Failure::Usage(format!(
+                "{}: {}; give --cleanup-policy compact to compact it anyway",
+                a.dir.display(),
+                layers.why_left_alone(&layers_topic(&a.dir))
+            )));
+        }
+        if known {
+            // Kafka's cleaner drops records without a key in a compacted topic.
+            drop_invalid = true;
+        } else {
+            let why = layers.broker_notice.clone().unwrap_or_default();
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: nothing here gives topic {}'s cleanup.policy ({why}): compacting as asked, with Kafka's defaults \
+                 for what no flag gives; records without a key are kept unless --drop-invalid",
+                layers_topic(&a.dir)
+            );
+        }
+    }
+    let s = &resolved.settings;
+    let options = PassOptions {
+        purge: a.purge,
+        min_compaction_lag_ms: s.min_compaction_lag_ms,
+        delete_retention_ms: s.delete_retention_ms,
+        drop_invalid: drop_invalid || format == log_core::Format::Native,
+        ..PassOptions::default()
+    };
+    let request = ops::CompactRequest {
+        config: &c,
+        clock: a.clock.clock()?,
+        request: logcompact::CompactRequest {
+            dir: a.dir.clone(),
+            format,
+            options,
+            until_clean: a.until_clean,
+            segment_bytes: s.segment_bytes,
+            min_cleanable_dirty_ratio: a.min_cleanable_dirty_ratio,
+            checkpoint: a.checkpoint,
+            out: a.out.clone(),
+        },
+    };
+    ops::compact(&request)
+}
+
+/// The topic of the Kafka partition directory `dir` (its name when it is none).
+fn layers_topic(dir: &std::path::Path) -> String {
+    let full = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let name = full.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    log_core::kafka::topic_partition(&name).map_or(name.clone(), |(t, _)| t.to_owned())
 }
 
 /// `dump`: the native or Kafka dump, or the kafka-dump-log style, each refusing the flags it cannot honour.
@@ -810,36 +943,20 @@ fn main() -> ExitCode {
                 ops::generate(&a.dir, workload, config)
             }
         },
-        Commands::Compact(a) => a.cleaner.config().and_then(|c| {
-            let c = CleanerConfig { threads: a.threads, ..c };
-            c.validate().map_err(|e| Failure::from_cleaner("bad cleaner settings", &e))?;
-            let options = PassOptions {
-                purge: a.purge,
-                min_compaction_lag_ms: a.min_compaction_lag_ms,
-                ..a.cleaner.pass_options()
-            };
-            let request = ops::CompactRequest {
-                config: &c,
-                clock: a.clock.clock()?,
-                request: logcompact::CompactRequest {
-                    dir: a.dir.clone(),
-                    format: a.format.into(),
-                    options,
-                    until_clean: a.until_clean,
-                    segment_bytes: a.segment_bytes,
-                    min_cleanable_dirty_ratio: a.min_cleanable_dirty_ratio,
-                    checkpoint: a.checkpoint,
-                    out: a.out.clone(),
-                },
-            };
-            ops::compact(&request)
-        }),
+        Commands::Compact(a) => compact_command(a),
         Commands::Clean(a) => clean_command(a),
-        Commands::Status(a) => {
-            logcompact::datadir::layers(&a.data_dir, a.format.into(), a.config.as_deref(), &a.settings.flags())
-                .map_err(|e| Failure::from_data_dir(&e))
-                .and_then(|layers| status::status(&a.data_dir, a.format.into(), &layers, a.json))
-        }
+        Commands::Status(a) => logcompact::datadir::layers(
+            &a.data_dir,
+            a.format.into(),
+            a.config.as_deref(),
+            &a.settings.flags(),
+            &a.broker.source(),
+        )
+        .map_err(|e| Failure::from_data_dir(&e))
+        .and_then(|layers| {
+            tell_broker_notice(&layers);
+            status::status(&a.data_dir, a.format.into(), &layers, a.json)
+        }),
         Commands::Roll(a) => ops::roll(&a.dir, a.format.into()),
         Commands::Dump(a) => dump_command(a),
         Commands::Check(a) if a.format == FormatArg::Kafka => kafka_cmd::check(&a.dir),
@@ -857,7 +974,12 @@ fn main() -> ExitCode {
                     analyze_cmd::analyze(req, a.json)
                 }
                 (None, Some(data_dir)) => {
-                    analyze_cmd::analyze_data_dir(data_dir, a.format.into(), a.config.as_deref(), budget, a.json)
+                    logcompact::datadir::layers(data_dir, a.format.into(), a.config.as_deref(), &[], &a.broker.source())
+                        .map_err(|e| Failure::from_data_dir(&e))
+                        .and_then(|layers| {
+                            tell_broker_notice(&layers);
+                            analyze_cmd::analyze_data_dir(data_dir, a.format.into(), &layers, budget, a.json)
+                        })
                 }
                 (None, None) => unreachable!("clap requires --dir or --data-dir"),
             }

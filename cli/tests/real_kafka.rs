@@ -175,22 +175,42 @@ fn a_node_of_transaction_version_1_round_trips_and_cleans_as_kafka() {
     same_as_kafkas_cleaner(kafka, f);
 }
 
-/// `clean` of every log dir of a copy of `f`'s node in place; the broker restarted over it; then a forced
-/// recovery of a copy of the cleaned node.
+/// `clean` of every log dir of a copy of `f`'s node in place, with no settings given (each topic's own come
+/// from the broker's metadata log); the broker restarted over it; then a forced recovery of a copy of the
+/// cleaned node.
 fn round_trip(kafka: &'static Kafka, f: &fixture::Fixture) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut node = f.copy_to(tmp.path());
-    let conf = topics_conf(f, tmp.path());
     let untouched = node.partition("unkeyed-delete-0").expect("the delete topic");
     let delete_before = tree(&untouched);
+    let mut cleaned = Vec::new();
     for d in node.log_dirs() {
-        let out = logcompact(
-            &["clean", "--format", "kafka", "--data-dir", path(&d), "--until-clean", "--config", path(&conf)],
-            "",
-        );
+        let out = logcompact(&["clean", "--format", "kafka", "--data-dir", path(&d), "--until-clean", "--json"], "");
         assert_eq!(out.status.code(), Some(0), "{}: {}", d.display(), stderr(&out));
+        assert!(stderr(&out).contains("topic settings from the broker's metadata log"), "{}", stderr(&out));
+        for line in common::stdout(&out).lines() {
+            let event: Value = serde_json::from_str(line).expect("a JSON line");
+            if let Some(log) = event["log"].as_str() {
+                cleaned.push(log.to_owned());
+            }
+        }
     }
     assert_eq!(tree(&untouched), delete_before, "the delete topic is untouched");
+    for (topic, p) in fixture::compacted_partitions(&f.summary) {
+        let name = format!("{topic}-{p}");
+        let dir = f.node_dir.join(node.partition(&name).expect("partition").strip_prefix(&node.dir).expect("inside"));
+        let segments = std::fs::read_dir(&dir)
+            .expect("list")
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+            .count();
+        // Every partition with a closed segment and no compaction lag (codec-snappy's is 10 minutes, which a
+        // fixture produced a minute ago has not passed) was cleanable.
+        let lag = f.topic_configs().get(&topic).and_then(|c| c.get("min.compaction.lag.ms").cloned());
+        if segments > 1 && lag.is_none_or(|l| l == "0") {
+            assert!(cleaned.contains(&name), "{name} was cleaned with its own settings: {cleaned:?}");
+        }
+    }
     started(&mut node);
     let found = node.load_findings();
     assert!(found.failures.is_empty(), "{:#?}", found.failures);
@@ -398,6 +418,7 @@ fn same_as_kafkas_cleaner(kafka: &'static Kafka, f: &fixture::Fixture) {
     let copy = tempfile::tempdir().expect("tempdir");
     let node = f.copy_to(copy.path());
     let settings = overrides(f);
+    let metadata = node.partition("__cluster_metadata-0").expect("the metadata log");
     let now = f.produced_ms + 3_600_000;
     let now_text = now.to_string();
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -417,13 +438,7 @@ fn same_as_kafkas_cleaner(kafka: &'static Kafka, f: &fixture::Fixture) {
         kafka
             .offline_clean(&kafka_side, now, 16 << 20, &pairs, &["--until-clean"])
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let segment = configs
-            .get("internal.segment.bytes")
-            .or(configs.get("segment.bytes"))
-            .cloned()
-            .unwrap_or("1073741824".into());
-        let get = |k: &str, d: &str| configs.get(k).cloned().unwrap_or_else(|| d.to_owned());
-        let (retention, lag) = (get("delete.retention.ms", "86400000"), get("min.compaction.lag.ms", "0"));
+        // No settings given: each from the broker's metadata log, as the topic's own.
         let out = logcompact(
             &[
                 "compact",
@@ -434,14 +449,10 @@ fn same_as_kafkas_cleaner(kafka: &'static Kafka, f: &fixture::Fixture) {
                 "--until-clean",
                 "--now-ms",
                 &now_text,
-                "--segment-bytes",
-                &segment,
-                "--delete-retention-ms",
-                &retention,
-                "--min-compaction-lag-ms",
-                &lag,
                 "--dedupe-buffer",
                 "16MiB",
+                "--metadata-dir",
+                path(&metadata),
             ],
             "",
         );
@@ -497,4 +508,32 @@ fn records_of(dir: &Path) -> Vec<Value> {
         }
     }
     batches.clone()
+}
+
+#[test]
+fn a_delete_topic_is_never_compacted_and_its_unkeyed_records_are_never_dropped_unasked() {
+    let Some(kafka) = Kafka::get() else { return };
+    let f = fixture::main(kafka);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let node = f.copy_to(tmp.path());
+    let part = node.partition("unkeyed-delete-0").expect("the delete topic");
+    let before = tree(&part);
+    // In place: the broker's metadata says delete.
+    let out = logcompact(&["compact", "--format", "kafka", "--dir", path(&part), "--until-clean"], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cleanup.policy is delete (broker: topic config"), "{}", stderr(&out));
+    assert_eq!(tree(&part), before);
+    // A copy where no metadata is found: compacted as asked, but its records without a key are kept unless
+    // --drop-invalid says otherwise.
+    let copy = tmp.path().join("elsewhere").join("unkeyed-delete-0");
+    std::fs::create_dir_all(copy.parent().expect("parent")).expect("mkdir");
+    kafka_interop::copy_tree(&part, &copy).expect("copy");
+    let copied = tree(&copy);
+    let out = logcompact(&["compact", "--format", "kafka", "--dir", path(&copy), "--until-clean"], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("without a key") && stderr(&out).contains("--drop-invalid"), "{}", stderr(&out));
+    assert_eq!(tree(&copy), copied, "nothing was changed");
+    let out =
+        logcompact(&["compact", "--format", "kafka", "--dir", path(&copy), "--until-clean", "--drop-invalid"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }

@@ -87,6 +87,9 @@ pub enum DataDirError {
     /// The settings are wrong.
     #[error(transparent)]
     Settings(#[from] SettingsError),
+    /// The broker's metadata log or settings file named cannot be read.
+    #[error(transparent)]
+    Broker(#[from] crate::kraft::BrokerSettingsError),
     /// The manager's settings are wrong.
     #[error(transparent)]
     Cleaner(#[from] cleaner::Error),
@@ -316,15 +319,6 @@ fn peeker(dir: PathBuf, format: Format) -> Opener {
     Box::new(move || open_read_only(&dir, format).map(|o| o.log).map_err(as_log_error))
 }
 
-/// Why a Kafka partition is left alone.
-fn left_alone_because(topic: &str) -> String {
-    format!(
-        "topic {topic}'s cleanup.policy is taken as delete (Kafka's default for a topic; nothing here says otherwise): \
-         only if the broker compacts it (its topic config says cleanup.policy=compact) name it in a settings section \
-         [{topic}] with cleanup.policy = compact; compacting a delete topic loses its unkeyed records"
-    )
-}
-
 /// The run's view of which logs it has.
 struct Known {
     names: Vec<String>,
@@ -341,7 +335,7 @@ fn add(
     notice: &dyn Fn(&str),
 ) -> Result<bool, DataDirError> {
     let Some(Resolved { settings, sources: from }) = req.layers.resolve(&found.settings_name)? else {
-        left_alone.push((found.name.clone(), left_alone_because(&found.settings_name)));
+        left_alone.push((found.name.clone(), req.layers.why_left_alone(&found.settings_name)));
         return Ok(false);
     };
     let open = opener(found.dir.clone(), req.format, settings.segment_bytes);
@@ -624,7 +618,7 @@ pub fn status(data_dir: &Path, format: Format, layers: &Layers) -> Result<Status
     for f in &found.logs {
         let last = recorded.as_ref().and_then(|r| r.status.logs.iter().find(|l| l.name == f.name));
         let Some(resolved) = layers.resolve(&f.settings_name)? else {
-            left_alone.push((f.name.clone(), left_alone_because(&f.settings_name)));
+            left_alone.push((f.name.clone(), layers.why_left_alone(&f.settings_name)));
             continue;
         };
         let settings: LogSettings = resolved.settings;
@@ -678,21 +672,112 @@ pub fn status(data_dir: &Path, format: Format, layers: &Layers) -> Result<Status
     Ok(StatusReport { status_file: recorded, running, status, sources, left_alone, unreadable, ignored, warnings })
 }
 
-/// Reads the layers of settings of a run on `data_dir`: the saved ones, the settings file at `config` (if
-/// given) and `flags` (`(setting, value, flag)`, the flags given explicitly).
+/// Where a stopped Kafka broker's own settings of its topics are read from (Kafka log directories only).
+#[derive(Debug, Clone, Default)]
+pub struct BrokerSource {
+    /// The metadata log (`__cluster_metadata-0`, or the log directory holding it); when `None`, found from the
+    /// data directory ([`crate::kraft::locate`]).
+    pub metadata_dir: Option<PathBuf>,
+    /// The broker's `server.properties`: its static settings, and where its metadata log lies.
+    pub server_properties: Option<PathBuf>,
+}
+
+/// Reads the layers of settings of a run on `data_dir`: for a Kafka log directory the broker's own settings of
+/// its topics (its metadata log, and `server.properties` when given), then the saved ones, the settings file
+/// at `config` (if given) and `flags` (`(setting, value, flag)`, the flags given explicitly).
+///
+/// A metadata log found but unreadable is said in [`Layers::broker_notice`] and left out (Kafka's defaults and
+/// the settings given stand); one named by `broker.metadata_dir` that cannot be read is an error.
 ///
 /// # Errors
-/// [`DataDirError::Settings`].
+/// [`DataDirError::Settings`]; [`DataDirError::Broker`] for a metadata log or `server.properties` named and
+/// unreadable.
 pub fn layers(
     data_dir: &Path,
     format: Format,
     config: Option<&Path>,
     flags: &[(&str, String, &str)],
+    broker: &BrokerSource,
 ) -> Result<Layers, DataDirError> {
     let saved = settings::Saved::read(data_dir)?;
     let file = config.map(settings::SettingsFile::read).transpose()?;
     let flags = flags.iter().map(|(s, v, f)| ((*s).to_owned(), (v.clone(), (*f).to_owned()))).collect();
-    Ok(Layers { format, saved, file, flags })
+    let mut layers = Layers { format, saved, file, flags, ..Layers::default() };
+    if format == Format::Kafka {
+        load_broker(data_dir, broker, &mut layers)?;
+    }
+    Ok(layers)
+}
+
+/// The settings of the one log in `dir` (a Kafka partition, or a native log), as `clean` would resolve them in
+/// its data directory (`dir`'s parent): the broker's own (Kafka), the saved ones, `config`, `flags`. Returns
+/// them whatever their `cleanup.policy`, with the layers (for [`Layers::why_left_alone`] and the broker notice).
+///
+/// # Errors
+/// As [`layers`]; [`DataDirError::Settings`] for a value that does not fit.
+pub fn settings_of(
+    dir: &Path,
+    format: Format,
+    config: Option<&Path>,
+    flags: &[(&str, String, &str)],
+    broker: &BrokerSource,
+) -> Result<(Resolved, Layers), DataDirError> {
+    let full = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let parent = full.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let dir_name = full.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match format {
+        Format::Native => dir_name,
+        Format::Kafka => log_core::kafka::topic_partition(&dir_name).map_or(dir_name.clone(), |(t, _)| t.to_owned()),
+    };
+    let layers = layers(&parent, format, config, flags, broker)?;
+    let resolved = layers.resolve_all(&name)?;
+    Ok((resolved, layers))
+}
+
+/// Reads the broker's settings into `layers` (see [`layers`]).
+fn load_broker(data_dir: &Path, source: &BrokerSource, layers: &mut Layers) -> Result<(), DataDirError> {
+    use crate::kraft::{BrokerSettings, broker_settings};
+    let props = source.server_properties.as_deref().map(broker_settings::read_properties).transpose()?;
+    let named = source.metadata_dir.as_ref().map(|d| {
+        let inner = d.join("__cluster_metadata-0");
+        if inner.is_dir() { inner } else { d.clone() }
+    });
+    let Some(dir) = named.clone().or_else(|| crate::kraft::locate(data_dir, props.as_ref())) else {
+        layers.broker_notice = Some(format!(
+            "no KRaft metadata log found for {} (give --metadata-dir): topics take Kafka's defaults and the \
+             settings given",
+            data_dir.display()
+        ));
+        return Ok(());
+    };
+    let node = crate::kraft::meta_property(data_dir, "node.id")
+        .or_else(|| props.as_ref().and_then(|p| p.get("node.id").cloned()));
+    match BrokerSettings::load(&dir, node, source.server_properties.as_deref()) {
+        Ok(b) => {
+            layers.broker_notice = Some(format!(
+                "topic settings from the broker's metadata log {} ({}{} record(s)){}",
+                dir.display(),
+                b.sources.snapshot.as_ref().map_or_else(String::new, |s| format!(
+                    "snapshot {}, then ",
+                    s.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+                )),
+                b.image.records,
+                source.server_properties.as_ref().map_or_else(
+                    || "; without --broker-config, the broker's server.properties is not read".to_owned(),
+                    |p| format!(" and {}", p.display())
+                )
+            ));
+            layers.broker = Some(Arc::new(b));
+            Ok(())
+        }
+        Err(e) if named.is_some() => Err(DataDirError::Broker(e)),
+        Err(e) => {
+            layers.broker_notice = Some(format!(
+                "warning: cannot read the broker's settings ({e}): topics take Kafka's defaults and the settings given"
+            ));
+            Ok(())
+        }
+    }
 }
 
 #[cfg(test)]

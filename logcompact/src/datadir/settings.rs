@@ -261,6 +261,11 @@ pub struct Layers {
     pub file: Option<SettingsFile>,
     /// This run's flags, by setting name: `(value, flag)`.
     pub flags: BTreeMap<String, (String, String)>,
+    /// A stopped Kafka broker's own settings of its topics (from its metadata log), when they could be read:
+    /// the layer under the saved settings, `--config` and flags, in place of Kafka's defaults.
+    pub broker: Option<std::sync::Arc<crate::kraft::BrokerSettings>>,
+    /// What an operator should be told of where the broker's settings came from, or why they could not be read.
+    pub broker_notice: Option<String>,
 }
 
 /// Kafka's internal topics, compacted with these settings when a broker creates them.
@@ -311,6 +316,40 @@ impl Layers {
     /// # Errors
     /// [`SettingsError::Value`] naming the setting, its value and where it came from.
     pub fn resolve(&self, name: &str) -> Result<Option<Resolved>, SettingsError> {
+        let kafka = self.format == Format::Kafka;
+        let resolved = self.resolve_all(name)?;
+        if kafka && !resolved.settings.cleanup_policy.compacts() {
+            return Ok(None);
+        }
+        Ok(Some(resolved))
+    }
+
+    /// Why the Kafka topic `name` is left alone: its `cleanup.policy` and where that came from, with what would
+    /// make it compacted, said only as safe when it is (a `delete` topic's unkeyed records would go).
+    pub fn why_left_alone(&self, name: &str) -> String {
+        let Ok(r) = self.resolve_all(name) else { return format!("topic {name}'s settings do not resolve") };
+        let from = r.sources.get("cleanup.policy").cloned().unwrap_or_default();
+        let policy = r.settings.cleanup_policy.name();
+        if from.starts_with("broker:") {
+            format!(
+                "topic {name}'s cleanup.policy is {policy} ({from}): Kafka's cleaner never compacts it, and neither \
+                 does this one"
+            )
+        } else {
+            format!(
+                "topic {name}'s cleanup.policy is taken as {policy} ({from}; no broker metadata says otherwise): only \
+                 if the broker compacts it (its topic config says cleanup.policy=compact) name it in a settings \
+                 section [{name}] with cleanup.policy = compact, or give --metadata-dir; compacting a delete topic \
+                 loses its unkeyed records"
+            )
+        }
+    }
+
+    /// The settings of the log `name` and their sources, whatever its `cleanup.policy` (see [`Layers::resolve`]).
+    ///
+    /// # Errors
+    /// As [`Layers::resolve`].
+    pub fn resolve_all(&self, name: &str) -> Result<Resolved, SettingsError> {
         let (file, saved) = self.file();
         let kafka = self.format == Format::Kafka;
         let internal = internal_topic(name).filter(|_| kafka);
@@ -318,18 +357,40 @@ impl Layers {
         let mut sources: BTreeMap<String, String> =
             cleaner::settings::SETTING_NAMES.iter().map(|n| ((*n).to_owned(), "default".to_owned())).collect();
         let mut layers: Vec<(String, String, String)> = Vec::new();
-        if kafka {
-            layers.push(("cleanup.policy".into(), "delete".into(), "Kafka's default for a topic".into()));
-        }
-        for &(setting, value) in internal.unwrap_or(&[]) {
-            layers.push((setting.to_owned(), value.to_owned(), format!("Kafka's default for {name}")));
+        let broker = self.broker.as_ref().filter(|_| kafka).and_then(|b| b.topic(name));
+        match &broker {
+            Some(own) => {
+                // What the broker itself holds, in its order: the segment size Kafka's cleaner uses (its
+                // internal.segment.bytes when set) last, over segment.bytes.
+                let size = crate::kraft::broker_settings::segment_size(own);
+                for s in own.iter().filter(|s| cleaner::settings::SETTING_NAMES.contains(&s.name)) {
+                    layers.push((s.name.to_owned(), s.value.clone(), format!("broker: {}", s.source)));
+                }
+                if let Some(size) = size.filter(|s| s.name != "segment.bytes") {
+                    layers.push((
+                        "segment.bytes".into(),
+                        size.value.clone(),
+                        format!("broker: {} ({})", size.source, size.name),
+                    ));
+                }
+            }
+            None => {
+                if kafka {
+                    layers.push(("cleanup.policy".into(), "delete".into(), "Kafka's default for a topic".into()));
+                }
+                for &(setting, value) in internal.unwrap_or(&[]) {
+                    layers.push((setting.to_owned(), value.to_owned(), format!("Kafka's default for {name}")));
+                }
+            }
         }
         let prefix = if saved { "saved: " } else { "" };
         for (setting, value, from) in &file.defaults {
             layers.push((setting.clone(), value.clone(), format!("{prefix}{from}")));
         }
         if let Some(section) = file.logs.get(name) {
-            if kafka {
+            // A section's name alone compacts a topic only where the broker's own policy is not known: naming a
+            // delete topic must not compact it (its unkeyed records would go).
+            if kafka && broker.is_none() {
                 layers.push((
                     "cleanup.policy".into(),
                     "compact".into(),
@@ -367,9 +428,6 @@ impl Layers {
             settings.set(&setting, &parsed).map_err(|e| bad(e.to_string()))?;
             sources.insert(setting, from);
         }
-        if kafka && !settings.cleanup_policy.compacts() {
-            return Ok(None);
-        }
         if kafka && settings.segment_bytes > i32::MAX as u64 {
             return Err(SettingsError::Value {
                 name: name.to_owned(),
@@ -379,7 +437,7 @@ impl Layers {
                 why: "Kafka's segment.bytes is an int (at most 2147483647)".into(),
             });
         }
-        Ok(Some(Resolved { settings, sources }))
+        Ok(Resolved { settings, sources })
     }
 }
 
