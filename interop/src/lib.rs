@@ -174,6 +174,22 @@ impl Kafka {
         configs: &[String],
         extra: &[&str],
     ) -> Result<serde_json::Value> {
+        self.offline_clean_with(&[], dir, now_ms, buffer_bytes, configs, extra)
+    }
+
+    /// As [`Kafka::offline_clean`] with the JVM options `jvm` besides (a larger heap, say).
+    ///
+    /// # Errors
+    /// As [`Kafka::run_json`].
+    pub fn offline_clean_with(
+        &self,
+        jvm: &[&str],
+        dir: &Path,
+        now_ms: i64,
+        buffer_bytes: u64,
+        configs: &[String],
+        extra: &[&str],
+    ) -> Result<serde_json::Value> {
         let (now, buffer) = (now_ms.to_string(), buffer_bytes.to_string());
         let mut args = vec!["--dir", path_str(dir), "--now-ms", &now, "--buffer-bytes", &buffer];
         for c in configs {
@@ -182,7 +198,7 @@ impl Kafka {
         args.extend(extra);
         // Kafka's own assertions on, as its tests run it.
         let out = self
-            .java_with(&["-ea"], "org.apache.kafka.storage.internals.log.OfflineClean")
+            .java_with(&[&["-ea"], jvm].concat(), "org.apache.kafka.storage.internals.log.OfflineClean")
             .args(&args)
             .output()
             .map_err(|source| Error::Io { what: "run java", path: PathBuf::from("java"), source })?;

@@ -16,7 +16,7 @@
 //! us allocate more than that), and a snappy block whose header announces more is refused before anything is
 //! allocated.
 
-use std::io::{Read, Write};
+use std::io::Read;
 
 use serde::Serialize;
 
@@ -214,12 +214,17 @@ pub fn decompress(codec: Compression, data: &[u8], limit: usize, out: &mut Vec<u
             out.extend_from_slice(data);
             Ok(())
         }
-        Compression::Gzip => bounded_read(flate2::read::GzDecoder::new(data), name, limit, out),
-        Compression::Lz4 => bounded_read(lz4_flex::frame::FrameDecoder::new(data), name, limit, out),
-        Compression::Zstd => {
-            let decoder = zstd::stream::read::Decoder::with_buffer(data).map_err(|e| malformed(&e))?;
-            bounded_read(decoder.single_frame(), name, limit, out)
+        Compression::Gzip => {
+            if gzip_with_libdeflate(data, limit, out)? {
+                return Ok(());
+            }
+            // Anything libdeflate does not take in one go (several members, a size trailer that lies): the
+            // streaming inflater, whose error is the answer.
+            out.clear();
+            bounded_read(flate2::read::GzDecoder::new(data), name, limit, out)
         }
+        Compression::Lz4 => bounded_read(lz4_flex::frame::FrameDecoder::new(data), name, limit, out),
+        Compression::Zstd => zstd_frame(data, limit, out),
         Compression::Snappy if data.starts_with(&XERIAL_MAGIC) => {
             // Magic, version (i32), compatible version (i32), then blocks: length (i32, big-endian) + raw block.
             let mut pos = XERIAL_MAGIC.len() + 8;
@@ -238,6 +243,79 @@ pub fn decompress(codec: Compression, data: &[u8], limit: usize, out: &mut Vec<u
         }
         Compression::Snappy => raw_snappy(data, limit, out),
     }
+}
+
+thread_local! {
+    /// This thread's zstd decompression context, reused from batch to batch (a new one allocates and clears
+    /// its window for every batch of a few kilobytes).
+    static ZSTD_D: std::cell::RefCell<Option<zstd::zstd_safe::DCtx<'static>>> = const { std::cell::RefCell::new(None) };
+    /// This thread's zstd compression context, reused (level 3 set once; each batch a new session).
+    static ZSTD_C: std::cell::RefCell<Option<zstd::zstd_safe::CCtx<'static>>> = const { std::cell::RefCell::new(None) };
+    /// This thread's gzip inflater.
+    static INFLATE: std::cell::RefCell<Option<libdeflater::Decompressor>> = const { std::cell::RefCell::new(None) };
+    /// This thread's deflater at Kafka's level, reset for every batch.
+    static DEFLATE: std::cell::RefCell<Option<flate2::Compress>> = const { std::cell::RefCell::new(None) };
+}
+
+/// One zstd frame of `data` into `out` (cleared), at most `limit` bytes, growing `out` as the frame decodes
+/// (Kafka's frames carry no content size) and never past `limit` + 1.
+fn zstd_frame(data: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), DecompressError> {
+    use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer, ResetDirective};
+    let malformed = |code: usize| DecompressError::Malformed {
+        codec: "zstd",
+        reason: zstd::zstd_safe::get_error_name(code).to_owned(),
+    };
+    ZSTD_D.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let dctx = cell.get_or_insert_with(DCtx::create);
+        dctx.reset(ResetDirective::SessionOnly).map_err(malformed)?;
+        let mut input = InBuffer::around(data);
+        loop {
+            if out.len() > limit {
+                return Err(DecompressError::TooLarge { codec: "zstd", limit });
+            }
+            if out.capacity() == out.len() {
+                // Grow geometrically, bounded by the limit (a byte past it tells it was passed).
+                let want = out.len().max(data.len() * 4).max(16 << 10).min(limit + 1 - out.len()).max(1);
+                out.reserve(want);
+            }
+            let pos = out.len();
+            let left = {
+                let mut output = OutBuffer::around_pos(out, pos);
+                dctx.decompress_stream(&mut output, &mut input).map_err(malformed)?
+            };
+            if left == 0 {
+                // The frame is whole.
+                if out.len() > limit {
+                    return Err(DecompressError::TooLarge { codec: "zstd", limit });
+                }
+                return Ok(());
+            }
+            if input.pos() == data.len() && out.len() < out.capacity() {
+                return Err(DecompressError::Malformed { codec: "zstd", reason: "the frame is cut off".into() });
+            }
+        }
+    })
+}
+
+/// A gzip member of `data` into `out` with libdeflate, sized by its trailer's size: `Ok(false)` when
+/// libdeflate does not take it whole (the caller then streams it).
+fn gzip_with_libdeflate(data: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<bool, DecompressError> {
+    let Some(tail) = data.len().checked_sub(4).and_then(|at| data.get(at..)) else { return Ok(false) };
+    let size = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as usize;
+    if size > limit {
+        return Err(DecompressError::TooLarge { codec: "gzip", limit });
+    }
+    out.clear();
+    out.resize(size, 0);
+    INFLATE.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let inflater = cell.get_or_insert_with(libdeflater::Decompressor::new);
+        match inflater.gzip_decompress(data, out) {
+            Ok(n) if n == size => Ok(true),
+            _ => Ok(false),
+        }
+    })
 }
 
 /// Appends one raw snappy block's output to `out`, refusing before allocating when its header announces
@@ -281,13 +359,7 @@ const LZ4_BLOCK: usize = 64 << 10;
 pub fn compress(codec: Compression, data: &[u8], out: &mut Vec<u8>) {
     match codec {
         Compression::None => out.extend_from_slice(data),
-        Compression::Gzip => {
-            let level = flate2::Compression::new(GZIP_LEVEL);
-            let mut enc = flate2::write::GzEncoder::new(std::mem::take(out), level);
-            // Writing to a Vec cannot fail.
-            let _ = enc.write_all(data);
-            *out = enc.finish().unwrap_or_default();
-        }
+        Compression::Gzip => gzip_as_kafka(data, out),
         Compression::Lz4 => kafka_lz4_frame(data, out),
         Compression::Zstd => zstd_as_kafka(data, out),
         Compression::Snappy => {
@@ -304,21 +376,74 @@ pub fn compress(codec: Compression, data: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// The gzip header Java's `GZIPOutputStream` writes (no name, no time, OS "unknown").
+const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+
+/// gzip as Kafka's `GZIPOutputStream` writes it: Java's header, a raw deflate stream from zlib at level 6 with
+/// a 32 KiB window, then the CRC-32 and size trailer. The deflater is this thread's, reset for every batch.
+fn gzip_as_kafka(data: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(&GZIP_HEADER);
+    DEFLATE.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let deflater = cell.get_or_insert_with(|| flate2::Compress::new(flate2::Compression::new(GZIP_LEVEL), false));
+        deflater.reset();
+        let start_in = deflater.total_in();
+        loop {
+            out.reserve((data.len() / 2).max(4096));
+            let consumed = usize::try_from(deflater.total_in() - start_in).unwrap_or(data.len()).min(data.len());
+            match deflater.compress_vec(&data[consumed..], out, flate2::FlushCompress::Finish) {
+                Ok(flate2::Status::StreamEnd) => break,
+                Ok(_) => continue,
+                // zlib fails only on a bad stream state, which a reset never leaves.
+                Err(_) => break,
+            }
+        }
+    });
+    let mut crc = flate2::Crc::new();
+    crc.update(data);
+    out.extend_from_slice(&crc.sum().to_le_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+}
+
 /// zstd as Kafka's `ZstdOutputStreamNoFinalizer` writes it: a streaming frame at level 3 with no pledged
-/// content size and no checksum, flushed before it is ended, so that it ends with an empty last block.
+/// content size and no checksum (all the input given as it continues), flushed before it is ended, so that it
+/// ends with an empty last block. The context is this thread's, a new session for every batch.
 fn zstd_as_kafka(data: &[u8], out: &mut Vec<u8>) {
+    use zstd::zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer, ResetDirective, zstd_sys::ZSTD_EndDirective};
     let start = out.len();
-    let written = (|| -> std::io::Result<Vec<u8>> {
-        let mut enc = zstd::stream::write::Encoder::new(std::mem::take(out), ZSTD_LEVEL)?;
-        enc.write_all(data)?;
-        enc.flush()?;
-        enc.finish()
-    })();
-    match written {
-        Ok(v) => *out = v,
-        // Only an allocation libzstd could not make fails here; the caller's batch is then refused by the
-        // reader that checks it (an empty frame never decodes to the records).
-        Err(_) => out.truncate(start),
+    let ok = ZSTD_C.with(|cell| -> Result<(), usize> {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            let mut c = CCtx::create();
+            c.set_parameter(CParameter::CompressionLevel(ZSTD_LEVEL))?;
+            *cell = Some(c);
+        }
+        let Some(cctx) = cell.as_mut() else { return Ok(()) };
+        cctx.reset(ResetDirective::SessionOnly)?;
+        let mut input = InBuffer::around(data);
+        for directive in
+            [ZSTD_EndDirective::ZSTD_e_continue, ZSTD_EndDirective::ZSTD_e_flush, ZSTD_EndDirective::ZSTD_e_end]
+        {
+            loop {
+                out.reserve(zstd::zstd_safe::compress_bound(data.len() - input.pos()).max(64));
+                let pos = out.len();
+                let mut output = OutBuffer::around_pos(out, pos);
+                let left = cctx.compress_stream2(&mut output, &mut input, directive)?;
+                let done = match directive {
+                    ZSTD_EndDirective::ZSTD_e_continue => input.pos() == data.len(),
+                    _ => left == 0,
+                };
+                if done {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    });
+    if ok.is_err() {
+        // Only an allocation libzstd could not make fails here; the batch is then refused by the reader that
+        // checks it (an empty frame never decodes to the records).
+        out.truncate(start);
     }
 }
 
@@ -419,6 +544,31 @@ mod tests {
                     assert!(decompress_reusing(Compression::Lz4, &frame, part.len() - 1, &mut buf).is_err());
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_cut_frame_is_an_error_and_reused_contexts_start_clean() {
+        let data: Vec<u8> = (0..70_000u32).flat_map(|i| (i % 97).to_le_bytes()).collect();
+        for codec in [Compression::Gzip, Compression::Lz4, Compression::Zstd, Compression::Snappy] {
+            let mut packed = Vec::new();
+            compress(codec, &data, &mut packed);
+            let mut out = Vec::new();
+            // lz4_flex reads a frame without its end mark as ended; a batch cut so fails its CRC-32C first.
+            let cuts = if codec == Compression::Lz4 {
+                vec![packed.len() / 2]
+            } else {
+                vec![packed.len() / 2, packed.len() - 1]
+            };
+            for cut in cuts {
+                assert!(decompress(codec, &packed[..cut], 1 << 20, &mut out).is_err(), "{codec:?} cut at {cut}");
+            }
+            // The thread's contexts were left mid-frame: the next batch decodes and encodes as the first did.
+            decompress(codec, &packed, 1 << 20, &mut out).expect("whole");
+            assert_eq!(out, data, "{codec:?}");
+            let mut again = Vec::new();
+            compress(codec, &data, &mut again);
+            assert_eq!(again, packed, "{codec:?}");
         }
     }
 
