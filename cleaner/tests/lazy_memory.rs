@@ -7,6 +7,9 @@ use std::sync::Arc;
 use cleaner::{Cleaner, CleanerConfig, MapKind, PassOptions, SystemClock};
 use log_core::{Log, LogConfig};
 
+mod memory_probe;
+use memory_probe::{peak_kib_during, status_kib};
+
 /// The process's resident memory in KiB (Linux).
 fn resident_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
@@ -34,13 +37,6 @@ fn an_8_gib_budget_on_a_three_record_log_touches_a_few_pages() {
         cleaner.clean(&log, PassOptions::default()).expect("second pass");
         assert!(resident_kib().saturating_sub(before) < 16 << 10, "{map}");
     }
-}
-
-/// A figure of `/proc/self/status` in KiB (Linux).
-fn status_kib(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let line = status.lines().find(|l| l.starts_with(field)).expect(field);
-    line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("a number")
 }
 
 #[test]
@@ -77,25 +73,6 @@ fn a_16_gib_budget_on_100_thousand_keys_holds_what_the_keys_need() {
         // Later passes find the log clean; the next map starts from a quiet process.
         log.set_cleaner_checkpoint(0);
     }
-}
-
-/// The highest value a figure of `/proc/self/status` reaches while `f` runs (sampled every millisecond).
-fn peak_kib_during<T>(field: &'static str, f: impl FnOnce() -> T) -> (T, u64) {
-    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let sampler = {
-        let done = Arc::clone(&done);
-        std::thread::spawn(move || {
-            let mut peak = 0;
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                peak = peak.max(status_kib(field));
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            peak.max(status_kib(field))
-        })
-    };
-    let out = f();
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
-    (out, sampler.join().expect("sampler"))
 }
 
 #[test]

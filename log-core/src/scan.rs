@@ -484,22 +484,39 @@ pub fn for_each_kafka_header(
 ) -> Result<()> {
     let mut head = [0u8; crate::kafka::HEADER_BYTES];
     let mut pos = 0u64;
-    while pos < end {
-        let n = usize::try_from(end - pos).unwrap_or(usize::MAX).min(head.len());
-        source.read_at(pos, &mut head[..n]).map_err(Error::io("read", name))?;
-        if Format::Kafka.is_zero_header(&head[..n]) {
-            return Ok(());
+    // A walk of a mapping's headers touches every page (the kernel maps pages around each one read): it lets
+    // them go behind it as the batch iterators do, so that a header walk of a large partition holds a step.
+    let mut released = 0u64;
+    let release = |from: u64, to: u64| {
+        if let SegmentSource::Mapped(bytes) = source {
+            let at = |p: u64| usize::try_from(p).unwrap_or(usize::MAX);
+            bytes.release(at(from), at(to));
         }
-        let corrupt = |kind| Error::Corrupt { segment: name.to_owned(), position: pos, kind };
-        let header = crate::kafka::BatchHeader::parse(&head[..n]).map_err(|p| corrupt(CorruptKind::Kafka(p)))?;
-        let len = header.size() as u64;
-        if len > end - pos {
-            return Err(corrupt(CorruptKind::Truncated { needed: len, available: end - pos }));
+    };
+    let walked = (|| {
+        while pos < end {
+            if pos - released >= RELEASE_STEP_BYTES as u64 {
+                release(released, pos);
+                released = pos;
+            }
+            let n = usize::try_from(end - pos).unwrap_or(usize::MAX).min(head.len());
+            source.read_at(pos, &mut head[..n]).map_err(Error::io("read", name))?;
+            if Format::Kafka.is_zero_header(&head[..n]) {
+                return Ok(());
+            }
+            let corrupt = |kind| Error::Corrupt { segment: name.to_owned(), position: pos, kind };
+            let header = crate::kafka::BatchHeader::parse(&head[..n]).map_err(|p| corrupt(CorruptKind::Kafka(p)))?;
+            let len = header.size() as u64;
+            if len > end - pos {
+                return Err(corrupt(CorruptKind::Truncated { needed: len, available: end - pos }));
+            }
+            f(pos, &header);
+            pos += len;
         }
-        f(pos, &header);
-        pos += len;
-    }
-    Ok(())
+        Ok(())
+    })();
+    release(released, end);
+    walked
 }
 
 /// The bytes of the one batch at `pos` of `source` (`buf` holds them when they are read), `Ok(None)` at or
