@@ -12,8 +12,8 @@
 //! memory is bounded by the largest batch whatever the file's size. Where Kafka's tool dies with an exception
 //! this one stops with [`DumpLogError::Died`] naming the same exception, having printed what Kafka's would
 //! have printed before it (a line being printed is left without its newline, as Kafka leaves it). Legacy
-//! (magic 0 and 1) messages are printed when uncompressed; a compressed legacy wrapper stops the dump with
-//! [`DumpLogError::Unsupported`].
+//! (magic 0 and 1) message sets are printed too, a compressed wrapper's inner messages decompressed; one whose
+//! value does not decompress stops the dump with [`DumpLogError::Unsupported`].
 //!
 //! # Example
 //! ```no_run
@@ -26,6 +26,7 @@
 
 mod indexes;
 mod java_map;
+mod legacy;
 mod segment;
 
 use std::collections::BTreeMap;
@@ -107,7 +108,8 @@ pub enum DumpLogError {
         /// Its message, if it has one.
         message: Option<String>,
     },
-    /// Something Kafka's tool prints that this one does not.
+    /// Something Kafka's tool goes on to print that this one cannot (a legacy value that does not decompress
+    /// here).
     #[error("{file}: {what}")]
     Unsupported {
         /// The file.

@@ -128,7 +128,11 @@ pub(super) fn dump(
     while let Next::Batch { size } = seg.next(position, end)? {
         let bytes = seg.read_at(position, size as usize)?.to_vec();
         if (bytes[16] as i8) < 2 {
-            print_legacy(shown, &bytes, position, &mut ctx, out, summaries)?;
+            let records = super::legacy::print_batch(shown, &bytes, position, out)?;
+            for r in &records {
+                ctx.seen(r.offset, summaries);
+                print_legacy_record(r, ctx.opts, out)?;
+            }
         } else {
             print_batch(&bytes, position, &mut ctx, out, &mut scratch, summaries)?;
         }
@@ -262,6 +266,35 @@ pub(super) fn header_fields(b: &[u8]) -> BatchHeader {
         base_sequence: i32_at(53),
         records_count: i32_at(57),
     }
+}
+
+/// A legacy record's line: its metadata, then its key and payload.
+fn print_legacy_record(
+    r: &super::legacy::LegacyRecord,
+    opts: &DumpLogOptions,
+    out: &mut dyn Write,
+) -> Result<(), DumpLogError> {
+    let mut line = String::new();
+    if !opts.skip_record_metadata {
+        let size = |b: Option<&Vec<u8>>| b.map_or(-1, |b| b.len() as i64);
+        line = format!(
+            "| offset: {} {}: {} keySize: {} valueSize: {} isValid: {} crc: {}",
+            r.offset,
+            r.timestamp_type,
+            r.timestamp,
+            size(r.key.as_ref()),
+            size(r.value.as_ref()),
+            r.valid,
+            r.crc
+        );
+    }
+    let prefix = if opts.skip_record_metadata { "| " } else { " " };
+    match contents(opts.decoder, r.offset, r.key.as_deref(), r.value.as_deref()) {
+        Ok((k, v)) => append_contents(&mut line, prefix, k, v),
+        Err(e) => return cut(out, &line, e),
+    }
+    writeln!(out, "{line}")?;
+    Ok(())
 }
 
 /// Writes `line` without its newline (Kafka had printed it when it died) and gives `e`.
@@ -414,99 +447,6 @@ fn control_suffix(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<String, Du
     }
 }
 
-/// CRC-32 (IEEE), as legacy messages carry it.
-fn crc32_ieee(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
-        }
-    }
-    !crc
-}
-
-/// A legacy (magic 0 or 1) message: its line as a batch and, uncompressed, its line as a record.
-fn print_legacy(
-    shown: &str,
-    bytes: &[u8],
-    position: u64,
-    ctx: &mut Ctx<'_>,
-    out: &mut dyn Write,
-    summaries: &mut Summaries,
-) -> Result<(), DumpLogError> {
-    let magic = bytes[16] as i8;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&bytes[..8]);
-    let offset = i64::from_be_bytes(a);
-    let crc = u32::from_be_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]);
-    let attributes = bytes[17];
-    let valid = crc32_ieee(&bytes[16..]) == crc;
-    let short = || died("java.nio.BufferUnderflowException", "a legacy message shorter than its fields");
-    let (timestamp_type, timestamp, mut at) = if magic == 1 {
-        let t = bytes.get(18..26).ok_or_else(short)?;
-        a.copy_from_slice(t);
-        let kind = if attributes & 0x08 != 0 { "LogAppendTime" } else { "CreateTime" };
-        (kind, i64::from_be_bytes(a), 26)
-    } else {
-        ("NoTimestampType", -1, 18)
-    };
-    let codec = match attributes & 0x07 {
-        0 => "none",
-        1 => "gzip",
-        2 => "snappy",
-        3 => "lz4",
-        4 => "zstd",
-        other => {
-            return Err(died("java.lang.IllegalArgumentException", format!("Unknown compression type id: {other}")));
-        }
-    };
-    writeln!(
-        out,
-        "offset: {offset} position: {position} {timestamp_type}: {timestamp} size: {} magic: {magic} \
-         compresscodec: {codec} crc: {crc} isvalid: {valid}",
-        bytes.len()
-    )?;
-    if codec != "none" {
-        return Err(DumpLogError::Unsupported {
-            file: shown.to_owned(),
-            what: format!(
-                "the {codec}-compressed legacy (magic {magic}) message at position {position} is not decoded by this tool"
-            ),
-        });
-    }
-    let mut field = || -> Result<Option<&[u8]>, DumpLogError> {
-        let len = bytes.get(at..at + 4).ok_or_else(short)?;
-        let len = i32::from_be_bytes([len[0], len[1], len[2], len[3]]);
-        at += 4;
-        if len < 0 {
-            return Ok(None);
-        }
-        let run = bytes.get(at..at + len as usize).ok_or_else(short)?;
-        at += len as usize;
-        Ok(Some(run))
-    };
-    let key = field()?;
-    let value = field()?;
-    ctx.seen(offset, summaries);
-    let mut line = String::new();
-    if !ctx.opts.skip_record_metadata {
-        let size = |b: Option<&[u8]>| b.map_or(-1, |b| b.len() as i64);
-        line = format!(
-            "| offset: {offset} {timestamp_type}: {timestamp} keySize: {} valueSize: {} isValid: {valid} crc: {crc}",
-            size(key),
-            size(value)
-        );
-    }
-    let prefix = if ctx.opts.skip_record_metadata { "| " } else { " " };
-    match contents(ctx.opts.decoder, offset, key, value) {
-        Ok((k, v)) => append_contents(&mut line, prefix, k, v),
-        Err(e) => return cut(out, &line, e),
-    }
-    writeln!(out, "{line}")?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -515,11 +455,6 @@ mod tests {
     fn sequences_wrap_as_kafkas_do() {
         assert_eq!(increment_sequence(i32::MAX, 1), 0);
         assert_eq!(increment_sequence(5, 3), 8);
-    }
-
-    #[test]
-    fn the_ieee_crc_is_the_standard_one() {
-        assert_eq!(crc32_ieee(b"123456789"), 0xCBF4_3926);
     }
 
     #[test]
