@@ -1,7 +1,9 @@
 //! `dump --style kafka-dump-log` replayed against what Kafka 4.4's own `kafka-dump-log.sh`
-//! (`org.apache.kafka.tools.DumpLogSegments`) printed: the 73 cases of interop/kafka/notes/dump-vectors (real
+//! (`org.apache.kafka.tools.DumpLogSegments`) printed: the 75 cases of interop/kafka/notes/dump-vectors (real
 //! broker segments before and after Kafka's cleaner, `__consumer_offsets`, `__transaction_state`, the KRaft
-//! metadata log and its snapshots, crafted damage, records written with Kafka's own classes, every flag).
+//! metadata log and its snapshots, crafted damage, records written with Kafka's own classes: every group,
+//! transaction and share coordinator record, a record of every metadata type and version, compressed legacy
+//! message sets; every flag).
 //! Each case runs with Kafka's arguments in Kafka's working directory; standard output must be the same bytes,
 //! standard error the same bytes less the JVM's stack frames (lines starting with a tab), the exit status the
 //! same. No Java is needed.
