@@ -496,7 +496,7 @@ enum DumpStyle {
     #[default]
     Logcompact,
     /// Exactly what Kafka 4.4's `kafka-dump-log.sh --deep-iteration --print-data-log` prints, with its
-    /// summaries on standard error.
+    /// summaries on standard error (Kafka's shallow mode, batch lines only, is not offered).
     KafkaDumpLog,
 }
 
@@ -553,7 +553,8 @@ struct KafkaDumpLogArgs {
     /// kafka-dump-log style: only check each index as a broker checks it on opening (`--index-sanity-check`).
     #[arg(long)]
     index_sanity_check: bool,
-    /// kafka-dump-log style: accepted as Kafka's flag; the style always iterates records.
+    /// kafka-dump-log style: accepted as Kafka's flag; the style always iterates records. Alone (without
+    /// --print-data-log or a decoder) it is refused: Kafka would then print records without their contents.
     #[arg(long)]
     deep_iteration: bool,
     /// kafka-dump-log style: accepted as Kafka's flag; the style always prints record contents.
