@@ -55,13 +55,16 @@ pub enum Failure {
     Corruption(String),
     /// I/O, a lock held by another writer, memory: exit code 3.
     Runtime(String),
+    /// `dump --style kafka-dump-log` where Kafka's tool dies with an exception: this line (Kafka's
+    /// `Exception in thread "main" CLASS: MESSAGE`) on standard error as it is, exit code 1 as Kafka's.
+    AsKafka(String),
 }
 
 impl Failure {
     /// The process exit code.
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            Failure::Corruption(_) => ExitCode::from(1),
+            Failure::Corruption(_) | Failure::AsKafka(_) => ExitCode::from(1),
             Failure::Usage(_) | Failure::Script { .. } => ExitCode::from(2),
             Failure::Runtime(_) => ExitCode::from(3),
         }
@@ -170,6 +173,7 @@ impl fmt::Display for Failure {
         match self {
             Failure::Usage(m) | Failure::Corruption(m) | Failure::Runtime(m) => write!(f, "error: {m}"),
             Failure::Script { line, message } => write!(f, "error: line {line}: {message}"),
+            Failure::AsKafka(line) => f.write_str(line),
         }
     }
 }

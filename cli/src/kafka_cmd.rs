@@ -242,13 +242,14 @@ pub fn dump(dir: &Path, opts: &DumpOptions) -> Result<(), Failure> {
     out.flush().map_err(failed)
 }
 
-/// `dump --style kafka-dump-log`: what `kafka-dump-log.sh --deep-iteration --print-data-log --files` prints
-/// for `files`, its summaries on standard error.
+/// `dump --style kafka-dump-log`: what Kafka 4.4's `kafka-dump-log.sh --deep-iteration --print-data-log
+/// --files` prints for `files`, its summaries on standard error.
 ///
 /// # Errors
-/// [`Failure::Corruption`] where Kafka's tool would stop with an exception (after the same output);
-/// [`Failure::Usage`] for a file that cannot be read.
+/// [`Failure::AsKafka`] (exit 1, Kafka's exception line) where Kafka's tool dies, after the same output;
+/// [`Failure::Corruption`] where this tool stops printing what Kafka's would go on to print.
 pub fn dump_log(files: &[String], opts: logcompact::dump_log::DumpLogOptions) -> Result<(), Failure> {
+    use logcompact::dump_log::DumpLogError;
     let mut out = QuietPipe::new(std::io::BufWriter::new(std::io::stdout().lock()));
     let mut err = std::io::BufWriter::new(std::io::stderr().lock());
     let result = logcompact::dump_log::dump_files(files, &opts, &mut out, &mut err);
@@ -256,11 +257,11 @@ pub fn dump_log(files: &[String], opts: logcompact::dump_log::DumpLogOptions) ->
     let _ = err.flush();
     match result {
         Ok(()) => Ok(()),
-        Err(e @ logcompact::dump_log::DumpLogError::Read { .. }) => Err(Failure::Usage(e.to_string())),
-        Err(e @ logcompact::dump_log::DumpLogError::Stopped { .. }) => {
-            Err(Failure::Corruption(format!("stopped where kafka-dump-log.sh stops: {e}")))
+        Err(e @ DumpLogError::Died { .. }) => Err(Failure::AsKafka(format!("Exception in thread \"main\" {e}"))),
+        Err(e @ DumpLogError::Unsupported { .. }) => {
+            Err(Failure::Corruption(format!("stopped where kafka-dump-log.sh goes on: {e}")))
         }
-        Err(logcompact::dump_log::DumpLogError::Output(e)) => Err(failed(e)),
+        Err(DumpLogError::Output(e)) => Err(failed(e)),
     }
 }
 

@@ -551,8 +551,8 @@ enum DumpStyle {
     /// This tool's own: a line a record (native), or a line a batch and a line a record (Kafka).
     #[default]
     Logcompact,
-    /// Exactly what `kafka-dump-log.sh --deep-iteration --print-data-log` prints (Kafka 3.5 to 4.2), with its
-    /// summaries on standard error.
+    /// Exactly what Kafka 4.4's `kafka-dump-log.sh --deep-iteration --print-data-log` prints, with its
+    /// summaries on standard error (Kafka's shallow mode, batch lines only, is not offered).
     KafkaDumpLog,
 }
 
@@ -583,21 +583,146 @@ struct DumpArgs {
     #[arg(long, value_name = "KEY")]
     key: Option<String>,
     /// Kafka: decode `__consumer_offsets` records (committed offsets: group, topic, partition, offset; group
-    /// metadata: protocol, generation, leader, members; tombstones).
+    /// metadata; the new consumer protocol's records; tombstones). With the kafka-dump-log style, as
+    /// `kafka-dump-log.sh --offsets-decoder` prints them.
     #[arg(long)]
     offsets_decoder: bool,
-    /// Kafka: the output's style. kafka-dump-log prints what `kafka-dump-log.sh --deep-iteration
+    /// Kafka: the output's style. kafka-dump-log prints what Kafka 4.4's `kafka-dump-log.sh --deep-iteration
     /// --print-data-log --files` prints for the partition's segments (or for --files), line for line.
     #[arg(long, value_enum, default_value_t = DumpStyle::Logcompact)]
     style: DumpStyle,
-    /// Kafka files to dump as `kafka-dump-log.sh --files` takes them (comma separated: .log, .index,
-    /// .timeindex, .txnindex, .snapshot), instead of --dir; implies --style kafka-dump-log.
+    /// Kafka files to dump as `kafka-dump-log.sh --files` takes them (comma separated: .log, .checkpoint,
+    /// .index, .timeindex, .txnindex, .snapshot), instead of --dir; implies --style kafka-dump-log.
     #[arg(long, value_name = "F1,F2,...")]
     files: Option<String>,
+    #[command(flatten)]
+    kafka_dump_log: KafkaDumpLogArgs,
+}
+
+/// The flags of `kafka-dump-log.sh` that the kafka-dump-log style takes, and those it names to refuse them.
+#[derive(Debug, Args)]
+struct KafkaDumpLogArgs {
     /// With the kafka-dump-log style: check every .index and .timeindex entry against its segment and print
     /// only the problems (on standard error), as `kafka-dump-log.sh --verify-index-only` does.
     #[arg(long)]
     verify_index_only: bool,
+    /// kafka-dump-log style: only check each index as a broker checks it on opening (`--index-sanity-check`).
+    #[arg(long)]
+    index_sanity_check: bool,
+    /// kafka-dump-log style: accepted as Kafka's flag; the style always iterates records. Alone (without
+    /// --print-data-log or a decoder) it is refused: Kafka would then print records without their contents.
+    #[arg(long)]
+    deep_iteration: bool,
+    /// kafka-dump-log style: accepted as Kafka's flag; the style always prints record contents.
+    #[arg(long)]
+    print_data_log: bool,
+    /// kafka-dump-log style: decode `__transaction_state` records as `--transaction-log-decoder` does.
+    #[arg(long)]
+    transaction_log_decoder: bool,
+    /// kafka-dump-log style: decode KRaft metadata records as `--cluster-metadata-decoder` does.
+    #[arg(long)]
+    cluster_metadata_decoder: bool,
+    /// kafka-dump-log style: decode `__share_group_state` records as `--share-group-state-decoder` does.
+    #[arg(long)]
+    share_group_state_decoder: bool,
+    /// kafka-dump-log style: record lines without their metadata (`| key: K payload: V`).
+    #[arg(long)]
+    skip_record_metadata: bool,
+    /// kafka-dump-log style: read only the batches wholly within the first N bytes of each segment.
+    #[arg(long, value_name = "N")]
+    max_bytes: Option<i32>,
+    /// kafka-dump-log style: how far after an index entry's position its batch is looked for (default 5242880).
+    #[arg(long, value_name = "N")]
+    max_message_size: Option<i32>,
+    /// Refused: Kafka's remote log metadata decoder is not reproduced.
+    #[arg(long, hide = true)]
+    remote_log_metadata_decoder: bool,
+    /// Refused: Java decoder classes cannot be loaded.
+    #[arg(long, hide = true, value_name = "CLASS", num_args = 0..=1, default_missing_value = "")]
+    key_decoder_class: Option<String>,
+    /// Refused: Java decoder classes cannot be loaded.
+    #[arg(long, hide = true, value_name = "CLASS", num_args = 0..=1, default_missing_value = "")]
+    value_decoder_class: Option<String>,
+}
+
+impl KafkaDumpLogArgs {
+    /// The flags given that only the kafka-dump-log style takes.
+    fn given(&self) -> Vec<&'static str> {
+        [
+            (self.verify_index_only, "--verify-index-only"),
+            (self.index_sanity_check, "--index-sanity-check"),
+            (self.deep_iteration, "--deep-iteration"),
+            (self.print_data_log, "--print-data-log"),
+            (self.transaction_log_decoder, "--transaction-log-decoder"),
+            (self.cluster_metadata_decoder, "--cluster-metadata-decoder"),
+            (self.share_group_state_decoder, "--share-group-state-decoder"),
+            (self.skip_record_metadata, "--skip-record-metadata"),
+            (self.max_bytes.is_some(), "--max-bytes"),
+            (self.max_message_size.is_some(), "--max-message-size"),
+            (self.remote_log_metadata_decoder, "--remote-log-metadata-decoder"),
+            (self.key_decoder_class.is_some(), "--key-decoder-class"),
+            (self.value_decoder_class.is_some(), "--value-decoder-class"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect()
+    }
+
+    /// The options of the style, or why they cannot be honoured.
+    fn options(&self, offsets_decoder: bool) -> Result<logcompact::dump_log::DumpLogOptions, Failure> {
+        use logcompact::dump_log::{Decoder, DumpLogOptions};
+        let unsupported: Vec<&str> = [
+            (self.remote_log_metadata_decoder, "--remote-log-metadata-decoder (Kafka's remote storage metadata)"),
+            (self.key_decoder_class.is_some(), "--key-decoder-class (a Java class)"),
+            (self.value_decoder_class.is_some(), "--value-decoder-class (a Java class)"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect();
+        if !unsupported.is_empty() {
+            return Err(Failure::Usage(format!(
+                "{} cannot be reproduced by this tool; run kafka-dump-log.sh for it",
+                unsupported.join(", ")
+            )));
+        }
+        let decoders: Vec<(Decoder, &str)> = [
+            (offsets_decoder, Decoder::Offsets, "--offsets-decoder"),
+            (self.transaction_log_decoder, Decoder::TransactionLog, "--transaction-log-decoder"),
+            (self.cluster_metadata_decoder, Decoder::ClusterMetadata, "--cluster-metadata-decoder"),
+            (self.share_group_state_decoder, Decoder::ShareGroupState, "--share-group-state-decoder"),
+        ]
+        .into_iter()
+        .filter_map(|(given, d, flag)| given.then_some((d, flag)))
+        .collect();
+        if decoders.len() > 1 {
+            let flags: Vec<&str> = decoders.iter().map(|(_, f)| *f).collect();
+            return Err(Failure::Usage(format!(
+                "{}: one decoder at a time (kafka-dump-log.sh would silently use the first)",
+                flags.join(", ")
+            )));
+        }
+        if self.deep_iteration && !self.print_data_log && decoders.is_empty() {
+            return Err(Failure::Usage(
+                "--deep-iteration without --print-data-log or a decoder makes kafka-dump-log.sh print records \
+                 without their keys and payloads; this style always prints them: add --print-data-log"
+                    .into(),
+            ));
+        }
+        for (value, flag) in [(self.max_bytes, "--max-bytes"), (self.max_message_size, "--max-message-size")] {
+            if value.is_some_and(|v| v < 0) {
+                return Err(Failure::Usage(format!("{flag} {} is negative", value.unwrap_or_default())));
+            }
+        }
+        let defaults = DumpLogOptions::default();
+        Ok(DumpLogOptions {
+            verify_index_only: self.verify_index_only,
+            index_sanity_check: self.index_sanity_check,
+            skip_record_metadata: self.skip_record_metadata,
+            max_bytes: self.max_bytes.unwrap_or(defaults.max_bytes),
+            max_message_size: self.max_message_size.unwrap_or(defaults.max_message_size),
+            decoder: decoders.first().map_or(Decoder::Text, |(d, _)| *d),
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -845,7 +970,6 @@ fn dump_command(a: &DumpArgs) -> Result<(), Failure> {
         (a.from_offset.is_some(), "--from-offset"),
         (a.to_offset.is_some(), "--to-offset"),
         (a.key.is_some(), "--key"),
-        (a.offsets_decoder, "--offsets-decoder"),
     ]
     .into_iter()
     .filter_map(|(given, flag)| given.then_some(flag))
@@ -872,18 +996,20 @@ fn dump_command(a: &DumpArgs) -> Result<(), Failure> {
             )));
         }
         let files = match (&a.files, &a.dir) {
-            (Some(list), _) => kafka_files_argument(list)?,
+            (Some(list), _) => kafka_files_argument(list),
             (None, Some(dir)) => logcompact::dump_log::segment_files(dir)
                 .map_err(|e| Failure::Usage(format!("cannot list {}: {e}", dir.display())))?,
             (None, None) => unreachable!("clap requires --dir or --files"),
         };
-        let opts = logcompact::dump_log::DumpLogOptions { verify_index_only: a.verify_index_only };
+        let opts = a.kafka_dump_log.options(a.offsets_decoder)?;
         return kafka_cmd::dump_log(&files, opts);
     }
-    if a.verify_index_only {
-        return Err(Failure::Usage(
-            "--verify-index-only needs --style kafka-dump-log (index files are dumped only in that style)".into(),
-        ));
+    let style_only = a.kafka_dump_log.given();
+    if !style_only.is_empty() {
+        return Err(Failure::Usage(format!(
+            "{} need --style kafka-dump-log (they are kafka-dump-log.sh's flags)",
+            style_only.join(", ")
+        )));
     }
     let Some(dir) = &a.dir else { unreachable!("--files implies the kafka-dump-log style") };
     if a.format == FormatArg::Kafka {
@@ -902,6 +1028,8 @@ fn dump_command(a: &DumpArgs) -> Result<(), Failure> {
         };
         return kafka_cmd::dump(dir, &opts);
     }
+    let kafka_only: Vec<&str> =
+        kafka_only.into_iter().chain(a.offsets_decoder.then_some("--offsets-decoder")).collect();
     if !kafka_only.is_empty() {
         return Err(Failure::Usage(format!(
             "{} are for --format kafka; a native log's dump is one record a line already",
@@ -911,17 +1039,18 @@ fn dump_command(a: &DumpArgs) -> Result<(), Failure> {
     ops::dump(dir, a.json, a.segments)
 }
 
-/// `--files` as `kafka-dump-log.sh` splits it: at commas, trailing empty items dropped, nothing trimmed; an
-/// empty item in the middle is refused (Kafka's tool fails on it).
-fn kafka_files_argument(list: &str) -> Result<Vec<String>, Failure> {
+/// `--files` as `kafka-dump-log.sh` splits it (Java's `String.split(",")`): at commas, trailing empty items
+/// dropped, nothing trimmed; an empty item in the middle is kept (Kafka prints `Dumping ` and ignores it).
+fn kafka_files_argument(list: &str) -> Vec<String> {
+    // Java keeps an empty string as its one item; a list of only commas is no item at all.
+    if list.is_empty() {
+        return vec![String::new()];
+    }
     let mut files: Vec<String> = list.split(',').map(str::to_owned).collect();
     while files.last().is_some_and(String::is_empty) {
         files.pop();
     }
-    if files.is_empty() || files.iter().any(String::is_empty) {
-        return Err(Failure::Usage(format!("--files {list:?} names an empty file")));
-    }
-    Ok(files)
+    files
 }
 
 fn main() -> ExitCode {

@@ -1,7 +1,8 @@
 //! `dump --style kafka-dump-log` (and `--files`), checked line by line, standard output and standard error,
-//! against an independent reference of what `kafka-dump-log.sh --deep-iteration --print-data-log --files`
-//! prints (tests/kafka/dump_log_reference.py, written from Kafka's documented format and sources, not from
-//! this project's code), on partitions written by both client libraries (kafka-python's batch builder and
+//! against an independent reference of what Kafka 4.4's `kafka-dump-log.sh --deep-iteration --print-data-log
+//! --files` prints (tests/kafka/dump_log_reference.py, written from Kafka's documented format and sources, not
+//! from this project's code; Kafka's own outputs are replayed by dump_log_vectors.rs), on partitions written by
+//! both client libraries (kafka-python's batch builder and
 //! librdkafka's producer), a partition of transactions with its markers and `.txnindex`, the same partitions
 //! after this tool compacted them (its `.index`, `.timeindex` and `.txnindex` files), and crafted problems:
 //! index entries that point at the wrong batch, a time index out of order, trailing garbage, producer
@@ -223,8 +224,17 @@ fn the_style_refuses_what_it_cannot_print_and_reads_only() {
     let dir = tmp.path().join("t-0");
     common::kafka_partition(&dir, 10, 2, 3, 4);
     let before = common::contents(&dir);
-    for extra in [&["--json"][..], &["--key", "k1"], &["--json-lines"], &["--offsets-decoder"], &["--from-offset", "3"]]
-    {
+    for extra in [
+        &["--json"][..],
+        &["--key", "k1"],
+        &["--json-lines"],
+        &["--from-offset", "3"],
+        &["--deep-iteration"],
+        &["--offsets-decoder", "--cluster-metadata-decoder"],
+        &["--remote-log-metadata-decoder"],
+        &["--key-decoder-class", "x.Y"],
+        &["--max-bytes", "-1"],
+    ] {
         let mut args = vec!["dump", "--format", "kafka", "--style", "kafka-dump-log", "--dir", path(&dir)];
         args.extend_from_slice(extra);
         let out = logcompact(&args, "");
@@ -232,17 +242,27 @@ fn the_style_refuses_what_it_cannot_print_and_reads_only() {
     }
     let native = logcompact(&["dump", "--files", &format!("{}/00000000000000000000.log", path(&dir))], "");
     assert_eq!(native.status.code(), Some(2), "--files needs --format kafka: {}", stderr(&native));
-    let verify = logcompact(&["dump", "--format", "kafka", "--dir", path(&dir), "--verify-index-only"], "");
-    assert_eq!(verify.status.code(), Some(2), "{}", stderr(&verify));
-    // A zero-filled tail (a preallocated segment) stops Kafka's tool with an exception: this one too, after the
-    // same lines, with exit 1 and Kafka's message.
+    for flag in ["--verify-index-only", "--skip-record-metadata", "--transaction-log-decoder", "--deep-iteration"] {
+        let other_style = logcompact(&["dump", "--format", "kafka", "--dir", path(&dir), flag], "");
+        assert_eq!(other_style.status.code(), Some(2), "{flag} needs the style: {}", stderr(&other_style));
+        assert!(stderr(&other_style).contains(flag), "{}", stderr(&other_style));
+    }
+    // A zero-filled tail (a preallocated segment) kills Kafka's tool with an exception: this one stops too,
+    // after the same lines, with exit 1 and Kafka's exception line.
     let log = dir.join("00000000000000000012.log");
     let mut bytes = std::fs::read(&log).expect("read");
     bytes.extend_from_slice(&[0u8; 100]);
     std::fs::write(&log, &bytes).expect("write");
     let out = logcompact(&["dump", "--format", "kafka", "--files", path(&log)], "");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("Found record size 0 smaller than minimum record overhead (14)"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with(
+            "Exception in thread \"main\" org.apache.kafka.common.errors.CorruptRecordException: Found record size 0 \
+             smaller than minimum record overhead (14)"
+        ),
+        "{}",
+        stderr(&out)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("baseOffset: 12"), "the batches before it were printed");
     let mut after = common::contents(&dir);
     after.insert("00000000000000000012.log".into(), before["00000000000000000012.log"].clone());

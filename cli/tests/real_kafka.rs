@@ -3,6 +3,9 @@
 //! consumer groups, a `delete` topic, the metadata log with sealed segments and raft snapshots):
 //!
 //! - the KRaft metadata log goes through every writing command untouched, and the broker starts after;
+//! - `dump --style kafka-dump-log` prints what Kafka 4.4's own `DumpLogSegments` prints for every partition of
+//!   the node (compacted ones after this tool compacted them), with each decoder on its internal topic, and for
+//!   every segment of the log directory at once;
 //! - `clean --format kafka` in place, then the broker restarted: no warning about any log, every partition
 //!   loaded to the offset it had, `read_committed` sees every key's latest committed record and nothing that
 //!   was not there at the same offset, `read_uncommitted` a subset of before, the `delete` topic untouched; a
@@ -536,4 +539,110 @@ fn a_delete_topic_is_never_compacted_and_its_unkeyed_records_are_never_dropped_u
     let out =
         logcompact(&["compact", "--format", "kafka", "--dir", path(&copy), "--until-clean", "--drop-invalid"], "");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// Kafka 4.4's `DumpLogSegments` and `dump --style kafka-dump-log` with the same arguments in the same
+/// working directory: standard output byte for byte, standard error but for the JVM's stack frames, the same
+/// exit status. Returns a description of the difference, if any.
+fn dump_difference(kafka: &'static Kafka, cwd: &Path, args: &[&str]) -> Option<String> {
+    let theirs = kafka
+        .java("org.apache.kafka.tools.DumpLogSegments")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run DumpLogSegments");
+    let ours = std::process::Command::new(common::bin())
+        .args(["dump", "--format", "kafka", "--style", "kafka-dump-log"])
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run logcompact");
+    let frames = |b: &[u8]| -> Vec<u8> {
+        b.split_inclusive(|&c| c == b'\n').filter(|l| !l.starts_with(b"\t")).flatten().copied().collect()
+    };
+    let first = |a: &[u8], b: &[u8]| {
+        let (a, b): (Vec<&[u8]>, Vec<&[u8]>) = (a.split(|&c| c == b'\n').collect(), b.split(|&c| c == b'\n').collect());
+        a.iter().zip(&b).position(|(x, y)| x != y).map_or_else(
+            || format!("{} lines, Kafka {}", a.len(), b.len()),
+            |i| {
+                format!(
+                    "line {}:\n  ours:  {}\n  Kafka: {}",
+                    i + 1,
+                    String::from_utf8_lossy(a[i]),
+                    String::from_utf8_lossy(b[i])
+                )
+            },
+        )
+    };
+    let mut problems = Vec::new();
+    if ours.status.code() != theirs.status.code() {
+        problems.push(format!("exit {:?}, Kafka {:?}", ours.status.code(), theirs.status.code()));
+    }
+    if ours.stdout != theirs.stdout {
+        problems.push(format!("standard output, {}", first(&ours.stdout, &theirs.stdout)));
+    }
+    if ours.stderr != frames(&theirs.stderr) {
+        problems.push(format!("standard error, {}", first(&ours.stderr, &frames(&theirs.stderr))));
+    }
+    (!problems.is_empty()).then(|| format!("{} in {}: {}", args.join(" "), cwd.display(), problems.join("; ")))
+}
+
+/// The names of the files of `dir` with one of `suffixes`, in name order.
+fn names_of(dir: &Path, suffixes: &[&str]) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| suffixes.iter().any(|s| n.ends_with(s)))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn kafka_dump_log_style_prints_what_kafkas_own_dump_log_segments_prints_on_a_real_node() {
+    let Some(kafka) = Kafka::get() else { return };
+    let f = fixture::main(kafka);
+    let copy = tempfile::tempdir().expect("tempdir");
+    let node = f.copy_to(copy.path());
+    let settings = overrides(f);
+    let mut differences = Vec::new();
+    let mut all_logs: Vec<String> = Vec::new();
+    let log_dir = node.log_dirs().into_iter().next().expect("a log dir");
+    for (name, dir) in node.partitions() {
+        // Compacted partitions after this tool compacted them: gaps between offsets, its own indexes.
+        let compacted = log_core::kafka::topic_partition(&name)
+            .and_then(|(topic, _)| settings.get(topic))
+            .is_some_and(|c| c.get("cleanup.policy").is_some_and(|p| p.contains("compact")));
+        if compacted {
+            let out = logcompact(
+                &["compact", "--format", "kafka", "--dir", path(&dir), "--until-clean", "--delete-retention-ms", "0"],
+                "",
+            );
+            assert!(out.status.success(), "compact {name}: {}", stderr(&out));
+        }
+        let files = names_of(&dir, &[".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint"]);
+        let joined = files.join(",");
+        let mut runs: Vec<Vec<&str>> = vec![vec!["--deep-iteration", "--print-data-log", "--files", &joined]];
+        let logs = names_of(&dir, &[".log", ".checkpoint"]).join(",");
+        let decoder = match name.as_str() {
+            n if n.starts_with("__consumer_offsets-") => Some("--offsets-decoder"),
+            n if n.starts_with("__transaction_state-") => Some("--transaction-log-decoder"),
+            n if n.starts_with("__cluster_metadata-") => Some("--cluster-metadata-decoder"),
+            _ => None,
+        };
+        if let Some(d) = decoder {
+            runs.push(vec![d, "--files", &logs]);
+        }
+        for args in &runs {
+            differences.extend(dump_difference(kafka, &dir, args));
+        }
+        if dir.parent() == Some(log_dir.as_path()) {
+            all_logs.extend(names_of(&dir, &[".log"]).into_iter().map(|l| format!("{name}/{l}")));
+        }
+    }
+    // Every segment of the log directory at once: many files in the summaries, in Kafka's HashMap order.
+    let joined = all_logs.join(",");
+    differences.extend(dump_difference(kafka, &log_dir, &["--deep-iteration", "--print-data-log", "--files", &joined]));
+    assert!(all_logs.len() > 16, "enough files to grow Kafka's map: {}", all_logs.len());
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
 }

@@ -1,9 +1,10 @@
 //! The records of Kafka's `__consumer_offsets`, decoded (`dump --offsets-decoder`): a key of version 0 or 1 is
 //! a committed offset's (group, topic, partition), of version 2 a group's metadata; a value holds the committed
-//! offset (versions 0 to 3: offset, leader epoch from 3, metadata, commit and expire timestamps) or the
-//! group's state (versions 0 to 3: protocol type, generation, protocol, leader, state timestamp from 2, and
-//! its member count). A null value is a tombstone: the offset or the group was deleted. Other versions (the
-//! flexible ones, and the new consumer protocol's records) are named, not guessed at.
+//! offset (versions 0 to 4: offset, leader epoch from 3, metadata, commit and expire timestamps, the topic id
+//! Kafka 4.4 writes in version 4) or the group's state (versions 0 to 4: protocol type, generation, protocol,
+//! leader, state timestamp from 2, and its member count). A null value is a tombstone: the offset or the group
+//! was deleted. Other record types (the new consumer protocol's records) are named, not guessed at; the
+//! kafka-dump-log style decodes every type (`crate::coordinator_records`).
 //!
 //! ```
 //! use logcompact::consumer_offsets::{OffsetsKey, decode_key};
@@ -17,6 +18,10 @@
 #![expect(clippy::big_endian_bytes, reason = "Kafka's records are big-endian")]
 
 use serde::Serialize;
+
+use crate::coordinator_records::{GROUP_METADATA_VALUE, OFFSET_COMMIT_VALUE};
+use crate::kraft::wire::Reader;
+use crate::message_schema::{Json, read_fields};
 
 /// A `__consumer_offsets` key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -61,6 +66,9 @@ pub enum OffsetsValue {
         commit_timestamp: i64,
         /// When it expires (version 1 only).
         expire_timestamp: Option<i64>,
+        /// The topic's id (version 4, when written), as Kafka prints a UUID.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        topic_id: Option<String>,
     },
     /// A group's state.
     GroupMetadata {
@@ -155,8 +163,11 @@ pub fn decode_value(key: &OffsetsKey, value: Option<&[u8]>) -> OffsetsValue {
                 metadata,
                 commit_timestamp,
                 expire_timestamp,
+                topic_id: None,
             })
         })(),
+        (OffsetsKey::OffsetCommit { .. }, 4) => flexible_offset_commit(value),
+        (OffsetsKey::GroupMetadata { .. }, 4) => flexible_group_metadata(value),
         (OffsetsKey::GroupMetadata { .. }, 0..=3) => (|| {
             let protocol_type = f.string()?.unwrap_or_default();
             let generation = f.i32()?;
@@ -179,6 +190,68 @@ pub fn decode_value(key: &OffsetsKey, value: Option<&[u8]>) -> OffsetsValue {
     decoded.unwrap_or(OffsetsValue::Unknown { version: Some(version) })
 }
 
+/// Reads a value of a flexible version through its schema: its fields, or `None` when it does not read.
+fn flexible_fields(schema: &crate::message_schema::Message, value: &[u8]) -> Option<Vec<(&'static str, Json)>> {
+    let mut r = Reader::new(value);
+    let version = r.i16().ok()?;
+    match read_fields(schema, &mut r, version).ok()? {
+        Json::Object(fields) => Some(fields),
+        _ => None,
+    }
+}
+
+fn field<'a>(fields: &'a [(&'static str, Json)], name: &str) -> Option<&'a Json> {
+    fields.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+}
+
+fn int(fields: &[(&'static str, Json)], name: &str) -> Option<i64> {
+    match field(fields, name)? {
+        Json::Int(i) => Some(*i),
+        _ => None,
+    }
+}
+
+fn text(fields: &[(&'static str, Json)], name: &str) -> Option<Option<String>> {
+    match field(fields, name)? {
+        Json::Text(t) => Some(Some(t.clone())),
+        Json::Null => Some(None),
+        _ => None,
+    }
+}
+
+/// An offset commit of version 4 (flexible, with the topic id tagged).
+fn flexible_offset_commit(value: &[u8]) -> Option<OffsetsValue> {
+    let f = flexible_fields(&OFFSET_COMMIT_VALUE, value)?;
+    let topic_id = text(&f, "topicId")?.filter(|id| id != "AAAAAAAAAAAAAAAAAAAAAA");
+    Some(OffsetsValue::OffsetCommit {
+        version: 4,
+        offset: int(&f, "offset")?,
+        leader_epoch: Some(int(&f, "leaderEpoch")? as i32),
+        metadata: text(&f, "metadata")?.unwrap_or_default(),
+        commit_timestamp: int(&f, "commitTimestamp")?,
+        expire_timestamp: None,
+        topic_id,
+    })
+}
+
+/// A group's metadata of version 4 (flexible).
+fn flexible_group_metadata(value: &[u8]) -> Option<OffsetsValue> {
+    let f = flexible_fields(&GROUP_METADATA_VALUE, value)?;
+    let members = match field(&f, "members")? {
+        Json::Array(m) => m.len() as i32,
+        _ => return None,
+    };
+    Some(OffsetsValue::GroupMetadata {
+        version: 4,
+        protocol_type: text(&f, "protocolType")?.unwrap_or_default(),
+        generation: int(&f, "generation")? as i32,
+        protocol: text(&f, "protocol")?,
+        leader: text(&f, "leader")?,
+        current_state_timestamp: Some(int(&f, "currentStateTimestamp")?),
+        members,
+    })
+}
+
 /// One line for people: `offset_commit group=g topic=t partition=3: offset=42 ...`.
 pub fn describe(key: &OffsetsKey, value: &OffsetsValue) -> String {
     let k = match key {
@@ -189,10 +262,19 @@ pub fn describe(key: &OffsetsKey, value: &OffsetsValue) -> String {
         OffsetsKey::Unknown { version } => format!("{} (not decoded)", described_version("key", *version)),
     };
     let v = match value {
-        OffsetsValue::OffsetCommit { offset, leader_epoch, metadata, commit_timestamp, expire_timestamp, .. } => {
+        OffsetsValue::OffsetCommit {
+            offset,
+            leader_epoch,
+            metadata,
+            commit_timestamp,
+            expire_timestamp,
+            topic_id,
+            ..
+        } => {
             let epoch = leader_epoch.map_or_else(String::new, |e| format!(" leader_epoch={e}"));
             let expire = expire_timestamp.map_or_else(String::new, |e| format!(" expire_timestamp={e}"));
-            format!("offset={offset}{epoch} metadata={metadata:?} commit_timestamp={commit_timestamp}{expire}")
+            let id = topic_id.as_ref().map_or_else(String::new, |t| format!(" topic_id={t}"));
+            format!("offset={offset}{epoch} metadata={metadata:?} commit_timestamp={commit_timestamp}{expire}{id}")
         }
         OffsetsValue::GroupMetadata { protocol_type, generation, protocol, leader, members, .. } => format!(
             "protocol_type={protocol_type} generation={generation} protocol={} leader={} members={members}",
@@ -250,9 +332,22 @@ mod tests {
                 leader_epoch: Some(5),
                 metadata: String::new(),
                 commit_timestamp: 1_700_000_000_000,
-                expire_timestamp: None
+                expire_timestamp: None,
+                topic_id: None,
             }
         );
+        // Version 4 (Kafka 4.4): flexible, the topic id tagged.
+        let mut v4 = 4i16.to_be_bytes().to_vec();
+        v4.extend_from_slice(&187i64.to_be_bytes());
+        v4.extend_from_slice(&(-1i32).to_be_bytes());
+        v4.push(1); // "" as a compact string
+        v4.extend_from_slice(&1_796_310_857_190i64.to_be_bytes());
+        v4.extend_from_slice(&[1, 0, 16]);
+        v4.extend_from_slice(&[
+            0x7a, 0x65, 0xa5, 0x61, 0x20, 0x3b, 0x4a, 0x48, 0xbf, 0x4b, 0x8e, 0x44, 0x84, 0x1b, 0x4e, 0x71,
+        ]);
+        let line = describe(&k, &decode_value(&k, Some(&v4)));
+        assert!(line.ends_with("offset=187 leader_epoch=-1 metadata=\"\" commit_timestamp=1796310857190 topic_id=emWlYSA7Ski_S45EhBtOcQ"), "{line}");
         assert_eq!(decode_value(&k, None), OffsetsValue::Tombstone);
         assert_eq!(decode_value(&k, Some(&value[..9])), OffsetsValue::Unknown { version: Some(3) }, "cut short");
 

@@ -34,11 +34,13 @@
 
 pub mod compact;
 pub mod consumer_offsets;
+pub mod coordinator_records;
 pub mod copy;
 pub mod datadir;
 pub mod dir;
 pub mod dump_log;
 pub mod kraft;
+pub mod message_schema;
 pub mod metrics;
 pub mod producer_snapshot;
 mod recovery;

@@ -1,7 +1,9 @@
-"""A reference for what Apache Kafka's `kafka-dump-log.sh --deep-iteration --print-data-log --files F1,F2,...`
-prints, for Kafka 3.5 through 4.2 (the Scala `kafka.tools.DumpLogSegments`, on a UTF-8 locale). It was written
-from the documented format (target/research/kafka-dump-log-format.md) and Kafka's own sources, not from this
-project's Rust code, so that cli/tests can check the Rust implementation line by line.
+"""A reference for what Apache Kafka 4.4's `kafka-dump-log.sh --deep-iteration --print-data-log --files F1,F2,...`
+prints (the Java `org.apache.kafka.tools.DumpLogSegments`, on a UTF-8 locale). It was written from the
+documented format (interop/kafka/notes/dump-log-segments.md) and Kafka's own sources, not from this project's
+Rust code, so that cli/tests can check the Rust implementation line by line on partitions the client libraries
+write; the reference outputs of Kafka 4.4 itself (interop/kafka/notes/dump-vectors, replayed by
+cli/tests/dump_log_vectors.rs) are the oracle this script was checked against.
 
 usage: dump_log_reference.py [--verify-index-only] FILE [FILE ...]
 
@@ -16,14 +18,10 @@ Handles `.log`/`.checkpoint` (magic 2 batches: none, gzip, and snappy/lz4/zstd t
 `.index`, `.timeindex`, `.txnindex`, `.snapshot` (producer state); anything else is `Ignoring unknown file`.
 Limits:
 - Magic 0/1 (legacy) batches, and negative magic bytes: `CRASH: legacy`.
-- Control records: types 0/1 (end-txn markers), 3/4 (snapshot header/footer) and unknown ids are exact. Type 2
-  prints `controlType: LEADER_CHANGE(2)` (3.5-4.0; 4.1+ prints `LeaderChange: {json}`). Types 5/6 print
-  differently in 3.5-3.7 and 3.8+: `CRASH: unsupported`.
+- Control records: types 0/1 (end-txn markers), 3/4 (snapshot header/footer) and unknown ids are exact. Types
+  2, 5 and 6 (LeaderChange, KRaftVersion, KRaftVoters JSON): `CRASH: unsupported` (the vectors cover them).
 - Corrupt compressed data: Python's snappy/lz4/zstd decoders may accept or reject slightly different garbage
   than Java's (lz4's FLG/BD checks and gzip's handling of bytes after a member follow Kafka/JDK 17).
-- Producer snapshots that fail to parse get the 4.0-4.2 texts (KAFKA-17056). 3.5-3.9 parse with the old Struct
-  schema: `Snapshot failed schema validation: Error reading field '<f>': <msg>` and a bare `Snapshot contained
-  an unknown file version V`, checked after the parse. Valid snapshots and the CRC error print the same.
 - `--skip-record-metadata`, `--index-sanity-check`, `--max-bytes`, `--max-message-size`, decoders: not modelled.
 """
 import os
@@ -287,7 +285,7 @@ def control_text(key, value):
         return " endTxnMarker: %s coordinatorEpoch: %d" % (("ABORT", "COMMIT")[type_id],
                                                             struct.unpack_from(">i", value, 2)[0])
     if type_id == 2:
-        return " controlType: LEADER_CHANGE(2)"
+        raise Crash("unsupported: LeaderChange JSON")
     if type_id in (3, 4):  # SnapshotHeaderRecord / SnapshotFooterRecord v0 (flexible: tagged fields follow)
         r = Reader(value)
         fields = [("version", r.fixed("h"))] + ([("lastContainedLogTimestamp", r.fixed("q"))] if type_id == 3 else [])
@@ -299,7 +297,7 @@ def control_text(key, value):
             r.take(size)
         return " %s {%s}" % (("SnapshotHeader", "SnapshotFooter")[type_id - 3], ",".join('"%s":%d' % f for f in fields))
     if type_id in (5, 6):
-        raise Crash("unsupported: control type %d prints UNKNOWN(%d) in 3.5-3.7, JSON in 3.8+" % (type_id, type_id))
+        raise Crash("unsupported: control type %d JSON" % type_id)
     return " controlType: UNKNOWN(%d)" % type_id
 
 # ---------------------------------------------------------------- the dumps
@@ -319,10 +317,8 @@ def dump_log(path, non_consecutive):
     for batch in batches(data, 0, len(data)):
         out(batch.line())
         for offset, ts, k, v, header_keys, seq in batch.records():
-            if last == -1:
-                last = offset
-            elif offset != i64(last + 1):
-                non_consecutive.put(key, [(last, offset)] + non_consecutive.get(key, []))
+            if offset != i64(last + 1):  # TreeMap.put: the last pair for an earlier offset wins
+                non_consecutive.compute_if_absent(key, dict)[last] = offset
             last = offset
             line = "| offset: %d %s: %d keySize: %d valueSize: %d sequence: %d headerKeys: [%s]" % (
                 offset, batch.ts_type, ts, -1 if k is None else len(k), -1 if v is None else len(v), seq,
@@ -363,7 +359,7 @@ def dump_index(path, verify_only, mismatches):
         if first is None:
             raise Crash("NoSuchElementException: no batch at position %d" % position)
         if first.last_offset != offset:
-            mismatches.put(absolute(path), [(offset, first.last_offset)] + mismatches.get(absolute(path), []))
+            mismatches.compute_if_absent(absolute(path), dict)[offset] = first.last_offset
         if not verify_only:
             out("offset: %d position: %d" % (offset, position))
 
@@ -405,13 +401,13 @@ def dump_time_index(path, verify_only, errors):
             raise Crash("IllegalArgumentException: Invalid position %d" % position)
         found = next((b for b in batches(log, position, len(log)) if b.last_offset >= offset), None)
         if found is None or found.last_offset != offset:
-            errors[2].append(key, (offset, -1 if found is None else found.last_offset))
+            errors[2].compute_if_absent(key, list).append((offset, -1 if found is None else found.last_offset))
         else:
             max_ts = max([-1] + [r[1] for r in found.records()])
             if max_ts != ts:
-                errors[0].append(key, (ts, max_ts))
+                errors[0].compute_if_absent(key, list).append((ts, max_ts))
             if previous >= ts:
-                errors[1].append(key, (ts, previous))
+                errors[1].compute_if_absent(key, list).append((ts, previous))
         if not verify_only:
             out("timestamp: %d offset: %d" % (ts, offset))
         previous = ts
@@ -428,7 +424,7 @@ def dump_txn_index(path):
         version = struct.unpack_from(">b", data, 34 * i)[0]
         if version > 0:
             raise Crash("Unexpected aborted transaction version %d in transaction index %s" % (version, absolute(path)))
-        txns.append((version,) + struct.unpack_from(">qqqq", data, 34 * i + 2))
+        txns.append((0,) + struct.unpack_from(">qqqq", data, 34 * i + 2))  # 4.4 prints the current version
     for t in txns:
         out("version: %d producerId: %d firstOffset: %d lastOffset: %d lastStableOffset: %d" % t)
 
@@ -456,67 +452,88 @@ def dump_snapshot(path):
     for i in range(count):
         pid, epoch, last_seq, last_offset, delta, ts, coordinator_epoch, txn_first = struct.unpack_from(
             ">qhiqiqiq", data, 10 + 46 * i)
-        line = "producerId: %d producerEpoch: %d coordinatorEpoch: %d currentTxnFirstOffset: %s lastTimestamp: %d " % (
+        line = "producerId: %d producerEpoch: %d coordinatorEpoch: %d currentTxnFirstOffset: %s lastTimestamp: %d" % (
             pid, epoch, coordinator_epoch, optional_long(txn_first if txn_first >= 0 else None), ts)
         if last_offset >= 0:
-            line += "firstSequence: %d lastSequence: %d lastOffset: %d offsetDelta: %d timestamp: %d" % (
+            line += " firstSequence: %d lastSequence: %d lastOffset: %d offsetDelta: %d timestamp: %d" % (
                 seq_decrement(last_seq, delta), last_seq, last_offset, delta, ts)
         out(line)
 
 # ---------------------------------------------------------------- end-of-run summaries
 
-class ScalaHashMap(dict):
-    """A scala.collection.mutable.HashMap (Scala 2.13) of path -> pairs, for its iteration order: 16 buckets,
-    doubled when size + 1 reaches 0.75 * buckets (checked on every put, updates too); buckets ascending, bucket =
-    spread & (buckets - 1) with spread = h ^ (h >>> 16) of String.hashCode; inside a bucket ascending signed
-    spread, ties in insertion order."""
-    buckets = 16
+class JavaHashMap:
+    """A java.util.HashMap of path -> pairs, for its iteration order: the table (16 slots) made on the first
+    computeIfAbsent and doubled at the start of any later one that finds more than 0.75 * slots keys (or when a
+    bucket reaches 8 keys in a table under 64 slots); bucket = spread & (slots - 1) with spread = h ^ (h >>> 16)
+    of String.hashCode; a new key goes to the head of its bucket; a resize keeps each bucket's order."""
 
-    def put(self, key, value):
-        if len(self) + 1 >= int(self.buckets * 0.75):
-            self.buckets *= 2
-        self[key] = value
+    def __init__(self):
+        self.values, self.buckets = {}, []
 
-    def append(self, key, pair):  # getOrElse(key, new ArrayBuffer), put only when new, then +=
-        if key not in self:
-            self.put(key, [])
-        self[key].append(pair)
+    @staticmethod
+    def spread(s):
+        h, units = 0, s.encode("utf-16-be", "surrogatepass")
+        for j in range(0, len(units), 2):
+            h = (31 * h + (units[j] << 8 | units[j + 1])) & 0xFFFFFFFF
+        return h ^ (h >> 16)
+
+    def resize(self):
+        n = 2 * len(self.buckets) if self.buckets else 16
+        table = [[] for _ in range(n)]
+        for bucket in self.buckets:
+            for key in bucket:
+                table[self.spread(key) & (n - 1)].append(key)
+        self.buckets = table
+
+    def compute_if_absent(self, key, make):
+        if not self.buckets or len(self.values) > len(self.buckets) * 3 // 4:
+            self.resize()
+        if key not in self.values:
+            bucket = self.buckets[self.spread(key) & (len(self.buckets) - 1)]
+            bin_count = len(bucket)
+            bucket.insert(0, key)
+            self.values[key] = make()
+            if bin_count >= 7 and len(self.buckets) < 64:
+                self.resize()
+        return self.values[key]
 
     def ordered(self):
-        def spread(s):
-            h, units = 0, s.encode("utf-16-be", "surrogatepass")
-            for j in range(0, len(units), 2):
-                h = (31 * h + (units[j] << 8 | units[j + 1])) & 0xFFFFFFFF
-            return i32(h ^ (h >> 16))
-        return sorted(self.items(), key=lambda kv: (spread(kv[0]) & (self.buckets - 1), spread(kv[0])))
+        return [(key, self.values[key]) for bucket in self.buckets for key in bucket]
 
 def print_summaries(mismatches, time_errors, non_consecutive):
-    groups = [(mismatches, "Mismatches in :%s", "  Index offset: %d, log offset: %d"),
-              (time_errors[0], "Found timestamp mismatch in :%s", "  Index timestamp: %d, log timestamp: %d"),
-              (time_errors[1], "Found out of order timestamp in :%s",
-               "  Index timestamp: %d, Previously indexed timestamp: %d"),
-              (time_errors[2], "The following indexed offsets are not found in the log.",
-               "Indexed offset: %d, found log offset: %d"),
-              (non_consecutive, "Non-consecutive offsets in %s", "  %d is followed by %d")]
-    for table, title, item in groups:
+    for path, pairs in mismatches.ordered():  # TreeMap(reverseOrder())
+        err("Mismatches in :%s" % path)
+        for index in sorted(pairs, reverse=True):
+            err("  Index offset: %d, log offset: %d" % (index, pairs[index]))
+    for table, title, item in [
+            (time_errors[0], "Found timestamp mismatch in :%s", "  Index timestamp: %d, log timestamp: %d"),
+            (time_errors[1], "Found out of order timestamp in :%s",
+             "  Index timestamp: %d, Previously indexed timestamp: %d"),
+            (time_errors[2], "The following indexed offsets are not found in :%s",
+             "Indexed offset: %d, found log offset: %d")]:
         for path, pairs in table.ordered():
-            err(title % path if "%s" in title else title)
+            err(title % path)
             for pair in pairs:
                 err(item % pair)
+    for path, pairs in non_consecutive.ordered():  # TreeMap
+        err("Non-consecutive offsets in %s" % path)
+        for first in sorted(pairs):
+            err("  %d is followed by %d" % (first, pairs[first]))
 
 def main(argv):
     verify_only = bool(argv) and argv[0] == "--verify-index-only"
     files = argv[1:] if verify_only else argv
     if not files:
         sys.exit(__doc__.split("\n\n")[1])
-    mismatches, non_consecutive, time_errors = ScalaHashMap(), ScalaHashMap(), [ScalaHashMap() for _ in range(3)]
+    mismatches, non_consecutive, time_errors = JavaHashMap(), JavaHashMap(), [JavaHashMap() for _ in range(3)]
     try:
         for arg in files:
             path = jfile(arg)
             out("Dumping %s" % path)
             name = name_of(path)
             if "." not in name:
-                raise Crash("StringIndexOutOfBoundsException: no '.' in %r" % name)
+                err("Ignoring unknown file %s" % path)
+                continue
             dump = {".index": lambda: dump_index(path, verify_only, mismatches),
                     ".timeindex": lambda: dump_time_index(path, verify_only, time_errors),
                     ".snapshot": lambda: dump_snapshot(path), ".txnindex": lambda: dump_txn_index(path)}
