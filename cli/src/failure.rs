@@ -142,6 +142,7 @@ impl Failure {
                 "{context}: {e}: give --drop-invalid to drop them, or leave the partition alone if its topic's \
                  cleanup.policy is delete"
             )),
+            cleaner::Error::RecordTooLarge { .. } => Failure::Usage(format!("{context}: {e}")),
             cleaner::Error::BufferTooSmall { .. }
             | cleaner::Error::InvalidConfig { .. }
             | cleaner::Error::UnknownSetting { .. } => Failure::Usage(format!("{context}: {e}")),

@@ -931,6 +931,7 @@ fn compact_command(a: &CompactArgs) -> Result<(), Failure> {
         min_compaction_lag_ms: s.min_compaction_lag_ms,
         delete_retention_ms: s.delete_retention_ms,
         drop_invalid: drop_invalid || format == log_core::Format::Native,
+        max_decompressed_message_bytes: s.max_decompressed_message_bytes,
         ..PassOptions::default()
     };
     let request = ops::CompactRequest {

@@ -646,3 +646,59 @@ fn kafka_dump_log_style_prints_what_kafkas_own_dump_log_segments_prints_on_a_rea
     assert!(all_logs.len() > 16, "enough files to grow Kafka's map: {}", all_logs.len());
     assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
+
+#[test]
+fn max_decompressed_message_bytes_fails_a_pass_where_kafkas_cleaner_fails() {
+    let Some(kafka) = Kafka::get() else { return };
+    let f = fixture::main(kafka);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let source = f.node_dir.join(
+        f.copy_to(tmp.path())
+            .partition("codec-gzip-0")
+            .expect("gzip")
+            .strip_prefix(tmp.path().join("node"))
+            .expect("inside"),
+    );
+    let (kafka_side, ours) = (tmp.path().join("k").join("codec-gzip-0"), tmp.path().join("o").join("codec-gzip-0"));
+    for side in [&kafka_side, &ours] {
+        std::fs::create_dir_all(side.parent().expect("parent")).expect("mkdir");
+        kafka_interop::copy_tree(&source, side).expect("copy");
+    }
+    let configs = [
+        "cleanup.policy=compact".to_owned(),
+        "internal.segment.bytes=65536".into(),
+        "max.decompressed.message.bytes=300".into(),
+    ];
+    let kafka_says =
+        kafka.offline_clean(&kafka_side, f.produced_ms + 3_600_000, 16 << 20, &configs, &["--until-clean"]);
+    let kafka_says = kafka_says.expect_err("Kafka's cleaner fails on a record over the limit").to_string();
+    let size = kafka_says
+        .split("Invalid record size: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .expect("its size")
+        .to_owned();
+    let conf = tmp.path().join("topics.conf");
+    std::fs::write(&conf, "[codec-gzip]\ncleanup.policy = compact\nmax.decompressed.message.bytes = 300\n")
+        .expect("settings");
+    let before = tree(&ours);
+    let out = logcompact(
+        &["compact", "--format", "kafka", "--dir", path(&ours), "--until-clean", "--config", path(&conf)],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("is {size} bytes, over max.decompressed.message.bytes (300)")),
+        "Kafka: {kafka_says}\nours: {}",
+        stderr(&out)
+    );
+    assert_eq!(tree(&ours), before, "nothing changed");
+    // Within the limit both clean.
+    std::fs::write(&conf, "[codec-gzip]\ncleanup.policy = compact\nmax.decompressed.message.bytes = 100000\n")
+        .expect("settings");
+    let out = logcompact(
+        &["compact", "--format", "kafka", "--dir", path(&ours), "--until-clean", "--config", path(&conf)],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
