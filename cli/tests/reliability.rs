@@ -572,3 +572,117 @@ fn a_second_kafka_compaction_to_the_same_target_is_refused() {
         assert_eq!(common::kafka_records(&out), want);
     }
 }
+
+/// The bytes of the first batch of a Kafka segment file.
+#[expect(clippy::big_endian_bytes, reason = "Kafka's format is big-endian")]
+fn first_kafka_batch(segment: &[u8]) -> &[u8] {
+    let len = u32::from_be_bytes(segment[8..12].try_into().expect("4 bytes")) as usize;
+    &segment[..12 + len]
+}
+
+#[test]
+fn a_kafka_swap_no_cleaning_pass_could_have_written_is_refused_and_nothing_changes() {
+    // Segments 0 (offsets 0-19) and 20 (20-39), the active segment 40 (40-59), every key once: no record can
+    // be cleaned away. Each `.swap` below was completed by the open, losing the latest records: empty or zero
+    // filled it removes 0-19; with segment 20's first batch appended its range swallows segment 20 and 30-39
+    // go; with a batch of offsets segment 0 does not hold it makes records up.
+    let seg = |base: u64| format!("{base:020}.log");
+    let swap = format!("{:020}.log.swap", 0);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let template = tmp.path().join("template").join("orders-0");
+    common::kafka_partition(&template, 1000, 3, 2, 10);
+    let seg0 = std::fs::read(template.join(seg(0))).expect("read");
+    let seg20 = std::fs::read(template.join(seg(20))).expect("read");
+    let mut into_next = seg0.clone();
+    into_next.extend_from_slice(first_kafka_batch(&seg20));
+    let mut made_up = first_kafka_batch(&seg0).to_vec();
+    let other = tmp.path().join("other").join("orders-0");
+    common::kafka_partition(&other, 1000, 1, 1, 15); // one batch of offsets 0-14 (0-9 in segment 0's first)
+    made_up = [made_up, std::fs::read(other.join(seg(0))).expect("read")].concat();
+    let crafted: Vec<(&str, Vec<u8>)> =
+        vec![("empty", Vec::new()), ("zero filled", vec![0; 4096]), ("into the next segment", into_next)];
+    for (what, bytes) in crafted.into_iter().chain([("made up", made_up)]) {
+        let dir = tmp.path().join(what.replace(' ', "-")).join("orders-0");
+        common::kafka_partition(&dir, 1000, 3, 2, 10);
+        let want = common::kafka_records(&dir);
+        std::fs::write(dir.join(&swap), &bytes).expect("write");
+        let before = contents(&dir);
+        for args in [vec!["dump"], vec!["check"], vec!["analyze"], vec!["compact"], vec!["compact", "--until-clean"]] {
+            let mut all = args.clone();
+            all.extend(["--format", "kafka", "--dir", path(&dir)]);
+            let out = logcompact(&all, "");
+            assert_eq!(code(&out), Some(1), "{what} {args:?}: {}", stderr(&out));
+            assert!(stderr(&out).contains(&swap), "{what} {args:?}: {}", stderr(&out));
+            assert_eq!(contents(&dir), before, "{what} {args:?} changed nothing");
+        }
+        let plan = logcompact(&["repair", "--format", "kafka", "--dir", path(&dir)], "");
+        assert!(stdout(&plan).contains(&swap), "{what}: repair offers to set it aside: {}", stdout(&plan));
+        assert_eq!(contents(&dir), before, "{what}: the plan changed nothing");
+        let out = logcompact(&["repair", "--format", "kafka", "--dir", path(&dir), "--apply"], "");
+        assert_eq!(code(&out), Some(0), "{what}: {}", stderr(&out));
+        assert_eq!(common::kafka_records(&dir), want, "{what}: every record stayed");
+    }
+}
+
+#[test]
+fn a_pending_kafka_swap_a_pass_could_have_written_is_listed_by_check_and_completed() {
+    // Ten keys over 60 offsets: every record of segment 0 (0-19) has a later record of its key, so a pass may
+    // empty it (Kafka keeps the emptied head of a group as an empty segment).
+    let swap = format!("{:020}.log.swap", 0);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("orders-0");
+    common::kafka_partition(&dir, 10, 3, 2, 10);
+    let want: Vec<_> = common::kafka_records(&dir).into_iter().filter(|r| r.0 >= 20).collect();
+    std::fs::write(dir.join(&swap), b"").expect("write");
+    let check = logcompact(&["check", "--format", "kafka", "--dir", path(&dir)], "");
+    assert_eq!(code(&check), Some(0), "{}", stderr(&check));
+    assert!(
+        stderr(&check).contains(&swap) && stderr(&check).contains("removes 20 records, at offsets 0-19"),
+        "{}",
+        stderr(&check)
+    );
+    let out = logcompact(&["compact", "--format", "kafka", "--dir", path(&dir)], "");
+    assert_eq!(code(&out), Some(0), "{}", stderr(&out));
+    assert!(!dir.join(&swap).exists());
+    let after = common::kafka_records(&dir);
+    assert!(want.iter().filter(|r| r.0 >= 40).all(|r| after.contains(r)), "the active segment stayed: {after:?}");
+    assert!(after.iter().all(|r| r.0 >= 20), "{after:?}");
+}
+
+#[test]
+fn a_native_swap_or_marker_no_cleaning_pass_could_have_written_is_refused_and_nothing_changes() {
+    // Segment 0 holds k0-k9 at 0-9, the active segment k0-k2 at 10-12: k3-k9's latest records are in segment
+    // 0, so no pass removes it nor keeps only offset 5 of it.
+    let swap = format!("{:020}.log.swap", 0);
+    let crafted: Vec<(&str, Vec<u8>)> =
+        vec![("a marker", log_core::removal::encode(0, 10).to_vec()), ("one record", frame(5, b"k5", b"value-5"))];
+    for (what, bytes) in crafted {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = log_dir(tmp.path(), &(puts(10) + "ROLL\n" + &puts(3)));
+        let want = stdout(&logcompact(&["dump", "--dir", path(&dir)], ""));
+        std::fs::write(dir.join(&swap), &bytes).expect("write");
+        let before = contents(&dir);
+        for args in [vec!["dump"], vec!["check"], vec!["compact"]] {
+            let mut all = args.clone();
+            all.extend(["--dir", path(&dir)]);
+            let out = logcompact(&all, "");
+            assert_eq!(code(&out), Some(1), "{what} {args:?}: {}", stderr(&out));
+            assert!(stderr(&out).contains(&swap), "{what} {args:?}: {}", stderr(&out));
+            assert_eq!(contents(&dir), before, "{what} {args:?} changed nothing");
+        }
+        let out = logcompact(&["repair", "--dir", path(&dir), "--apply"], "");
+        assert_eq!(code(&out), Some(0), "{what}: {}", stderr(&out));
+        assert_eq!(stdout(&logcompact(&["dump", "--dir", path(&dir)], "")), want, "{what}: every record stayed");
+    }
+    // The same marker where a later record of every key is left: a pass may remove the segment.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = log_dir(tmp.path(), &(puts(10) + "ROLL\n" + &puts(10) + "ROLL\n" + &puts(1)));
+    std::fs::write(dir.join(&swap), log_core::removal::encode(0, 10)).expect("write");
+    let check = logcompact(&["check", "--dir", path(&dir)], "");
+    assert_eq!(code(&check), Some(0), "{}", stderr(&check));
+    assert!(stderr(&check).contains("removes 10 records, at offsets 0-9"), "{}", stderr(&check));
+    let out = logcompact(&["compact", "--dir", path(&dir)], "");
+    assert_eq!(code(&out), Some(0), "{}", stderr(&out));
+    let dump = stdout(&logcompact(&["dump", "--dir", path(&dir)], ""));
+    assert_eq!(dump.lines().count(), 11, "{dump}");
+}

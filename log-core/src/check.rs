@@ -368,6 +368,17 @@ fn pending_notices(log: &Log) -> Vec<Notice> {
             ),
         ));
     }
+    for e in &r.pending_swaps {
+        out.push(notice(
+            &e.file,
+            format!(
+                "completing this swap removes {} records, at offsets {}: each one a cleaning pass may drop (a later \
+                 record of its key is left, or it is unkeyed, aborted, or past its delete horizon)",
+                e.removed.records,
+                e.removed.describe()
+            ),
+        ));
+    }
     if r.cleaned_files_discarded > 0 {
         out.push(notice(
             &files_ending(log, &[".cleaned", ".swap"]),

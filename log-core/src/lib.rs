@@ -50,6 +50,7 @@ pub mod scan;
 pub mod segment;
 pub mod storage;
 mod swap;
+pub mod swap_proof;
 pub mod tail;
 pub mod workload;
 

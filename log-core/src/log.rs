@@ -56,6 +56,9 @@ pub struct RecoveryReport {
     pub ignored_files: Vec<String>,
     /// A checkpoint past the end of the log, reset to the log's start (as Kafka does).
     pub checkpoint_reset: Option<CheckpointReset>,
+    /// Each pending swap (completed, or to be) and the offsets completing it removes, proven to be records a
+    /// cleaning pass may drop ([`crate::swap_proof`]).
+    pub pending_swaps: Vec<crate::swap_proof::SwapEffect>,
 }
 
 impl RecoveryReport {

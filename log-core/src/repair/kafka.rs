@@ -64,7 +64,7 @@ pub fn plan_kafka_with(store: &dyn SegmentStore, config: &LogConfig) -> Result<R
     match open::plan(store, &layout, config) {
         Ok(recovery) => {
             for (&b, n) in &live {
-                if recovery.range.is_none_or(|(from, to)| !(from..to).contains(&b)) {
+                if !recovery.covers(b) {
                     segments.insert(b, n.clone());
                 }
             }
