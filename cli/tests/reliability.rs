@@ -368,6 +368,65 @@ fn the_offset_space_ends_with_an_error_before_a_byte_is_written() {
     assert_eq!(stdout(&dump).lines().count(), 2, "both records: {}", stdout(&dump));
     let check = logcompact(&["check", "--dir", path(&dir)], "");
     assert_eq!(code(&check), Some(0), "{}", stderr(&check));
+
+    // The last record at 2^63 - 2, the last offset a record may take (a log written by another tool, a Kafka
+    // partition): a roll would need a segment based at 2^63 - 1, which no open (nor a broker) accepts. ROLL and
+    // PUT are refused, nothing is created, and every command still opens the log.
+    let unusable = format!("{:020}.log", log_core::names::MAX_OFFSET);
+    let dir = tmp.path().join("at-the-end");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let last = log_core::names::MAX_OFFSET - 1;
+    std::fs::write(dir.join(format!("{last:020}.log")), frame(last, b"a", b"1")).expect("write");
+    let before = contents(&dir);
+    for script in ["ROLL\n", "PUT b 1\n", "PUT b 1\nROLL\n"] {
+        let out = logcompact(&["run", "--backend", "file", "--dir", path(&dir), "-"], script);
+        assert_eq!(code(&out), Some(3), "{script}: {}", stderr(&out));
+        assert!(stderr(&out).contains("offset space exhausted"), "{}", stderr(&out));
+        assert!(!dir.join(&unusable).exists(), "{script}: no segment named 2^63 - 1");
+        assert_eq!(contents(&dir), before, "{script}: nothing changed");
+    }
+    for args in [vec!["dump"], vec!["check"], vec!["compact"]] {
+        let mut all = args.clone();
+        all.extend(["--dir", path(&dir)]);
+        let out = logcompact(&all, "");
+        assert_eq!(code(&out), Some(0), "{args:?}: {}", stderr(&out));
+    }
+
+    // The same for a Kafka partition whose last batch ends at 2^63 - 2: `roll --format kafka` is refused.
+    let dir = tmp.path().join("kafka-at-the-end").join("orders-0");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let (mut batch, mut scratch) = (Vec::new(), Vec::new());
+    let record = log_core::kafka::RecordToWrite {
+        offset: last as i64,
+        timestamp: 1,
+        key: Some(b"a"),
+        value: Some(b"1"),
+        header_count: 0,
+        header_bytes: &[],
+    };
+    let header = log_core::kafka::new_header(last as i64, 0);
+    log_core::kafka::write_batch(
+        &header,
+        log_core::kafka::Compression::None,
+        None,
+        &[record],
+        &mut batch,
+        &mut scratch,
+    )
+    .expect("batch");
+    std::fs::write(dir.join(format!("{last:020}.log")), &batch).expect("write");
+    let out = logcompact(&["roll", "--format", "kafka", "--dir", path(&dir)], "");
+    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("offset space exhausted"), "{}", stderr(&out));
+    assert!(!dir.join(&unusable).exists(), "no segment named 2^63 - 1");
+    for args in [vec!["dump"], vec!["check"], vec!["compact"], vec!["roll"]] {
+        let mut all = args.clone();
+        all.extend(["--format", "kafka", "--dir", path(&dir)]);
+        let out = logcompact(&all, "");
+        let want = if args == ["roll"] { 3 } else { 0 };
+        assert_eq!(code(&out), Some(want), "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(common::kafka_records(&dir).len(), 1);
 }
 
 #[test]

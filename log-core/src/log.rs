@@ -346,7 +346,9 @@ impl Log {
     /// active segment is empty, so a log never has an empty closed segment.
     ///
     /// # Errors
-    /// [`Error::Poisoned`]; [`Error::Io`] (which poisons the log).
+    /// [`Error::OffsetSpaceExhausted`] when the last record took offset 2^63 - 2, so the new segment would need
+    /// the base 2^63 - 1 no open accepts (nothing changes); [`Error::Poisoned`]; [`Error::Io`] (which poisons
+    /// the log).
     pub fn roll(&self) -> Result<bool> {
         let mut guard = self.write_inner()?;
         self.roll_locked(&mut guard)
@@ -355,6 +357,11 @@ impl Log {
     fn roll_locked(&self, inner: &mut Inner) -> Result<bool> {
         if inner.active.summary.summary.batches == 0 {
             return Ok(false);
+        }
+        if inner.next_offset >= crate::names::MAX_OFFSET {
+            // The new active segment would be named 2^63 - 1, a base no open accepts (nor a broker): the last
+            // record took the last offset a segment can start after, so the active segment stays as it is.
+            return Err(Error::OffsetSpaceExhausted { next: inner.next_offset, max: crate::names::MAX_OFFSET - 1 });
         }
         let name = inner.active.name.clone();
         let file = Arc::clone(&inner.active.file);
