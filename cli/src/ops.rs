@@ -289,6 +289,9 @@ fn describe(action: &RepairAction) -> String {
         RepairAction::RebuildIndexes { segment, reason } => {
             format!("rebuild the .index and .timeindex of {segment} from its batches ({reason})")
         }
+        RepairAction::RebuildTxnIndex { file, reason } => {
+            format!("rebuild {file} from the partition's batches, as a broker's recovery would ({reason})")
+        }
     }
 }
 

@@ -238,7 +238,10 @@ pub(super) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
                 delete_quietly(store, file)?;
                 sync_dir()?;
             }
-            RepairAction::CutRanges { .. } | RepairAction::DiscardSwap { .. } | RepairAction::RebuildIndexes { .. } => {
+            RepairAction::CutRanges { .. }
+            | RepairAction::DiscardSwap { .. }
+            | RepairAction::RebuildIndexes { .. }
+            | RepairAction::RebuildTxnIndex { .. } => {
                 continue;
             }
         }
