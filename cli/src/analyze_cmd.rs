@@ -221,10 +221,10 @@ pub fn analyze_data_dir(
     bar.finish_and_clear();
     let found = found.map_err(|e| Failure::from_data_dir(&e))?;
     for (name, why) in &found.unreadable {
-        eprintln!("cannot read {name}: {why}");
+        crate::out::diag!("cannot read {name}: {why}");
     }
     for (name, why) in &found.ignored {
-        eprintln!("{name}: {why}");
+        crate::out::diag!("{name}: {why}");
     }
     let mut out = QuietPipe::new(std::io::stdout().lock());
     let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));

@@ -274,7 +274,7 @@ pub fn check(dir: &Path) -> Result<(), Failure> {
     match log_core::check::check_kafka(stores.partition, stores.checkpoint) {
         Ok(report) => {
             for n in &report.notices {
-                eprintln!("notice: {}: {}", n.file, n.what);
+                crate::out::diag!("notice: {}: {}", n.file, n.what);
             }
             let mut value = serde_json::to_value(&report).map_err(|e| Failure::Runtime(e.to_string()))?;
             value["format"] = "kafka".into();

@@ -31,6 +31,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
+#![warn(clippy::print_stderr, clippy::print_stdout)]
 
 pub mod compact;
 pub mod consumer_offsets;
