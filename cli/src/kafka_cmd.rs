@@ -51,7 +51,8 @@ impl DumpOptions {
 /// As opening the partition; [`Failure::Corruption`] for a damaged batch (after printing what came before it).
 pub fn dump(dir: &Path, opts: &DumpOptions) -> Result<(), Failure> {
     let json = opts.json || opts.json_lines;
-    let opened = logcompact::open_read_only(dir, Format::Kafka).map_err(|e| Failure::from_open(&e))?;
+    // The records only: a checkpoint file of the log directory that does not read is no reason not to show them.
+    let opened = logcompact::open_records_only(dir, Format::Kafka).map_err(|e| Failure::from_open(&e))?;
     let log = &opened.log;
     let snapshot = log.snapshot();
     let mut out = QuietPipe::new(std::io::BufWriter::new(std::io::stdout().lock()));
@@ -299,7 +300,7 @@ pub fn check(dir: &Path) -> Result<(), Failure> {
     match log_core::check::check_kafka(stores.partition, stores.checkpoint) {
         Ok(report) => {
             for n in &report.notices {
-                crate::out::diag!("notice: {}: {}", n.file, n.what);
+                crate::out::diag!("notice: {}: {}", crate::ops::shown(dir, &n.file), n.what);
             }
             let mut value = serde_json::to_value(&report).map_err(|e| Failure::Runtime(e.to_string()))?;
             value["format"] = "kafka".into();

@@ -236,7 +236,7 @@ pub fn check(dir: &Path) -> Result<(), Failure> {
     match log_core::check::check_store(store) {
         Ok(report) => {
             for n in &report.notices {
-                crate::out::diag!("notice: {}: {}", n.file, n.what);
+                crate::out::diag!("notice: {}: {}", shown(dir, &n.file), n.what);
             }
             print_json(&report)
         }
@@ -252,9 +252,20 @@ pub fn format_flag(format: log_core::Format) -> &'static str {
     }
 }
 
+/// A file a report names, the directory itself (`.`) as `dir`.
+pub fn shown(dir: &Path, file: &str) -> String {
+    if file == log_core::DIRECTORY { dir.display().to_string() } else { file.to_owned() }
+}
+
 /// The failure for a problem `check` found in `dir`.
 pub fn check_failure(dir: &Path, format: log_core::Format, problem: &log_core::check::Problem) -> Failure {
+    let problem = &log_core::check::Problem { file: shown(dir, &problem.file), ..problem.clone() };
     match problem.class {
+        log_core::check::ProblemClass::Corruption
+            if format == log_core::Format::Kafka && problem.file.ends_with("-checkpoint") =>
+        {
+            Failure::Corruption(format!("check failed: {problem}\n{}", crate::failure::BROKER_CHECKPOINT_HINT))
+        }
         log_core::check::ProblemClass::Corruption => Failure::Corruption(format!(
             "check failed: {problem}\n(`logcompact repair --dir {}{}` shows what a repair would drop)",
             dir.display(),

@@ -745,3 +745,36 @@ fn a_native_swap_or_marker_no_cleaning_pass_could_have_written_is_refused_and_no
     let dump = stdout(&logcompact(&["dump", "--dir", path(&dir)], ""));
     assert_eq!(dump.lines().count(), 11, "{dump}");
 }
+
+#[test]
+fn a_bad_broker_checkpoint_is_one_exit_code_for_every_command_and_named() {
+    // A cleaner-offset-checkpoint of version 7: check exited 3 naming `<store>` while analyze, advise and compact
+    // exited 1; dump, which needs no checkpoint, exited 3 on one that is a FIFO.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (what, want) in [("a version 7", 1), ("a FIFO", 3)] {
+        let logs = tmp.path().join(what.replace(' ', "-"));
+        let part = logs.join("orders-0");
+        common::kafka_partition(&part, 10, 3, 2, 10);
+        let checkpoint = logs.join("cleaner-offset-checkpoint");
+        if want == 1 {
+            std::fs::write(&checkpoint, "7\n1\norders 0 5\n").expect("write");
+        } else {
+            let made = Command::new("mkfifo").arg(&checkpoint).status().expect("mkfifo");
+            assert!(made.success());
+        }
+        let before = contents(&part);
+        for cmd in ["check", "analyze", "advise", "compact"] {
+            let out = logcompact(&[cmd, "--format", "kafka", "--dir", path(&part)], "");
+            assert_eq!(code(&out), Some(want), "{what}: {cmd}: {}", stderr(&out));
+            let err = stderr(&out);
+            assert!(err.contains("cleaner-offset-checkpoint"), "{what}: {cmd} names the file: {err}");
+            assert!(!err.contains("<store>") && !err.contains("nowhere"), "{what}: {cmd}: {err}");
+            if want == 1 {
+                assert!(err.contains("no repair rewrites it"), "{what}: {cmd} says what to do: {err}");
+            }
+        }
+        let out = logcompact(&["dump", "--format", "kafka", "--dir", path(&part)], "");
+        assert_eq!(code(&out), Some(0), "{what}: dump reads the records without the checkpoint: {}", stderr(&out));
+        assert_eq!(contents(&part), before, "{what}: nothing changed");
+    }
+}

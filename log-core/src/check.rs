@@ -47,7 +47,7 @@ pub struct CheckReport {
 /// Something the next writable open repairs by itself.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Notice {
-    /// The file concerned (or `<store>`).
+    /// The file concerned (or [`crate::DIRECTORY`], the directory itself).
     pub file: String,
     /// What is there and what the next open does about it.
     pub what: String,
@@ -112,11 +112,14 @@ impl From<Error> for Problem {
             Error::CorruptNotTorn { segment, position, .. } => corruption(&segment, Some(position), what),
             Error::UnusableName { name, .. } => corruption(&name, None, what),
             Error::BadCheckpoint { name, reason } => corruption(&name, None, reason),
+            Error::BadCheckpointLine { name, reason } => corruption(&name, None, reason),
             Error::NotALog { .. } => {
-                Problem { class: ProblemClass::NotALog, file: "<store>".into(), position: None, what }
+                Problem { class: ProblemClass::NotALog, file: crate::error::DIRECTORY.into(), position: None, what }
             }
             Error::Io { name, .. } => Problem { class: ProblemClass::Unreadable, file: name, position: None, what },
-            _ => Problem { class: ProblemClass::Unreadable, file: "<store>".into(), position: None, what },
+            _ => {
+                Problem { class: ProblemClass::Unreadable, file: crate::error::DIRECTORY.into(), position: None, what }
+            }
         }
     }
 }
@@ -329,7 +332,7 @@ fn scan_segment(mut scan: crate::SegmentScan<'_>, name: &str, base: u64, scratch
 }
 
 /// Notices for what the next writable open will repair, from the read-only open's report.
-/// The files of the store with one of `suffixes`, up to five named, for a notice (`<store>` when none).
+/// The files of the store with one of `suffixes`, up to five named, for a notice (the directory when none).
 fn files_ending(log: &Log, suffixes: &[&str]) -> String {
     let mut names: Vec<String> = log
         .store()
@@ -340,7 +343,7 @@ fn files_ending(log: &Log, suffixes: &[&str]) -> String {
         .collect();
     names.sort();
     match names.len() {
-        0 => "<store>".to_owned(),
+        0 => crate::error::DIRECTORY.to_owned(),
         n if n > 5 => format!("{} and {} more", names[..5].join(", "), n - 5),
         _ => names.join(", "),
     }
@@ -390,7 +393,7 @@ fn pending_notices(log: &Log) -> Vec<Notice> {
     }
     if r.empty_segments_removed > 0 {
         out.push(notice(
-            "<store>",
+            crate::error::DIRECTORY,
             format!("{} empty closed segments; the next open removes them", r.empty_segments_removed),
         ));
     }

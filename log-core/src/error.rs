@@ -3,6 +3,10 @@
 use std::fmt;
 use std::io;
 
+/// The name errors and reports give the store's directory itself (listing it, syncing it): `.`, the
+/// directory a caller names around the message.
+pub const DIRECTORY: &str = ".";
+
 /// Result with [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

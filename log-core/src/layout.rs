@@ -91,7 +91,7 @@ impl Layout {
     /// # Errors
     /// [`Error::Io`] when the store cannot be listed.
     pub fn scan(store: &dyn SegmentStore) -> Result<Layout> {
-        let names = store.list().map_err(Error::io("list", "<store>"))?;
+        let names = store.list().map_err(Error::io("list", crate::error::DIRECTORY))?;
         let mut layout = Layout::default();
         for name in names {
             match classify(&name) {

@@ -28,7 +28,7 @@ pub(crate) fn delete_if_exists(store: &dyn SegmentStore, name: &str) -> Result<(
 }
 
 pub(crate) fn sync_dir(store: &dyn SegmentStore) -> Result<()> {
-    store.sync_dir().map_err(Error::io("sync directory", "<store>"))
+    store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY))
 }
 
 /// Completes or rolls back a cleaning swap that a crash interrupted (the rules of [`PendingSwap`]).

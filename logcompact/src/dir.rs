@@ -104,6 +104,23 @@ pub fn open_read_only(dir: &Path, format: Format) -> Result<OpenedLog, OpenError
     }
 }
 
+/// As [`open_read_only`] for a command that reads only the records (`dump`): a Kafka partition's checkpoint
+/// files in its log directory (the cleaner's, the log start's, the high watermark's) are not read, so one that
+/// is damaged or not a regular file does not keep the records from being read.
+///
+/// # Errors
+/// As [`open_read_only`].
+pub fn open_records_only(dir: &Path, format: Format) -> Result<OpenedLog, OpenError> {
+    if format == Format::Native {
+        return open_read_only(dir, format);
+    }
+    let stores = storage_file::kafka::open_read_only(dir).map_err(store_error(dir))?;
+    let checkpoint = log_core::CheckpointFile::Memory;
+    let log = Log::open_kafka_read_only(stores.partition, LogConfig::default(), checkpoint.clone())
+        .map_err(|e| kafka_error(dir, e))?;
+    Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: checkpoint.describe() })
+}
+
 /// Opens the existing log in `dir` for writing with `config`; a directory that holds no log is refused (a
 /// command that changes a log never creates one).
 ///

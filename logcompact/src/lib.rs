@@ -47,7 +47,7 @@ pub mod size;
 
 pub use cleaner::{CleanStats, Cleaner, CleanerConfig, MapKind, PassOptions, SystemClock};
 pub use compact::{CompactError, CompactOutcome, CompactRequest, Compaction, compact, compact_observed};
-pub use dir::{OpenError, OpenedLog, open_read_only, open_writable};
+pub use dir::{OpenError, OpenedLog, open_read_only, open_records_only, open_writable};
 pub use log_core::{Format, Log, LogConfig};
 pub use recovery::describe_recovery;
 pub use repair::{RepairError, Repaired, repair};

@@ -57,7 +57,7 @@ impl KafkaLayout {
     /// # Errors
     /// [`Error::Io`] when the store cannot be listed.
     pub fn scan(store: &dyn SegmentStore) -> Result<KafkaLayout> {
-        let names = store.list().map_err(Error::io("list", "<store>"))?;
+        let names = store.list().map_err(Error::io("list", crate::error::DIRECTORY))?;
         let mut layout = KafkaLayout::default();
         for n in names {
             match classify(&n) {

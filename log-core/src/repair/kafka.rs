@@ -331,7 +331,7 @@ fn rebuild_indexes(store: &dyn SegmentStore, base: u64, segment: &str, interval:
 pub(super) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<RepairOutcome> {
     let mut backups = Backups::new(store, stamp);
     let mut done = Vec::new();
-    let sync_dir = || store.sync_dir().map_err(Error::io("sync directory", "<store>"));
+    let sync_dir = || store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY));
     // 1. A swap that cannot be completed goes (a copy of its bad segment kept), and what it replaced comes back.
     for action in &plan.actions {
         let RepairAction::DiscardSwap { file, .. } = action else { continue };

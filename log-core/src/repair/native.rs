@@ -169,7 +169,7 @@ fn hint_actions(
 pub(super) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<RepairOutcome> {
     let mut backups = Backups::new(store, stamp);
     let mut done = Vec::new();
-    let sync_dir = || store.sync_dir().map_err(Error::io("sync directory", "<store>"));
+    let sync_dir = || store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY));
     // 1. Invalid `.swap` files go, their segments restored, before any swap is finished.
     for action in &plan.actions {
         let RepairAction::DiscardSwap { file, .. } = action else { continue };
