@@ -24,6 +24,11 @@ pub const BROKER_CHECKPOINT_HINT: &str = "(nothing was changed; this checkpoint 
      repair rewrites it: with the broker stopped, fix the line by hand or remove the file, and cleaning restarts \
      from each partition's log start)";
 
+/// What to do about a name the log cannot use (a directory or a symbolic link under a segment's or a swap's
+/// name): no repair can read or remove it.
+pub const UNUSABLE_NAME_HINT: &str = "(nothing was changed; no repair can use or remove it: move it out of the \
+     directory by hand, and if it is a segment or a swap of this log, put back a regular file in its place)";
+
 /// What to do with a Kafka partition given to a command of the native format.
 pub const KAFKA_HINT: &str =
     "dump, check, analyze, advise, compact, roll, repair and clean take Kafka partitions with --format kafka";
@@ -90,7 +95,7 @@ impl Failure {
                 "{message}\n(nothing was changed; `logcompact check` describes the damage and `logcompact repair` \
                  can drop it, keeping a copy)"
             )),
-            log_core::Error::UnusableName { .. } => Failure::Corruption(message),
+            log_core::Error::UnusableName { .. } => Failure::Corruption(format!("{message}\n{UNUSABLE_NAME_HINT}")),
             log_core::Error::NotALog { found }
                 if found.contains("Kafka") && !found.contains("of magic 0") && !found.contains("of magic 1") =>
             {

@@ -261,6 +261,9 @@ pub fn shown(dir: &Path, file: &str) -> String {
 pub fn check_failure(dir: &Path, format: log_core::Format, problem: &log_core::check::Problem) -> Failure {
     let problem = &log_core::check::Problem { file: shown(dir, &problem.file), ..problem.clone() };
     match problem.class {
+        log_core::check::ProblemClass::UnusableName => {
+            Failure::Corruption(format!("check failed: {problem}\n{}", crate::failure::UNUSABLE_NAME_HINT))
+        }
         log_core::check::ProblemClass::Corruption
             if format == log_core::Format::Kafka && problem.file.ends_with("-checkpoint") =>
         {
@@ -333,7 +336,7 @@ pub fn repair(dir: &Path, format: log_core::Format, apply: bool, as_json: bool) 
     } else {
         let mut out = QuietPipe::new(std::io::stdout().lock());
         let verb = if apply { "repaired" } else { "a repair would" };
-        if plan.actions.is_empty() {
+        if plan.actions.is_empty() && plan.cannot_fix.is_empty() {
             writeln!(out, "nothing to repair by hand in {}", dir.display()).map_err(write_failed)?;
         }
         for action in &plan.actions {

@@ -778,3 +778,51 @@ fn a_bad_broker_checkpoint_is_one_exit_code_for_every_command_and_named() {
         assert_eq!(contents(&part), before, "{what}: nothing changed");
     }
 }
+
+#[test]
+fn messages_say_what_holds_a_partition_back_and_what_to_do() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // An open transaction holds the last stable offset: the lag (0 ms) was blamed.
+    let part = tmp.path().join("logs").join("orders-0");
+    common::transactions::write_partition(&part, true);
+    let first = logcompact(&["compact", "--format", "kafka", "--dir", path(&part)], "");
+    assert_eq!(code(&first), Some(0), "{}", stderr(&first));
+    let again = logcompact(&["compact", "--format", "kafka", "--dir", path(&part)], "");
+    assert_eq!(code(&again), Some(0), "{}", stderr(&again));
+    assert!(stderr(&again).contains("open transaction(s) hold the last stable offset"), "{}", stderr(&again));
+    assert!(!stderr(&again).contains("min.compaction.lag.ms"), "{}", stderr(&again));
+
+    // A partition whose checkpoint is kept in memory, and one of nothing but its active segment: "from none in
+    // nowhere", and "the whole log is dirty" beside "dirty 0 B".
+    let loose = tmp.path().join("loose");
+    common::kafka_partition(&loose, 10, 3, 2, 10);
+    let only_active = tmp.path().join("logs").join("orders-1");
+    common::kafka_partition(&only_active, 10, 1, 2, 10);
+    for dir in [&loose, &only_active] {
+        let out = logcompact(&["analyze", "--format", "kafka", "--dir", path(dir)], "");
+        assert_eq!(code(&out), Some(0), "{}", stderr(&out));
+        let text = stdout(&out) + &stderr(&out);
+        assert!(text.contains("first dirty offset 0 from the log's start"), "{text}");
+        assert!(!text.contains("nowhere") && !text.contains("whole log is dirty"), "{text}");
+    }
+
+    // A `.swap` that is a directory (a Kafka partition) or a symbolic link (a native log): no repair can touch
+    // it, and the messages said to run one.
+    let native = log_dir(tmp.path(), &(puts(3) + "ROLL\n" + &puts(2)));
+    std::os::unix::fs::symlink(SEG0, native.join(format!("{SEG0}.swap"))).expect("symlink");
+    let kafka = tmp.path().join("logs").join("orders-2");
+    common::kafka_partition(&kafka, 10, 3, 2, 10);
+    std::fs::create_dir(kafka.join(format!("{SEG0}.swap"))).expect("mkdir");
+    for (format, dir) in [("native", &native), ("kafka", &kafka)] {
+        for cmd in ["check", "compact"] {
+            let out = logcompact(&[cmd, "--format", format, "--dir", path(dir)], "");
+            assert_eq!(code(&out), Some(1), "{format} {cmd}: {}", stderr(&out));
+            assert!(stderr(&out).contains("move it out of the directory by hand"), "{format} {cmd}: {}", stderr(&out));
+            assert!(!stderr(&out).contains("repair would drop"), "{format} {cmd}: {}", stderr(&out));
+        }
+        let out = logcompact(&["repair", "--format", format, "--dir", path(dir)], "");
+        assert_eq!(code(&out), Some(1), "{format}: {}", stderr(&out));
+        assert!(!stdout(&out).contains("nothing to repair"), "{format}: {}", stdout(&out));
+        assert!(stderr(&out).contains("move it out of the directory by hand"), "{format}: {}", stderr(&out));
+    }
+}

@@ -62,6 +62,9 @@ pub enum ProblemClass {
     NotALog,
     /// Intact data of a format version this build does not read (a Kafka message set older than magic 2).
     OtherFormat,
+    /// A name the log would take for one of its files that it cannot use (a directory or a symbolic link under
+    /// a segment's or a swap's name): no repair can read or remove it; it is moved by hand.
+    UnusableName,
     /// The store could not be read (an I/O error) or kept changing.
     Unreadable,
 }
@@ -110,7 +113,9 @@ impl From<Error> for Problem {
             },
             Error::Corrupt { segment, position, kind } => corruption(&segment, Some(position), kind.to_string()),
             Error::CorruptNotTorn { segment, position, .. } => corruption(&segment, Some(position), what),
-            Error::UnusableName { name, .. } => corruption(&name, None, what),
+            Error::UnusableName { name, .. } => {
+                Problem { class: ProblemClass::UnusableName, file: name, position: None, what }
+            }
             Error::BadCheckpoint { name, reason } => corruption(&name, None, reason),
             Error::BadCheckpointLine { name, reason } => corruption(&name, None, reason),
             Error::NotALog { .. } => {

@@ -90,6 +90,16 @@ pub fn nothing_cleanable(log: &Log, d: &DirtySection, lag_ms: i64) -> Option<Str
              it (or write with a smaller --segment-bytes)",
             d.active_records
         )
+    } else if d.open_transactions > 0
+        && d.last_stable_offset.is_some_and(|l| l.max(d.first_dirty_offset) <= d.first_uncleanable_offset)
+    {
+        // The last stable offset, not the lag, is what holds the section back.
+        format!(
+            "nothing to clean: {} open transaction(s) hold the last stable offset at {}, and nothing at or past it is \
+             cleaned until they end (`logcompact analyze --format kafka` names them and the command that aborts one)",
+            d.open_transactions,
+            d.last_stable_offset.unwrap_or(0)
+        )
     } else if d.too_young_bytes > 0 {
         format!(
             "nothing to clean: the dirty records ({} bytes) are younger than min.compaction.lag.ms ({lag_ms} ms)",
