@@ -36,9 +36,12 @@ pub fn analyze(req: AnalyzeRequest<'_>, json: bool) -> Result<(), Failure> {
             logcompact::dir::start_dirty_at(&opened.log, c).map_err(|e| Failure::Usage(e.to_string()))?;
             "--checkpoint".to_owned()
         }
-        None => match opened.log.checkpoint_file().read(&**opened.log.store()) {
-            Ok(Some(_)) => opened.checkpoint_source.clone(),
-            _ => format!("none in {} (the whole log is dirty)", opened.checkpoint_source),
+        None => match (opened.log.checkpoint_file().read(&**opened.log.store()), opened.log.checkpoint_file()) {
+            (Ok(Some(_)), _) => opened.checkpoint_source.clone(),
+            (_, log_core::CheckpointFile::Memory) => {
+                format!("the log's start (the cleaner checkpoint is {})", opened.checkpoint_source)
+            }
+            _ => format!("the log's start (no cleaner checkpoint in {})", opened.checkpoint_source),
         },
     };
     let options = PassOptions::default();
@@ -220,10 +223,10 @@ pub fn analyze_data_dir(
     bar.finish_and_clear();
     let found = found.map_err(|e| Failure::from_data_dir(&e))?;
     for (name, why) in &found.unreadable {
-        eprintln!("cannot read {name}: {why}");
+        crate::out::diag!("cannot read {name}: {why}");
     }
     for (name, why) in &found.ignored {
-        eprintln!("{name}: {why}");
+        crate::out::diag!("{name}: {why}");
     }
     let mut out = QuietPipe::new(std::io::stdout().lock());
     let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));

@@ -53,7 +53,7 @@ pub use logcompact::describe_recovery;
 pub fn open_log(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log, Failure> {
     let log = Log::open(store, config).map_err(|e| Failure::from_log("cannot open the log", &e))?;
     for line in describe_recovery(log.recovery_report(), true) {
-        eprintln!("{line}");
+        crate::out::diag!("{line}");
     }
     Ok(log)
 }

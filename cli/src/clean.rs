@@ -28,7 +28,7 @@ pub fn clean(req: &CleanRequest, json: bool, metrics_addr: Option<&str>) -> Resu
         Some(addr) => {
             let server = logcompact::metrics::MetricsServer::start(addr, &req.data_dir.display().to_string())
                 .map_err(|e| Failure::Runtime(e.to_string()))?;
-            eprintln!("serving Prometheus metrics at http://{}/metrics", server.addr());
+            crate::out::diag!("serving Prometheus metrics at http://{}/metrics", server.addr());
             Some(Arc::new(server))
         }
     };
@@ -45,7 +45,7 @@ pub fn clean(req: &CleanRequest, json: bool, metrics_addr: Option<&str>) -> Resu
         on_event: listen(json, &bar),
         on_notice: {
             let bar = bar.clone();
-            Arc::new(move |line: &str| bar.suspend(|| eprintln!("{line}")))
+            Arc::new(move |line: &str| bar.suspend(|| crate::out::diag!("{line}")))
         },
         on_status: {
             let metrics = metrics.clone();
@@ -63,7 +63,7 @@ pub fn clean(req: &CleanRequest, json: bool, metrics_addr: Option<&str>) -> Resu
     bar.finish_and_clear();
     let finished = finished?;
     for (name, why) in &finished.left_alone {
-        eprintln!("left alone: {name}: {why}");
+        crate::out::diag!("left alone: {name}: {why}");
     }
     report(&finished.status, json)?;
     let uncleanable = finished.uncleanable_with_errors();

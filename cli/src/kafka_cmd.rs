@@ -51,7 +51,8 @@ impl DumpOptions {
 /// As opening the partition; [`Failure::Corruption`] for a damaged batch (after printing what came before it).
 pub fn dump(dir: &Path, opts: &DumpOptions) -> Result<(), Failure> {
     let json = opts.json || opts.json_lines;
-    let opened = logcompact::open_read_only(dir, Format::Kafka).map_err(|e| Failure::from_open(&e))?;
+    // The records only: a checkpoint file of the log directory that does not read is no reason not to show them.
+    let opened = logcompact::open_records_only(dir, Format::Kafka).map_err(|e| Failure::from_open(&e))?;
     let log = &opened.log;
     let snapshot = log.snapshot();
     let mut out = QuietPipe::new(std::io::BufWriter::new(std::io::stdout().lock()));
@@ -104,57 +105,46 @@ pub fn dump(dir: &Path, opts: &DumpOptions) -> Result<(), Failure> {
                 }
                 let codec = h.compression().map_or("unknown", log_core::kafka::Compression::name);
                 if json {
-                    let mut records = Vec::new();
+                    // A batch's fields as one JSON object, its records written one at a time as they are decoded
+                    // (never collected: a batch may hold millions), keys in the order serde_json sorts them.
+                    if opts.json && !first_batch {
+                        out.write_all(b",").map_err(failed)?;
+                    }
+                    first_batch = false;
+                    let field = |v: serde_json::Value| v.to_string();
+                    write!(
+                        out,
+                        "{{\"codec\":{},\"control\":{},\"delete_horizon\":{},\"header\":{},\"position\":{},\"records\":[",
+                        field(codec.into()),
+                        h.is_control(),
+                        field(h.delete_horizon().into()),
+                        field(serde_json::to_value(h).map_err(|e| failed(e.into()))?),
+                        placed.position,
+                    )
+                    .map_err(failed)?;
+                    let mut first_record = true;
                     for r in b.records(&mut scratch).map_err(bad)? {
                         let r = r.map_err(bad)?;
                         if !opts.record_wanted(r.offset, r.key) {
                             continue;
                         }
-                        // Bytes as `dump --json` shows them for native logs: UTF-8 as is, other bytes `\xNN`.
-                        let esc = crate::json::escape;
-                        let mut record = serde_json::json!({
-                            "offset": r.offset,
-                            "timestamp": r.timestamp,
-                            "key": r.key.map(esc),
-                            "value": r.value.map(esc),
-                            "headers": r.headers().map(|(n, v)| serde_json::json!([esc(n), v.map(esc)])).collect::<Vec<_>>(),
-                        });
-                        if opts.offsets_decoder
-                            && !h.is_control()
-                            && let Some(k) = r.key
-                        {
-                            let key = logcompact::consumer_offsets::decode_key(k);
-                            let value = logcompact::consumer_offsets::decode_value(&key, r.value);
-                            record["decoded"] = serde_json::json!({"key": key, "value": value});
+                        if !first_record {
+                            out.write_all(b",").map_err(failed)?;
                         }
-                        if h.is_control()
-                            && let Some(kind) = log_core::kafka::txn::marker_type(r.key)
-                        {
-                            record["marker"] = serde_json::json!({
-                                "type": kind.to_string(),
-                                "coordinator_epoch": log_core::kafka::txn::coordinator_epoch(r.value),
-                            });
-                        }
-                        records.push(record);
+                        first_record = false;
+                        write_json_record(&mut out, &r, h, opts.offsets_decoder).map_err(failed)?;
                     }
-                    let value = serde_json::json!({
-                        "segment": file,
-                        "position": placed.position,
-                        "size": b.len(),
-                        "header": h,
-                        "codec": codec,
-                        "transactional": h.is_transactional(),
-                        "control": h.is_control(),
-                        "delete_horizon": h.delete_horizon(),
-                        "records": records,
-                    });
+                    write!(
+                        out,
+                        "],\"segment\":{},\"size\":{},\"transactional\":{}}}",
+                        field(file.into()),
+                        b.len(),
+                        h.is_transactional()
+                    )
+                    .map_err(failed)?;
                     if opts.json_lines {
-                        writeln!(out, "{value}").map_err(failed)?;
-                        continue;
+                        out.write_all(b"\n").map_err(failed)?;
                     }
-                    let sep = if first_batch { "" } else { "," };
-                    first_batch = false;
-                    write!(out, "{sep}{value}").map_err(failed)?;
                     continue;
                 }
                 writeln!(
@@ -242,6 +232,42 @@ pub fn dump(dir: &Path, opts: &DumpOptions) -> Result<(), Failure> {
     out.flush().map_err(failed)
 }
 
+/// One record of `dump --format kafka --json`: bytes as `dump --json` shows them for native logs (UTF-8 as
+/// is, other bytes `\xNN`), a marker's type and coordinator epoch, `__consumer_offsets` decoded when asked; keys
+/// in the order serde_json sorts them.
+fn write_json_record(
+    out: &mut impl Write,
+    r: &log_core::RecordRef<'_>,
+    h: &log_core::kafka::BatchHeader,
+    offsets_decoder: bool,
+) -> std::io::Result<()> {
+    let esc = crate::json::escape;
+    let mut record = serde_json::json!({
+        "offset": r.offset,
+        "timestamp": r.timestamp,
+        "key": r.key.map(esc),
+        "value": r.value.map(esc),
+        "headers": r.headers().map(|(n, v)| serde_json::json!([esc(n), v.map(esc)])).collect::<Vec<_>>(),
+    });
+    if offsets_decoder
+        && !h.is_control()
+        && let Some(k) = r.key
+    {
+        let key = logcompact::consumer_offsets::decode_key(k);
+        let value = logcompact::consumer_offsets::decode_value(&key, r.value);
+        record["decoded"] = serde_json::json!({"key": key, "value": value});
+    }
+    if h.is_control()
+        && let Some(kind) = log_core::kafka::txn::marker_type(r.key)
+    {
+        record["marker"] = serde_json::json!({
+            "type": kind.to_string(),
+            "coordinator_epoch": log_core::kafka::txn::coordinator_epoch(r.value),
+        });
+    }
+    serde_json::to_writer(out, &record).map_err(std::io::Error::from)
+}
+
 /// `dump --style kafka-dump-log`: what Kafka 4.4's `kafka-dump-log.sh --deep-iteration --print-data-log
 /// --files` prints for `files`, its summaries on standard error.
 ///
@@ -275,7 +301,7 @@ pub fn check(dir: &Path) -> Result<(), Failure> {
     match log_core::check::check_kafka(stores.partition, stores.checkpoint) {
         Ok(report) => {
             for n in &report.notices {
-                eprintln!("notice: {}: {}", n.file, n.what);
+                crate::out::diag!("notice: {}: {}", crate::ops::shown(dir, &n.file), n.what);
             }
             let mut value = serde_json::to_value(&report).map_err(|e| Failure::Runtime(e.to_string()))?;
             value["format"] = "kafka".into();

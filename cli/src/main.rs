@@ -1,6 +1,8 @@
 //! `logcompact`: the command line of the logcompact toolkit. It only parses arguments and calls the
 //! libraries (`log-core`, the storage backends and `cleaner`).
 
+#![warn(clippy::print_stderr, clippy::print_stdout)]
+
 mod advise;
 mod analyze_cmd;
 mod backend;
@@ -1134,7 +1136,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("{failure}");
+            crate::out::diag!("{failure}");
             failure.exit_code()
         }
     }

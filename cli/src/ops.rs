@@ -82,7 +82,7 @@ pub fn generate(dir: &Path, workload: Workload, config: LogConfig) -> Result<(),
     bar.finish_and_clear();
     let section = log.dirty_section(log_core::now_ms(), 0);
     if section.closed_segments == 0 {
-        eprintln!(
+        crate::out::diag!(
             "note: all {} records are in the active segment (segment.bytes {} is larger than the log), and no pass \
              takes the active segment: `logcompact roll --dir {}` seals it, or write with a smaller --segment-bytes",
             section.active_records,
@@ -141,13 +141,15 @@ pub fn compact(req: &CompactRequest<'_>) -> Result<(), Failure> {
         }
         if let Some(passes) = stats.passes_needed().filter(|_| !warned) {
             warned = true;
-            bar.suspend(|| eprintln!("{}", many_passes_warning(stats, passes, Some((&dir, req.request.format)))));
+            bar.suspend(|| {
+                crate::out::diag!("{}", many_passes_warning(stats, passes, Some((&dir, req.request.format))))
+            });
         }
         Ok(())
     };
     let opened = |r: &log_core::RecoveryReport| {
         for line in describe_recovery(r, true) {
-            bar.suspend(|| eprintln!("{line}"));
+            bar.suspend(|| crate::out::diag!("{line}"));
         }
     };
     let result = logcompact::compact_observed(&req.request, &mut cleaner, opened, each);
@@ -157,10 +159,10 @@ pub fn compact(req: &CompactRequest<'_>) -> Result<(), Failure> {
     }
     let done = result.map_err(|e| Failure::from_compact(&e))?;
     if let logcompact::CompactOutcome::NothingDone(why) = &done.outcome {
-        eprintln!("{}: {why}", dir.display());
+        crate::out::diag!("{}: {why}", dir.display());
     }
     if !done.checkpoint_saved {
-        eprintln!("note: {}: the cleaner checkpoint is {}", dir.display(), done.checkpoint_source);
+        crate::out::diag!("note: {}: the cleaner checkpoint is {}", dir.display(), done.checkpoint_source);
     }
     Ok(())
 }
@@ -173,17 +175,17 @@ pub fn roll(dir: &Path, format: log_core::Format) -> Result<(), Failure> {
     let opened = logcompact::open_writable(dir, format, LogConfig::default()).map_err(|e| Failure::from_open(&e))?;
     let log = opened.log;
     for line in describe_recovery(log.recovery_report(), true) {
-        eprintln!("{line}");
+        crate::out::diag!("{line}");
     }
     let base = log.active_base();
     let records = log.dirty_section(0, 0).active_records;
     if log.roll().map_err(|e| Failure::from_log("cannot roll the active segment", &e))? {
-        eprintln!(
+        crate::out::diag!(
             "sealed segment {base} ({records} records); the active segment now starts at offset {}",
             log.active_base()
         );
     } else {
-        eprintln!("nothing to roll: the active segment (at offset {base}) is empty");
+        crate::out::diag!("nothing to roll: the active segment (at offset {base}) is empty");
     }
     Ok(())
 }
@@ -234,7 +236,7 @@ pub fn check(dir: &Path) -> Result<(), Failure> {
     match log_core::check::check_store(store) {
         Ok(report) => {
             for n in &report.notices {
-                eprintln!("notice: {}: {}", n.file, n.what);
+                crate::out::diag!("notice: {}: {}", shown(dir, &n.file), n.what);
             }
             print_json(&report)
         }
@@ -250,9 +252,23 @@ pub fn format_flag(format: log_core::Format) -> &'static str {
     }
 }
 
+/// A file a report names, the directory itself (`.`) as `dir`.
+pub fn shown(dir: &Path, file: &str) -> String {
+    if file == log_core::DIRECTORY { dir.display().to_string() } else { file.to_owned() }
+}
+
 /// The failure for a problem `check` found in `dir`.
 pub fn check_failure(dir: &Path, format: log_core::Format, problem: &log_core::check::Problem) -> Failure {
+    let problem = &log_core::check::Problem { file: shown(dir, &problem.file), ..problem.clone() };
     match problem.class {
+        log_core::check::ProblemClass::UnusableName => {
+            Failure::Corruption(format!("check failed: {problem}\n{}", crate::failure::UNUSABLE_NAME_HINT))
+        }
+        log_core::check::ProblemClass::Corruption
+            if format == log_core::Format::Kafka && problem.file.ends_with("-checkpoint") =>
+        {
+            Failure::Corruption(format!("check failed: {problem}\n{}", crate::failure::BROKER_CHECKPOINT_HINT))
+        }
         log_core::check::ProblemClass::Corruption => Failure::Corruption(format!(
             "check failed: {problem}\n(`logcompact repair --dir {}{}` shows what a repair would drop)",
             dir.display(),
@@ -289,6 +305,9 @@ fn describe(action: &RepairAction) -> String {
         RepairAction::RebuildIndexes { segment, reason } => {
             format!("rebuild the .index and .timeindex of {segment} from its batches ({reason})")
         }
+        RepairAction::RebuildTxnIndex { file, reason } => {
+            format!("rebuild {file} from the partition's batches, as a broker's recovery would ({reason})")
+        }
     }
 }
 
@@ -306,10 +325,10 @@ pub fn repair(dir: &Path, format: log_core::Format, apply: bool, as_json: bool) 
         other => Failure::Runtime(other.to_string()),
     })?;
     for name in done.outcome.iter().flat_map(|o| &o.backups) {
-        eprintln!("kept a copy of what was cut in {}", dir.join(name).display());
+        crate::out::diag!("kept a copy of what was cut in {}", dir.join(name).display());
     }
     for line in &done.recovery {
-        eprintln!("{line}");
+        crate::out::diag!("{line}");
     }
     let plan = done.plan;
     if as_json {
@@ -317,7 +336,7 @@ pub fn repair(dir: &Path, format: log_core::Format, apply: bool, as_json: bool) 
     } else {
         let mut out = QuietPipe::new(std::io::stdout().lock());
         let verb = if apply { "repaired" } else { "a repair would" };
-        if plan.actions.is_empty() {
+        if plan.actions.is_empty() && plan.cannot_fix.is_empty() {
             writeln!(out, "nothing to repair by hand in {}", dir.display()).map_err(write_failed)?;
         }
         for action in &plan.actions {

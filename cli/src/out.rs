@@ -1,6 +1,23 @@
-//! Standard output that ends quietly when its reader goes away (`logcompact dump | head -1`).
+//! Standard output that ends quietly when its reader goes away (`logcompact dump | head -1`), and diagnostics
+//! on standard error that never stop a run.
 
 use std::io::{self, Write};
+
+/// Writes one line to standard error, ignoring a failed write: a closed or full standard error (`2>/dev/full`)
+/// must not abandon a run, and `eprintln!` panics then. The only way this crate writes a diagnostic line
+/// (`eprintln!` and `println!` are refused by the crate's lints).
+macro_rules! diag {
+    ($($arg:tt)*) => {
+        $crate::out::diag_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use diag;
+
+/// The line [`diag!`] writes.
+pub fn diag_line(line: std::fmt::Arguments<'_>) {
+    let mut err = io::stderr().lock();
+    let _ = writeln!(err, "{line}");
+}
 
 /// A writer that turns a broken pipe into the end of output: later writes are dropped and report success,
 /// so a command whose reader stopped reading finishes its work and exits 0 without an error message.

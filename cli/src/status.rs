@@ -116,7 +116,7 @@ pub fn table(status: &ManagerStatus, file: Option<(&StatusFile, bool)>) -> Strin
 pub fn status(data_dir: &Path, format: Format, layers: &Layers, json: bool) -> Result<(), Failure> {
     let report = datadir::status(data_dir, format, layers).map_err(|e| Failure::from_data_dir(&e))?;
     for w in &report.warnings {
-        eprintln!("warning: {w}");
+        crate::out::diag!("warning: {w}");
     }
     let mut out = QuietPipe::new(std::io::stdout().lock());
     let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));

@@ -31,6 +31,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
+#![warn(clippy::print_stderr, clippy::print_stdout)]
 
 pub mod compact;
 pub mod consumer_offsets;
@@ -49,7 +50,7 @@ pub mod size;
 
 pub use cleaner::{CleanStats, Cleaner, CleanerConfig, MapKind, PassOptions, SystemClock};
 pub use compact::{CompactError, CompactOutcome, CompactRequest, Compaction, compact, compact_observed};
-pub use dir::{OpenError, OpenedLog, open_read_only, open_writable};
+pub use dir::{OpenError, OpenedLog, open_read_only, open_records_only, open_writable};
 pub use log_core::{Format, Log, LogConfig};
 pub use recovery::describe_recovery;
 pub use repair::{RepairError, Repaired, repair};
