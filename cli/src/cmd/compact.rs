@@ -74,9 +74,9 @@ pub struct CompactArgs {
     #[arg(long, value_enum, default_value_t = FormatArg::Native)]
     format: FormatArg,
     /// Compact a copy made in this directory (which must not exist, or be empty) instead: --dir is then only
-    /// read, never written. A Kafka copy made inside a broker's log directory (one holding meta.properties)
-    /// and named <topic>-<partition> keeps its cleaner checkpoint in that directory's cleaner-offset-checkpoint;
-    /// elsewhere only for this run (the passes start from the source's checkpoint).
+    /// read, never written. Never inside a broker's log directory (one holding meta.properties): a broker would
+    /// take it for a partition it does not own, or refuse to start. The copy's cleaner checkpoint lives for this
+    /// run only (the passes start from the source's checkpoint).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Start from this first dirty offset instead of the cleaner checkpoint (the pass then writes its own).

@@ -94,13 +94,9 @@ pub fn analyze_dir(
             }
         };
         let settings = resolved.as_ref().map(|r| r.settings.clone());
-        let options = PassOptions {
-            delete_retention_ms: settings
-                .as_ref()
-                .map_or(PassOptions::default().delete_retention_ms, |s| s.delete_retention_ms),
-            min_compaction_lag_ms: settings.as_ref().map_or(0, |s| s.min_compaction_lag_ms),
-            ..PassOptions::default()
-        };
+        // The pass the cleaner would run, with every setting of the topic (its max.decompressed.message.bytes
+        // included: a record over it shows here as the pass's failure).
+        let options = settings.as_ref().map_or_else(PassOptions::default, |s| s.pass_options(false));
         let lag = options.min_compaction_lag_ms;
         let source = opened.checkpoint_source.clone();
         let (a, groups) = match crate::analyze::analyze_opened(&opened, format, source, budget, options) {
