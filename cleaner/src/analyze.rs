@@ -302,28 +302,31 @@ pub fn analyze(
     if let Some(oldest) = a.transactions.open_transactions.first() {
         a.notes.push(format!(
             "{} open transaction(s) hold the last stable offset at {}: nothing at or past it is cleaned, and \
-             read_committed consumers stop there; the oldest (producer {}, epoch {}) began {} s ago, holding back {} \
-             bytes of closed segments",
+             read_committed consumers stop there; the oldest (producer {}, epoch {}) began {} ago, holding back {} \
+             of closed segments",
             a.transactions.open_transactions.len(),
             oldest.first_offset,
             oldest.producer_id,
             oldest.producer_epoch,
-            oldest.age_ms / 1000,
-            oldest.bytes_blocked
+            log_core::human::duration_ms(u64::try_from(oldest.age_ms).unwrap_or(0)),
+            log_core::human::bytes(oldest.bytes_blocked)
         ));
     }
     if a.transactions.aborted_records > 0 {
         a.notes.push(format!(
-            "{} records ({} bytes) of {} aborted transaction(s) are still here: a compaction removes those below the \
+            "{} records ({}) of {} aborted transaction(s) are still here: a compaction removes those below the \
              last stable offset whatever their keys",
-            a.transactions.aborted_records, a.transactions.aborted_bytes, a.transactions.aborted_transactions
+            a.transactions.aborted_records,
+            log_core::human::bytes(a.transactions.aborted_bytes),
+            a.transactions.aborted_transactions
         ));
     }
     if a.transactions.markers > 0 {
         a.notes.push(format!(
-            "{} transaction markers ({} bytes): each goes once its transaction's data is gone, one pass and \
+            "{} transaction markers ({}): each goes once its transaction's data is gone, one pass and \
              delete.retention.ms later",
-            a.transactions.markers, a.transactions.marker_bytes
+            a.transactions.markers,
+            log_core::human::bytes(a.transactions.marker_bytes)
         ));
     }
     if a.unkeyed_records > 0 {
@@ -332,6 +335,6 @@ pub fn analyze(
             a.unkeyed_records
         ));
     }
-    a.notes.push(format!("the active segment ({} bytes) is never cleaned", a.active_bytes));
+    a.notes.push(format!("the active segment ({}) is never cleaned", log_core::human::bytes(a.active_bytes)));
     Ok(a)
 }

@@ -2,15 +2,9 @@
 
 use std::fmt::Write;
 
+use log_core::human::{bytes, duration, rate};
+
 use crate::stats::CleanStats;
-
-fn mb(bytes: u64) -> f64 {
-    bytes as f64 / f64::from(1u32 << 20)
-}
-
-fn rate(bytes: u64, seconds: f64) -> f64 {
-    if seconds > 0.0 { mb(bytes) / seconds } else { 0.0 }
-}
 
 fn share(part: f64, whole: f64) -> f64 {
     if whole > 0.0 { 100.0 * part / whole } else { 0.0 }
@@ -20,7 +14,7 @@ fn share(part: f64, whole: f64) -> f64 {
 /// on this log so far, this one included):
 ///
 /// ```text
-/// cleaner 0: cleaned log orders (dirty section [0, 40000), map compact, pass 1)
+/// cleaner 0: cleaned log orders (dirty section: offsets 0-39999, map compact, pass 1)
 ///     6.2 MiB of log processed in 0.05 s (124.0 MiB/s)
 ///     indexed 2.1 MiB in 0.02 s (105.0 MiB/s, 40.0% of the time)
 ///     buffer utilization 12.3% (40000 keys, 314342 at most)
@@ -36,18 +30,17 @@ pub fn summary(thread: Option<usize>, log: &str, stats: &CleanStats, passes: u64
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{who}: cleaned log {log} (dirty section [{}, {}), map {}, pass {passes}{})",
-        stats.first_dirty_offset,
-        stats.end_offset,
+        "{who}: cleaned log {log} (dirty section: offsets {}, map {}, pass {passes}{})",
+        log_core::human::offsets_until(stats.first_dirty_offset, stats.end_offset),
         stats.map,
         if stats.map_full { "; the map filled: more passes follow" } else { "" }
     );
-    let _ = writeln!(s, "    {:.1} MiB of log processed in {total:.2} s ({:.1} MiB/s)", mb(read), rate(read, total));
+    let _ = writeln!(s, "    {} of log processed in {} ({})", bytes(read), duration(total), rate(read, total));
     let _ = writeln!(
         s,
-        "    indexed {:.1} MiB in {:.2} s ({:.1} MiB/s, {:.1}% of the time)",
-        mb(p1.bytes_read),
-        p1.seconds,
+        "    indexed {} in {} ({}, {:.1}% of the time)",
+        bytes(p1.bytes_read),
+        duration(p1.seconds),
         rate(p1.bytes_read, p1.seconds),
         share(p1.seconds, total)
     );
@@ -60,18 +53,18 @@ pub fn summary(thread: Option<usize>, log: &str, stats: &CleanStats, passes: u64
     );
     let _ = writeln!(
         s,
-        "    cleaned {:.1} MiB in {:.2} s ({:.1} MiB/s, {:.1}% of the time)",
-        mb(p2.bytes_read),
-        p2.seconds,
+        "    cleaned {} in {} ({}, {:.1}% of the time)",
+        bytes(p2.bytes_read),
+        duration(p2.seconds),
         rate(p2.bytes_read, p2.seconds),
         share(p2.seconds, total)
     );
     let _ = writeln!(
         s,
-        "    start size {:.1} MiB ({} records), end size {:.1} MiB ({} records)",
-        mb(p2.bytes_read),
+        "    start size {} ({} records), end size {} ({} records)",
+        bytes(p2.bytes_read),
         p2.records_read,
-        mb(p2.bytes_kept),
+        bytes(p2.bytes_kept),
         p2.records_kept
     );
     let _ = write!(
@@ -108,12 +101,16 @@ mod tests {
         stats.segments_merged = 3;
         let text = summary(Some(0), "orders", &stats, 1);
         assert!(
-            text.starts_with("cleaner 0: cleaned log orders (dirty section [0, 40000), map compact, pass 1)"),
+            text.starts_with("cleaner 0: cleaned log orders (dirty section: offsets 0-39999, map compact, pass 1)"),
             "{text}"
         );
         assert!(text.contains("6.2 MiB of log processed in 0.05 s (124.0 MiB/s)"), "{text}");
         assert!(text.contains("indexed 2.1 MiB in 0.02 s (105.0 MiB/s, 40.0% of the time)"), "{text}");
         assert!(text.contains("buffer utilization 12.3%"), "{text}");
+        assert!(text.contains("end size 1.0 MiB (10000 records)"), "{text}");
+        stats.pass2.bytes_kept = 751_000;
+        let small = summary(None, "orders", &stats, 2);
+        assert!(small.contains("end size 733.4 KiB (10000 records)"), "below a MiB in KiB, never 0.7 MiB: {small}");
         assert!(
             text.contains("75.0% size reduction (75.0% fewer records); 1 segment written, 3 merged into it"),
             "{text}"

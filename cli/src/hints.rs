@@ -18,8 +18,10 @@ pub fn many_passes_warning(stats: &cleaner::CleanStats, passes: u64, dir: Option
         None => "`logcompact advise`".to_owned(),
     };
     format!(
-        "warning: the dedupe buffer held {} keys and mapped offsets {}..{} of a dirty section reaching {}: about {passes} \
-         passes to clean it, each re-reading the cleaned log; {how} tells the buffer one pass needs",
-        stats.offset_map.entries, stats.first_dirty_offset, stats.end_offset, stats.active_base
+        "warning: the dedupe buffer held {} keys and mapped offsets {} of a dirty section reaching offset {}: about \
+         {passes} passes to clean it, each re-reading the cleaned log; {how} tells the buffer one pass needs",
+        stats.offset_map.entries,
+        log_core::human::offsets_until(stats.first_dirty_offset, stats.end_offset),
+        stats.active_base
     )
 }

@@ -7,6 +7,7 @@
 mod args;
 mod backend;
 mod cmd;
+mod compact_summary;
 mod dump_kafka;
 mod failure;
 mod format;
@@ -64,11 +65,13 @@ enum Commands {
     ///   printf 'PUT a 1\nPUT a 2\nROLL\nCOMPACT\nDUMP\n' | logcompact run -
     #[command(verbatim_doc_comment, after_help = failure::EXIT_CODES)]
     Run(RunArgs),
-    /// Append a deterministic synthetic workload to the log in a directory; prints a JSON summary. Records are
+    /// Append a deterministic synthetic workload to the log in a directory; prints what it appended (--json: as
+    /// JSON). Records are
     /// timestamped 1 ms apart, the last one now.
     #[command(after_help = failure::EXIT_CODES)]
     Gen(GenArgs),
-    /// Clean the log in a directory; prints each pass's statistics as one JSON line.
+    /// Clean the log in a directory; prints a summary of each pass and of the whole run (sizes before and
+    /// after, records removed, time, what comes next), or with --json each pass's statistics as one JSON line.
     #[command(after_help = failure::EXIT_CODES)]
     Compact(CompactArgs),
     /// Keep every log of a data directory (each subdirectory a log, or a stopped broker's partitions) compacted,

@@ -34,6 +34,16 @@ pub fn print_json(value: &impl serde::Serialize) -> Result<(), crate::failure::F
     writeln!(out, "{text}").and_then(|()| out.flush()).map_err(write_failed)
 }
 
+/// Prints `text` and a newline on standard output (quietly nothing once the reader has gone): the one way a
+/// command prints its summary for people.
+///
+/// # Errors
+/// [`crate::failure::Failure::Runtime`] when it cannot be written.
+pub fn print_line(text: &str) -> Result<(), crate::failure::Failure> {
+    let mut out = QuietPipe::new(std::io::stdout().lock());
+    writeln!(out, "{text}").and_then(|()| out.flush()).map_err(write_failed)
+}
+
 /// A writer that turns a broken pipe into the end of output: later writes are dropped and report success,
 /// so a command whose reader stopped reading finishes its work and exits 0 without an error message.
 #[derive(Debug)]

@@ -15,7 +15,7 @@ fn check_verifies_kafka_indexes_and_names_a_damaged_one() {
     let index = dir.join("00000000000000000000.index");
     assert!(index.exists(), "the compaction wrote Kafka's indexes");
 
-    let out = logcompact(&["check", "--format", "kafka", "--dir", path(&dir)], "");
+    let out = logcompact(&["check", "--format", "kafka", "--dir", path(&dir), "--json"], "");
     assert!(out.status.success(), "{}", stderr(&out));
     let report: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
     let verified = report["indexes_verified"].as_u64().expect("indexes_verified");
@@ -28,7 +28,7 @@ fn check_verifies_kafka_indexes_and_names_a_damaged_one() {
     bytes[..4].copy_from_slice(&[0x7f; 4]);
     std::fs::write(&index, &bytes).expect("write");
     let before = contents(tmp.path());
-    let out = logcompact(&["check", "--format", "kafka", "--dir", path(&dir)], "");
+    let out = logcompact(&["check", "--format", "kafka", "--dir", path(&dir), "--json"], "");
     assert!(out.status.success(), "a damaged index is not a damaged partition: {}", stderr(&out));
     let err = stderr(&out);
     assert!(

@@ -60,6 +60,7 @@ fn gen_compact_dump_and_check_on_a_directory() {
             "32KiB",
             "--seed",
             "9",
+            "--json",
         ]
         .map(str::to_owned)
     };
@@ -85,11 +86,12 @@ fn gen_compact_dump_and_check_on_a_directory() {
     assert_eq!(before.len(), 5000);
 
     let report: serde_json::Value =
-        serde_json::from_str(&ok(&logcompact(&["check", "--dir", path(&a)], ""))).expect("check prints JSON");
+        serde_json::from_str(&ok(&logcompact(&["check", "--dir", path(&a), "--json"], ""))).expect("check prints JSON");
     assert_eq!(report["records"], 5000);
 
     // A small buffer: several passes, one JSON line each.
-    let out = ok(&logcompact(&["compact", "--dir", path(&a), "--dedupe-buffer", "4KiB", "--until-clean"], ""));
+    let out =
+        ok(&logcompact(&["compact", "--dir", path(&a), "--dedupe-buffer", "4KiB", "--until-clean", "--json"], ""));
     let passes: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
     assert!(passes.len() > 1, "{out}");
     assert_eq!(passes.last().expect("a pass")["map_full"], false);
@@ -182,7 +184,7 @@ fn compact_with_each_map_leaves_the_same_log() {
         ];
         ok(&logcompact(&gen_args, ""));
         let out = ok(&logcompact(
-            &["compact", "--dir", path(&dir), "--map", map, "--dedupe-buffer", "2KiB", "--until-clean"],
+            &["compact", "--dir", path(&dir), "--map", map, "--dedupe-buffer", "2KiB", "--until-clean", "--json"],
             "",
         ));
         assert!(out.lines().count() > 1, "{map}: a small buffer takes several passes");

@@ -64,11 +64,12 @@ fn one_external_pass_leaves_what_many_map_passes_leave() {
             "--until-clean",
             "--spill-dir",
             path(&spill),
+            "--json",
         ],
         "",
     )));
     let compact = passes(&ok(&logcompact(
-        &["compact", "--dir", path(&b), "--map", "compact", "--dedupe-buffer", "64KiB", "--until-clean"],
+        &["compact", "--dir", path(&b), "--map", "compact", "--dedupe-buffer", "64KiB", "--until-clean", "--json"],
         "",
     )));
     assert_eq!(external.len(), 1, "one pass: {external:?}");
@@ -121,6 +122,7 @@ fn a_kafka_partition_compacts_externally_as_with_a_map() {
             "--dedupe-buffer",
             "4KiB",
             "--until-clean",
+            "--json",
         ],
         "",
     )));
@@ -184,7 +186,18 @@ fn a_buffer_larger_than_the_machine_gives_is_sized_by_the_work_not_an_abort() {
             let work = tmp.path().join(format!("{format}-{}", budget.len()));
             copy_dir(dir, &work);
             let out = logcompact(
-                &["compact", "--format", format, "--dir", path(&work), "--map", "external", "--dedupe-buffer", budget],
+                &[
+                    "compact",
+                    "--format",
+                    format,
+                    "--dir",
+                    path(&work),
+                    "--map",
+                    "external",
+                    "--dedupe-buffer",
+                    budget,
+                    "--json",
+                ],
                 "",
             );
             let stats = passes(&ok(&out));

@@ -113,7 +113,7 @@ fn dump_check_and_analyze_read_what_kafka_python_wrote_with_every_codec() {
         assert!(text.contains("value=TOMBSTONE") && text.contains(r#" header ""#), "{text}");
 
         let check: Value =
-            serde_json::from_str(&ok(&logcompact(&["check", "--format", "kafka", "--dir", path(&dir)], "")))
+            serde_json::from_str(&ok(&logcompact(&["check", "--format", "kafka", "--dir", path(&dir), "--json"], "")))
                 .expect("JSON");
         assert_eq!(check["records"], written.len());
 
@@ -210,6 +210,7 @@ fn compact_writes_a_partition_kafka_python_reads_with_the_latest_record_of_every
                     "--dedupe-buffer",
                     buffer,
                     "--until-clean",
+                    "--json",
                 ],
                 "",
             ));

@@ -57,7 +57,7 @@ fn generate(dir: &Path) -> Command {
 
 fn compact(dir: &Path) -> Command {
     let mut c = Command::new(bin());
-    c.args(["compact", "--dir", path(dir), "--dedupe-buffer", "16KiB", "--until-clean"])
+    c.args(["compact", "--dir", path(dir), "--dedupe-buffer", "16KiB", "--until-clean", "--json"])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     c

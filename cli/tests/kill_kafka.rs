@@ -67,7 +67,7 @@ impl Job {
         match self {
             Job::Compact => {
                 c.args(["compact", "--format", "kafka", "--dir", path(&root.join(PARTITIONS[0]))]);
-                c.args(["--dedupe-buffer", BUFFER, "--until-clean"]);
+                c.args(["--dedupe-buffer", BUFFER, "--until-clean", "--json"]);
             }
             Job::Clean => {
                 c.args(["clean", "--format", "kafka", "--data-dir", path(root), "--until-clean", "--json"]);
@@ -274,7 +274,7 @@ fn a_compaction_to_out_killed_at_any_moment_leaves_no_target_and_a_rerun_starts_
         let compact = |target: &Path| {
             let mut c = Command::new(bin());
             c.args(["compact", "--format", format, "--dir", path(&src), "--out", path(target)]);
-            c.args(["--dedupe-buffer", BUFFER, "--until-clean"]);
+            c.args(["--dedupe-buffer", BUFFER, "--until-clean", "--json"]);
             c
         };
         // A whole run: what it keeps, how many lines it prints, how long a line takes.

@@ -478,7 +478,7 @@ fn a_checkpoint_past_the_end_is_reset_with_a_notice() {
     let check = logcompact(&["check", "--dir", path(&dir)], "");
     assert_eq!(code(&check), Some(0), "{}", stderr(&check));
     assert!(stderr(&check).contains("past the end"), "{}", stderr(&check));
-    let out = logcompact(&["compact", "--dir", path(&dir)], "");
+    let out = logcompact(&["compact", "--dir", path(&dir), "--json"], "");
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains("restarts from offset 0"), "{}", stderr(&out));
     let stats: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("stats");

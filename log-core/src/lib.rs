@@ -35,6 +35,7 @@ pub mod codec;
 mod config;
 mod error;
 mod group_copy;
+pub mod human;
 pub mod index;
 mod index_file;
 pub mod kafka;

@@ -44,6 +44,14 @@ pub struct Compaction {
     /// False when the checkpoint is kept for this run only (a Kafka partition outside a log directory): a
     /// later compaction starts again from the log's start.
     pub checkpoint_saved: bool,
+    /// The log's sections before the first pass (after opening repaired it): with [`Compaction::after`], the
+    /// sizes a summary compares. Both are measured with the same clock and lag, so they differ only by what
+    /// the passes did.
+    pub before: DirtySection,
+    /// The log's sections after the last pass.
+    pub after: DirtySection,
+    /// The log's next offset: what an emptied log's summary names instead of a range of offsets.
+    pub next_offset: u64,
 }
 
 /// What the passes of a compaction did.
@@ -102,8 +110,9 @@ pub fn nothing_cleanable(log: &Log, d: &DirtySection, lag_ms: i64) -> Option<Str
         )
     } else if d.too_young_bytes > 0 {
         format!(
-            "nothing to clean: the dirty records ({} bytes) are younger than min.compaction.lag.ms ({lag_ms} ms)",
-            d.too_young_bytes
+            "nothing to clean: the dirty records ({}) are younger than min.compaction.lag.ms ({})",
+            log_core::human::bytes(d.too_young_bytes),
+            log_core::human::duration_ms(u64::try_from(lag_ms).unwrap_or(0))
         )
     } else {
         format!(
@@ -172,7 +181,10 @@ pub fn compact_observed(
             crate::dir::start_dirty_at(&log, c).map_err(|e| CompactError::Usage(e.to_string()))?;
         }
         opened(log.recovery_report());
+        let lag = req.options.min_compaction_lag_ms;
+        let before = log.dirty_section(cleaner.now_ms(), lag);
         let outcome = compact_log(&log, req.out.as_deref().unwrap_or(&dir), req, cleaner, each)?;
+        let after = log.dirty_section(cleaner.now_ms(), lag);
         let checkpoint_saved = !matches!(log.checkpoint_file(), log_core::CheckpointFile::Memory);
         Ok(Compaction {
             dir: req.out.clone().unwrap_or_else(|| dir.clone()),
@@ -180,6 +192,9 @@ pub fn compact_observed(
             outcome,
             checkpoint_source,
             checkpoint_saved,
+            before,
+            after,
+            next_offset: log.next_offset(),
         })
     });
     let Some(out) = &req.out else { return result };

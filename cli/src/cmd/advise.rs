@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use cleaner::advise::{Budget, KeyCount, LogAdvice, MapAdvice, from_counts, from_log};
+use log_core::human::{bytes, duration};
 use logcompact::size;
 use serde::Serialize;
 
@@ -71,18 +72,6 @@ pub enum Source<'a> {
     },
     /// The dirty section of the log in a directory, of a format, from a first dirty offset if given.
     Dir(&'a Path, log_core::Format, Option<u64>),
-}
-
-/// A byte count for people: `26.7 MiB`.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 { format!("{bytes} B") } else { format!("{v:.1} {}", UNITS[unit]) }
 }
 
 /// One line of `--json`: a map's advice, with how the keys were counted.
@@ -158,7 +147,7 @@ pub fn print(
             l.first_dirty_offset,
             l.dirty_records,
             l.keyed_records,
-            human_bytes(l.dirty_bytes)
+            bytes(l.dirty_bytes)
         )
         .map_err(failed)?;
     } else {
@@ -167,15 +156,15 @@ pub fn print(
     writeln!(
         out,
         "dedupe buffer {} over {} thread(s): {} a thread, load factor {}\n",
-        human_bytes(budget.total_bytes),
+        bytes(budget.total_bytes),
         budget.threads,
-        human_bytes(budget.per_thread()),
+        bytes(budget.per_thread()),
         budget.load_factor
     )
     .map_err(failed)?;
     writeln!(
         out,
-        "{:<8} {:>9} {:>13} {:>8} {:>20} {:>13} {:>10}",
+        "{:<8} {:>9} {:>13} {:>8} {:>20} {:>13}  {:>10}",
         "map", "bytes/key", "keys a pass", "passes", "buffer for 1 pass", "P(collision)", "est. time"
     )
     .map_err(failed)?;
@@ -198,15 +187,11 @@ pub fn print(
             (
                 format!("{:.1}", a.bytes_per_key),
                 a.capacity.to_string(),
-                format!(
-                    "{}{}",
-                    human_bytes(a.total_buffer_bytes_for_one_pass),
-                    if over_cap.is_some() { "*" } else { "" }
-                ),
+                format!("{}{}", bytes(a.total_buffer_bytes_for_one_pass), if over_cap.is_some() { "*" } else { "" }),
             )
         };
-        let time = a.estimated_seconds.map_or_else(|| "-".to_owned(), seconds);
-        writeln!(out, "{:<8} {per_key:>9} {held:>13} {passes:>8} {one:>20} {p:>13} {time:>10}", a.map.name())
+        let time = a.estimated_seconds.map_or_else(|| "-".to_owned(), duration);
+        writeln!(out, "{:<8} {per_key:>9} {held:>13} {passes:>8} {one:>20} {p:>13}  {time:>10}", a.map.name())
             .map_err(failed)?;
     }
     // When every map takes several passes in this buffer, the external pass's one is worth saying.
@@ -220,7 +205,7 @@ pub fn print(
         && passes >= 3
     {
         let times = match (map.estimated_seconds, ext.estimated_seconds) {
-            (Some(m), Some(e)) => format!(" (about {} against {} for {})", seconds(e), seconds(m), map.map.name()),
+            (Some(m), Some(e)) => format!(" (about {} against {} for {})", duration(e), duration(m), map.map.name()),
             _ => String::new(),
         };
         writeln!(
@@ -257,27 +242,4 @@ pub fn print(
         .map_err(failed)?;
     }
     Ok(())
-}
-
-/// Seconds for people: `850 ms`, `12.4 s`, `3.2 min`.
-fn seconds(s: f64) -> String {
-    if s < 1.0 {
-        format!("{:.0} ms", s * 1000.0)
-    } else if s < 120.0 {
-        format!("{s:.1} s")
-    } else {
-        format!("{:.1} min", s / 60.0)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_for_people() {
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(28_000_000), "26.7 MiB");
-        assert_eq!(human_bytes(3 << 30), "3.0 GiB");
-    }
 }

@@ -10,9 +10,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::args::{BrokerArgs, BufferArgs, FormatArg, ThreadsArgs, tell_broker_notice};
-use crate::cmd::advise::human_bytes;
 use crate::failure::Failure;
 use crate::out::QuietPipe;
+use log_core::human::{bytes, count};
 
 /// `analyze`'s arguments.
 #[derive(Debug, Args)]
@@ -105,38 +105,41 @@ fn analyze(req: &AnalyzeRequest, json: bool) -> Result<(), Failure> {
     let codecs = if codecs.is_empty() { String::new() } else { format!(" ({})", codecs.join(", ")) };
     let lines = [
         format!(
-            "{what} {}: {} segments, {} batches{codecs}, {}",
+            "{what} {}: {}, {}{codecs}, {}",
             dir.display(),
-            a.segments,
-            a.batches,
-            human_bytes(a.bytes)
+            count(a.segments, "segment", "segments"),
+            count(a.batches, "batch", "batches"),
+            bytes(a.bytes)
         ),
-        format!(
-            "offsets {}..={}; {} records: {} keyed, {} unkeyed, {} tombstones; {} transactional and {} control batches",
-            a.first_offset.unwrap_or(0),
-            a.last_offset.map_or_else(|| "-".to_owned(), |l| l.to_string()),
-            a.records,
-            a.keyed_records,
-            a.unkeyed_records,
-            a.tombstones,
-            a.transactional_batches,
-            a.control_batches
-        ),
+        match (a.first_offset, a.last_offset) {
+            (Some(first), Some(last)) => format!(
+                "offsets {}; {}: {} keyed, {} unkeyed, {} tombstones; {} transactional and {} control batches",
+                log_core::human::offsets(first, last),
+                count(a.records, "record", "records"),
+                a.keyed_records,
+                a.unkeyed_records,
+                a.tombstones,
+                a.transactional_batches,
+                a.control_batches
+            ),
+            // Every record gone (cleaned away, or none written): said in words, never as half a range.
+            _ => "no records: an empty or emptied log".to_owned(),
+        },
         format!(
             "first dirty offset {} from {}; clean {}, dirty {}, active segment {}: dirty ratio {:.1}%",
             a.first_dirty_offset,
             a.checkpoint_source,
-            human_bytes(a.clean_bytes),
-            human_bytes(a.dirty_bytes),
-            human_bytes(a.active_bytes),
+            bytes(a.clean_bytes),
+            bytes(a.dirty_bytes),
+            bytes(a.active_bytes),
             a.dirty_ratio * 100.0
         ),
         format!("dirty section: {} records, {} keyed, {keys}", a.dirty.dirty_records, a.dirty.keyed_records),
         format!(
             "a full compaction now keeps {} records in {} and reclaims {} ({:.1}%)",
             a.records_after_compaction,
-            human_bytes(a.bytes_after_compaction),
-            human_bytes(a.bytes_reclaimed),
+            bytes(a.bytes_after_compaction),
+            bytes(a.bytes_reclaimed),
             if a.bytes == 0 { 0.0 } else { a.bytes_reclaimed as f64 * 100.0 / a.bytes as f64 }
         ),
     ];
@@ -147,16 +150,17 @@ fn analyze(req: &AnalyzeRequest, json: bool) -> Result<(), Failure> {
         let command = t.abort_command.as_deref().unwrap_or("(name the partition's directory <topic>-<partition>)");
         writeln!(
             out,
-            "open transaction: producer {} epoch {} from offset {} ({} s old); to abort it: {command}",
+            "open transaction: producer {} epoch {} from offset {} ({} old); to abort it: {command}",
             t.producer_id,
             t.producer_epoch,
             t.first_offset,
-            t.age_ms / 1000
+            log_core::human::duration_ms(u64::try_from(t.age_ms).unwrap_or(0))
         )
         .map_err(failed)?;
     }
     if a.torn_tail_bytes > 0 {
-        writeln!(out, "torn tail: {} bytes at the end of the active segment", a.torn_tail_bytes).map_err(failed)?;
+        writeln!(out, "torn tail: {} at the end of the active segment", log_core::human::bytes(a.torn_tail_bytes))
+            .map_err(failed)?;
     }
     if let Some(g) = &groups {
         print_groups(&mut out, g).map_err(failed)?;
@@ -262,14 +266,14 @@ fn analyze_data_dir(
     )
     .map_err(failed)?;
     for r in &found.logs {
-        let buffer = |m: &str| r.buffer_bytes_for_one_pass.get(m).map_or_else(|| "-".to_owned(), |b| human_bytes(*b));
+        let buffer = |m: &str| r.buffer_bytes_for_one_pass.get(m).map_or_else(|| "-".to_owned(), |b| bytes(*b));
         writeln!(
             out,
             "{:<32} {:>10} {:>6.1}% {:>12} {:>12} {:>12} {:>12}  {}: {}",
             r.log,
-            human_bytes(r.bytes),
+            bytes(r.bytes),
             r.dirty_ratio * 100.0,
-            human_bytes(r.reclaimable_bytes),
+            bytes(r.reclaimable_bytes),
             if r.distinct_keys_exact { r.distinct_keys.to_string() } else { format!("~{}", r.distinct_keys) },
             buffer("skimpy"),
             buffer("compact"),
@@ -282,8 +286,8 @@ fn analyze_data_dir(
         out,
         "total: {} logs, {}, {} reclaimable ({:.1}%)",
         found.logs.len(),
-        human_bytes(found.total_bytes),
-        human_bytes(found.total_reclaimable_bytes),
+        bytes(found.total_bytes),
+        bytes(found.total_reclaimable_bytes),
         if found.total_bytes == 0 {
             0.0
         } else {

@@ -84,6 +84,9 @@ pub struct CompactArgs {
     checkpoint: Option<u64>,
     #[command(flatten)]
     clock: ClockArgs,
+    /// Print each pass's statistics as one JSON line instead of the summary for people.
+    #[arg(long)]
+    json: bool,
 }
 
 /// `compact`: the log's settings resolved as `clean` resolves them (the broker's metadata, saved settings,
@@ -157,7 +160,7 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
         checkpoint: a.checkpoint,
         out: a.out.clone(),
     };
-    compact(&c, a.clock.clock()?, &request)
+    compact(&c, a.clock.clock()?, &request, a.json)
 }
 
 /// The topic of the Kafka partition directory `dir` (its name when it is none).
@@ -168,12 +171,14 @@ fn topic_of(dir: &Path) -> String {
 }
 
 /// Runs one pass (or passes until nothing is dirty) on the log in a directory (or on a copy of it made in
-/// `--out`), printing each pass's statistics as one JSON line; says on standard error when there is nothing
-/// to clean, and why.
+/// `--out`), printing each pass's summary (or its statistics as one JSON line with `json`) and, for people,
+/// what the passes did in all and what comes next; says on standard error when there is nothing to clean, and
+/// why.
 fn compact(
     config: &CleanerConfig,
     clock: Arc<dyn cleaner::Clock>,
     request: &logcompact::CompactRequest,
+    json: bool,
 ) -> Result<(), Failure> {
     let dir = request.out.as_deref().unwrap_or(&request.dir).to_path_buf();
     let mut cleaner =
@@ -186,10 +191,20 @@ fn compact(
         shown.set_position(p.bytes_done);
     });
     let mut warned = false;
+    let mut pass = 0;
+    let name = dir.display().to_string();
     // A failure to print stops the passes; it is what the command reports.
     let mut output_failed = None;
     let each = |stats: &cleaner::CleanStats| -> Result<(), cleaner::Error> {
-        if let Err(f) = bar.suspend(|| crate::out::print_json(stats)) {
+        pass += 1;
+        let printed = bar.suspend(|| {
+            if json {
+                crate::out::print_json(stats)
+            } else {
+                crate::out::print_line(&cleaner::summary::summary(None, &name, stats, pass))
+            }
+        });
+        if let Err(f) = printed {
             output_failed = Some(f);
             return Err(cleaner::Error::Aborted);
         }
@@ -210,8 +225,13 @@ fn compact(
         return Err(f);
     }
     let done = result.map_err(|e| Failure::from_compact(&e))?;
-    if let logcompact::CompactOutcome::NothingDone(why) = &done.outcome {
-        crate::out::diag!("{}: {why}", dir.display());
+    match &done.outcome {
+        logcompact::CompactOutcome::NothingDone(why) => crate::out::diag!("{}: {why}", dir.display()),
+        logcompact::CompactOutcome::Cleaned(passes) if !json => {
+            let text = crate::compact_summary::summary(&done, passes, request.format);
+            crate::out::print_line(&text)?;
+        }
+        logcompact::CompactOutcome::Cleaned(_) => {}
     }
     if !done.checkpoint_saved {
         crate::out::diag!("note: {}: the cleaner checkpoint is {}", dir.display(), done.checkpoint_source);

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use log_core::LogConfig;
+use log_core::human::{bytes, count, duration};
 use log_core::workload::Workload;
 use logcompact::OpenError;
 use logcompact::generate::GenerateError;
@@ -36,6 +37,9 @@ pub struct GenArgs {
     /// Generator seed: the same seed appends the same records.
     #[arg(long, value_name = "X", default_value_t = 1)]
     seed: u64,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Runs `gen`.
@@ -48,25 +52,15 @@ pub fn run(a: &GenArgs) -> Result<(), Failure> {
     let workload =
         Workload { records: a.records, keys: a.keys, value_bytes, tombstone_fraction: a.tombstones, seed: a.seed };
     let config = LogConfig { segment_bytes: a.segment_bytes, ..LogConfig::default() };
-    generate(&a.dir, workload, config)
+    generate(&a.dir, workload, config, a.json)
 }
 
-fn config_segment_bytes(b: u64) -> String {
-    if b.is_multiple_of(1 << 30) {
-        format!("{} GiB", b >> 30)
-    } else if b.is_multiple_of(1 << 20) {
-        format!("{} MiB", b >> 20)
-    } else {
-        format!("{b} bytes")
-    }
-}
-
-/// Appends a synthetic workload to the log in `dir` and prints a JSON summary.
+/// Appends a synthetic workload to the log in `dir` and prints what it appended (as JSON with `json`).
 ///
 /// # Errors
 /// [`Failure::Usage`] for a workload that cannot be written (checked before anything is allocated or
 /// written); otherwise as the log fails.
-fn generate(dir: &Path, workload: Workload, config: LogConfig) -> Result<(), Failure> {
+fn generate(dir: &Path, workload: Workload, config: LogConfig, json: bool) -> Result<(), Failure> {
     let segment_bytes = config.segment_bytes;
     let bar = progress::bar(workload.records, "gen", false);
     let done = logcompact::generate::generate(dir, workload, config, |n| bar.set_position(n));
@@ -90,9 +84,24 @@ fn generate(dir: &Path, workload: Workload, config: LogConfig) -> Result<(), Fai
             "note: all {} records are in the active segment (segment.bytes {} is larger than the log), and no pass \
              takes the active segment: `logcompact roll --dir {}` seals it, or write with a smaller --segment-bytes",
             done.active_records,
-            config_segment_bytes(segment_bytes),
+            bytes(segment_bytes),
             dir.display()
         );
     }
-    crate::out::print_json(&done)
+    if json {
+        return crate::out::print_json(&done);
+    }
+    let w = &done.workload;
+    crate::out::print_line(&format!(
+        "appended {} ({}; {}, {}-byte values) to {} in {}: the log holds {} in {}, its next offset {}",
+        count(done.records, "record", "records"),
+        count(done.tombstones, "tombstone", "tombstones"),
+        count(w.keys, "key", "keys"),
+        w.value_bytes,
+        dir.display(),
+        duration(done.seconds),
+        bytes(done.bytes),
+        count(done.segments as u64, "segment", "segments"),
+        done.next_offset
+    ))
 }

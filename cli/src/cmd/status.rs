@@ -16,6 +16,8 @@ use logcompact::datadir::{
     status_file::{self, StatusFile},
 };
 
+use log_core::human::bytes;
+
 use crate::args::{BrokerArgs, FormatArg, LogSettingsArgs, tell_broker_notice};
 use crate::failure::Failure;
 use crate::out::QuietPipe;
@@ -52,15 +54,6 @@ pub fn run(a: &StatusArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::from_data_dir(&e))?;
     tell_broker_notice(&layers);
     status(&a.data_dir, a.format.into(), &layers, a.json)
-}
-
-fn size(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30)),
-        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20)),
-        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
-        b => format!("{b} B"),
-    }
 }
 
 fn state_name(s: LogState) -> &'static str {
@@ -131,9 +124,9 @@ pub fn table(status: &ManagerStatus, file: Option<(&StatusFile, bool)>) -> Strin
             state_name(l.state),
             100.0 * l.dirty_ratio,
             100.0 * l.min_cleanable_dirty_ratio,
-            size(l.dirty_bytes),
-            size(l.clean_bytes),
-            size(l.held_back_bytes),
+            bytes(l.dirty_bytes),
+            bytes(l.clean_bytes),
+            bytes(l.held_back_bytes),
             l.passes,
             last
         );
