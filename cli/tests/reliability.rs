@@ -246,7 +246,19 @@ fn what_a_crash_leaves_checks_out_as_intact_with_notices() {
     std::fs::write(&active, &tail).expect("tear");
     let check = logcompact(&["check", "--dir", path(&dir)], "");
     assert_eq!(code(&check), Some(0), "{}", stderr(&check));
-    assert!(stderr(&check).contains("torn tail"), "{}", stderr(&check));
+    // What the cut costs, by offset (issue 26 item 3), and the verdict after the notices.
+    assert!(
+        stderr(&check).contains("the next open cuts it: it drops offsets 21 and on, a write that never finished")
+            && stderr(&check).contains("and offsets up to 20 stay"),
+        "{}",
+        stderr(&check)
+    );
+    assert!(
+        stdout(&check).lines().last().is_some_and(|l| l.starts_with("check passed: every record of ")
+            && l.contains(" notices on standard error say what a crash left")),
+        "{}",
+        stdout(&check)
+    );
     let dump = logcompact(&["dump", "--dir", path(&dir), "--segments"], "");
     assert_eq!(code(&dump), Some(0), "{}", stderr(&dump));
     assert!(stdout(&dump).contains("20 z=1 (active)"), "{}", stdout(&dump));

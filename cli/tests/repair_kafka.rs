@@ -37,7 +37,19 @@ fn repair_cuts_a_damaged_batch_of_a_kafka_partition_and_keeps_every_other_record
     let dry = logcompact(&["repair", "--format", "kafka", "--dir", path(&part)], "");
     assert_eq!(dry.status.code(), Some(0), "{}", stderr(&dry));
     let text = String::from_utf8_lossy(&dry.stdout).into_owned();
-    assert!(text.contains(&format!("byte ranges {start}..{end}")) && text.contains("--format kafka --apply"), "{text}");
+    // The plan says what the repair costs by offset, as a person reads it: the damaged batch's 20 records.
+    assert!(
+        text.contains(&format!("it drops bytes {start}..{end}: offsets 80-99 (up to 20 records)"))
+            && text.contains("--format kafka --apply"),
+        "{text}"
+    );
+    let plan = logcompact(&["repair", "--format", "kafka", "--dir", path(&part), "--json"], "");
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).expect("JSON");
+    assert_eq!(
+        plan["actions"][0]["offsets"],
+        serde_json::json!([{"first": 80, "last": 99, "records_at_most": 20}]),
+        "{plan}"
+    );
     assert_eq!(contents(&part), before, "without --apply nothing changes");
 
     let applied = logcompact(&["repair", "--format", "kafka", "--dir", path(&part), "--apply", "--json"], "");
@@ -51,6 +63,7 @@ fn repair_cuts_a_damaged_batch_of_a_kafka_partition_and_keeps_every_other_record
     assert_eq!(std::fs::read(part.join(&copies[0])).expect("copy"), bytes[start..end].to_vec());
     let check = logcompact(&["check", "--format", "kafka", "--dir", path(&part)], "");
     assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+    // --apply dropped exactly the offsets the plan listed.
     let want: Vec<_> = written.iter().filter(|r| !(80..100).contains(&r.0)).cloned().collect();
     assert_eq!(kafka_records(&part), want, "every record but the damaged batch's");
     if let Some(py) = kafka_python() {

@@ -358,12 +358,20 @@ fn pending_notices(log: &Log) -> Vec<Notice> {
     let r = log.recovery_report();
     let mut out = Vec::new();
     if let Some(t) = &r.truncated_tail {
+        // The read-only open stopped at the tail: the log's next offset is where the torn write began, so what
+        // the cut drops is named by offset as well as by byte.
+        let next = log.next_offset();
+        let kept =
+            if next == 0 { "no record precedes it".to_owned() } else { format!("offsets up to {} stay", next - 1) };
         out.push(notice(
             &t.segment,
             format!(
-                "torn tail of {} bytes at byte {} ({}), left by an unsynced write; no valid record follows it and \
-                 the next open cuts it",
-                t.bytes, t.position, t.kind
+                "torn tail of {} at byte {} ({}), left by an unsynced write; no valid record follows it and the next \
+                 open cuts it: it drops offsets {next} and on, a write that never finished (no record in it can be \
+                 read), and {kept}",
+                crate::human::bytes(t.bytes),
+                t.position,
+                t.kind
             ),
         ));
     }

@@ -75,8 +75,7 @@ impl RemovedOffsets {
 
     /// The ranges as text: `3-7, 12, ...and 4 more ranges`.
     pub fn describe(&self) -> String {
-        let mut parts: Vec<String> =
-            self.ranges.iter().map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") }).collect();
+        let mut parts: Vec<String> = self.ranges.iter().map(|&(a, b)| crate::human::offsets(a, b)).collect();
         let more = self.range_count.saturating_sub(self.ranges.len() as u64);
         if more > 0 {
             parts.push(format!("...and {more} more ranges"));

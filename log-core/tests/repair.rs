@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use log_core::names::{FileKind, file_name};
-use log_core::repair::{RepairAction, apply, plan};
+use log_core::repair::{DroppedOffsets, RepairAction, apply, plan};
 use log_core::{Log, LogConfig, SegmentStore};
 use storage_mem::crash::CrashStore;
 
@@ -82,6 +82,8 @@ fn cuts_exactly_the_damaged_frames_and_keeps_a_copy() {
         vec![RepairAction::CutRanges {
             segment: seg.clone(),
             ranges: vec![range],
+            // The plan names what it drops: offset 13, the damaged record between 12 and 14.
+            offsets: vec![DroppedOffsets { first: Some(13), last: Some(13), records_at_most: Some(1) }],
             bytes: range.1 - range.0,
             records_kept: 9,
             active: false

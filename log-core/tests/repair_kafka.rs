@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use log_core::kafka::files::{SegmentFile, Stage, name};
 use log_core::kafka::index::{read_offset_index, read_time_index};
-use log_core::repair::{RepairAction, RepairPlan, apply};
+use log_core::repair::{DroppedOffsets, RepairAction, RepairPlan, apply};
 use log_core::{CheckpointFile, Log, LogConfig, SegmentStore};
 use storage_mem::crash::CrashStore;
 
@@ -126,6 +126,8 @@ fn cuts_exactly_the_damaged_batch_keeps_a_copy_and_rewrites_the_indexes() {
         vec![RepairAction::CutRanges {
             segment: seg.clone(),
             ranges: vec![range],
+            // The plan names what it drops: offset 13, the damaged record between 12 and 14.
+            offsets: vec![DroppedOffsets { first: Some(13), last: Some(13), records_at_most: Some(1) }],
             bytes: range.1 - range.0,
             records_kept: 9,
             active: false

@@ -39,12 +39,21 @@ pub fn run(a: &RepairArgs) -> Result<(), Failure> {
 
 fn describe(action: &RepairAction) -> String {
     match action {
-        RepairAction::CutRanges { segment, ranges, bytes, records_kept, active } => {
-            let list: Vec<String> = ranges.iter().map(|(s, e)| format!("{s}..{e}")).collect();
+        RepairAction::CutRanges { segment, ranges, offsets, bytes, records_kept, active } => {
+            // Each range with what it drops by offset: what the operator loses, not only where.
+            let list: Vec<String> = ranges
+                .iter()
+                .enumerate()
+                .map(|(i, (s, e))| {
+                    let held = offsets.get(i).map_or_else(|| "offsets unknown".to_owned(), |o| o.describe());
+                    format!("bytes {s}..{e}: {held}")
+                })
+                .collect();
             let which = if *active { "active segment" } else { "segment" };
             format!(
-                "cut {bytes} damaged bytes from {which} {segment} (byte ranges {}), keeping its {records_kept} valid records",
-                list.join(", ")
+                "cut {} of damage from {which} {segment}, keeping its {records_kept} valid records; it drops {}",
+                log_core::human::bytes(*bytes),
+                list.join("; ")
             )
         }
         RepairAction::DiscardSwap { file, reason, segment } => {

@@ -17,6 +17,10 @@ use crate::tail::{Found, next_valid_batch};
 pub(crate) struct Damage {
     /// `[start, end)` byte ranges holding no valid batch that continues the segment's offsets.
     pub ranges: Vec<(u64, u64)>,
+    /// For each range, the offsets around it: one past the last valid record before it, and one before the
+    /// first valid batch after it in this segment (`None` when none follows here; [`Damage::dropped`] then
+    /// bounds it by the next segment).
+    pub around: Vec<(u64, Option<u64>)>,
     /// Valid batches kept.
     pub batches: u64,
     /// Records in them.
@@ -48,6 +52,8 @@ pub(crate) fn scan(
     let source = SegmentSource::Reads(Arc::clone(file));
     let mut damage = Damage { data_end: len, ..Damage::default() };
     let mut pos = 0u64;
+    // The range whose end offset the next valid batch tells.
+    let mut pending: Option<usize> = None;
     'segment: while pos < len {
         let mut scan = SegmentScan::new(format, name, &source, pos, len, true);
         // Where the batches stop being good, and why; `None` once the scan reached the end.
@@ -65,6 +71,11 @@ pub(crate) fn scan(
                                 CorruptKind::OffsetNotIncreasing { previous, found: stamp.base_offset },
                             ));
                             break 'scan;
+                        }
+                        if let Some(i) = pending.take()
+                            && let Some(around) = damage.around.get_mut(i)
+                        {
+                            around.1 = Some(stamp.base_offset.saturating_sub(1));
                         }
                         damage.batches += 1;
                         damage.records += stamp.records;
@@ -90,14 +101,18 @@ pub(crate) fn scan(
             break;
         }
         let above = damage.last.or(floor).max(base.checked_sub(1));
+        let first_dropped = above.map_or(0, |a| a.saturating_add(1));
         let read_at = |p: u64, out: &mut [u8]| file.read_at(p, out);
         match next_valid_batch(format, &read_at, at + 1, len, above).map_err(Error::io("read", name))? {
             Found::At(resumes) => {
                 damage.ranges.push((at, resumes));
+                damage.around.push((first_dropped, None));
+                pending = Some(damage.around.len() - 1);
                 pos = resumes;
             }
             Found::None => {
                 damage.ranges.push((at, len));
+                damage.around.push((first_dropped, None));
                 break 'segment;
             }
             Found::TooMany => {
@@ -108,6 +123,30 @@ pub(crate) fn scan(
         }
     }
     Ok(damage)
+}
+
+impl Damage {
+    /// The offsets each range held, as far as the valid records around it tell: a range that no valid batch
+    /// of its segment follows runs to the base of `next_base` (the next segment), or to the end of the log
+    /// when there is none.
+    pub(crate) fn dropped(&self, next_base: Option<u64>) -> Vec<super::DroppedOffsets> {
+        self.around
+            .iter()
+            .map(|&(first, last)| {
+                let last = last.or_else(|| next_base.map(|b| b.saturating_sub(1)));
+                match last {
+                    Some(l) if l >= first => super::DroppedOffsets {
+                        first: Some(first),
+                        last: Some(l),
+                        records_at_most: Some(l - first + 1),
+                    },
+                    // The valid records on both sides have adjacent offsets: bytes, but no record, go.
+                    Some(_) => super::DroppedOffsets { first: None, last: None, records_at_most: Some(0) },
+                    None => super::DroppedOffsets { first: Some(first), last: None, records_at_most: None },
+                }
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -117,9 +117,11 @@ pub fn plan_kafka_with(store: &dyn SegmentStore, config: &LogConfig) -> Result<R
         let torn_only = active && d.ranges.len() == 1 && d.ranges[0].1 >= d.data_end;
         if !d.ranges.is_empty() && !torn_only {
             let bytes = d.ranges.iter().map(|(s, e)| e - s).sum();
+            let next_base = segments.range(base + 1..).next().map(|(&b, _)| b);
             plan.actions.push(RepairAction::CutRanges {
                 segment,
                 ranges: d.ranges.clone(),
+                offsets: d.dropped(next_base),
                 bytes,
                 records_kept: d.records,
                 active,

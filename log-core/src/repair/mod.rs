@@ -43,6 +43,8 @@ pub enum RepairAction {
         segment: String,
         /// `[start, end)` byte ranges to drop.
         ranges: Vec<(u64, u64)>,
+        /// The offsets each range held, one entry a range, in the same order.
+        offsets: Vec<DroppedOffsets>,
         /// Bytes dropped in all.
         bytes: u64,
         /// Valid records kept in the segment.
@@ -87,6 +89,36 @@ pub enum RepairAction {
         /// What is wrong with it.
         reason: String,
     },
+}
+
+/// The offsets a cut byte range held. Damaged bytes cannot be read, so they are named by the valid records
+/// around them: every offset between the last valid record before the range and the first valid one after
+/// it. That is exact for a log never cleaned there (its offsets have no gaps) and an upper bound otherwise,
+/// hence `records_at_most`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct DroppedOffsets {
+    /// The first offset the range can have held (`None` when it held none).
+    pub first: Option<u64>,
+    /// The last (`None` with `first`: to the end of the log, nothing valid follows the range).
+    pub last: Option<u64>,
+    /// Records it can have held at most, one an offset (`None` when it runs to the end of the log; `Some(0)`:
+    /// the records on both sides have adjacent offsets, so only bytes go).
+    pub records_at_most: Option<u64>,
+}
+
+impl DroppedOffsets {
+    /// For a person: `offsets 4750-4799 (up to 50 records)`, `offsets 4750 and on (to the end of the log)`,
+    /// `no offset (the records around it are adjacent)`.
+    pub fn describe(&self) -> String {
+        use crate::human::{count, offsets};
+        match (self.first, self.last, self.records_at_most) {
+            (Some(f), Some(l), Some(n)) => {
+                format!("offsets {} (up to {})", offsets(f, l), count(n, "record", "records"))
+            }
+            (Some(f), None, _) => format!("offsets {f} and on (no valid record follows)"),
+            _ => "no offset (the valid records around it are adjacent)".to_owned(),
+        }
+    }
 }
 
 /// What a repair would do; empty when there is nothing to repair by hand.

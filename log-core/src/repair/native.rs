@@ -102,8 +102,10 @@ pub fn plan(store: &dyn SegmentStore) -> Result<RepairPlan> {
     let mut floor: Option<u64> = None;
     for (&base, name) in &segments {
         let file = store.open(name).map_err(Error::io("open", name))?;
-        let damage::Damage { ranges, records, first, last, data_end, cannot_judge, .. } =
-            damage::scan(Format::Native, base, name, &file, floor)?;
+        let scanned = damage::scan(Format::Native, base, name, &file, floor)?;
+        let next_base = segments.range(base + 1..).next().map(|(&b, _)| b);
+        let offsets = scanned.dropped(next_base);
+        let damage::Damage { ranges, records, first, last, data_end, cannot_judge, .. } = scanned;
         if let Some((at, why)) = cannot_judge {
             plan.cannot_fix.push(format!("{name} at byte {at}: {why}"));
         }
@@ -124,6 +126,7 @@ pub fn plan(store: &dyn SegmentStore) -> Result<RepairPlan> {
             // The segment as it stands once a pending swap is finished.
             segment: file_name(base, FileKind::Log),
             ranges,
+            offsets,
             bytes: bytes_cut,
             records_kept: records,
             active,
