@@ -31,12 +31,12 @@ pub const UNUSABLE_NAME_HINT: &str = "(nothing was changed; no repair can use or
 
 /// What to do with a Kafka partition given to a command of the native format.
 pub const KAFKA_HINT: &str =
-    "dump, check, analyze, advise, compact, roll, repair and clean take Kafka partitions with --format kafka";
+    "dump, check, analyze, advise, compact, roll, repair, clean and status take Kafka partitions with --format kafka";
 
 /// Whether `dir` looks like a broker's log directory: one of its first subdirectories opens, read only, as
 /// what the native format refuses as a Kafka partition ([`wants_format_kafka`]). Only on the way to a refusal;
 /// nothing is written or locked.
-fn looks_like_a_kafka_log_directory(dir: &std::path::Path) -> bool {
+pub(crate) fn looks_like_a_kafka_log_directory(dir: &std::path::Path) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else { return false };
     entries.flatten().take(16).filter(|e| e.path().is_dir()).any(|sub| {
         matches!(logcompact::open_read_only(&sub.path(), log_core::Format::Native), Err(ref e) if wants_format_kafka(e))

@@ -13,6 +13,7 @@ mod failure;
 mod format;
 mod hints;
 mod json;
+mod mistakes;
 mod out;
 mod progress;
 mod records;

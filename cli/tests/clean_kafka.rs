@@ -173,8 +173,14 @@ fn a_kafka_log_directory_given_without_format_kafka_is_refused_with_the_hint() {
     for args in [vec!["status", "--data-dir", path(&root)], vec!["clean", "--data-dir", path(&root), "--until-clean"]] {
         let out = logcompact(&args, "");
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains("looks like a Kafka log directory"), "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains("--format kafka"), "{args:?}: {}", stderr(&out));
+        // Said once, before anything else (no line per partition skipped first), with the command that fits.
+        assert!(stderr(&out).contains("is a Kafka broker's log directory"), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!("`logcompact {} --format kafka --data-dir ", args[0])),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(stderr(&out).lines().count(), 1, "{args:?}: {}", stderr(&out));
     }
     assert_eq!(contents(&root), before, "nothing written");
 }

@@ -51,7 +51,11 @@ pub struct AdviseArgs {
 pub fn run(a: &AdviseArgs) -> Result<(), Failure> {
     let budget = a.buffer.budget(&a.threads);
     let source = match (&a.dir, a.keys) {
-        (Some(dir), _) => Source::Dir(dir, a.format.unwrap_or_default().into(), a.checkpoint),
+        (Some(dir), _) => {
+            let format = a.format.unwrap_or_default().into();
+            crate::mistakes::one_log(dir, format, "advise", None)?;
+            Source::Dir(dir, format, a.checkpoint)
+        }
         (None, Some(keys)) => Source::Counts { keys, key_bytes: a.key_bytes.unwrap_or(16), records: a.records },
         (None, None) => return Err(Failure::Usage("give --keys N or --dir DIR".into())),
     };

@@ -54,6 +54,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<(), Failure> {
     let budget = a.buffer.budget(&a.threads);
     match (&a.dir, &a.data_dir) {
         (Some(dir), _) => {
+            crate::mistakes::one_log(dir, a.format.into(), "analyze", Some("analyze"))?;
             let req = AnalyzeRequest {
                 dir: dir.clone(),
                 format: a.format.into(),
@@ -64,6 +65,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<(), Failure> {
             analyze(&req, a.json)
         }
         (None, Some(data_dir)) => {
+            crate::mistakes::data_dir(data_dir, a.format.into(), "analyze", "analyze")?;
             let layers =
                 logcompact::datadir::layers(data_dir, a.format.into(), a.config.as_deref(), &[], &a.broker.source())
                     .map_err(|e| Failure::from_data_dir(&e))?;

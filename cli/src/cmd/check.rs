@@ -30,6 +30,7 @@ pub struct CheckArgs {
 /// # Errors
 /// As [`check`] and [`check_kafka`].
 pub fn run(a: &CheckArgs) -> Result<(), Failure> {
+    crate::mistakes::one_log(&a.dir, a.format.into(), "check", None)?;
     match a.format {
         FormatArg::Kafka => check_kafka(&a.dir, a.json),
         FormatArg::Native => check(&a.dir, a.json),

@@ -86,6 +86,7 @@ pub struct CleanArgs {
 /// # Errors
 /// As [`clean`].
 pub fn run(a: &CleanArgs) -> Result<(), Failure> {
+    crate::mistakes::data_dir(&a.data_dir, a.format.into(), "clean", "compact")?;
     a.map.checked()?;
     let manager = cleaner::manager::ManagerConfig {
         threads: a.threads.count(),

@@ -96,6 +96,7 @@ pub struct CompactArgs {
 /// [`Failure::Usage`] for bad settings, a directory without a log or a topic that is not compacted;
 /// [`Failure::Corruption`] for damage; [`Failure::Runtime`] when a pass fails otherwise.
 pub fn run(a: &CompactArgs) -> Result<(), Failure> {
+    crate::mistakes::one_log(&a.dir, a.format.into(), "compact", Some("clean"))?;
     if a.threads.is_some() {
         return Err(Failure::Usage(
             "compact cleans one log: --threads is log.cleaner.threads (clean's, the buffer split between threads \

@@ -196,6 +196,9 @@ impl KafkaDumpLogArgs {
 /// # Errors
 /// [`Failure::Usage`] for flags that do not go together; as the dump.
 pub fn run(a: &DumpArgs) -> Result<(), Failure> {
+    if let Some(dir) = &a.dir {
+        crate::mistakes::one_log(dir, a.format.into(), "dump", None)?;
+    }
     if let (Some(from), Some(to)) = (a.from_offset, a.to_offset)
         && from > to
     {

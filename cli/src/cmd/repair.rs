@@ -34,6 +34,7 @@ pub struct RepairArgs {
 /// # Errors
 /// As [`repair`].
 pub fn run(a: &RepairArgs) -> Result<(), Failure> {
+    crate::mistakes::one_log(&a.dir, a.format.into(), "repair", None)?;
     repair(&a.dir, a.format.into(), a.apply, a.json)
 }
 

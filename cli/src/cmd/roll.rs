@@ -25,6 +25,7 @@ pub struct RollArgs {
 /// # Errors
 /// As opening the log; [`Failure::Runtime`] when the roll fails.
 pub fn run(a: &RollArgs) -> Result<(), Failure> {
+    crate::mistakes::one_log(&a.dir, a.format.into(), "roll", None)?;
     let opened =
         logcompact::open_writable(&a.dir, a.format.into(), LogConfig::default()).map_err(|e| Failure::from_open(&e))?;
     let log = opened.log;

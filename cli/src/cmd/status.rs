@@ -49,6 +49,7 @@ pub struct StatusArgs {
 /// # Errors
 /// As [`status`].
 pub fn run(a: &StatusArgs) -> Result<(), Failure> {
+    crate::mistakes::data_dir(&a.data_dir, a.format.into(), "status", "analyze")?;
     let layers =
         datadir::layers(&a.data_dir, a.format.into(), a.config.as_deref(), &a.settings.flags(), &a.broker.source())
             .map_err(|e| Failure::from_data_dir(&e))?;

@@ -1,0 +1,209 @@
+//! Mistakes answered once, with the fix, before a command prints anything else: a path that does not exist
+//! (named once, with the nearest existing sibling), a broker's log directory or a data directory given where
+//! one log is wanted (`--dir`), one log given where a directory of logs is wanted (`--data-dir`), and a
+//! broker's log directory given to `clean` or `status` without `--format kafka`.
+//!
+//! These look only at names (and, for a directory of partitions without `meta.properties`, open a few
+//! subdirectories read-only as the refusal would): nothing is written, locked or mapped, and a directory that
+//! passes is judged again by the command itself, so a check here can only add a better first line.
+
+use std::path::{Path, PathBuf};
+
+use log_core::Format;
+
+use crate::failure::Failure;
+use crate::hints::format_flag;
+
+/// The file a Kafka broker writes at the root of each of its log directories.
+const META_PROPERTIES: &str = "meta.properties";
+
+/// At most this many subdirectories are looked at: enough to recognise a directory of logs, few enough to cost
+/// nothing on a broker with thousands of partitions.
+const LOOK_AT: usize = 16;
+
+/// Whether `name` is a segment file's: a 20-digit base offset and `.log`.
+fn is_segment_name(name: &str) -> bool {
+    name.strip_suffix(".log").is_some_and(|base| base.len() == 20 && base.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Whether `dir` holds a segment file at its root: a log (or partition) directory.
+fn holds_segments(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().any(|e| e.file_name().to_str().is_some_and(is_segment_name)))
+        .unwrap_or(false)
+}
+
+/// The names of up to [`LOOK_AT`] subdirectories of `dir` that hold segment files, sorted.
+fn logs_in(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .take(LOOK_AT * 4)
+        .filter(|e| holds_segments(&e.path()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .take(LOOK_AT)
+        .collect();
+    names.sort();
+    names
+}
+
+/// `a, b, c` or `a, b, c, ...` when there may be more.
+fn listed(names: &[String]) -> String {
+    let shown: Vec<&str> = names.iter().take(3).map(String::as_str).collect();
+    if names.len() > 3 { format!("{}, ...", shown.join(", ")) } else { shown.join(", ") }
+}
+
+/// Whether `dir` is a Kafka broker's log directory: it holds `meta.properties`, or its logs are named
+/// `<topic>-<partition>` and open as Kafka partitions (as the native format's refusal says).
+fn is_broker_log_dir(dir: &Path, logs: &[String]) -> bool {
+    if dir.join(META_PROPERTIES).is_file() {
+        return true;
+    }
+    !logs.is_empty()
+        && logs.iter().all(|n| log_core::kafka::topic_partition(n).is_some())
+        && crate::failure::looks_like_a_kafka_log_directory(dir)
+}
+
+/// The edit distance between `a` and `b` (insertions, deletions and substitutions of characters).
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (previous + usize::from(ca != cb)).min(row[j] + 1).min(here + 1);
+            previous = here;
+        }
+    }
+    row[b.len()]
+}
+
+/// `path` does not exist: the error, naming it once, with the existing entry of its parent nearest to its
+/// name, or the nearest existing ancestor when the parent is missing too.
+fn missing(path: &Path, flag: &str) -> Failure {
+    let shown = path.display();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if parent.is_dir() {
+        let nearest = std::fs::read_dir(parent).ok().and_then(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.path().is_dir())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| !n.starts_with('.'))
+                .map(|n| (distance(&name, &n), n))
+                // Only a near miss is a suggestion: at most a third of the name differs.
+                .filter(|(d, _)| *d <= name.chars().count().div_ceil(3).max(1))
+                .min()
+        });
+        return Failure::Usage(match nearest {
+            Some((_, n)) => format!("{flag} {shown} does not exist; did you mean {}?", parent.join(n).display()),
+            None => format!("{flag} {shown} does not exist (nor anything named like it in {})", parent.display()),
+        });
+    }
+    let mut up: PathBuf = parent.to_path_buf();
+    while !up.is_dir() {
+        match up.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(p) => up = p.to_path_buf(),
+            None => return Failure::Usage(format!("{flag} {shown} does not exist")),
+        }
+    }
+    Failure::Usage(format!("{flag} {shown} does not exist: the nearest existing directory is {}", up.display()))
+}
+
+/// Before a command that takes one log with `--dir`: a missing path, or a directory of logs (a broker's log
+/// directory or a data directory), is refused with the form that fits. `data_dir_form` is the command line
+/// that takes the whole directory, when the command has one (`clean` for `compact`).
+///
+/// # Errors
+/// [`Failure::Usage`] with the fix.
+pub fn one_log(dir: &Path, format: Format, command: &str, data_dir_form: Option<&str>) -> Result<(), Failure> {
+    if !dir.exists() {
+        return Err(missing(dir, "--dir"));
+    }
+    if !dir.is_dir() || holds_segments(dir) {
+        return Ok(());
+    }
+    let logs = logs_in(dir);
+    let Some(first) = logs.first() else { return Ok(()) };
+    let broker = is_broker_log_dir(dir, &logs);
+    let (what, flag) = if broker {
+        ("a Kafka broker's log directory", " --format kafka")
+    } else {
+        ("a data directory", format_flag(format))
+    };
+    let mut text = format!(
+        "--dir {} is {what} (it holds {}), not one {}: `logcompact {command}{flag} --dir {}` takes one",
+        dir.display(),
+        listed(&logs),
+        if broker { "partition" } else { "log" },
+        dir.join(first).display()
+    );
+    if let Some(form) = data_dir_form {
+        text.push_str(&format!(", `logcompact {form}{flag} --data-dir {}` all of them", dir.display()));
+        if form == "clean" {
+            text.push_str(" (with --until-clean)");
+        }
+    }
+    Err(Failure::Usage(text))
+}
+
+/// Before a command that takes a directory of logs with `--data-dir`: a missing path, one log given instead
+/// (suggesting `one_log_form`, the command that takes it with `--dir`), and a broker's log directory without
+/// `--format kafka` are refused with the fix.
+///
+/// # Errors
+/// [`Failure::Usage`] with the fix.
+pub fn data_dir(dir: &Path, format: Format, command: &str, one_log_form: &str) -> Result<(), Failure> {
+    if !dir.exists() {
+        return Err(missing(dir, "--data-dir"));
+    }
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    if holds_segments(dir) {
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let flag = if format == Format::Kafka || log_core::kafka::topic_partition(name).is_some() {
+            " --format kafka"
+        } else {
+            ""
+        };
+        return Err(Failure::Usage(format!(
+            "--data-dir {} is one log (it holds segment files), not a directory of logs: `logcompact {one_log_form}{flag} \
+             --dir {}` takes it",
+            dir.display(),
+            dir.display()
+        )));
+    }
+    if format == Format::Native {
+        let logs = logs_in(dir);
+        if is_broker_log_dir(dir, &logs) {
+            let until = if command == "clean" { " --until-clean" } else { "" };
+            return Err(Failure::Usage(format!(
+                "--data-dir {} is a Kafka broker's log directory{}: give --format kafka, as in `logcompact {command} \
+                 --format kafka --data-dir {}{until}`",
+                dir.display(),
+                if logs.is_empty() { String::new() } else { format!(" (partitions {})", listed(&logs)) },
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn near_names_are_near() {
+        assert_eq!(distance("ordres-0", "orders-0"), 2);
+        assert_eq!(distance("", "abc"), 3);
+        assert_eq!(distance("orders-0", "orders-0"), 0);
+        assert!(is_segment_name("00000000000000000000.log"));
+        assert!(!is_segment_name("0000000000000000000.log") && !is_segment_name("00000000000000000000.index"));
+    }
+}
