@@ -18,6 +18,7 @@ mod out;
 mod progress;
 mod records;
 mod script;
+mod when;
 
 use std::process::ExitCode;
 

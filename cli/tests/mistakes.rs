@@ -49,7 +49,9 @@ fn a_log_directory_given_for_a_partition_and_a_partition_for_a_log_directory_nam
     assert!(refused(&["compact", "--dir", l]).contains("is a Kafka broker's log directory"));
     let err = refused(&["analyze", "--format", "kafka", "--dir", l]);
     assert!(err.ends_with(&format!("`logcompact analyze --format kafka --data-dir {l}` all of them")), "{err}");
-    for cmd in ["check", "dump", "advise", "repair", "roll"] {
+    let err = refused(&["check", "--format", "kafka", "--dir", l]);
+    assert!(err.ends_with(&format!("`logcompact check --format kafka --data-dir {l}` all of them")), "{err}");
+    for cmd in ["dump", "advise", "repair", "roll"] {
         let err = refused(&[cmd, "--format", "kafka", "--dir", l]);
         assert!(err.ends_with(&format!("`logcompact {cmd} --format kafka --dir {l}/orders-0` takes one")), "{err}");
     }
