@@ -174,7 +174,7 @@ fn retries_are_bounded_then_wait_for_a_request() {
         let log = Log::open(Arc::clone(&store), log_config()).expect("open");
         fill(&log, 100, 2, NOW);
     }
-    let name = log_core::names::file_name(0, log_core::names::FileKind::Log);
+    let name = log_core::format::native::names::file_name(0, log_core::format::native::names::FileKind::Log);
     let file = store.open(&name).expect("open");
     let mut bytes = vec![0; file.len() as usize];
     file.read_at(0, &mut bytes).expect("read");

@@ -16,10 +16,10 @@ use std::sync::Arc;
 
 use crate::config::LogConfig;
 use crate::error::Error;
-use crate::index_file::{self, IndexProblem};
+use crate::format::native::hint::{self as index_file, IndexProblem};
+use crate::format::native::names::{FileKind, file_name};
 use crate::layout::Layout;
 use crate::log::Log;
-use crate::names::{FileKind, file_name};
 use crate::segment::SealedSegment;
 use crate::storage::SegmentStore;
 

@@ -12,9 +12,9 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
+use crate::format::native::names::{FileKind, file_name};
 use crate::group_copy::GroupCopy;
 use crate::log::Log;
-use crate::names::{FileKind, file_name};
 use crate::reader::LogSnapshot;
 use crate::segment::{SealedSegment, SegmentWriter};
 
@@ -309,7 +309,7 @@ impl<'a> Cleaning<'a> {
     }
 
     /// Swaps the replacements in and moves the checkpoint to `checkpoint` (the protocol:
-    /// [`crate::swap`]). After a successful commit nothing is abandoned; after a failed one, outputs that
+    /// [`crate::format::native::commit`]). After a successful commit nothing is abandoned; after a failed one, outputs that
     /// were not swapped in are removed as the transaction drops (unless the log is poisoned).
     ///
     /// # Errors

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use crate::batch::Format;
 use crate::cleaning::{Cleaning, Replacement};
 use crate::error::{Error, ReplacementProblem, Result};
+use crate::format::Format;
 use crate::kafka::files::{SegmentFile, Stage};
 use crate::kafka::txn::{MarkerType, TxnEvent};
 use crate::segment::{SealedSegment, SegmentWriter, Stamp, SummaryBuilder};

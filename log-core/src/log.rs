@@ -4,12 +4,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use crate::batch::Format;
 use crate::checkpoint::CheckpointFile;
 use crate::codec::{self, EncodeFields};
 use crate::config::{LogConfig, SyncPolicy};
 use crate::error::{Error, Result};
-use crate::names::{FileKind, file_name};
+use crate::format::Format;
+use crate::format::native::names::{FileKind, file_name};
 use crate::reader::LogSnapshot;
 use crate::record::{Header, Record};
 use crate::scan::SegmentSource;

@@ -8,13 +8,14 @@ use std::io;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 
-use crate::batch::Format;
 use crate::checkpoint::CheckpointFile;
 use crate::config::LogConfig;
 use crate::error::{CorruptKind, Error, Result};
+use crate::format::Format;
+use crate::format::native::names::{FileKind, file_name};
 use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges, prove_swaps, swap_range};
 use crate::log::{Active, CheckpointReset, Inner, Log, RecoveryReport};
-use crate::names::{CHECKPOINT_TMP_FILE, FileKind, file_name};
+use crate::names::CHECKPOINT_TMP_FILE;
 use crate::segment::SealedSegment;
 use crate::storage::{Segment, SegmentStore};
 use crate::tail;

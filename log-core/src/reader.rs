@@ -3,8 +3,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::batch::Format;
 use crate::error::{Error, Result};
+use crate::format::Format;
 use crate::record::Record;
 use crate::scan::{SegmentSource, batch_bytes_at};
 use crate::segment::SealedSegment;

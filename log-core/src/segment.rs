@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use crate::batch::{BatchRef, Format};
 use crate::error::{CorruptKind, Error, Result};
+use crate::format::native::hint as index_file;
+use crate::format::native::names::{FileKind, file_name};
+use crate::format::{BatchRef, Format};
 use crate::index::OffsetIndex;
-use crate::index_file;
 use crate::kafka::index::KafkaIndexes;
-use crate::names::{FileKind, file_name};
 use crate::scan::{SegmentScan, SegmentSource, batch_bytes_at};
 use crate::storage::{Segment, SegmentStore};
 

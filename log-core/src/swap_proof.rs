@@ -28,8 +28,8 @@
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
-use crate::batch::{BatchRef, Format};
 use crate::error::{CorruptKind, Error, Result};
+use crate::format::{BatchRef, Format};
 use crate::kafka::txn::{SegmentTxns, TxnState};
 use crate::record::RecordRef;
 use crate::scan::{SegmentScan, SegmentSource, batch_bytes_at};

@@ -13,13 +13,17 @@
     reason = "a CorruptKind can hold a codec's message: built eagerly, every good frame would pay for dropping it"
 )]
 
+pub mod checkpoint;
+pub mod kafka;
+pub mod native;
+
 use serde::Serialize;
 
 use crate::codec;
 use crate::error::CorruptKind;
-use crate::kafka::{self, BatchHeader, BatchProblem};
 use crate::names::MAX_OFFSET;
 use crate::record::{HeaderBytes, RecordRef};
+use kafka::{BatchHeader, BatchProblem};
 
 /// The layout of a segment's bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, serde::Deserialize)]
@@ -347,10 +351,7 @@ impl<'a> BatchRef<'a> {
             BatchKind::Kafka(header) => {
                 let count = kept.clone().count() as u64;
                 let records = kept.map(|r| {
-                    let (header_bytes, header_count) = match r.headers {
-                        HeaderBytes::Kafka { bytes, count } => (bytes, count),
-                        HeaderBytes::Native { .. } => (&[][..], 0),
-                    };
+                    let (header_bytes, header_count) = r.header_block();
                     kafka::RecordToWrite {
                         offset: r.offset as i64,
                         timestamp: r.timestamp,
@@ -445,7 +446,11 @@ impl<'s> Iterator for BatchRecords<'s> {
                     value: rec.value,
                     delete_horizon: *horizon,
                     body_bytes: rec.body.len(),
-                    headers: HeaderBytes::Kafka { bytes: rec.header_bytes, count: rec.header_count },
+                    headers: HeaderBytes {
+                        bytes: rec.header_bytes,
+                        count: rec.header_count,
+                        split: kafka::codec::batch::split_header,
+                    },
                 }))
             }
         }

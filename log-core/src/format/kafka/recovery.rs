@@ -26,10 +26,10 @@ use std::io;
 use std::sync::Arc;
 
 use super::files::{KafkaName, SegmentFile, Stage, classify, name};
-use crate::batch::Format;
 use crate::checkpoint::CheckpointFile;
 use crate::config::LogConfig;
 use crate::error::{CorruptKind, Error, Result};
+use crate::format::Format;
 use crate::log::{Active, Log, RecoveryReport};
 use crate::open::{Parts, Source, build, checkpoint_within, delete_if_exists, load_closed, sync_dir};
 use crate::segment::SealedSegment;
