@@ -35,14 +35,6 @@ pub fn open_store(backend: Backend, dir: Option<&Path>) -> Result<Arc<dyn Segmen
     }
 }
 
-/// Opens `dir` read-only: no lock, nothing created or changed.
-///
-/// # Errors
-/// [`Failure::Usage`] when `dir` is missing; [`Failure::Runtime`] when it cannot be read.
-pub fn open_read_only_store(dir: &Path) -> Result<Arc<dyn SegmentStore>, Failure> {
-    Ok(Arc::new(storage_file::FileStore::open_read_only(dir).map_err(store_failure)?))
-}
-
 pub use logcompact::describe_recovery;
 
 /// Opens a log on `store` for writing, reporting on standard error what recovery repaired.

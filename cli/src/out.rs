@@ -19,6 +19,21 @@ pub fn diag_line(line: std::fmt::Arguments<'_>) {
     let _ = writeln!(err, "{line}");
 }
 
+/// The failure for output that could not be written.
+pub fn write_failed(e: impl std::fmt::Display) -> crate::failure::Failure {
+    crate::failure::Failure::Runtime(format!("cannot write output: {e}"))
+}
+
+/// Prints `value` as one JSON line on standard output (quietly nothing once the reader has gone).
+///
+/// # Errors
+/// [`crate::failure::Failure::Runtime`] when it cannot be written.
+pub fn print_json(value: &impl serde::Serialize) -> Result<(), crate::failure::Failure> {
+    let text = serde_json::to_string(value).map_err(write_failed)?;
+    let mut out = QuietPipe::new(std::io::stdout().lock());
+    writeln!(out, "{text}").and_then(|()| out.flush()).map_err(write_failed)
+}
+
 /// A writer that turns a broken pipe into the end of output: later writes are dropped and report success,
 /// so a command whose reader stopped reading finishes its work and exits 0 without an error message.
 #[derive(Debug)]

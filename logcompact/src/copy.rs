@@ -81,6 +81,16 @@ pub fn check_target(source: &Path, format: Format, target: &Path) -> Result<(), 
     if !parent.is_dir() {
         return Err(bad("its parent directory does not exist".into()));
     }
+    if storage_file::kafka::is_broker_log_dir(parent) {
+        // A copy there is a partition the broker does not own (its line in the broker's
+        // cleaner-offset-checkpoint, a topic it never created), or under another name a directory that stops
+        // the broker at start ("is not in the form of topic-partition").
+        return Err(bad(format!(
+            "it is inside the broker's log directory {} (it holds meta.properties): a broker would take the copy \
+             for a partition it does not own, or refuse to start; make the copy elsewhere",
+            parent.display()
+        )));
+    }
     Ok(())
 }
 

@@ -130,6 +130,34 @@ pub fn open_writable(dir: &Path, format: Format, config: LogConfig) -> Result<Op
     open_writable_as(dir, format, config, None)
 }
 
+/// Opens the log in `dir` for writing with `config`, creating the directory and an empty log of `format` where
+/// there is none: for a program that writes a log of its own (the `gen` command, the examples). A Kafka
+/// partition is created as a broker lays one out (`<log dir>/<topic>-<partition>/`, taken under the broker's
+/// lock on its log directory). Commands that change a log someone else wrote use [`open_writable`], which never
+/// creates one.
+///
+/// # Errors
+/// [`OpenError`]; [`OpenError::NotALog`] for a directory holding a log of the other format.
+pub fn open_or_create(dir: &Path, format: Format, config: LogConfig) -> Result<OpenedLog, OpenError> {
+    match format {
+        Format::Native => {
+            let store: Arc<dyn SegmentStore> = Arc::new(storage_file::FileStore::open(dir).map_err(store_error(dir))?);
+            let log = Log::open(store, config).map_err(log_error(dir))?;
+            Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: log_core::names::CHECKPOINT_FILE.into() })
+        }
+        Format::Kafka => {
+            std::fs::create_dir_all(dir).map_err(|source| OpenError::Store {
+                dir: dir.to_path_buf(),
+                source: storage_file::Error::Io { op: "create", path: dir.to_path_buf(), source },
+            })?;
+            let stores = storage_file::kafka::open_writable(dir).map_err(store_error(dir))?;
+            let source = stores.checkpoint.describe();
+            let log = Log::open_kafka(stores.partition, config, stores.checkpoint).map_err(|e| kafka_error(dir, e))?;
+            Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: source })
+        }
+    }
+}
+
 /// As [`open_writable`] for a copy made by this process (`compact --out`): a Kafka copy outside a broker's log
 /// directory takes no broker lock and keeps its checkpoint in memory
 /// ([`storage_file::kafka::open_writable_copy`]).

@@ -2,7 +2,7 @@
 //! Kafka's `Cleaner` (offline in its JVM, `kafka-interop`'s `OfflineClean`, timed there around `doClean`) and by
 //! this project's `compact` front door with each map (in a child process of this one, timed around its
 //! passes), each on a fresh copy, several rounds. Prints a table (and `--json` lines): seconds, Kafka's over
-//! ours, peak resident memory of each process (the JVM's VmHWM; ours from `wait4`), output bytes over Kafka's,
+//! ours, peak resident memory of each process (each one's VmHWM), output bytes over Kafka's,
 //! and whether every segment file came out byte for byte Kafka's.
 //!
 //! `cargo run --release -p bench --bin vs-kafka -- [--records 2M] [--keys 250k] [--codecs none,lz4,gzip,zstd]
@@ -12,7 +12,6 @@
 //! 100-byte values, about 12 KiB as a producer's default 16 KiB batches are, 1% tombstones), compressed as Kafka
 //! compresses them (the codecs are Kafka's byte for byte), so Kafka's cleaner reads them as its own.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -24,7 +23,9 @@ use logcompact::size::{parse_bytes, parse_count};
 const USAGE: &str = "vs-kafka: Kafka 4.4's own cleaner against ours, on the same partition, buffer, settings and clock
 
 usage: vs-kafka [--records 2M] [--keys 250k] [--codecs none,lz4,gzip,zstd,snappy] [--maps compact,skimpy]
-                [--dedupe-buffer 128MiB] [--segment-bytes 64MiB] [--rounds 2] [--dir D] [--json]
+                [--dedupe-buffer 128MiB] [--segment-bytes 64MiB] [--rounds 2] [--threads 1] [--dir D] [--json]
+
+--threads is ours: a pass's groups of segments copied in parallel (Kafka's cleaner runs a log on one thread).
 
 Needs Java 17 and Maven (Kafka's jars are resolved from Maven Central into target/ once). Writes its partitions
 and copies under D (default: a new temporary directory), which it removes at the end.";
@@ -40,6 +41,7 @@ struct Args {
     buffer: u64,
     segment_bytes: u64,
     rounds: usize,
+    threads: usize,
     dir: Option<PathBuf>,
     json: bool,
 }
@@ -57,6 +59,7 @@ fn parse() -> Result<Args, String> {
         buffer: 128 << 20,
         segment_bytes: 64 << 20,
         rounds: 2,
+        threads: 1,
         dir: None,
         json: false,
     };
@@ -87,6 +90,7 @@ fn parse() -> Result<Args, String> {
             "--dedupe-buffer" => a.buffer = parse_bytes(&value).map_err(|e| format!("--dedupe-buffer: {e}"))?,
             "--segment-bytes" => a.segment_bytes = parse_bytes(&value).map_err(|e| format!("--segment-bytes: {e}"))?,
             "--rounds" => a.rounds = value.parse().map_err(|_| format!("--rounds: {value} is not a count"))?,
+            "--threads" => a.threads = value.parse().map_err(|_| format!("--threads: {value} is not a count"))?,
             "--dir" => a.dir = Some(PathBuf::from(value)),
             other => return Err(format!("unknown option {other}")),
         }
@@ -159,55 +163,51 @@ fn kafka_run(kafka: &kafka_interop::Kafka, dir: &Path, a: &Args) -> Result<Run, 
     })
 }
 
-/// Runs `ours` in a child process (this binary, `--child`), returning its JSON and its peak resident memory.
+/// Runs `ours` in a child process (this binary, `--child`), returning its JSON with its peak resident memory
+/// (its own VmHWM, read as it ends: `wait4`'s maximum is inherited across fork and exec, so a child started by
+/// a large parent reports the parent's).
 fn ours_run(dir: &Path, map: MapKind, a: &Args) -> Result<Run, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut child = Command::new(exe)
+    let out = Command::new(exe)
         .args(["--child", kafka_interop::path_str(dir), map.name()])
         .args(["--dedupe-buffer", &a.buffer.to_string(), "--segment-bytes", &a.segment_bytes.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
+        .args(["--threads", &a.threads.to_string()])
+        .stderr(Stdio::inherit())
+        .output()
         .map_err(|e| e.to_string())?;
-    let mut text = String::new();
-    child.stdout.take().ok_or("no stdout")?.read_to_string(&mut text).map_err(|e| e.to_string())?;
-    let (status, max_rss_kib) = wait_with_rusage(child.id())?;
-    if !status {
+    if !out.status.success() {
         return Err(format!("the compaction of {} with {} failed", dir.display(), map.name()));
     }
+    let text = String::from_utf8_lossy(&out.stdout);
     let v: serde_json::Value = serde_json::from_str(text.trim()).map_err(|e| format!("child output: {e}"))?;
     Ok(Run {
         cleaner: map.name().to_owned(),
         seconds: v["seconds"].as_f64().unwrap_or(0.0),
-        peak_rss_bytes: max_rss_kib * 1024,
+        peak_rss_bytes: v["peak_rss_kib"].as_u64().unwrap_or(0) * 1024,
         passes: v["passes"].as_u64().unwrap_or(0),
         bytes_after: log_bytes(dir)?,
     })
 }
 
-/// Waits for the child `pid`: whether it exited 0, and its peak resident memory in KiB (`ru_maxrss`).
-#[expect(unsafe_code, reason = "wait4 has no safe wrapper that returns the child's resource usage")]
-fn wait_with_rusage(pid: u32) -> Result<(bool, u64), String> {
-    let mut status: libc::c_int = 0;
-    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = libc::pid_t::try_from(pid).map_err(|e| e.to_string())?;
-    // SAFETY: `status` and `usage` are valid for writes for the call's duration; `pid` is our own child, not
-    // yet waited for (std's Child is never waited on here).
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    if r != pid {
-        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
-    }
-    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    Ok((ok, u64::try_from(usage.ru_maxrss).unwrap_or(0)))
+/// This process's peak resident memory in KiB (VmHWM).
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The child: `compact --format kafka --until-clean` of `dir` through the library, printing its time.
 fn child(args: &[String]) -> Result<(), String> {
-    let [dir, map, _, buffer, _, segment_bytes] = args else { return Err("bad child arguments".into()) };
+    let [dir, map, _, buffer, _, segment_bytes, _, threads] = args else { return Err("bad child arguments".into()) };
     let map = MapKind::from_name(map).ok_or("bad map")?;
     let config = cleaner::CleanerConfig {
         map,
         dedupe_buffer_bytes: buffer.parse().map_err(|_| "bad buffer")?,
+        threads: threads.parse().map_err(|_| "bad threads")?,
         ..cleaner::CleanerConfig::default()
     };
     let clock = std::sync::Arc::new(cleaner::ManualClock::new(NOW_MS));
@@ -229,7 +229,8 @@ fn child(args: &[String]) -> Result<(), String> {
         Ok(())
     })
     .map_err(|e| e.to_string())?;
-    println!("{}", serde_json::json!({"seconds": seconds, "passes": passes}));
+    let report = serde_json::json!({"seconds": seconds, "passes": passes, "peak_rss_kib": peak_rss_kib()});
+    std::io::Write::write_all(&mut std::io::stdout(), format!("{report}\n").as_bytes()).map_err(|e| e.to_string())?;
     Ok(())
 }
 
