@@ -142,7 +142,7 @@ pub(crate) fn load_closed(
     let mut closed = Vec::with_capacity(sources.len());
     let mut previous: Option<u64> = None;
     for Source { base, name, file, loaded } in sources {
-        if file.is_empty() && format == Format::Native {
+        if file.is_empty() && format.empty_file_is_leftover() {
             if writable {
                 store.delete(&name).map_err(Error::io("delete", &name))?;
                 delete_if_exists(store, &file_name(base, FileKind::Index))?;

@@ -378,10 +378,11 @@ pub struct Frames<'w> {
 }
 
 impl<'w> Window<'w> {
-    /// Its frames, for a window of a native segment (`None` for Kafka's batches: use [`Window::batches`]).
+    /// Its frames, for a window of a format whose batches are one record each (`None` otherwise: use
+    /// [`Window::batches`]).
     #[inline]
     pub fn frames(&self) -> Option<Frames<'w>> {
-        (self.format == Format::Native).then_some(Frames {
+        self.format.frames_are_records().then_some(Frames {
             name: self.name,
             verify: self.verify,
             bytes: self.bytes,

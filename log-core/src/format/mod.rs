@@ -14,6 +14,7 @@
 )]
 
 pub mod checkpoint;
+pub(crate) mod dispatch;
 pub mod kafka;
 pub mod native;
 
@@ -314,7 +315,7 @@ impl<'a> BatchRef<'a> {
         horizon: Option<i64>,
         out: &mut Vec<u8>,
         scratch: &mut Vec<u8>,
-    ) -> Result<crate::segment::Stamp, CorruptKind> {
+    ) -> Result<Stamp, CorruptKind> {
         self.rewrite_from(kept.iter().copied(), horizon, out, scratch)
     }
 
@@ -329,7 +330,7 @@ impl<'a> BatchRef<'a> {
         horizon: Option<i64>,
         out: &mut Vec<u8>,
         scratch: &mut Vec<u8>,
-    ) -> Result<crate::segment::Stamp, CorruptKind>
+    ) -> Result<Stamp, CorruptKind>
     where
         I: Iterator<Item = RecordRef<'r>> + Clone,
     {
@@ -340,7 +341,7 @@ impl<'a> BatchRef<'a> {
                 let mut kept = kept;
                 let rec = kept.next().ok_or(CANNOT)?;
                 codec::encode_ref_with_horizon(&rec, horizon, out).map_err(|_| CANNOT)?;
-                Ok(crate::segment::Stamp {
+                Ok(Stamp {
                     base_offset: rec.offset,
                     last_offset: rec.offset,
                     records: 1,
@@ -365,7 +366,7 @@ impl<'a> BatchRef<'a> {
                 scratch.clear();
                 kafka::write_batch_from(&header, codec, horizon, records, out, scratch).map_err(|_| CANNOT)?;
                 let written = BatchHeader::parse(out).map_err(kafka_problem)?;
-                Ok(crate::segment::Stamp {
+                Ok(Stamp {
                     base_offset: self.base_offset,
                     last_offset: self.last_offset,
                     records: count,
@@ -453,6 +454,35 @@ impl<'s> Iterator for BatchRecords<'s> {
                     },
                 }))
             }
+        }
+    }
+}
+
+/// What the summary of a segment learns from one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// Its first offset.
+    pub base_offset: u64,
+    /// Its last offset.
+    pub last_offset: u64,
+    /// Its records.
+    pub records: u64,
+    /// Its largest timestamp, ms since the Unix epoch.
+    pub max_timestamp: i64,
+    /// Its delete horizon, once stamped.
+    pub delete_horizon: Option<i64>,
+}
+
+impl Stamp {
+    /// The stamp of `batch`.
+    #[inline]
+    pub fn of(batch: &BatchRef<'_>) -> Self {
+        Stamp {
+            base_offset: batch.base_offset,
+            last_offset: batch.last_offset,
+            records: batch.record_count,
+            max_timestamp: batch.max_timestamp,
+            delete_horizon: batch.delete_horizon,
         }
     }
 }

@@ -119,10 +119,7 @@ pub struct RepairOutcome {
 /// [`Error::Io`]; the store is then partly repaired, every segment either old or new (running the repair
 /// again continues it).
 pub fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<RepairOutcome> {
-    match plan.format {
-        Format::Native => crate::format::native::repair::apply(store, plan, stamp),
-        Format::Kafka => crate::format::kafka::repair::apply(store, plan, stamp),
-    }
+    plan.format.apply_repair(store, plan, stamp)
 }
 
 /// Bytes copied per read and write when a repair copies a file or a range of one.

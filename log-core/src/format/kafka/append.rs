@@ -7,7 +7,7 @@ use super::codec::compression::Compression;
 use super::codec::varint::write_varint;
 use crate::codec::MAX_RECORD_BYTES;
 use crate::error::{Error, Result};
-use crate::log::AppendRecord;
+use crate::record::AppendRecord;
 
 /// Appends to `out` the batch holding `rec` at `offset`; returns its length.
 ///

@@ -3,9 +3,9 @@
 //! producer snapshots (`<offset>.snapshot`); and the broker's own files (`leader-epoch-checkpoint`,
 //! `partition.metadata`), left alone.
 
+use super::index::KafkaIndexFiles;
 use crate::error::{Error, Result};
 use crate::names::{BASE_DIGITS, MAX_OFFSET};
-use crate::segment::KafkaIndexFiles;
 use crate::storage::SegmentStore;
 
 pub use crate::names::{SegmentFile, Stage, name};

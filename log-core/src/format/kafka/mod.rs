@@ -20,12 +20,14 @@
 #![expect(clippy::big_endian_bytes, reason = "Kafka's format is big-endian")]
 
 pub(crate) mod append;
+pub(crate) mod check;
 pub mod checkpoints;
 pub mod codec;
 pub(crate) mod commit;
 pub mod files;
 pub mod index;
 pub mod metadata_log;
+pub(crate) mod output;
 pub(crate) mod recovery;
 pub(crate) mod repair;
 pub mod txn;

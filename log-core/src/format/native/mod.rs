@@ -3,6 +3,8 @@
 //! ([`layout`]), and its side of the cleaner's swap protocol ([`commit`], [`removal`]) and of `repair`
 //! ([`repair`]).
 
+pub(crate) mod append;
+pub(crate) mod check;
 pub mod codec;
 pub(crate) mod commit;
 pub(crate) mod hint;

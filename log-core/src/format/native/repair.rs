@@ -161,7 +161,7 @@ fn hint_actions(
             file,
             crate::DEFAULT_INDEX_INTERVAL_BYTES,
         )?;
-        if let Err(reason) = crate::check::verify_hint(store, hint, &segment) {
+        if let Err(reason) = super::check::verify_hint(store, hint, &segment) {
             plan.actions.push(RepairAction::DropHint { file: hint.clone(), reason });
         }
     }
