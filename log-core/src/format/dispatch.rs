@@ -14,6 +14,35 @@ use crate::storage::{SegmentSource, SegmentStore};
 use crate::txn::SegmentTxns;
 
 impl Format {
+    /// Whether a log of this format may keep its cleaner checkpoint in `checkpoint` (a native log keeps its own;
+    /// a Kafka partition's lives in its broker's log directory, or nowhere).
+    pub(crate) fn checkpoint_placement_allowed(self, checkpoint: &crate::CheckpointFile) -> bool {
+        match self {
+            Format::Native => matches!(checkpoint, crate::CheckpointFile::Own),
+            Format::Kafka => true,
+        }
+    }
+
+    /// Opens a log of this format by the format's recovery, writable or `read_only` (see
+    /// [`Log::open_with`]).
+    ///
+    /// # Errors
+    /// As the format's open.
+    pub(crate) fn open(
+        self,
+        store: std::sync::Arc<dyn SegmentStore>,
+        config: crate::LogConfig,
+        checkpoint: crate::CheckpointFile,
+        read_only: bool,
+    ) -> Result<Log> {
+        match (self, read_only) {
+            (Format::Native, false) => Log::open(store, config),
+            (Format::Native, true) => Log::open_read_only(store, config),
+            (Format::Kafka, false) => Log::open_kafka(store, config, checkpoint),
+            (Format::Kafka, true) => Log::open_kafka_read_only(store, config, checkpoint),
+        }
+    }
+
     /// Whether loading a sealed segment verifies every batch's checksum. The native format does, once, and
     /// saves a hint so that the next open need not; Kafka's checksums are verified by every read and pass
     /// instead, and only its batch headers are walked at load (a broker's partitions are large).
