@@ -49,7 +49,10 @@ impl Record {
 /// Splits the first header off a record's encoded header block: `(name, value (`None`: null), rest)`, or
 /// `None` when the block does not hold one (never, for a block its decoder validated). Each format supplies
 /// its own, so that this module knows no format's layout.
-pub(crate) type SplitHeader = for<'b> fn(&'b [u8]) -> Option<(&'b [u8], Option<&'b [u8]>, &'b [u8])>;
+pub(crate) type SplitHeader = for<'b> fn(&'b [u8]) -> Option<HeaderSplit<'b>>;
+
+/// A header split off its block: name, value (`None`: null), and the rest of the block.
+pub(crate) type HeaderSplit<'b> = (&'b [u8], Option<&'b [u8]>, &'b [u8]);
 
 /// The encoded headers of a record, as its format stores them (already validated by the decoder), and how to
 /// walk them.

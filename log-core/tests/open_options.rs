@@ -12,7 +12,10 @@ fn fill(log: &Log) {
     log.delete(b"a").expect("delete");
 }
 
-fn contents(log: &Log) -> Vec<(u64, Option<Vec<u8>>, Option<Vec<u8>>)> {
+/// A record as the test compares it: offset, key, value.
+type Kept = (u64, Option<Vec<u8>>, Option<Vec<u8>>);
+
+fn contents(log: &Log) -> Vec<Kept> {
     (0..log.next_offset())
         .filter_map(|o| log.read(o).expect("reads").filter(|r| r.offset == o))
         .map(|r| (r.offset, r.key, r.value))

@@ -25,7 +25,7 @@
 )]
 
 use crate::error::CorruptKind;
-use crate::record::{Header, HeaderBytes, RecordRef};
+use crate::record::{Header, HeaderBytes, HeaderSplit, RecordRef};
 
 /// Version byte written into every frame.
 pub const FORMAT_VERSION: u8 = 1;
@@ -341,7 +341,7 @@ pub(crate) fn split_header(b: &[u8]) -> Option<(&[u8], &[u8])> {
 }
 
 /// One header of a validated block: u16-prefixed name, u32-prefixed value (never null in this format).
-fn split_one_header(b: &[u8]) -> Option<(&[u8], Option<&[u8]>, &[u8])> {
+fn split_one_header(b: &[u8]) -> Option<HeaderSplit<'_>> {
     let (name, rest) = split_header(b)?;
     let (value, rest) = split_bytes_u32(rest)?;
     Some((name, Some(value), rest))

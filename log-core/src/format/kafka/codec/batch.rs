@@ -442,9 +442,12 @@ pub fn is_zero_header(head: &[u8]) -> bool {
     !head.is_empty() && head.iter().take(ZERO_HEADER_BYTES).all(|&b| b == 0)
 }
 
+/// A record header split off its block: name, value (`None`: null), and the rest of the block.
+pub type HeaderSplit<'b> = (&'b [u8], Option<&'b [u8]>, &'b [u8]);
+
 /// One record header of a validated header block: varint-prefixed name, varint-prefixed value (-1: null), and
 /// the rest of the block.
-pub fn split_header(block: &[u8]) -> Option<(&[u8], Option<&[u8]>, &[u8])> {
+pub fn split_header(block: &[u8]) -> Option<HeaderSplit<'_>> {
     let mut pos = 0;
     let name = read_bytes(block, &mut pos).ok()??;
     let value = read_bytes(block, &mut pos).ok()?;
