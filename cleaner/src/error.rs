@@ -81,6 +81,21 @@ pub enum Error {
     /// The pass was stopped on request (a shutdown) before its commit; the log is unchanged.
     #[error("the cleaning pass was stopped before its commit; the log is unchanged")]
     Aborted,
+    /// Another process holds the log (the lock of its directory, or of its broker's log directory): not a
+    /// failure of the log; a manager tries it again later and counts nothing.
+    #[error("the log is busy: {holder}")]
+    Busy {
+        /// Who holds it, as the lock's owner is described.
+        holder: String,
+    },
+    /// The log could not be opened for a reason outside `log-core` (its directory cannot be used as a store,
+    /// say).
+    #[error("{source}")]
+    Unopenable {
+        /// What the opener said.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The pass panicked (a bug); the log is unchanged unless the commit had begun, and then as after a
     /// failed commit.
     #[error("the cleaning pass panicked: {message}")]
@@ -91,6 +106,12 @@ pub enum Error {
 }
 
 impl Error {
+    /// True for damage to stored data (what the log reports as corruption), as opposed to a busy log, an I/O
+    /// failure, a full disk or bad settings.
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Log(e) if e.is_corruption())
+    }
+
     /// An out-of-range setting.
     pub(crate) fn invalid(setting: &'static str, value: impl std::fmt::Display, expected: &'static str) -> Self {
         Error::InvalidConfig { setting, value: value.to_string(), expected }

@@ -1,6 +1,6 @@
 //! The cleaner manager: dirtiest first above the minimum ratio, a log past its maximum lag whatever its
 //! ratio (its active segment rolled), failures isolated and retried with backoff and reopening, then only on
-//! request, several threads, the I/O throttle, a stop that abandons passes cleanly, and Kafka's gauges.
+//! request, a busy log waiting without a failure, a failure keeping its error, several threads, the I/O throttle, a stop that abandons passes cleanly, and Kafka's gauges.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -137,7 +137,7 @@ fn a_failing_log_is_isolated_retried_after_reopening_and_then_waits_for_a_reques
     fill(&flaky, 100, 3, NOW);
     faults.fail(Op::Rename, faults.count(Op::Rename));
     let reopen_store = Arc::clone(&mem);
-    let opener: cleaner::manager::Opener = Box::new(move || Log::open(Arc::clone(&reopen_store), log_config()));
+    let opener: cleaner::manager::Opener = Box::new(move || Ok(Log::open(Arc::clone(&reopen_store), log_config())?));
     manager.add_log("flaky", Arc::new(flaky), LogSettings::default(), Some(opener)).expect("add");
     for name in ["ok-1", "ok-2", "ok-3"] {
         manager.add_log(name, new_log(100, 3, NOW), LogSettings::default(), None).expect("add");
@@ -174,7 +174,7 @@ fn retries_are_bounded_then_wait_for_a_request() {
         let log = Log::open(Arc::clone(&store), log_config()).expect("open");
         fill(&log, 100, 2, NOW);
     }
-    let name = log_core::names::file_name(0, log_core::names::FileKind::Log);
+    let name = log_core::format::native::names::file_name(0, log_core::format::native::names::FileKind::Log);
     let file = store.open(&name).expect("open");
     let mut bytes = vec![0; file.len() as usize];
     file.read_at(0, &mut bytes).expect("read");
@@ -317,4 +317,40 @@ fn a_stopped_watch_abandons_its_pass_and_changes_nothing() {
     let status = manager.run(Mode::UntilClean);
     assert_eq!(status.logs[0].dirty_bytes, 0);
     assert_eq!(log.snapshot().reader(0).count(), 300, "one record per key is left");
+}
+
+#[test]
+fn a_busy_detached_log_waits_without_failing_and_a_failed_open_keeps_its_error() {
+    let clock = Arc::new(ManualClock::new(NOW));
+    let manager = CleanerManager::new(config(1), clock.clone()).expect("manager");
+    let store: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
+    fill(&Log::open(Arc::clone(&store), log_config()).expect("open"), 100, 3, NOW);
+    let busy = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let (open_store, gate) = (Arc::clone(&store), Arc::clone(&busy));
+    let open: cleaner::manager::Opener = Box::new(move || {
+        if gate.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(cleaner::Error::Busy { holder: "another writer".into() });
+        }
+        Ok(Log::open(Arc::clone(&open_store), log_config())?)
+    });
+    let peek_store = Arc::clone(&store);
+    let peek: cleaner::manager::Opener =
+        Box::new(move || Ok(Log::open_read_only(Arc::clone(&peek_store), log_config())?));
+    manager.add_detached("shared", LogSettings::default(), open, peek).expect("add");
+    let status = manager.run(Mode::UntilClean);
+    let shared = &status.logs[0];
+    assert_eq!((shared.state, shared.failures, shared.passes), (LogState::Idle, 0, 0), "{shared:?}");
+    busy.store(false, std::sync::atomic::Ordering::SeqCst);
+    clock.advance(60_000);
+    let status = manager.run(Mode::UntilClean);
+    assert_eq!((status.logs[0].passes, status.logs[0].failures), (1, 0), "{:?}", status.logs[0]);
+
+    let damaged = cleaner::Error::Log(log_core::Error::BadCheckpoint { name: "x".into(), reason: "bad" });
+    let never: cleaner::manager::Opener = Box::new(|| Err(cleaner::Error::Busy { holder: "nobody".into() }));
+    manager.add_unopened("damaged", LogSettings::default(), never, damaged).expect("add");
+    let status = manager.status();
+    let damaged = status.logs.iter().find(|l| l.name == "damaged").expect("log");
+    assert_eq!((damaged.state, damaged.failures), (LogState::Uncleanable, 1));
+    assert!(damaged.last_error_is_corruption, "{damaged:?}");
+    assert!(damaged.last_error.as_deref().is_some_and(|e| e.starts_with("cannot open the log: ")), "{damaged:?}");
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cleaner::{Cleaner, ManualClock, MapKind, PassOptions};
-use log_core::names::{FileKind, file_name};
+use log_core::format::native::names::{FileKind, file_name};
 use log_core::{Log, LogConfig, SegmentStore};
 
 use crate::harness::Harness;

@@ -183,7 +183,7 @@ fn until_clean(log: &Log, clock: &Arc<ManualClock>) -> Segments {
 /// Output of an earlier pass that failed without cleaning up: a `.cleaned` file recovery must not mistake
 /// for this pass's.
 fn leave_stray(store: &CrashStore) {
-    let name = log_core::names::file_name(99, log_core::names::FileKind::Cleaned);
+    let name = log_core::format::native::names::file_name(99, log_core::format::native::names::FileKind::Cleaned);
     let file = store.create(&name).expect("create stray");
     file.append(b"left by a failed pass").expect("write stray");
     file.sync().expect("sync stray");

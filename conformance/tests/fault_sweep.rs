@@ -138,7 +138,8 @@ fn torn_start(format: Format, checkpoint: &CheckpointFile) -> (Arc<dyn SegmentSt
         }
     }
     log.sync().expect("sync");
-    let active = log_core::names::file_name(log.active_base(), log_core::names::FileKind::Log);
+    let active =
+        log_core::format::native::names::file_name(log.active_base(), log_core::format::native::names::FileKind::Log);
     drop(log);
     mem.open(&active).expect("active").append(&[60, 0, 0, 0, 1, 2, 3]).expect("tear");
     (mem, acked)

@@ -12,16 +12,12 @@
 //!   the end). A log with notices only is intact.
 
 use std::fmt;
-use std::sync::Arc;
 
-use crate::config::LogConfig;
 use crate::error::Error;
-use crate::index_file::{self, IndexProblem};
-use crate::layout::Layout;
 use crate::log::Log;
-use crate::names::{FileKind, file_name};
-use crate::segment::SealedSegment;
-use crate::storage::SegmentStore;
+
+pub use crate::format::kafka::check::check_kafka;
+pub use crate::format::native::check::check_store;
 
 /// What a check saw when it found no problem.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -111,11 +107,11 @@ impl fmt::Display for Problem {
 
 impl std::error::Error for Problem {}
 
-fn corruption(file: &str, position: Option<u64>, what: impl Into<String>) -> Problem {
+pub(crate) fn corruption(file: &str, position: Option<u64>, what: impl Into<String>) -> Problem {
     Problem { class: ProblemClass::Corruption, file: file.to_owned(), position, what: what.into() }
 }
 
-fn notice(file: &str, what: impl Into<String>) -> Notice {
+pub(crate) fn notice(file: &str, what: impl Into<String>) -> Notice {
     Notice { file: file.to_owned(), what: what.into() }
 }
 
@@ -147,163 +143,8 @@ impl From<Error> for Problem {
     }
 }
 
-/// Verifies every checksum and invariant of the log in `store` without changing anything: frames decode and
-/// their CRCs match; offsets strictly increase within and across segments and never fall below the base in
-/// the file name; every hint matches its segment; a pending swap would complete with valid segments; the
-/// checkpoint parses.
-///
-/// # Errors
-/// The first [`Problem`] found.
-pub fn check_store(store: Arc<dyn SegmentStore>) -> Result<CheckReport, Problem> {
-    let log = Log::open_read_only(Arc::clone(&store), LogConfig::default())?;
-    let layout = Layout::scan(&*store)?;
-    let mut report = CheckReport {
-        checkpoint: crate::checkpoint::read_own(&*store)?,
-        other_files: layout.foreign.clone(),
-        ..CheckReport::default()
-    };
-    let snapshot = log.snapshot();
-    for segment in snapshot.closed() {
-        let hint = file_name(segment.base(), FileKind::Index);
-        if layout.hints.contains_key(&segment.base()) {
-            match verify_hint(&*store, &hint, segment) {
-                Ok(()) => report.indexes_verified += 1,
-                Err(what) => {
-                    report.indexes_missing += 1;
-                    report.notices.push(notice(&hint, what));
-                }
-            }
-        } else {
-            report.indexes_missing += 1;
-        }
-    }
-    check_log(&log, report)
-}
-
-/// As [`check_store`] for the Kafka partition in `store` (its cleaner checkpoint in `checkpoint`): every
-/// batch's CRC, every record, the order of offsets, a pending swap, each `.txnindex` against the markers.
-/// Each closed segment's `.index` and `.timeindex` are checked as a broker's sanity check reads them (entries
-/// in order, inside their segment): one that fails is a notice, not a problem, since a broker rebuilds a
-/// damaged index when it loads it.
-///
-/// # Errors
-/// The first [`Problem`] found.
-pub fn check_kafka(store: Arc<dyn SegmentStore>, checkpoint: crate::CheckpointFile) -> Result<CheckReport, Problem> {
-    let log = Log::open_kafka_read_only(Arc::clone(&store), LogConfig::default(), checkpoint.clone())?;
-    let report = CheckReport { checkpoint: checkpoint.read(&*store)?, ..CheckReport::default() };
-    let mut report = check_log(&log, report)?;
-    check_txn_indexes(&log, &*store, &mut report)?;
-    check_kafka_indexes(&log, &*store, &mut report);
-    Ok(report)
-}
-
-/// Each closed segment's `.index` and `.timeindex`: counted as verified when every entry lies inside the
-/// segment (offsets from its base to its last, positions within its bytes) in increasing order (timestamps
-/// never decreasing), as missing when absent, and a notice naming the first bad entry otherwise. Zero entries
-/// after the first are a preallocated index's unused space, as Kafka reads them. `dump --format kafka --files
-/// ... --verify-index-only` compares every entry with the batch it points at.
-fn check_kafka_indexes(log: &Log, store: &dyn SegmentStore, report: &mut CheckReport) {
-    use crate::kafka::files::{SegmentFile, Stage, name};
-    use crate::kafka::index::{read_offset_index, read_time_index};
-    let snapshot = log.snapshot();
-    for segment in snapshot.closed() {
-        let (base, size) = (segment.base(), segment.size());
-        let last = segment.next_offset().saturating_sub(1);
-        for kind in [SegmentFile::OffsetIndex, SegmentFile::TimeIndex] {
-            let file = name(base, kind, Stage::Live);
-            let Ok(f) = store.open(&file) else {
-                report.indexes_missing += 1;
-                continue;
-            };
-            // One entry a batch at the most, and a batch is at least 61 bytes: anything larger is not this
-            // segment's index (and is not read whole).
-            let Some(len) = usize::try_from(f.len()).ok().filter(|&l| l as u64 <= size / 61 * 12 + 4096) else {
-                report.notices.push(notice(&file, "larger than any index of its segment; a broker rebuilds it"));
-                continue;
-            };
-            let mut bytes = vec![0; len];
-            if let Err(e) = f.read_at(0, &mut bytes) {
-                report.notices.push(notice(&file, format!("cannot be read: {e}")));
-                continue;
-            }
-            let bad = match kind {
-                SegmentFile::OffsetIndex => first_bad_offset_entry(&read_offset_index(&bytes, base), base, last, size),
-                _ => first_bad_time_entry(&read_time_index(&bytes, base), base, last),
-            };
-            match bad {
-                None => report.indexes_verified += 1,
-                Some(what) => report.notices.push(notice(
-                    &file,
-                    format!("{what}; a broker rebuilds a damaged index when it loads it (dump --format kafka --files {file} --verify-index-only lists every entry that disagrees)"),
-                )),
-            }
-        }
-    }
-}
-
-/// The first `.index` entry `(offset, position)` outside its segment or out of order, described.
-fn first_bad_offset_entry(entries: &[(u64, u32)], base: u64, last: u64, size: u64) -> Option<String> {
-    let mut previous: Option<(u64, u32)> = None;
-    for (i, &(offset, position)) in entries.iter().enumerate() {
-        if i > 0 && (offset, position) == (base, 0) {
-            break;
-        }
-        let why = if offset < base || offset > last {
-            Some(format!("offset outside {base}..={last}"))
-        } else if u64::from(position) >= size {
-            Some(format!("position past the segment's {size} bytes"))
-        } else if previous.is_some_and(|(o, p)| offset <= o || position <= p) {
-            Some("not after the entry before it".to_owned())
-        } else {
-            None
-        };
-        if let Some(why) = why {
-            return Some(format!("entry {i} (offset {offset}, position {position}): {why}"));
-        }
-        previous = Some((offset, position));
-    }
-    None
-}
-
-/// The first `.timeindex` entry `(timestamp, offset)` outside its segment or out of order, described.
-fn first_bad_time_entry(entries: &[(i64, u64)], base: u64, last: u64) -> Option<String> {
-    let mut previous: Option<(i64, u64)> = None;
-    for (i, &(timestamp, offset)) in entries.iter().enumerate() {
-        if i > 0 && (timestamp, offset) == (0, base) {
-            break;
-        }
-        let why = if offset < base || offset > last {
-            Some(format!("offset outside {base}..={last}"))
-        } else if previous.is_some_and(|(t, o)| timestamp < t || offset < o) {
-            Some("before the entry before it".to_owned())
-        } else {
-            None
-        };
-        if let Some(why) = why {
-            return Some(format!("entry {i} (timestamp {timestamp}, offset {offset}): {why}"));
-        }
-        previous = Some((timestamp, offset));
-    }
-    None
-}
-
-/// Each segment's `.txnindex` against the aborted transactions its markers say: a disagreement is a problem
-/// naming the file and entry; a missing one a segment needs is a notice.
-fn check_txn_indexes(log: &Log, store: &dyn SegmentStore, report: &mut CheckReport) -> Result<(), Problem> {
-    let snapshot = log.snapshot();
-    let mut txns = snapshot.transactions()?;
-    for file in crate::kafka::txn::verify_index_files(store, &snapshot, &mut txns)? {
-        report.notices.push(notice(
-            &file,
-            "missing: the segment holds the marker of an aborted transaction whose data is still there, which a \
-             broker would show to read_committed readers; a compaction writes it",
-        ));
-    }
-    Ok(())
-}
-
 /// Scans every batch and record of every segment of `log` (opened read-only), checksums included.
-fn check_log(log: &Log, mut report: CheckReport) -> Result<CheckReport, Problem> {
+pub(crate) fn check_log(log: &Log, mut report: CheckReport) -> Result<CheckReport, Problem> {
     report.notices.extend(pending_notices(log));
     report.other_files.extend(log.recovery_report().ignored_files.iter().cloned());
     let snapshot = log.snapshot();
@@ -460,57 +301,4 @@ fn pending_notices(log: &Log) -> Vec<Notice> {
         ));
     }
     out
-}
-
-/// Why the hint `name` does not describe `segment` (which was fully scanned), if it does not.
-pub(crate) fn verify_hint(store: &dyn SegmentStore, name: &str, segment: &SealedSegment) -> Result<(), String> {
-    let file = store.open(name).map_err(|e| format!("cannot open: {e}"))?;
-    let size = usize::try_from(file.len()).map_err(|_| "too large".to_owned())?;
-    if size as u64 > 128 + segment.size().saturating_mul(2) {
-        return Err("index hint is larger than any index of its segment; the next open rebuilds it".into());
-    }
-    let mut bytes = vec![0; size];
-    file.read_at(0, &mut bytes).map_err(|e| format!("cannot read: {e}"))?;
-    let hint = index_file::decode(&bytes, segment.base(), segment.size()).map_err(|p| match p {
-        IndexProblem::Unreadable => "index hint is damaged (bad magic, version or checksum); the next open rebuilds it",
-        IndexProblem::Stale => "index hint describes another version of its segment; the next open rebuilds it",
-    })?;
-    let mut records = 0;
-    let mut last = None;
-    let mut first = None;
-    let mut entries = hint.index.entries().iter().peekable();
-    let mut scan = segment.scan();
-    while let Some(window) = scan.next_window().map_err(|e| e.to_string())? {
-        for item in window.batches() {
-            let placed = item.map_err(|e| e.to_string())?;
-            let (pos, offset_here) = (placed.position, placed.batch.base_offset);
-            records += placed.batch.record_count;
-            first.get_or_insert(offset_here);
-            last = Some(placed.batch.last_offset);
-            while let Some(&&(offset, position)) = entries.peek() {
-                if position > pos {
-                    break;
-                }
-                if position < pos || offset != offset_here {
-                    return Err(format!(
-                        "index entry ({offset}, byte {position}) points at no such record; reads ignore it and \
-                         `logcompact repair` deletes the hint (the next open rebuilds it)"
-                    ));
-                }
-                entries.next();
-            }
-        }
-    }
-    if let Some(&(offset, position)) = entries.next() {
-        return Err(format!(
-            "index entry ({offset}, byte {position}) points past the last record; reads ignore it and \
-             `logcompact repair` deletes the hint (the next open rebuilds it)"
-        ));
-    }
-    if (hint.first_offset, hint.last_offset, hint.records) != (first, last, records) {
-        return Err(
-            "index hint's offsets or record count disagree with its segment; `logcompact repair` deletes it (the next open rebuilds it)".into()
-        );
-    }
-    Ok(())
 }

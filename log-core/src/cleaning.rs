@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::error::{Error, Result};
 use crate::group_copy::GroupCopy;
 use crate::log::Log;
-use crate::names::{FileKind, file_name};
 use crate::reader::LogSnapshot;
 use crate::segment::{SealedSegment, SegmentWriter};
 
@@ -77,7 +76,7 @@ impl DirtySection {
             active_first_timestamp: snapshot.active_first_timestamp(),
             ..DirtySection::default()
         };
-        if snapshot.format() == crate::Format::Kafka
+        if snapshot.format().has_transactions()
             && let Ok(txns) = snapshot.transactions()
         {
             // Kafka never cleans at or past the last stable offset: an open transaction's records may still be
@@ -142,7 +141,7 @@ pub struct Cleaning<'a> {
     /// Output files written and not committed, removed if the transaction is dropped.
     outputs: Mutex<Vec<String>>,
     /// The snapshot's transaction state, derived on first use.
-    txns: std::sync::OnceLock<crate::kafka::txn::TxnState>,
+    txns: std::sync::OnceLock<crate::txn::TxnState>,
 }
 
 impl Log {
@@ -222,18 +221,18 @@ impl<'a> Cleaning<'a> {
     }
 
     /// The transaction state of the snapshot ([`LogSnapshot::transactions`]), checked against the
-    /// partition's `.txnindex` files and narrowed by them ([`crate::kafka::txn::verify_index_files`]), derived
+    /// partition's `.txnindex` files and narrowed by them ([`crate::Format::verify_txn_indexes`]), derived
     /// once a transaction.
     ///
     /// # Errors
     /// As [`LogSnapshot::transactions`]; [`crate::Error::Corrupt`] for a `.txnindex` that disagrees with the
     /// markers (nothing is cleaned on a guess).
-    pub fn transactions(&self) -> Result<&crate::kafka::txn::TxnState> {
+    pub fn transactions(&self) -> Result<&crate::txn::TxnState> {
         if let Some(t) = self.txns.get() {
             return Ok(t);
         }
         let mut t = self.snapshot.transactions()?;
-        crate::kafka::txn::verify_index_files(&**self.log.store(), &self.snapshot, &mut t)?;
+        self.log.format.verify_txn_indexes(&**self.log.store(), &self.snapshot, &mut t)?;
         Ok(self.txns.get_or_init(|| t))
     }
 
@@ -276,14 +275,7 @@ impl<'a> Cleaning<'a> {
     /// transaction until it commits.
     pub(crate) fn create_output(&self, base: u64) -> Result<SegmentWriter> {
         let log = self.log;
-        let name = match log.format {
-            crate::Format::Native => file_name(base, FileKind::Cleaned),
-            crate::Format::Kafka => crate::kafka::files::name(
-                base,
-                crate::kafka::files::SegmentFile::Log,
-                crate::kafka::files::Stage::Cleaned,
-            ),
-        };
+        let name = log.format.cleaned_name(base);
         let file = self.create_file(&name)?;
         Ok(SegmentWriter::new(log.format, base, name, file, log.config.index_interval_bytes))
     }
@@ -309,7 +301,7 @@ impl<'a> Cleaning<'a> {
     }
 
     /// Swaps the replacements in and moves the checkpoint to `checkpoint` (the protocol:
-    /// [`crate::swap`]). After a successful commit nothing is abandoned; after a failed one, outputs that
+    /// [`crate::format::native::commit`]). After a successful commit nothing is abandoned; after a failed one, outputs that
     /// were not swapped in are removed as the transaction drops (unless the log is poisoned).
     ///
     /// # Errors
@@ -326,13 +318,8 @@ impl<'a> Cleaning<'a> {
                 }
             }
         }
-        match self.log.format {
-            crate::Format::Native => self.log.commit_replacements(replacements, checkpoint)?,
-            crate::Format::Kafka => {
-                let owned = self.outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-                self.log.commit_kafka(replacements, checkpoint, &owned)?;
-            }
-        }
+        let owned = self.outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        self.log.format.commit(self.log, replacements, checkpoint, &owned)?;
         self.outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
         Ok(())
     }
@@ -356,8 +343,7 @@ pub fn plan_groups(
     max_bytes: u64,
 ) -> Vec<Vec<Arc<SealedSegment>>> {
     let taken: Vec<&Arc<SealedSegment>> = closed.iter().take_while(|s| s.base() < end_offset).collect();
-    // A Kafka index entry holds an offset relative to its segment's base in an i32.
-    let span = (format == crate::Format::Kafka).then_some(i32::MAX as u64);
+    let span = format.max_offset_span();
     group_by_size(&taken, max_bytes, MAX_GROUP_INDEX_ENTRIES, span)
         .into_iter()
         .map(|range| taken[range].iter().map(|&s| Arc::clone(s)).collect())

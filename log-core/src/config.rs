@@ -53,21 +53,17 @@ impl LogConfig {
     /// # Errors
     /// [`Error::InvalidConfig`] naming the bad setting.
     pub fn validate(&self) -> Result<()> {
-        self.validate_for(crate::Format::Native)
+        self.validate_for(crate::Format::default())
     }
 
-    /// Checks the values for a log of `format`: a Kafka segment, whose index entries hold 32-bit positions, is
-    /// at most 2 GiB - 1 (Kafka's `segment.bytes` is an int).
+    /// Checks the values for a log of `format`, whose segments may be bounded (a Kafka segment, whose index
+    /// entries hold 32-bit positions, is at most 2 GiB - 1: Kafka's `segment.bytes` is an int).
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the bad setting.
     pub fn validate_for(&self, format: crate::Format) -> Result<()> {
-        if format == crate::Format::Kafka && self.segment_bytes > i32::MAX as u64 {
-            return Err(Error::InvalidConfig(format!(
-                "segment.bytes {} is above Kafka's largest segment ({} bytes: it is an int)",
-                self.segment_bytes,
-                i32::MAX
-            )));
+        if let Some(problem) = format.segment_bytes_problem(self.segment_bytes) {
+            return Err(Error::InvalidConfig(problem));
         }
         if self.segment_bytes == 0 {
             return Err(Error::InvalidConfig("segment.bytes must be at least 1".into()));

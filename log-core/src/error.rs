@@ -3,6 +3,8 @@
 use std::fmt;
 use std::io;
 
+use crate::format::kafka::codec::batch::BatchProblem;
+
 /// The name errors and reports give the store's directory itself (listing it, syncing it): `.`, the
 /// directory a caller names around the message.
 pub const DIRECTORY: &str = ".";
@@ -261,21 +263,21 @@ pub enum CorruptKind {
         keys: u64,
     },
     /// A Kafka record batch is damaged.
-    Kafka(crate::kafka::BatchProblem),
+    Kafka(BatchProblem),
     /// Damage in the active segment followed by more plausible batch starts than a torn write leaves (crafted
     /// or overwritten data), too many to check within the search's budget: treated as corruption, not cut.
     AmbiguousTail,
     /// A preallocated segment's zero fill (Kafka's `log.preallocate`): where its data ends, not a batch.
     ZeroFill,
     /// A Kafka `.txnindex` disagrees with the partition's transaction markers.
-    TxnIndex(crate::kafka::txn::IndexDisagreement),
+    TxnIndex(crate::txn::IndexDisagreement),
 }
 
 impl CorruptKind {
     /// True for intact data of a format version this build does not read (a frame of a newer version, a Kafka
     /// message set older than magic 2): never cut as a torn tail, and reported as a format not read.
     pub fn is_other_format(&self) -> bool {
-        matches!(self, CorruptKind::UnknownVersion(_) | CorruptKind::Kafka(crate::kafka::BatchProblem::OldMagic { .. }))
+        matches!(self, CorruptKind::UnknownVersion(_) | CorruptKind::Kafka(BatchProblem::OldMagic { .. }))
     }
 }
 

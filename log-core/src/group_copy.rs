@@ -3,11 +3,10 @@
 
 use std::sync::Arc;
 
-use crate::batch::Format;
 use crate::cleaning::{Cleaning, Replacement};
 use crate::error::{Error, ReplacementProblem, Result};
-use crate::kafka::files::{SegmentFile, Stage};
-use crate::kafka::txn::{MarkerType, TxnEvent};
+use crate::format::Format;
+use crate::format::dispatch::write_output_indexes;
 use crate::segment::{SealedSegment, SegmentWriter, Stamp, SummaryBuilder};
 
 /// Builds the cleaned copy of a group as pass 2 walks its segments in order, batch by batch, calling
@@ -120,7 +119,7 @@ impl<'a> GroupCopy<'a> {
     /// segment, the first to keep a record.
     fn writer(&mut self) -> Result<&mut SegmentWriter> {
         if self.writer.is_none() {
-            let named = if self.prefix_end > 0 || self.format == Format::Kafka { 0 } else { self.current };
+            let named = if self.prefix_end > 0 || self.format.keeps_group_head() { 0 } else { self.current };
             let segment = self
                 .group
                 .get(named)
@@ -172,7 +171,7 @@ impl<'a> GroupCopy<'a> {
             }
             self.writer()?;
         }
-        if self.format == Format::Kafka && self.writer.is_none() {
+        if self.format.keeps_group_head() && self.writer.is_none() {
             if !self.changed && self.group.len() == 1 {
                 return Ok(None);
             }
@@ -188,66 +187,11 @@ impl<'a> GroupCopy<'a> {
         };
         let (new, indexes) = log.check(writer.finish())?;
         if let Some(files) = indexes {
-            self.write_kafka_files(&new, &files)?;
+            write_output_indexes(self.cleaning, &new, &files)?;
             return Ok(Some(Replacement { old, head: None, new: Some(new), tail: None }));
         }
         let head = self.marker(0, named)?;
         let tail = self.marker(named + 1, self.group.len())?;
         Ok(Some(Replacement { old, head, new: Some(new), tail }))
-    }
-
-    /// Writes a Kafka output's `.index.cleaned`, `.timeindex.cleaned` and, when it has entries,
-    /// `.txnindex.cleaned`: one entry for each aborted transaction whose ABORT marker the output holds and
-    /// which had data in the log when the pass began (data that goes in this pass: the entry outlives it by one
-    /// pass, as Kafka's cleaner re-appends an entry only while it reads the transaction's data), in increasing
-    /// last offset. The entries come from the partition's markers ([`crate::kafka::txn`]), so a source
-    /// without its `.txnindex` still gets one.
-    fn write_kafka_files(&self, new: &SealedSegment, files: &crate::segment::KafkaIndexFiles) -> Result<()> {
-        let log = self.cleaning.log();
-        let base = new.base();
-        let txns = self.cleaning.transactions()?;
-        let mut txn = Vec::new();
-        if !txns.aborted.is_empty() {
-            let markers = log.check(new.transactions())?;
-            let aborts: std::collections::HashSet<(i64, u64)> = markers
-                .events
-                .iter()
-                .filter_map(|ev| match *ev {
-                    TxnEvent::Marker { producer_id, offset, kind: MarkerType::Abort, .. } => {
-                        Some((producer_id, offset))
-                    }
-                    _ => None,
-                })
-                .collect();
-            // The aborted list is in marker order (increasing last offset): only the output's range is looked at,
-            // so a pass is linear in the transactions, not in their product with the groups.
-            let from = txns.aborted.partition_point(|e| e.last_offset < base);
-            let to = txns.aborted.partition_point(|e| e.last_offset < new.next_offset());
-            let mut entries: Vec<&crate::kafka::txn::AbortedTxn> = txns.aborted[from..to.max(from)]
-                .iter()
-                .filter(|e| {
-                    txns.has_data(e.producer_id, e.last_offset) && aborts.contains(&(e.producer_id, e.last_offset))
-                })
-                .collect();
-            entries.sort_unstable_by_key(|e| e.last_offset);
-            for e in entries {
-                e.encode(&mut txn);
-            }
-        }
-        let mut outputs =
-            vec![(SegmentFile::OffsetIndex, &files.offset_index[..]), (SegmentFile::TimeIndex, &files.time_index[..])];
-        if !txn.is_empty() {
-            outputs.push((SegmentFile::TxnIndex, &txn[..]));
-        }
-        for (file, bytes) in outputs {
-            let n = crate::kafka::files::name(base, file, Stage::Cleaned);
-            let f = self.cleaning.create_file(&n)?;
-            if !bytes.is_empty() {
-                log.check(f.append(bytes).map_err(Error::io("append", &n)))?;
-            }
-            log.check(f.sync().map_err(Error::io("sync", &n)))?;
-            log.check(f.seal().map_err(Error::io("seal", &n)))?;
-        }
-        Ok(())
     }
 }

@@ -26,34 +26,35 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod batch;
 pub mod check;
-pub mod checkpoint;
 pub mod checksum;
 pub mod cleaning;
-pub mod codec;
 mod config;
 mod error;
+pub mod format;
 mod group_copy;
 pub mod human;
 pub mod index;
-mod index_file;
-pub mod kafka;
-pub mod layout;
 mod log;
 pub mod names;
 mod open;
+mod options;
 mod reader;
 pub mod record;
-pub mod removal;
 pub mod repair;
 pub mod scan;
 pub mod segment;
 pub mod storage;
-mod swap;
 pub mod swap_proof;
 pub mod tail;
+pub mod txn;
 pub mod workload;
+
+// The format wing's modules under the paths they had before it was gathered in `format/`.
+pub use format as batch;
+pub use format::checkpoint;
+pub use format::kafka;
+pub use format::native::{codec, layout, removal};
 
 pub use batch::{BatchRef, Format};
 pub use checkpoint::CheckpointFile;
@@ -61,10 +62,13 @@ pub use cleaning::{Cleaning, DirtySection, Replacement};
 pub use config::{DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES, LogConfig, SyncPolicy};
 pub use error::{CorruptKind, DIRECTORY, Error, ReplacementProblem, Result};
 pub use group_copy::GroupCopy;
+pub use kafka::txn::for_each_kafka_header;
 pub use log::{AppendRecord, CheckpointReset, Log, RecoveryReport, now_ms};
+pub use options::OpenOptions;
 pub use reader::{LogReader, LogSnapshot};
 pub use record::{Header, Record, RecordRef};
-pub use scan::{Batches, Frame, Frames, Placed, SegmentScan, SegmentSource, Window, for_each_kafka_header};
+pub use scan::{Batches, Frame, Frames, Placed, SegmentScan, Window};
 pub use segment::{SealedSegment, SegmentWriter, Stamp};
+pub use storage::SegmentSource;
 pub use storage::{ReleasableBytes, Segment, SegmentBytes, SegmentStore};
 pub use tail::TornTail;

@@ -4,31 +4,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use crate::batch::Format;
 use crate::checkpoint::CheckpointFile;
-use crate::codec::{self, EncodeFields};
 use crate::config::{LogConfig, SyncPolicy};
 use crate::error::{Error, Result};
-use crate::names::{FileKind, file_name};
+use crate::format::Format;
+use crate::format::dispatch::write_side_indexes;
+use crate::format::native::names::{FileKind, file_name};
+use crate::names::Stage;
 use crate::reader::LogSnapshot;
-use crate::record::{Header, Record};
+pub use crate::record::AppendRecord;
+use crate::record::Record;
 use crate::scan::SegmentSource;
 use crate::segment::{SealedSegment, Stamp, SummaryBuilder};
 use crate::storage::{Segment, SegmentStore};
 use crate::tail::TornTail;
-
-/// A record to append; the log assigns its offset.
-#[derive(Debug, Clone, Copy)]
-pub struct AppendRecord<'a> {
-    /// Key; `None` stores an unkeyed record, which the cleaner will drop.
-    pub key: Option<&'a [u8]>,
-    /// Value; `None` appends a tombstone.
-    pub value: Option<&'a [u8]>,
-    /// Timestamp in ms since the Unix epoch.
-    pub timestamp: i64,
-    /// Headers in order.
-    pub headers: &'a [Header],
-}
 
 /// What [`Log::open`] repaired, or, for a log opened with [`Log::open_read_only`], what the next writable
 /// open will repair (nothing was changed then).
@@ -273,25 +262,7 @@ impl Log {
             return Err(Error::OffsetSpaceExhausted { next: offset, max: crate::names::MAX_OFFSET - 1 });
         }
         inner.scratch.clear();
-        let len = match self.format {
-            Format::Native => {
-                let fields = EncodeFields {
-                    offset,
-                    timestamp: rec.timestamp,
-                    key: rec.key,
-                    value: rec.value,
-                    delete_horizon: None,
-                };
-                codec::encode_with_headers(&fields, rec.headers, &mut inner.scratch).map_err(|e| match e {
-                    codec::EncodeError::TooLarge(size) => Error::RecordTooLarge {
-                        size: size.saturating_sub(codec::FRAME_HEADER_BYTES),
-                        max: codec::MAX_RECORD_BYTES,
-                    },
-                    codec::EncodeError::NullHeaderValue => Error::NullHeaderValue,
-                })?
-            }
-            Format::Kafka => crate::kafka::append::encode_one(offset, rec, &mut inner.scratch)?,
-        };
+        let len = self.format.encode_append(offset, rec, &mut inner.scratch)?;
         let size = inner.active.file.len();
         if size > 0 && size + len as u64 > self.config.segment_bytes {
             self.roll_locked(inner)?;
@@ -377,17 +348,12 @@ impl Log {
             &mut inner.active.summary,
             SummaryBuilder::new(self.format, new_base, self.config.index_interval_bytes),
         );
-        let SummaryBuilder { summary, kafka } = builder;
+        let SummaryBuilder { summary, side } = builder;
         let sealed = SealedSegment::from_parts(self.format, inner.active.base, name, file, source, summary);
         self.check(sealed.write_hint(&*self.store))?;
-        if let Some(indexes) = kafka {
+        if let Some(indexes) = side {
             let files = indexes.finish();
-            self.check(crate::kafka::files::write_indexes(
-                &*self.store,
-                sealed.base(),
-                &files,
-                crate::kafka::files::Stage::Live,
-            ))?;
+            self.check(write_side_indexes(&*self.store, sealed.base(), &files, Stage::Live))?;
         }
         let new_file = self.check(self.store.create(&new_name).map_err(Error::io("create", &new_name)))?;
         self.check(self.store.sync_dir().map_err(Error::io("sync directory", &new_name)))?;

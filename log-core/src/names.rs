@@ -1,9 +1,14 @@
-//! File names of a log: `<20-digit base offset>.log` and its swap-protocol variants, as Kafka names them, plus
-//! this project's `.lcindex` hint (named so that it cannot be mistaken for Kafka's `.index`).
+//! The one naming scheme of every file of a log, in both formats: `<20-digit base offset><file><stage>`, as
+//! Kafka names a partition's files. A segment's batches are `.log`; beside them Kafka keeps `.index`,
+//! `.timeindex` and `.txnindex`, and this project's native format its `.lcindex` hint (named so that it cannot
+//! be mistaken for Kafka's `.index`). A cleaning pass writes each file under `.cleaned`, commits it as
+//! `.swap`, and renames what it replaces `.deleted`. Which of these names a format uses, and how it reads the
+//! others it finds, is the format's own (`format::native::names`, `format::kafka::files`).
 
 /// Width of the zero-padded base offset in a segment name (Kafka's 20 digits).
 pub const BASE_DIGITS: usize = 20;
-/// Name of the file holding the cleaner checkpoint (the first dirty offset).
+/// Name of the file holding the cleaner checkpoint (the first dirty offset): a native log's own, and a broker's
+/// log directory's shared one.
 pub const CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
 /// Temporary name the checkpoint is written under before its atomic rename.
 pub const CHECKPOINT_TMP_FILE: &str = "cleaner-offset-checkpoint.tmp";
@@ -11,77 +16,80 @@ pub const CHECKPOINT_TMP_FILE: &str = "cleaner-offset-checkpoint.tmp";
 /// fails with [`crate::Error::OffsetSpaceExhausted`], and a name or a record beyond it is refused.
 pub const MAX_OFFSET: u64 = i64::MAX as u64;
 
-/// The role of a file, given by its suffix.
+/// One of a segment's files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum FileKind {
-    /// `.log`: a live segment.
+pub enum SegmentFile {
+    /// `.log`: the batches.
     Log,
-    /// `.lcindex`: the sparse offset index of a segment, a hint rebuilt when missing or wrong.
-    Index,
-    /// `.log.cleaned`: output of a cleaning pass not yet committed.
+    /// `.index`: Kafka's offset index.
+    OffsetIndex,
+    /// `.timeindex`: Kafka's time index.
+    TimeIndex,
+    /// `.txnindex`: the aborted transactions whose markers the segment holds (Kafka).
+    TxnIndex,
+    /// `.lcindex`: the native format's sparse offset index, a hint rebuilt when missing or wrong.
+    Hint,
+}
+
+impl SegmentFile {
+    /// Its suffix.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            SegmentFile::Log => ".log",
+            SegmentFile::OffsetIndex => ".index",
+            SegmentFile::TimeIndex => ".timeindex",
+            SegmentFile::TxnIndex => ".txnindex",
+            SegmentFile::Hint => ".lcindex",
+        }
+    }
+}
+
+/// Where a segment file stands in the cleaner's swap protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Stage {
+    /// In use.
+    Live,
+    /// Written by a pass, not committed.
     Cleaned,
-    /// `.log.swap`: committed cleaning output waiting to replace its `.log`.
+    /// Committed, waiting to replace the segments it covers.
     Swap,
-    /// `.log.deleted`: a replaced segment waiting for deletion.
+    /// Replaced, waiting to be deleted.
     Deleted,
 }
 
-impl FileKind {
-    /// The file name suffix, dot included.
+impl Stage {
+    /// Every stage.
+    pub const ALL: [Stage; 4] = [Stage::Live, Stage::Cleaned, Stage::Swap, Stage::Deleted];
+
+    /// Its suffix after the file's own.
     pub fn suffix(self) -> &'static str {
         match self {
-            FileKind::Log => ".log",
-            FileKind::Index => ".lcindex",
-            FileKind::Cleaned => ".log.cleaned",
-            FileKind::Swap => ".log.swap",
-            FileKind::Deleted => ".log.deleted",
+            Stage::Live => "",
+            Stage::Cleaned => ".cleaned",
+            Stage::Swap => ".swap",
+            Stage::Deleted => ".deleted",
         }
     }
-
-    /// Every kind.
-    pub const ALL: [FileKind; 5] =
-        [FileKind::Log, FileKind::Index, FileKind::Cleaned, FileKind::Swap, FileKind::Deleted];
 }
 
-/// The name of the file of kind `kind` for the segment with base offset `base`.
-pub fn file_name(base: u64, kind: FileKind) -> String {
-    format!("{base:0width$}{}", kind.suffix(), width = BASE_DIGITS)
+/// `<20-digit base><file suffix><stage suffix>`.
+pub fn name(base: u64, file: SegmentFile, stage: Stage) -> String {
+    format!("{base:0width$}{}{}", file.suffix(), stage.suffix(), width = BASE_DIGITS)
 }
 
-/// What a name in a log's store is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NameClass {
-    /// One of the log's files: its base offset and kind.
-    Ours(u64, FileKind),
-    /// A name with one of the log's suffixes that the log cannot use (its base is not 20 digits, or lies at
-    /// or beyond [`MAX_OFFSET`]). Opening refuses such a log rather than ignore a segment that may hold
-    /// records; `check` reports it.
-    Unusable(&'static str),
-    /// Any other name: not part of the log.
-    Foreign,
+/// The bytes of the files a segment's writer builds beside its `.log` (Kafka's `.index` and `.timeindex`; none
+/// for the native format, whose hint is written from the finished segment), for the caller to write under the
+/// stage it needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SideFiles {
+    /// Each file and its bytes.
+    pub files: Vec<(SegmentFile, Vec<u8>)>,
 }
 
-/// Classifies a name.
-pub fn classify(name: &str) -> NameClass {
-    // The longest suffix first: ".log.cleaned" also ends in nothing shorter, but be explicit.
-    let Some(kind) = FileKind::ALL.into_iter().find(|k| name.ends_with(k.suffix())) else {
-        return NameClass::Foreign;
-    };
-    let stem = &name[..name.len() - kind.suffix().len()];
-    if stem.len() != BASE_DIGITS || !stem.bytes().all(|b| b.is_ascii_digit()) {
-        return NameClass::Unusable("its base offset is not 20 decimal digits");
-    }
-    match stem.parse::<u64>() {
-        Ok(base) if base < MAX_OFFSET => NameClass::Ours(base, kind),
-        _ => NameClass::Unusable("its base offset is beyond the largest offset (2^63 - 1)"),
-    }
-}
-
-/// Parses a name built by [`file_name`]; `None` for any other name.
-pub fn parse_file_name(name: &str) -> Option<(u64, FileKind)> {
-    match classify(name) {
-        NameClass::Ours(base, kind) => Some((base, kind)),
-        NameClass::Unusable(_) | NameClass::Foreign => None,
+impl SideFiles {
+    /// The bytes of `file`, if the writer built it.
+    pub fn get(&self, file: SegmentFile) -> Option<&[u8]> {
+        self.files.iter().find(|(f, _)| *f == file).map(|(_, b)| &b[..])
     }
 }
 
@@ -90,37 +98,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip() {
-        for base in [0, 1, 42, MAX_OFFSET - 1] {
-            for kind in FileKind::ALL {
-                let name = file_name(base, kind);
-                assert_eq!(parse_file_name(&name), Some((base, kind)), "{name}");
-            }
-        }
-        assert_eq!(file_name(4, FileKind::Log), "00000000000000000004.log");
-    }
-
-    #[test]
-    fn foreign_names_do_not_parse() {
-        for name in
-            ["", "00000000000000000004.txt", CHECKPOINT_FILE, "00000000000000000004", "00000000000000000004.index"]
-        {
-            assert_eq!(classify(name), NameClass::Foreign, "{name}");
-        }
-    }
-
-    #[test]
-    fn names_with_our_suffix_that_cannot_be_used_are_unusable_not_ignored() {
-        for name in [
-            "x.log",
-            "0000000000000000000a.log",
-            "4.log",
-            "99999999999999999999.log",
-            "09223372036854775807.log",
-            "18446744073709551615.log.swap",
-            "000000000000000000001.log",
-        ] {
-            assert!(matches!(classify(name), NameClass::Unusable(_)), "{name}");
-        }
+    fn names_follow_kafkas_scheme() {
+        assert_eq!(name(4, SegmentFile::Log, Stage::Live), "00000000000000000004.log");
+        assert_eq!(name(7, SegmentFile::Log, Stage::Swap), "00000000000000000007.log.swap");
+        assert_eq!(name(7, SegmentFile::Hint, Stage::Live), "00000000000000000007.lcindex");
+        assert_eq!(name(0, SegmentFile::TxnIndex, Stage::Cleaned), "00000000000000000000.txnindex.cleaned");
     }
 }

@@ -8,13 +8,14 @@ use std::io;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 
-use crate::batch::Format;
 use crate::checkpoint::CheckpointFile;
 use crate::config::LogConfig;
 use crate::error::{CorruptKind, Error, Result};
+use crate::format::Format;
+use crate::format::native::names::{FileKind, file_name};
 use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges, prove_swaps, swap_range};
 use crate::log::{Active, CheckpointReset, Inner, Log, RecoveryReport};
-use crate::names::{CHECKPOINT_TMP_FILE, FileKind, file_name};
+use crate::names::CHECKPOINT_TMP_FILE;
 use crate::segment::SealedSegment;
 use crate::storage::{Segment, SegmentStore};
 use crate::tail;
@@ -141,7 +142,7 @@ pub(crate) fn load_closed(
     let mut closed = Vec::with_capacity(sources.len());
     let mut previous: Option<u64> = None;
     for Source { base, name, file, loaded } in sources {
-        if file.is_empty() && format == Format::Native {
+        if file.is_empty() && format.empty_file_is_leftover() {
             if writable {
                 store.delete(&name).map_err(Error::io("delete", &name))?;
                 delete_if_exists(store, &file_name(base, FileKind::Index))?;
@@ -287,69 +288,7 @@ impl Log {
                 report.stray_files_removed += 1;
             }
         }
-        let mut logs = layout.logs;
-        let (active_base, active_name) = match logs.pop_last() {
-            Some(last) => last,
-            None => {
-                let name = file_name(0, FileKind::Log);
-                store.create(&name).map_err(Error::io("create", &name))?;
-                sync_dir(&*store)?;
-                (0, name)
-            }
-        };
-        let mut sources = Vec::with_capacity(logs.len());
-        for (base, name) in logs {
-            let file = store.open(&name).map_err(Error::io("open", &name))?;
-            sources.push(Source { base, name, file, loaded: None });
-        }
-        let (mut closed, mut previous) = load_closed(Format::Native, &*store, sources, &config, true, &mut report)?;
-        if let Some(prev) = previous.filter(|&p| p >= active_base) {
-            let kind = CorruptKind::OffsetBelowBase { base: active_base, found: prev };
-            return Err(Error::Corrupt { segment: active_name, position: 0, kind });
-        }
-        let mut file = store.open(&active_name).map_err(Error::io("open", &active_name))?;
-        let (mut active_base, mut active_name) = (active_base, active_name);
-        if file.is_sealed() {
-            // A store that outlives the process (storage-mem reused in one process) can hand back the last
-            // segment sealed by a roll that failed half-way. A sealed file is never appended to again: it
-            // becomes a closed segment (or goes, if empty) and a new active segment starts after it.
-            if file.is_empty() {
-                // Recreated under the same base: offsets below it may have been handed out and cleaned away.
-                store.delete(&active_name).map_err(Error::io("delete", &active_name))?;
-            } else {
-                let (segment, rebuilt, _) = SealedSegment::open_with_hint(
-                    Format::Native,
-                    &*store,
-                    active_base,
-                    active_name.clone(),
-                    file,
-                    config.index_interval_bytes,
-                    true,
-                )?;
-                report.indexes_rebuilt += usize::from(rebuilt);
-                // A segment that was active has never been cleaned: its last record is the last offset given.
-                active_base = segment.last_offset().map_or(active_base, |l| l + 1);
-                previous = segment.last_offset().or(previous);
-                closed.push(Arc::new(segment));
-            }
-            active_name = file_name(active_base, FileKind::Log);
-            file = store.create(&active_name).map_err(Error::io("create", &active_name))?;
-            sync_dir(&*store)?;
-        }
-        let (summary, torn) =
-            tail::scan_active(Format::Native, active_base, &active_name, &file, previous, config.index_interval_bytes)?;
-        if let Some(torn) = &torn {
-            file.truncate(torn.position).map_err(Error::io("truncate", &active_name))?;
-            file.sync().map_err(Error::io("sync", &active_name))?;
-        }
-        report.truncated_tail = torn;
-        let next_offset = summary.summary.last_offset.map_or(active_base, |l| l + 1);
-        let log_start = closed.first().map_or(active_base, |s| s.base());
-        let checkpoint =
-            checkpoint_within(&CheckpointFile::Own, &*store, log_start, active_base, next_offset, &mut report)?;
-        let active = Active { base: active_base, name: active_name, file, summary, frozen_len: None };
-        let parts = Parts { closed, active, next_offset, checkpoint, report };
-        Ok(build(Format::Native, CheckpointFile::Own, store, config, parts, false))
+        open_back_half(Format::Native, CheckpointFile::Own, store, config, layout.logs, report)
     }
 
     /// Opens the log kept in `store` for reading only: nothing is written, created, cut or removed and no lock
@@ -373,6 +312,97 @@ impl Log {
         retry_read_only(|| load_read_only(&store, &config))
             .map(|parts| build(Format::Native, CheckpointFile::Own, Arc::clone(&store), config.clone(), parts, true))
     }
+}
+
+/// The back half of every writable open, for both formats, once the front half (the format's own) has
+/// finished or rolled back an interrupted swap and listed the live segments `logs` (base -> name): creates the
+/// first segment of an empty log; loads the closed segments (all but the last, which is the active one); makes
+/// a sealed active segment a closed one (a store that outlives the process can hand back the last segment
+/// sealed by a roll that failed half-way; a sealed file is never appended to again) and starts a new active
+/// segment after it, or recreates an empty one under its base; cuts a torn tail of the active segment; places
+/// the checkpoint within the log (and, for a broker's partition, at or above its recorded log start) and reads
+/// the partition's high watermark.
+///
+/// # Errors
+/// [`Error::Corrupt`] for offsets below the active segment's base, or damage; [`Error::BadCheckpoint`];
+/// [`Error::Io`].
+pub(crate) fn open_back_half(
+    format: Format,
+    checkpoint: CheckpointFile,
+    store: Arc<dyn SegmentStore>,
+    config: LogConfig,
+    mut logs: BTreeMap<u64, String>,
+    mut report: RecoveryReport,
+) -> Result<Log> {
+    let (active_base, active_name) = match logs.pop_last() {
+        Some(last) => last,
+        None => {
+            let name = file_name(0, FileKind::Log);
+            store.create(&name).map_err(Error::io("create", &name))?;
+            sync_dir(&*store)?;
+            (0, name)
+        }
+    };
+    let mut sources = Vec::with_capacity(logs.len());
+    for (base, name) in logs {
+        let file = store.open(&name).map_err(Error::io("open", &name))?;
+        sources.push(Source { base, name, file, loaded: None });
+    }
+    let (mut closed, mut previous) = load_closed(format, &*store, sources, &config, true, &mut report)?;
+    if let Some(prev) = previous.filter(|&p| p >= active_base) {
+        let kind = CorruptKind::OffsetBelowBase { base: active_base, found: prev };
+        return Err(Error::Corrupt { segment: active_name, position: 0, kind });
+    }
+    let mut file = store.open(&active_name).map_err(Error::io("open", &active_name))?;
+    let (mut active_base, mut active_name) = (active_base, active_name);
+    if file.is_sealed() {
+        if file.is_empty() {
+            // Recreated under the same base: offsets below it may have been handed out and cleaned away.
+            store.delete(&active_name).map_err(Error::io("delete", &active_name))?;
+        } else {
+            let (segment, rebuilt, _) = SealedSegment::open_with_hint(
+                format,
+                &*store,
+                active_base,
+                active_name.clone(),
+                file,
+                config.index_interval_bytes,
+                true,
+            )?;
+            report.indexes_rebuilt += usize::from(rebuilt);
+            // A segment that was active has never been cleaned: its last record is the last offset given.
+            active_base = segment.next_offset();
+            previous = segment.last_offset().or(previous);
+            closed.push(Arc::new(segment));
+        }
+        active_name = file_name(active_base, FileKind::Log);
+        file = store.create(&active_name).map_err(Error::io("create", &active_name))?;
+        sync_dir(&*store)?;
+    }
+    let (summary, torn) =
+        tail::scan_active(format, active_base, &active_name, &file, previous, config.index_interval_bytes)?;
+    if let Some(torn) = &torn {
+        file.truncate(torn.position).map_err(Error::io("truncate", &active_name))?;
+        file.sync().map_err(Error::io("sync", &active_name))?;
+    }
+    report.truncated_tail = torn;
+    let next_offset = summary.summary.last_offset.map_or(active_base, |l| l + 1);
+    let (recorded_log_start, high_watermark) = checkpoint.broker_offsets()?;
+    let log_start = closed.first().map_or(active_base, |s| s.base());
+    let checkpoint_at = checkpoint_within(&checkpoint, &*store, log_start, active_base, next_offset, &mut report)?;
+    let checkpoint_at = above_log_start(checkpoint_at, recorded_log_start, active_base);
+    let active = Active { base: active_base, name: active_name, file, summary, frozen_len: None };
+    let parts = Parts { closed, active, next_offset, checkpoint: checkpoint_at, report };
+    let mut log = build(format, checkpoint, store, config, parts, false);
+    log.high_watermark = high_watermark;
+    Ok(log)
+}
+
+/// The cleaner checkpoint raised to the log start the broker recorded (`log-start-offset-checkpoint`), as
+/// Kafka's cleaner starts there when its checkpoint is below it: nothing below the log start is live. Never
+/// past the active segment.
+pub(crate) fn above_log_start(checkpoint: u64, recorded_log_start: Option<u64>, active_base: u64) -> u64 {
+    recorded_log_start.map_or(checkpoint, |r| checkpoint.max(r.min(active_base)))
 }
 
 /// Runs `attempt` (a read-only load, `Ok(None)` when the log changed meanwhile) until it holds still, as

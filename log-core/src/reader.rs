@@ -3,8 +3,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::batch::Format;
 use crate::error::{Error, Result};
+use crate::format::Format;
 use crate::record::Record;
 use crate::scan::{SegmentSource, batch_bytes_at};
 use crate::segment::SealedSegment;
@@ -37,16 +37,20 @@ impl LogSnapshot {
     ///
     /// # Errors
     /// [`crate::Error::Corrupt`] for a header or control batch that does not parse; [`crate::Error::Io`].
-    pub fn transactions(&self) -> crate::Result<crate::kafka::txn::TxnState> {
-        use crate::kafka::txn::{SegmentTxns, TxnState};
-        if self.format == Format::Native {
+    pub fn transactions(&self) -> crate::Result<crate::txn::TxnState> {
+        use crate::txn::TxnState;
+        if !self.format.has_transactions() {
             return Ok(TxnState::fold([], self.next_offset));
         }
         let mut segments = Vec::with_capacity(self.closed.len() + 1);
         for s in self.closed.iter() {
             segments.push(s.transactions()?);
         }
-        segments.push(std::sync::Arc::new(SegmentTxns::scan(&self.active, &self.active_name, self.active_len)?));
+        segments.push(std::sync::Arc::new(self.format.segment_txns(
+            &self.active,
+            &self.active_name,
+            self.active_len,
+        )?));
         let mut state = TxnState::fold(segments.iter().map(|s| &**s), self.next_offset);
         // Kafka's LSO never passes the high watermark.
         if let Some(hw) = self.high_watermark {

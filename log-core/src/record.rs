@@ -46,14 +46,40 @@ impl Record {
     }
 }
 
-/// The encoded headers of a record, as its format stores them (already validated by the decoder).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HeaderBytes<'a> {
-    /// This project's frame: `count` × (u16 name length, name, u32 value length, value).
-    Native { bytes: &'a [u8], count: u16 },
-    /// Kafka's record: `count` × (varint name length, name, varint value length (-1: null), value).
-    Kafka { bytes: &'a [u8], count: usize },
+/// Splits the first header off a record's encoded header block: `(name, value (`None`: null), rest)`, or
+/// `None` when the block does not hold one (never, for a block its decoder validated). Each format supplies
+/// its own, so that this module knows no format's layout.
+pub(crate) type SplitHeader = for<'b> fn(&'b [u8]) -> Option<HeaderSplit<'b>>;
+
+/// A header split off its block: name, value (`None`: null), and the rest of the block.
+pub(crate) type HeaderSplit<'b> = (&'b [u8], Option<&'b [u8]>, &'b [u8]);
+
+/// The encoded headers of a record, as its format stores them (already validated by the decoder), and how to
+/// walk them.
+#[derive(Clone, Copy)]
+pub(crate) struct HeaderBytes<'a> {
+    /// The header block.
+    pub(crate) bytes: &'a [u8],
+    /// Headers in it.
+    pub(crate) count: usize,
+    /// The format's reader of one header.
+    pub(crate) split: SplitHeader,
 }
+
+impl std::fmt::Debug for HeaderBytes<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeaderBytes").field("bytes", &self.bytes).field("count", &self.count).finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for HeaderBytes<'_> {
+    /// The same headers: equal blocks read alike (a record's block is compared with one of its own format).
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes == other.bytes && self.count == other.count
+    }
+}
+
+impl Eq for HeaderBytes<'_> {}
 
 /// A record borrowed from the bytes of a segment; decoding one allocates nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,18 +109,17 @@ impl<'a> RecordRef<'a> {
 
     /// The headers, in order: `(name, value)`, a null value as `None`.
     pub fn headers(&self) -> HeaderIter<'a> {
-        match self.headers {
-            HeaderBytes::Native { bytes, count } => HeaderIter { rest: bytes, left: usize::from(count), kafka: false },
-            HeaderBytes::Kafka { bytes, count } => HeaderIter { rest: bytes, left: count, kafka: true },
-        }
+        HeaderIter { rest: self.headers.bytes, left: self.headers.count, split: self.headers.split }
     }
 
     /// The number of headers.
     pub fn header_count(&self) -> usize {
-        match self.headers {
-            HeaderBytes::Native { count, .. } => usize::from(count),
-            HeaderBytes::Kafka { count, .. } => count,
-        }
+        self.headers.count
+    }
+
+    /// The header block as its format encodes it, and its count (for a rewrite in the same format).
+    pub(crate) fn header_block(&self) -> (&'a [u8], usize) {
+        (self.headers.bytes, self.headers.count)
     }
 
     /// Copies the record out of the segment.
@@ -114,11 +139,17 @@ impl<'a> RecordRef<'a> {
 }
 
 /// Iterator over the headers of a [`RecordRef`]: `(name, value)` pairs, a null value as `None`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HeaderIter<'a> {
     rest: &'a [u8],
     left: usize,
-    kafka: bool,
+    split: SplitHeader,
+}
+
+impl std::fmt::Debug for HeaderIter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeaderIter").field("rest", &self.rest).field("left", &self.left).finish_non_exhaustive()
+    }
 }
 
 impl<'a> Iterator for HeaderIter<'a> {
@@ -129,17 +160,26 @@ impl<'a> Iterator for HeaderIter<'a> {
             return None;
         }
         self.left -= 1;
-        // The decoder validated the whole header block, so these reads cannot fail; stop quietly if they do.
-        if self.kafka {
-            let mut pos = 0;
-            let name = crate::kafka::varint::read_bytes(self.rest, &mut pos).ok()??;
-            let value = crate::kafka::varint::read_bytes(self.rest, &mut pos).ok()?;
-            self.rest = self.rest.get(pos..)?;
-            return Some((name, value));
-        }
-        let (name, rest) = crate::codec::split_header(self.rest)?;
-        let (value, rest) = crate::codec::split_bytes_u32(rest)?;
+        // The decoder validated the whole header block, so this cannot fail; stop quietly if it does.
+        let (name, value, rest) = (self.split)(self.rest)?;
         self.rest = rest;
-        Some((name, Some(value)))
+        Some((name, value))
     }
+}
+
+/// The largest record an append takes, key, value and headers together (64 MiB, well above Kafka's default
+/// 1 MiB message limit), in every format.
+pub const MAX_RECORD_BYTES: usize = 64 << 20;
+
+/// A record to append; the log assigns its offset.
+#[derive(Debug, Clone, Copy)]
+pub struct AppendRecord<'a> {
+    /// Key; `None` stores an unkeyed record, which the cleaner will drop.
+    pub key: Option<&'a [u8]>,
+    /// Value; `None` appends a tombstone.
+    pub value: Option<&'a [u8]>,
+    /// Timestamp in ms since the Unix epoch.
+    pub timestamp: i64,
+    /// Headers in order.
+    pub headers: &'a [Header],
 }

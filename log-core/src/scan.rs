@@ -10,20 +10,18 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use crate::batch::{BatchRef, Format, LENGTH_PREFIX_BYTES};
 use crate::codec;
 use crate::error::{CorruptKind, Error, Result};
+use crate::format::{BatchRef, Format, LENGTH_PREFIX_BYTES};
 use crate::record::RecordRef;
 use crate::segment::Stamp;
+pub use crate::storage::SegmentSource;
 use crate::storage::{Segment, SegmentBytes};
 
 /// Bytes a read-through scan reads at a time (a window grows to hold a larger batch).
 pub const WINDOW_BYTES: usize = 1 << 20;
 
-/// Bytes of a mapped segment an iterator over its batches or frames passes before it lets their memory go: so
-/// that however large the log and its segments, a scan holds about this much of a mapping in memory (the
-/// bytes read the same afterwards; the pages come back from the page cache if read again).
-pub const RELEASE_STEP_BYTES: usize = 8 << 20;
+pub use crate::storage::RELEASE_STEP_BYTES;
 
 /// What an iterator over a mapped window lets go behind it: the mapping and where the window starts in it.
 #[derive(Debug, Clone, Copy)]
@@ -42,54 +40,6 @@ impl Behind<'_> {
         if at - self.released >= RELEASE_STEP_BYTES {
             self.mapping.release(self.origin + self.released, self.origin + at);
             self.released = at;
-        }
-    }
-}
-
-/// Where a segment's bytes come from.
-#[derive(Debug, Clone)]
-pub enum SegmentSource {
-    /// A zero-copy view (a memory map, or memory).
-    Mapped(SegmentBytes),
-    /// Reads through [`Segment::read_at`]: a file that may still change (the active segment, or a file of a
-    /// broker that may truncate it) is never mapped, so a file cut underneath gives an error, not a signal.
-    Reads(Arc<dyn Segment>),
-}
-
-impl SegmentSource {
-    /// The source for `file`: its view when it has one, else reads.
-    ///
-    /// # Errors
-    /// The view's error, unless it is [`std::io::ErrorKind::Unsupported`] (a segment read only through reads).
-    pub fn of(file: &Arc<dyn Segment>) -> std::io::Result<SegmentSource> {
-        match file.view() {
-            Ok(bytes) => Ok(SegmentSource::Mapped(bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => Ok(SegmentSource::Reads(Arc::clone(file))),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The mapped bytes, when the source is a view.
-    pub fn mapped(&self) -> Option<&[u8]> {
-        match self {
-            SegmentSource::Mapped(b) => Some(b),
-            SegmentSource::Reads(_) => None,
-        }
-    }
-
-    /// Fills `out` with the bytes at `pos`.
-    ///
-    /// # Errors
-    /// [`std::io::ErrorKind::UnexpectedEof`] past the end; the file's error.
-    pub fn read_at(&self, pos: u64, out: &mut [u8]) -> std::io::Result<()> {
-        match self {
-            SegmentSource::Mapped(b) => {
-                let start = usize::try_from(pos).map_err(|_| std::io::ErrorKind::UnexpectedEof)?;
-                let src = b.get(start..start + out.len()).ok_or(std::io::ErrorKind::UnexpectedEof)?;
-                out.copy_from_slice(src);
-                Ok(())
-            }
-            SegmentSource::Reads(f) => f.read_at(pos, out),
         }
     }
 }
@@ -428,10 +378,11 @@ pub struct Frames<'w> {
 }
 
 impl<'w> Window<'w> {
-    /// Its frames, for a window of a native segment (`None` for Kafka's batches: use [`Window::batches`]).
+    /// Its frames, for a window of a format whose batches are one record each (`None` otherwise: use
+    /// [`Window::batches`]).
     #[inline]
     pub fn frames(&self) -> Option<Frames<'w>> {
-        (self.format == Format::Native).then_some(Frames {
+        self.format.frames_are_records().then_some(Frames {
             name: self.name,
             verify: self.verify,
             bytes: self.bytes,
@@ -468,55 +419,6 @@ impl<'w> Iterator for Frames<'w> {
             }
         }
     }
-}
-
-/// Calls `f` with the position and header of every Kafka batch of `source` below `end`, reading only the
-/// headers (61 bytes a batch), not the records: what a broker's producer state needs (each producer's last
-/// batch). Stops at a zero fill.
-///
-/// # Errors
-/// [`Error::Corrupt`] for a header that does not parse or a batch that runs past `end`; [`Error::Io`].
-pub fn for_each_kafka_header(
-    source: &SegmentSource,
-    name: &str,
-    end: u64,
-    mut f: impl FnMut(u64, &crate::kafka::BatchHeader),
-) -> Result<()> {
-    let mut head = [0u8; crate::kafka::HEADER_BYTES];
-    let mut pos = 0u64;
-    // A walk of a mapping's headers touches every page (the kernel maps pages around each one read): it lets
-    // them go behind it as the batch iterators do, so that a header walk of a large partition holds a step.
-    let mut released = 0u64;
-    let release = |from: u64, to: u64| {
-        if let SegmentSource::Mapped(bytes) = source {
-            let at = |p: u64| usize::try_from(p).unwrap_or(usize::MAX);
-            bytes.release(at(from), at(to));
-        }
-    };
-    let walked = (|| {
-        while pos < end {
-            if pos - released >= RELEASE_STEP_BYTES as u64 {
-                release(released, pos);
-                released = pos;
-            }
-            let n = usize::try_from(end - pos).unwrap_or(usize::MAX).min(head.len());
-            source.read_at(pos, &mut head[..n]).map_err(Error::io("read", name))?;
-            if Format::Kafka.is_zero_header(&head[..n]) {
-                return Ok(());
-            }
-            let corrupt = |kind| Error::Corrupt { segment: name.to_owned(), position: pos, kind };
-            let header = crate::kafka::BatchHeader::parse(&head[..n]).map_err(|p| corrupt(CorruptKind::Kafka(p)))?;
-            let len = header.size() as u64;
-            if len > end - pos {
-                return Err(corrupt(CorruptKind::Truncated { needed: len, available: end - pos }));
-            }
-            f(pos, &header);
-            pos += len;
-        }
-        Ok(())
-    })();
-    release(released, end);
-    walked
 }
 
 /// The bytes of the one batch at `pos` of `source` (`buf` holds them when they are read), `Ok(None)` at or

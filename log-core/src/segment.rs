@@ -3,71 +3,16 @@
 
 use std::sync::Arc;
 
-use crate::batch::{BatchRef, Format};
 use crate::error::{CorruptKind, Error, Result};
+use crate::format::Format;
+pub use crate::format::Stamp;
+use crate::format::dispatch::SideIndexes;
+pub use crate::format::kafka::index::KafkaIndexFiles;
+use crate::format::native::hint as index_file;
+use crate::format::native::names::{FileKind, file_name};
 use crate::index::OffsetIndex;
-use crate::index_file;
-use crate::kafka::index::KafkaIndexes;
-use crate::names::{FileKind, file_name};
 use crate::scan::{SegmentScan, SegmentSource, batch_bytes_at};
 use crate::storage::{Segment, SegmentStore};
-
-/// Reads the `.lcindex` hint of the native segment based at `base`; `None` if missing or unusable. A hint
-/// that decodes is trusted only if it matches the segment where that is cheap to see: its first entry is the
-/// first frame and carries the first offset, and the frames from its last entry on chain to the end of the
-/// segment and end at its last offset. The other entries are checked when a read uses one
-/// ([`SealedSegment::seek`]), so a crafted hint can never make a read skip records.
-fn read_hint(
-    store: &dyn SegmentStore,
-    base: u64,
-    name: &str,
-    source: &SegmentSource,
-    len: u64,
-) -> Option<SegmentSummary> {
-    let file = store.open(&file_name(base, FileKind::Index)).ok()?;
-    let size = usize::try_from(file.len()).ok()?;
-    // An index holds at most one 16-byte entry per frame; anything larger is not an index of this segment.
-    if size as u64 > 128 + len.saturating_mul(2) {
-        return None;
-    }
-    let mut raw = vec![0; size];
-    file.read_at(0, &mut raw).ok()?;
-    let summary = index_file::decode(&raw, base, len).ok()?;
-    hint_matches(&summary, base, name, source, len).then_some(summary)
-}
-
-/// The cheap part of trusting a hint (see [`read_hint`]).
-pub(crate) fn hint_matches(summary: &SegmentSummary, base: u64, name: &str, source: &SegmentSource, len: u64) -> bool {
-    let entries = summary.index.entries();
-    let (Some(&(first, 0)), Some(&(_, tail))) = (entries.first(), entries.last()) else {
-        return len == 0 && summary.records == 0;
-    };
-    let mut buf = Vec::new();
-    let first_ok = matches!(
-        batch_bytes_at(Format::Native, name, source, 0, len, &mut buf).ok().flatten().map(|b| Format::Native.parse(b, true)),
-        Some(Ok(b)) if b.base_offset == first && first >= base && summary.first_timestamp == Some(b.max_timestamp)
-    );
-    if !first_ok || summary.first_offset != Some(first) {
-        return false;
-    }
-    let mut last = None;
-    let mut scan = SegmentScan::new(Format::Native, name, source, tail, len, true);
-    loop {
-        match scan.next_window() {
-            Ok(Some(window)) => {
-                for item in window.batches() {
-                    match item {
-                        Ok(p) if last.is_none_or(|l| p.batch.base_offset > l) => last = Some(p.batch.last_offset),
-                        _ => return false,
-                    }
-                }
-            }
-            Ok(None) => break,
-            Err(_) => return false,
-        }
-    }
-    last == summary.last_offset
-}
 
 /// What a scan of a segment learned: enough to serve reads without scanning again.
 #[derive(Debug, Clone, Default)]
@@ -90,35 +35,6 @@ pub struct SegmentSummary {
     /// Largest record timestamp (Kafka's `largestTimestamp`: a segment holding a record younger than
     /// `min.compaction.lag.ms` is not cleaned yet).
     pub max_timestamp: Option<i64>,
-}
-
-/// What the summary of a segment learns from one batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
-    /// Its first offset.
-    pub base_offset: u64,
-    /// Its last offset.
-    pub last_offset: u64,
-    /// Its records.
-    pub records: u64,
-    /// Its largest timestamp, ms since the Unix epoch.
-    pub max_timestamp: i64,
-    /// Its delete horizon, once stamped.
-    pub delete_horizon: Option<i64>,
-}
-
-impl Stamp {
-    /// The stamp of `batch`.
-    #[inline]
-    pub fn of(batch: &BatchRef<'_>) -> Self {
-        Stamp {
-            base_offset: batch.base_offset,
-            last_offset: batch.last_offset,
-            records: batch.record_count,
-            max_timestamp: batch.max_timestamp,
-            delete_horizon: batch.delete_horizon,
-        }
-    }
 }
 
 impl SegmentSummary {
@@ -159,19 +75,21 @@ impl SegmentSummary {
 #[derive(Debug, Clone)]
 pub(crate) struct SummaryBuilder {
     pub(crate) summary: SegmentSummary,
-    pub(crate) kafka: Option<KafkaIndexes>,
+    pub(crate) side: Option<SideIndexes>,
 }
 
 impl SummaryBuilder {
     pub(crate) fn new(format: Format, base: u64, index_interval: u64) -> Self {
-        let kafka = (format == Format::Kafka).then(|| KafkaIndexes::new(base, index_interval));
-        SummaryBuilder { summary: SegmentSummary::new(index_interval), kafka }
+        SummaryBuilder {
+            summary: SegmentSummary::new(index_interval),
+            side: SideIndexes::new(format, base, index_interval),
+        }
     }
 
     #[inline]
     pub(crate) fn note(&mut self, base: u64, stamp: Stamp, pos: u64, len: u64) -> Result<(), CorruptKind> {
         self.summary.note(base, stamp, pos, len)?;
-        if let Some(k) = &mut self.kafka {
+        if let Some(k) = &mut self.side {
             k.on_batch(&stamp, pos, len);
         }
         Ok(())
@@ -190,7 +108,7 @@ pub struct SealedSegment {
     data_len: u64,
     summary: SegmentSummary,
     /// Its transactional facts (Kafka), walked once on first use: the segment never changes.
-    txns: std::sync::OnceLock<Arc<crate::kafka::txn::SegmentTxns>>,
+    txns: std::sync::OnceLock<Arc<crate::txn::SegmentTxns>>,
 }
 
 /// What loading a segment learned besides its summary.
@@ -245,7 +163,7 @@ impl SealedSegment {
         let source = SegmentSource::of(&file).map_err(Error::io("map", &name))?;
         let len = file.len();
         // Kafka's checksums are verified by every read and pass, not at open: only the headers are walked.
-        let verify = format == Format::Native;
+        let verify = format.verifies_at_load();
         let (summary, data_len) = summarize(format, base, &name, &source, len, index_interval, verify)?;
         let zero_fill = (data_len < len).then_some(data_len);
         Ok((
@@ -270,14 +188,14 @@ impl SealedSegment {
         index_interval: u64,
         rewrite_hint: bool,
     ) -> Result<(Self, bool, Loaded)> {
-        if format == Format::Kafka {
+        if !format.keeps_hint() {
             let (segment, loaded) = SealedSegment::load_reporting(format, base, name, file, index_interval)?;
             return Ok((segment, false, loaded));
         }
         file.seal().map_err(Error::io("seal", &name))?;
         let source = SegmentSource::of(&file).map_err(Error::io("map", &name))?;
         let len = file.len();
-        if let Some(summary) = read_hint(store, base, &name, &source, len) {
+        if let Some(summary) = index_file::read(store, base, &name, &source, len) {
             return Ok((
                 SealedSegment { base, name, format, file, source, data_len: len, summary, txns: Default::default() },
                 false,
@@ -302,7 +220,7 @@ impl SealedSegment {
     /// # Errors
     /// [`Error::Io`] naming the index file.
     pub fn write_hint(&self, store: &dyn SegmentStore) -> Result<()> {
-        if self.format != Format::Native {
+        if !self.format.keeps_hint() {
             return Ok(());
         }
         let name = file_name(self.base, FileKind::Index);
@@ -380,21 +298,18 @@ impl SealedSegment {
     ///
     /// # Errors
     /// [`Error::Corrupt`] for a header or control batch that does not parse; [`Error::Io`].
-    pub fn transactions(&self) -> Result<Arc<crate::kafka::txn::SegmentTxns>> {
+    pub fn transactions(&self) -> Result<Arc<crate::txn::SegmentTxns>> {
         if let Some(t) = self.txns.get() {
             return Ok(Arc::clone(t));
         }
-        let t = Arc::new(match self.format {
-            Format::Native => crate::kafka::txn::SegmentTxns::default(),
-            Format::Kafka => crate::kafka::txn::SegmentTxns::scan(&self.source, &self.name, self.data_len)?,
-        });
+        let t = Arc::new(self.format.segment_txns(&self.source, &self.name, self.data_len)?);
         Ok(Arc::clone(self.txns.get_or_init(|| t)))
     }
 
     /// True for the output of a native cleaning pass that kept no record of its segment: it holds a removal
     /// marker, not frames, and removes the segment when swapped in. (A Kafka segment may be empty and stay.)
     pub fn is_removal(&self) -> bool {
-        self.format == Format::Native && self.summary.batches == 0
+        self.format.removes_by_marker() && self.summary.batches == 0
     }
 
     /// Offset of the last batch's last offset (`None` for an empty segment).
@@ -595,7 +510,7 @@ impl SegmentWriter {
     /// [`Error::Io`] from the backend.
     pub fn finish_removal(mut self, end: u64) -> Result<SealedSegment> {
         debug_assert_eq!(self.summary.summary.records, 0);
-        debug_assert_eq!(self.format, Format::Native, "Kafka segments are never removed by markers");
+        debug_assert!(self.format.removes_by_marker(), "this format's segments are never removed by markers");
         self.buffer.clear();
         if self.written > 0 {
             self.file.truncate(0).map_err(Error::io("truncate", &self.name))?;
@@ -616,17 +531,8 @@ impl SegmentWriter {
         self.file.seal().map_err(Error::io("seal", &self.name))?;
         self.file.sync().map_err(Error::io("sync", &self.name))?;
         let source = SegmentSource::of(&self.file).map_err(Error::io("map", &self.name))?;
-        let SummaryBuilder { summary, kafka } = self.summary;
-        let files = kafka.map(KafkaIndexes::finish);
+        let SummaryBuilder { summary, side } = self.summary;
+        let files = side.map(SideIndexes::finish);
         Ok((SealedSegment::from_parts(self.format, self.base, self.name, self.file, source, summary), files))
     }
-}
-
-/// The bytes of a Kafka segment's `.index` and `.timeindex`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KafkaIndexFiles {
-    /// `.index`: relative offset i32, position i32 (big-endian).
-    pub offset_index: Vec<u8>,
-    /// `.timeindex`: timestamp i64, relative offset i32 (big-endian).
-    pub time_index: Vec<u8>,
 }

@@ -188,3 +188,56 @@ pub fn read_only_error() -> io::Error {
 pub fn not_sealed_error() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, "segment is not sealed")
 }
+
+/// Bytes of a mapped segment an iterator over its batches or frames passes before it lets their memory go: so
+/// that however large the log and its segments, a scan holds about this much of a mapping in memory (the
+/// bytes read the same afterwards; the pages come back from the page cache if read again).
+pub const RELEASE_STEP_BYTES: usize = 8 << 20;
+
+/// Where a segment's bytes come from.
+#[derive(Debug, Clone)]
+pub enum SegmentSource {
+    /// A zero-copy view (a memory map, or memory).
+    Mapped(SegmentBytes),
+    /// Reads through [`Segment::read_at`]: a file that may still change (the active segment, or a file of a
+    /// broker that may truncate it) is never mapped, so a file cut underneath gives an error, not a signal.
+    Reads(Arc<dyn Segment>),
+}
+
+impl SegmentSource {
+    /// The source for `file`: its view when it has one, else reads.
+    ///
+    /// # Errors
+    /// The view's error, unless it is [`std::io::ErrorKind::Unsupported`] (a segment read only through reads).
+    pub fn of(file: &Arc<dyn Segment>) -> std::io::Result<SegmentSource> {
+        match file.view() {
+            Ok(bytes) => Ok(SegmentSource::Mapped(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => Ok(SegmentSource::Reads(Arc::clone(file))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The mapped bytes, when the source is a view.
+    pub fn mapped(&self) -> Option<&[u8]> {
+        match self {
+            SegmentSource::Mapped(b) => Some(b),
+            SegmentSource::Reads(_) => None,
+        }
+    }
+
+    /// Fills `out` with the bytes at `pos`.
+    ///
+    /// # Errors
+    /// [`std::io::ErrorKind::UnexpectedEof`] past the end; the file's error.
+    pub fn read_at(&self, pos: u64, out: &mut [u8]) -> std::io::Result<()> {
+        match self {
+            SegmentSource::Mapped(b) => {
+                let start = usize::try_from(pos).map_err(|_| std::io::ErrorKind::UnexpectedEof)?;
+                let src = b.get(start..start + out.len()).ok_or(std::io::ErrorKind::UnexpectedEof)?;
+                out.copy_from_slice(src);
+                Ok(())
+            }
+            SegmentSource::Reads(f) => f.read_at(pos, out),
+        }
+    }
+}

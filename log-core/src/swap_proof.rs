@@ -28,12 +28,12 @@
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
-use crate::batch::{BatchRef, Format};
 use crate::error::{CorruptKind, Error, Result};
-use crate::kafka::txn::{SegmentTxns, TxnState};
+use crate::format::{BatchRef, Format};
 use crate::record::RecordRef;
 use crate::scan::{SegmentScan, SegmentSource, batch_bytes_at};
 use crate::segment::SealedSegment;
+use crate::txn::{TxnEvent, TxnState};
 
 /// Keys whose removed records may wait for a later record at once (about 40 MiB of map); a swap needing more
 /// is refused as unprovable ([`CorruptKind::SwapUnprovable`]).
@@ -262,21 +262,20 @@ fn aborted(batch: &BatchRef<'_>, txns: Option<&TxnState>) -> bool {
 /// The transaction state of the replaced segments and those after them, for a Kafka claim whose originals hold
 /// transactional data (`None` otherwise).
 fn transactions(claim: &Claim<'_>) -> Result<Option<TxnState>> {
-    if claim.format != Format::Kafka {
+    if !claim.format.has_transactions() {
         return Ok(None);
     }
     let mut segments = Vec::new();
     for p in claim.originals {
-        segments.push(SegmentTxns::scan(&p.source, &p.name, p.end)?);
+        segments.push(claim.format.segment_txns(&p.source, &p.name, p.end)?);
     }
-    let has_data =
-        segments.iter().any(|s| s.events.iter().any(|e| matches!(e, crate::kafka::txn::TxnEvent::Data { .. })));
+    let has_data = segments.iter().any(|s| s.events.iter().any(|e| matches!(e, TxnEvent::Data { .. })));
     if !has_data {
         return Ok(None);
     }
     for p in claim.later {
         // A segment after the range that does not walk (a torn tail) adds what it can: nothing.
-        segments.push(SegmentTxns::scan(&p.source, &p.name, p.end).unwrap_or_default());
+        segments.push(claim.format.segment_txns(&p.source, &p.name, p.end).unwrap_or_default());
     }
     Ok(Some(TxnState::fold(segments.iter(), u64::MAX)))
 }

@@ -15,8 +15,8 @@
 use std::io;
 use std::sync::Arc;
 
-use crate::batch::Format;
 use crate::error::{CorruptKind, Error, Result};
+use crate::format::Format;
 use crate::scan::{SegmentScan, SegmentSource};
 use crate::segment::{Stamp, SummaryBuilder};
 use crate::storage::Segment;

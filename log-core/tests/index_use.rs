@@ -5,7 +5,7 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use log_core::names::{FileKind, file_name};
+use log_core::format::native::names::{FileKind, file_name};
 use log_core::{Log, LogConfig, Segment, SegmentBytes, SegmentStore};
 use storage_mem::MemStore;
 

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use log_core::names::{CHECKPOINT_FILE, FileKind, file_name};
+use log_core::format::native::names::{FileKind, file_name};
+use log_core::names::CHECKPOINT_FILE;
 use log_core::{AppendRecord, Error, Header, Log, LogConfig, SegmentStore};
 use storage_mem::MemStore;
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use log_core::names::{FileKind, file_name};
+use log_core::format::native::names::{FileKind, file_name};
 use log_core::{CorruptKind, Error, Log, LogConfig, SegmentStore};
 use storage_mem::MemStore;
 

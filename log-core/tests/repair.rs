@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use log_core::names::{FileKind, file_name};
+use log_core::format::native::names::{FileKind, file_name};
 use log_core::repair::{DroppedOffsets, RepairAction, apply, plan};
 use log_core::{Log, LogConfig, SegmentStore};
 use storage_mem::crash::CrashStore;

@@ -160,7 +160,9 @@ pub fn copy_beside(source: &Path, format: Format, target: &Path) -> Result<Unpla
     let result = (|| -> Result<Copied, CopyError> {
         let mut bytes = 0;
         let live = |base: u64| match format {
-            Format::Native => log_core::names::file_name(base, log_core::names::FileKind::Log),
+            Format::Native => {
+                log_core::format::native::names::file_name(base, log_core::format::native::names::FileKind::Log)
+            }
             Format::Kafka => kafka_name(base, SegmentFile::Log, Stage::Live),
         };
         for s in snapshot.closed() {

@@ -147,7 +147,8 @@ Prints one JSON object.");
     let log = file_log(&dir, SyncPolicy::OnRoll);
     r.open_rebuilding_indexes_seconds = started.elapsed().as_secs_f64();
     log.put(b"tail", &[7u8; 100]).expect("put");
-    let active = log_core::names::file_name(log.active_base(), log_core::names::FileKind::Log);
+    let active =
+        log_core::format::native::names::file_name(log.active_base(), log_core::format::native::names::FileKind::Log);
     log.sync().expect("sync");
     log.store().open(&active).expect("open").append(&[99, 0, 0, 0, 1]).expect("tear");
     drop(log);

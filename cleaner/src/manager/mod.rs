@@ -140,8 +140,12 @@ impl ManagerConfig {
     }
 }
 
-/// Reopens a log (for a retry after a failed write poisoned it).
-pub type Opener = Box<dyn Fn() -> log_core::Result<Log> + Send + Sync>;
+/// Opens a log: again for a retry after a failed write poisoned it, or for each pass of a detached log.
+/// [`Error::Busy`] says another process holds it: not a failure, the log is tried again later.
+pub type Opener = Box<dyn Fn() -> Result<Log> + Send + Sync>;
+
+/// An [`Opener`] shared by the states a log goes through (attached, unopened).
+type SharedOpener = Arc<dyn Fn() -> Result<Log> + Send + Sync>;
 
 /// What the manager reports as it works.
 #[derive(Debug, Clone)]
@@ -163,10 +167,8 @@ pub enum Event {
         thread: usize,
         /// The log.
         log: String,
-        /// What went wrong.
-        error: String,
-        /// True when the error is damage to stored data.
-        corruption: bool,
+        /// What went wrong ([`Error::is_corruption`] tells damage to stored data).
+        error: Arc<Error>,
         /// Passes that failed in a row.
         failures: u32,
         /// When it is retried.
@@ -179,26 +181,95 @@ pub enum Event {
     },
 }
 
-/// A failed log's record.
+/// What a failed log was doing when it failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Opening it (added unopened, or a detached log opened for a pass).
+    Open,
+    /// Reopening it for a retry after a failed write poisoned it.
+    Reopen,
+    /// A cleaning pass.
+    Pass,
+}
+
+/// A failed log's record: the error itself, what failed, how often in a row and when it is retried.
 #[derive(Debug, Clone)]
 struct Failure {
-    error: String,
-    corruption: bool,
+    step: Step,
+    error: Arc<Error>,
     /// In a row.
     count: u32,
     retry_at_ms: Option<i64>,
 }
 
+impl Failure {
+    /// The error with what was being done, as the status reports it.
+    fn describe(&self) -> String {
+        match self.step {
+            Step::Open => format!("cannot open the log: {}", self.error),
+            Step::Reopen => format!("cannot reopen the log for a retry: {}", self.error),
+            Step::Pass => self.error.to_string(),
+        }
+    }
+}
+
+/// How the manager holds a log: the one place that says whether it is open.
+enum Handle {
+    /// Open for the manager's life ([`CleanerManager::add_log`]); `reopen` opens it again for a retry after a
+    /// failed write poisoned it (without one, a poisoned log stays uncleanable).
+    Attached { log: Arc<Log>, reopen: Option<SharedOpener> },
+    /// Opened for each pass and closed after it ([`CleanerManager::add_detached`]), so that another process may
+    /// write to it between passes; `peek` opens it read-only to measure it.
+    Detached {
+        open: Opener,
+        peek: Opener,
+        /// The last dirty section a peek measured, and when.
+        peeked: Option<(i64, log_core::DirtySection)>,
+        /// Its open found another writer: not tried again before this.
+        busy_until: Option<i64>,
+    },
+    /// Not open: it could not be opened ([`CleanerManager::add_unopened`]), or its reopen for a retry failed;
+    /// `open` is tried again as retries come due.
+    Unopened { open: SharedOpener },
+}
+
+impl Handle {
+    /// The open log, for an attached one.
+    fn log(&self) -> Option<&Arc<Log>> {
+        match self {
+            Handle::Attached { log, .. } => Some(log),
+            Handle::Detached { .. } | Handle::Unopened { .. } => None,
+        }
+    }
+
+    /// True when the log can be measured and picked for a pass (attached, or detached and not busy at `now`).
+    fn pickable(&self, now: i64) -> bool {
+        match self {
+            Handle::Attached { .. } => true,
+            Handle::Detached { busy_until, .. } => busy_until.is_none_or(|b| b <= now),
+            Handle::Unopened { .. } => false,
+        }
+    }
+}
+
+struct Entry {
+    name: String,
+    handle: Handle,
+    settings: LogSettings,
+    cleaning: bool,
+    passes: u64,
+    total_failures: u64,
+    last_clean_ms: Option<i64>,
+    last_clean_secs: Option<f64>,
+    failure: Option<Failure>,
+}
+
 impl Entry {
-    /// A log with no handle, opener or history yet.
-    fn new(name: &str, settings: LogSettings) -> Entry {
+    /// A log held by `handle`, with no history yet.
+    fn new(name: &str, settings: LogSettings, handle: Handle) -> Entry {
         Entry {
             name: name.to_owned(),
-            log: None,
-            opener: None,
-            peek: None,
-            peeked: None,
-            busy_until: None,
+            handle,
             settings,
             cleaning: false,
             passes: 0,
@@ -208,26 +279,16 @@ impl Entry {
             failure: None,
         }
     }
-}
 
-struct Entry {
-    name: String,
-    /// The open log: `None` for a detached log between passes, or while a failed log could not be reopened.
-    log: Option<Arc<Log>>,
-    opener: Option<Opener>,
-    /// For a detached log: opens it read-only, to measure its dirty section between passes.
-    peek: Option<Opener>,
-    /// The last dirty section a peek measured, and when.
-    peeked: Option<(i64, log_core::DirtySection)>,
-    /// A detached log whose writable open found another writer: not tried again before this.
-    busy_until: Option<i64>,
-    settings: LogSettings,
-    cleaning: bool,
-    passes: u64,
-    total_failures: u64,
-    last_clean_ms: Option<i64>,
-    last_clean_secs: Option<f64>,
-    failure: Option<Failure>,
+    /// Records a failure at `step` (the one place that does): counted in a row and in all, retried after a
+    /// backoff that doubles with each failure in a row, or only on request once `max_retries` are spent.
+    fn fail(&mut self, step: Step, error: Error, now: i64, config: &ManagerConfig) -> &Failure {
+        self.total_failures += 1;
+        let count = self.failure.as_ref().map_or(0, |f| f.count) + 1;
+        let retry_at_ms =
+            (count <= config.max_retries).then(|| now.saturating_add(retry_backoff(config.retry_backoff_ms, count)));
+        self.failure.insert(Failure { step, error: Arc::new(error), count, retry_at_ms })
+    }
 }
 
 /// A thread's last pass, for the gauges.
@@ -363,44 +424,31 @@ impl CleanerManager {
     /// # Errors
     /// [`Error::InvalidConfig`] for bad settings or a name already taken.
     pub fn add_log(&self, name: &str, log: Arc<Log>, settings: LogSettings, opener: Option<Opener>) -> Result<()> {
-        self.insert(Entry { log: Some(log), opener, ..Entry::new(name, settings) })
+        let handle = Handle::Attached { log, reopen: opener.map(SharedOpener::from) };
+        self.insert(Entry::new(name, settings, handle))
     }
 
     /// Adds a **detached** log: opened with `open` for each pass and closed after it, so that another process
     /// may write to it between passes (a file log's directory is locked by its writer). `peek` opens it
-    /// read-only to measure its dirty section. An `open` that fails with an I/O error of kind
-    /// [`std::io::ErrorKind::WouldBlock`] means another writer holds the log: the pass waits for the next
-    /// round, and no failure is counted.
+    /// read-only to measure its dirty section. An `open` that fails with [`Error::Busy`] means another writer
+    /// holds the log: the pass waits for the next round, and no failure is counted.
     ///
     /// # Errors
     /// As [`CleanerManager::add_log`].
     pub fn add_detached(&self, name: &str, settings: LogSettings, open: Opener, peek: Opener) -> Result<()> {
-        self.insert(Entry { opener: Some(open), peek: Some(peek), ..Entry::new(name, settings) })
+        self.insert(Entry::new(name, settings, Handle::Detached { open, peek, peeked: None, busy_until: None }))
     }
 
-    /// Adds a log that could not be opened (`error` says why; `corruption` when stored data is damaged): it
-    /// starts uncleanable, and `opener` is tried again as a retry comes due.
+    /// Adds a log that could not be opened (`error` says why): it starts uncleanable, and `opener` is tried
+    /// again as a retry comes due.
     ///
     /// # Errors
     /// As [`CleanerManager::add_log`].
-    pub fn add_unopened(
-        &self,
-        name: &str,
-        settings: LogSettings,
-        opener: Opener,
-        error: String,
-        corruption: bool,
-    ) -> Result<()> {
+    pub fn add_unopened(&self, name: &str, settings: LogSettings, opener: Opener, error: Error) -> Result<()> {
         let now = self.shared.clock.now_ms();
-        let config = &self.shared.config;
-        let retry_at_ms =
-            (config.max_retries > 0).then(|| now.saturating_add(retry_backoff(config.retry_backoff_ms, 1)));
-        self.insert(Entry {
-            opener: Some(opener),
-            total_failures: 1,
-            failure: Some(Failure { error, corruption, count: 1, retry_at_ms }),
-            ..Entry::new(name, settings)
-        })
+        let mut entry = Entry::new(name, settings, Handle::Unopened { open: SharedOpener::from(opener) });
+        entry.fail(Step::Open, error, now, &self.shared.config);
+        self.insert(entry)
     }
 
     /// Adds an entry, refusing bad settings and a name already taken, and wakes the threads.
@@ -487,7 +535,7 @@ impl CleanerManager {
     pub fn status(&self) -> ManagerStatus {
         let now = self.shared.clock.now_ms();
         let mut state = self.shared.lock();
-        for e in state.logs.iter_mut().filter(|e| e.log.is_none()) {
+        for e in state.logs.iter_mut().filter(|e| e.handle.log().is_none()) {
             dirty_of(e, now);
         }
         let mut gauges = Gauges {
@@ -536,8 +584,8 @@ impl CleanerManager {
                     passes: e.passes,
                     last_clean_ms: e.last_clean_ms,
                     last_clean_secs: e.last_clean_secs,
-                    last_error: e.failure.as_ref().map(|f| f.error.clone()),
-                    last_error_is_corruption: e.failure.as_ref().is_some_and(|f| f.corruption),
+                    last_error: e.failure.as_ref().map(Failure::describe),
+                    last_error_is_corruption: e.failure.as_ref().is_some_and(|f| f.error.is_corruption()),
                     failures: e.failure.as_ref().map_or(0, |f| f.count),
                     total_failures: e.total_failures,
                     retry_at_ms: e.failure.as_ref().and_then(|f| f.retry_at_ms),
@@ -561,7 +609,7 @@ impl CleanerManager {
 
     /// True when a log's last failure was damage to stored data.
     pub fn any_corruption(&self) -> bool {
-        self.shared.lock().logs.iter().any(|e| e.failure.as_ref().is_some_and(|f| f.corruption))
+        self.shared.lock().logs.iter().any(|e| e.failure.as_ref().is_some_and(|f| f.error.is_corruption()))
     }
 }
 
@@ -633,31 +681,35 @@ fn next_wake(state: &State, now: i64, backoff_ms: u64) -> u64 {
 }
 
 /// The dirty section of `e` now: from its open log, or (for a detached log) from a read-only open at most a
-/// second old by the manager's clock.
+/// second old by the manager's clock; nothing for a log that is not open.
 fn dirty_of(e: &mut Entry, now: i64) -> log_core::DirtySection {
     let lag = e.settings.min_compaction_lag_ms;
-    if let Some(log) = &e.log {
-        return log.dirty_section(now, lag);
+    match &mut e.handle {
+        Handle::Attached { log, .. } => log.dirty_section(now, lag),
+        Handle::Detached { peek, peeked, .. } => {
+            if let Some((_, d)) = peeked.filter(|&(at, _)| now.saturating_sub(at) < 1000 && at <= now) {
+                return d;
+            }
+            let d = peek().ok().map(|log| log.dirty_section(now, lag)).unwrap_or_default();
+            *peeked = Some((now, d));
+            d
+        }
+        Handle::Unopened { .. } => log_core::DirtySection::default(),
     }
-    if let Some((_, d)) = e.peeked.filter(|&(at, _)| now.saturating_sub(at) < 1000 && at <= now) {
-        return d;
-    }
-    let d = e.peek.as_ref().and_then(|peek| peek().ok()).map(|log| log.dirty_section(now, lag)).unwrap_or_default();
-    e.peeked = Some((now, d));
-    d
 }
 
 /// What [`dirty_of`] last found, without opening anything.
 fn cached_dirty(e: &Entry, now: i64) -> log_core::DirtySection {
-    match &e.log {
-        Some(log) => log.dirty_section(now, e.settings.min_compaction_lag_ms),
-        None => e.peeked.map(|(_, d)| d).unwrap_or_default(),
+    match &e.handle {
+        Handle::Attached { log, .. } => log.dirty_section(now, e.settings.min_compaction_lag_ms),
+        Handle::Detached { peeked, .. } => peeked.map(|(_, d)| d).unwrap_or_default(),
+        Handle::Unopened { .. } => log_core::DirtySection::default(),
     }
 }
 
-/// True for an open that found another writer holding the log.
-fn is_busy(e: &log_core::Error) -> bool {
-    matches!(e, log_core::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::WouldBlock)
+/// The time until which a log whose open found another writer is left alone.
+fn busy_until(shared: &Shared, now: i64) -> i64 {
+    now.saturating_add(i64::try_from(shared.config.backoff_ms).unwrap_or(0))
 }
 
 /// Kafka rolls an active segment whose first record is older than `max.compaction.lag.ms`, so that it can be
@@ -667,7 +719,7 @@ fn roll_overdue_active_segments(shared: &Shared, state: &mut State, now: i64) {
         state.logs.iter_mut().filter(|e| !e.cleaning && e.failure.is_none() && e.settings.cleanup_policy.compacts())
     {
         let lag = e.settings.max_compaction_lag_ms;
-        if lag == i64::MAX || e.busy_until.is_some_and(|b| b > now) {
+        if lag == i64::MAX || !e.handle.pickable(now) {
             continue;
         }
         let d = dirty_of(e, now);
@@ -675,24 +727,25 @@ fn roll_overdue_active_segments(shared: &Shared, state: &mut State, now: i64) {
             continue;
         }
         let opened;
-        let log = match (&e.log, &e.opener) {
-            (Some(log), _) => log,
-            (None, Some(open)) if e.peek.is_some() => match open() {
+        let log = match &mut e.handle {
+            Handle::Attached { log, .. } => &**log,
+            Handle::Detached { open, busy_until: busy, .. } => match open() {
                 Ok(log) => {
                     opened = log;
                     &opened
                 }
-                Err(err) => {
-                    if is_busy(&err) {
-                        e.busy_until = Some(now.saturating_add(i64::try_from(shared.config.backoff_ms).unwrap_or(0)));
-                    }
+                Err(Error::Busy { .. }) => {
+                    *busy = Some(busy_until(shared, now));
                     continue;
                 }
+                Err(_) => continue,
             },
-            _ => continue,
+            Handle::Unopened { .. } => continue,
         };
         if !log.is_read_only() && log.roll().is_ok_and(|rolled| rolled) {
-            e.peeked = None;
+            if let Handle::Detached { peeked, .. } = &mut e.handle {
+                *peeked = None;
+            }
             shared.emit(&Event::Rolled { log: e.name.clone() });
         }
     }
@@ -700,26 +753,22 @@ fn roll_overdue_active_segments(shared: &Shared, state: &mut State, now: i64) {
 
 /// Reopens the failed logs due for a retry whose handle is poisoned (or was lost).
 fn reopen_due(shared: &Shared, state: &mut State, now: i64) {
-    for e in state.logs.iter_mut().filter(|e| e.peek.is_none()) {
+    for e in state.logs.iter_mut() {
         let due = e.failure.as_ref().is_some_and(|f| f.retry_at_ms.is_some_and(|at| at <= now));
-        let poisoned = e.log.as_ref().is_none_or(|l| l.is_poisoned());
-        if !due || e.cleaning || !poisoned {
+        if !due || e.cleaning {
             continue;
         }
-        let Some(open) = &e.opener else { continue };
+        let open = match &e.handle {
+            Handle::Attached { log, reopen: Some(open) } if log.is_poisoned() => Arc::clone(open),
+            Handle::Unopened { open } => Arc::clone(open),
+            Handle::Attached { .. } | Handle::Detached { .. } => continue,
+        };
         // Our handle goes first: a file log holds its directory's lock until it is dropped.
-        e.log = None;
+        e.handle = Handle::Unopened { open: Arc::clone(&open) };
         match open() {
-            Ok(log) => e.log = Some(Arc::new(log)),
+            Ok(log) => e.handle = Handle::Attached { log: Arc::new(log), reopen: Some(open) },
             Err(err) => {
-                e.total_failures += 1;
-                if let Some(f) = &mut e.failure {
-                    f.error = format!("cannot reopen the log for a retry: {err}");
-                    f.corruption = err.is_corruption();
-                    f.count += 1;
-                    f.retry_at_ms = (f.count <= shared.config.max_retries)
-                        .then(|| now.saturating_add(retry_backoff(shared.config.retry_backoff_ms, f.count)));
-                }
+                e.fail(Step::Reopen, err, now, &shared.config);
             }
         }
     }
@@ -737,12 +786,9 @@ fn choose(shared: &Shared, state: &mut State, now: i64) -> Option<Pick> {
             .filter(|&i| {
                 let e = &state.logs[i];
                 let waiting = e.failure.as_ref().is_some_and(|f| f.retry_at_ms.is_none_or(|at| at > now));
-                let busy = e.busy_until.is_some_and(|b| b > now);
-                let openable = e.log.is_some() || e.peek.is_some();
                 !e.cleaning
                     && !waiting
-                    && !busy
-                    && openable
+                    && e.handle.pickable(now)
                     && e.settings.cleanup_policy.compacts()
                     && !passed_over.contains(&i)
             })
@@ -777,36 +823,32 @@ fn choose(shared: &Shared, state: &mut State, now: i64) -> Option<Pick> {
         let delay_ms = candidates[chosen].compaction_delay_ms;
         let index = eligible[chosen];
         drop(candidates);
-        let backoff = i64::try_from(shared.config.backoff_ms).unwrap_or(0);
         let e = &mut state.logs[index];
-        let log = match (&e.log, &e.opener) {
-            (Some(log), _) => Arc::clone(log),
-            (None, Some(open)) => match open() {
-                Ok(log) => Arc::new(log),
-                Err(err) if is_busy(&err) => {
+        let log = match &mut e.handle {
+            Handle::Attached { log, .. } => Arc::clone(log),
+            Handle::Detached { open, busy_until: busy, .. } => match open() {
+                Ok(log) => {
+                    *busy = None;
+                    Arc::new(log)
+                }
+                Err(Error::Busy { .. }) => {
                     // Another writer has it now: not a failure; the next round tries again.
-                    e.busy_until = Some(now.saturating_add(backoff));
+                    *busy = Some(busy_until(shared, now));
                     passed_over.push(index);
                     continue;
                 }
                 Err(err) => {
-                    e.total_failures += 1;
-                    let count = e.failure.as_ref().map_or(0, |f| f.count) + 1;
-                    let retry_at_ms = (count <= shared.config.max_retries)
-                        .then(|| now.saturating_add(retry_backoff(shared.config.retry_backoff_ms, count)));
-                    let message = format!("cannot open the log: {err}");
-                    e.failure = Some(Failure { error: message, corruption: err.is_corruption(), count, retry_at_ms });
+                    e.fail(Step::Open, err, now, &shared.config);
                     passed_over.push(index);
                     continue;
                 }
             },
-            (None, None) => {
+            Handle::Unopened { .. } => {
                 passed_over.push(index);
                 continue;
             }
         };
         e.cleaning = true;
-        e.busy_until = None;
         return Some(Pick { index, log, settings: e.settings.clone(), delay_ms });
     }
 }
@@ -842,27 +884,17 @@ fn finish_pick(shared: &Shared, thread: usize, pick: &Pick, outcome: Result<Opti
         Ok(None) | Err(Error::Aborted) => None,
         Err(error) => {
             let e = &mut state.logs[pick.index];
-            e.total_failures += 1;
-            let count = e.failure.as_ref().map_or(0, |f| f.count) + 1;
-            let retry_at_ms = (count <= config.max_retries)
-                .then(|| now.saturating_add(retry_backoff(config.retry_backoff_ms, count)));
-            let corruption = matches!(&error, Error::Log(l) if l.is_corruption());
-            let message = error.to_string();
-            e.failure = Some(Failure { error: message.clone(), corruption, count, retry_at_ms });
-            Some(Event::Failed {
-                thread,
-                log: e.name.clone(),
-                error: message,
-                corruption,
-                failures: count,
-                retry_at_ms,
-            })
+            let failure = e.fail(Step::Pass, error, now, config);
+            let (error, failures, retry_at_ms) = (Arc::clone(&failure.error), failure.count, failure.retry_at_ms);
+            Some(Event::Failed { thread, log: e.name.clone(), error, failures, retry_at_ms })
         }
     };
     let e = &mut state.logs[pick.index];
     e.cleaning = false;
     // A detached log is measured afresh after its pass.
-    e.peeked = None;
+    if let Handle::Detached { peeked, .. } = &mut e.handle {
+        *peeked = None;
+    }
     drop(state);
     shared.wake.notify_all();
     if let Some(event) = event {

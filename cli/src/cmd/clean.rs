@@ -218,8 +218,9 @@ fn json_event(event: &Event) -> String {
         Event::Cleaned { thread, log, stats, passes } => {
             serde_json::json!({"event": "cleaned", "thread": thread, "log": log, "passes": passes, "stats": stats})
         }
-        Event::Failed { thread, log, error, corruption, failures, retry_at_ms } => serde_json::json!({
-            "event": "failed", "thread": thread, "log": log, "error": error, "corruption": corruption,
+        Event::Failed { thread, log, error, failures, retry_at_ms } => serde_json::json!({
+            "event": "failed", "thread": thread, "log": log, "error": error.to_string(),
+            "corruption": error.is_corruption(),
             "failures": failures, "retry_at_ms": retry_at_ms,
         }),
         Event::Rolled { log } => serde_json::json!({"event": "rolled", "log": log}),

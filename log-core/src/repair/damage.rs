@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::batch::Format;
 use crate::error::{CorruptKind, Error, Result};
+use crate::format::Format;
 use crate::names::MAX_OFFSET;
 use crate::scan::{SegmentScan, SegmentSource};
 use crate::segment::Stamp;

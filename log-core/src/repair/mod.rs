@@ -18,20 +18,19 @@
 //! Memory is bounded whatever the segments' sizes: segments are scanned and copied in windows, cut bytes are
 //! copied to their backups in chunks, and the search past damage is linear in the bytes searched.
 
-mod damage;
-mod kafka;
-mod native;
+pub(crate) mod damage;
 
 use std::sync::Arc;
 
-use crate::batch::Format;
 use crate::error::{Error, Result};
-use crate::scan::{SegmentScan, SegmentSource};
+use crate::format::Format;
+use crate::scan::SegmentScan;
 use crate::segment::{KafkaIndexFiles, SegmentWriter, Stamp};
+use crate::storage::SegmentSource;
 use crate::storage::{Segment, SegmentStore};
 
-pub use kafka::{plan_kafka, plan_kafka_with};
-pub use native::plan;
+pub use crate::format::kafka::repair::{plan_kafka, plan_kafka_with};
+pub use crate::format::native::repair::plan;
 
 /// One thing a repair does.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -152,29 +151,26 @@ pub struct RepairOutcome {
 /// [`Error::Io`]; the store is then partly repaired, every segment either old or new (running the repair
 /// again continues it).
 pub fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<RepairOutcome> {
-    match plan.format {
-        Format::Native => native::apply(store, plan, stamp),
-        Format::Kafka => kafka::apply(store, plan, stamp),
-    }
+    plan.format.apply_repair(store, plan, stamp)
 }
 
 /// Bytes copied per read and write when a repair copies a file or a range of one.
 const COPY_CHUNK: usize = 1 << 20;
 
 /// Copies of what a repair removes, each durable (data and name) before anything it holds is removed.
-struct Backups<'s> {
+pub(crate) struct Backups<'s> {
     store: &'s dyn SegmentStore,
     stamp: u64,
-    outcome: RepairOutcome,
+    pub(crate) outcome: RepairOutcome,
 }
 
 impl<'s> Backups<'s> {
-    fn new(store: &'s dyn SegmentStore, stamp: u64) -> Self {
+    pub(crate) fn new(store: &'s dyn SegmentStore, stamp: u64) -> Self {
         Backups { store, stamp, outcome: RepairOutcome::default() }
     }
 
     /// Keeps bytes `start..end` of `file` as `repair-<stamp>.<what>.bytes`.
-    fn keep_range(&mut self, what: &str, file: &Arc<dyn Segment>, start: u64, end: u64) -> Result<()> {
+    pub(crate) fn keep_range(&mut self, what: &str, file: &Arc<dyn Segment>, start: u64, end: u64) -> Result<()> {
         // The suffix keeps a copy of `x.log.swap` from ending in one of the log's own suffixes.
         let name = format!("repair-{}.{what}.bytes", self.stamp);
         delete_quietly(self.store, &name)?;
@@ -187,7 +183,7 @@ impl<'s> Backups<'s> {
     }
 
     /// Keeps all of the file `name`.
-    fn keep_file(&mut self, name: &str) -> Result<()> {
+    pub(crate) fn keep_file(&mut self, name: &str) -> Result<()> {
         let file = self.store.open(name).map_err(Error::io("open", name))?;
         let len = file.len();
         self.keep_range(name, &file, 0, len)
@@ -215,20 +211,20 @@ fn copy_range(
 }
 
 /// What [`rewrite_without`] copies.
-struct Rewrite<'a> {
-    format: Format,
+pub(crate) struct Rewrite<'a> {
+    pub(crate) format: Format,
     /// The segment's base offset.
-    base: u64,
+    pub(crate) base: u64,
     /// The segment's file.
-    segment: &'a str,
+    pub(crate) segment: &'a str,
     /// `[start, end)` byte ranges left out.
-    ranges: &'a [(u64, u64)],
+    pub(crate) ranges: &'a [(u64, u64)],
     /// Where the segment's data ends.
-    data_end: u64,
+    pub(crate) data_end: u64,
     /// The new file.
-    temp: &'a str,
+    pub(crate) temp: &'a str,
     /// The index interval of the copy.
-    interval: u64,
+    pub(crate) interval: u64,
 }
 
 /// Writes to the new file `r.temp` the batches of `r.segment` outside `r.ranges`, up to `r.data_end`, a window
@@ -238,7 +234,7 @@ struct Rewrite<'a> {
 /// # Errors
 /// [`Error::Corrupt`] if a batch outside the ranges no longer reads (the segment changed since the plan);
 /// [`Error::Io`].
-fn rewrite_without(store: &dyn SegmentStore, r: &Rewrite<'_>) -> Result<(u64, Option<KafkaIndexFiles>)> {
+pub(crate) fn rewrite_without(store: &dyn SegmentStore, r: &Rewrite<'_>) -> Result<(u64, Option<KafkaIndexFiles>)> {
     let file = store.open(r.segment).map_err(Error::io("open", r.segment))?;
     let source = SegmentSource::Reads(file);
     delete_quietly(store, r.temp)?;
@@ -265,7 +261,7 @@ fn rewrite_without(store: &dyn SegmentStore, r: &Rewrite<'_>) -> Result<(u64, Op
     Ok((size, files))
 }
 
-fn delete_quietly(store: &dyn SegmentStore, name: &str) -> Result<()> {
+pub(crate) fn delete_quietly(store: &dyn SegmentStore, name: &str) -> Result<()> {
     match store.delete(name) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("delete", name)(e)),
         _ => Ok(()),

@@ -290,19 +290,15 @@ fn take(data_dir: &Path, format: Format) -> Result<DirLock, DataDirError> {
     }
 }
 
-/// An open error as the manager takes it: another process's lock is "busy, try later" (`WouldBlock`).
-fn as_log_error(e: OpenError) -> log_core::Error {
-    let busy = e.is_busy();
+/// An open error as the manager takes it: another process's lock is "busy, try later"
+/// ([`cleaner::Error::Busy`]), the log's own error stays itself, anything else cannot be opened.
+fn as_manager_error(e: OpenError) -> cleaner::Error {
+    if e.is_busy() {
+        return cleaner::Error::Busy { holder: e.to_string() };
+    }
     match e {
-        OpenError::Log { source, .. } => source,
-        other => {
-            let kind = if busy { std::io::ErrorKind::WouldBlock } else { std::io::ErrorKind::Other };
-            log_core::Error::Io {
-                op: "open",
-                name: String::new(),
-                source: std::io::Error::new(kind, other.to_string()),
-            }
-        }
+        OpenError::Log { source, .. } => cleaner::Error::Log(source),
+        other => cleaner::Error::Unopenable { source: Box::new(other) },
     }
 }
 
@@ -310,13 +306,13 @@ fn as_log_error(e: OpenError) -> log_core::Error {
 fn opener(dir: PathBuf, format: Format, segment_bytes: u64) -> Opener {
     Box::new(move || {
         let config = LogConfig { segment_bytes, ..LogConfig::default() };
-        open_writable(&dir, format, config).map(|o| o.log).map_err(as_log_error)
+        open_writable(&dir, format, config).map(|o| o.log).map_err(as_manager_error)
     })
 }
 
 /// Opens the log in `dir` read-only (no lock), to measure it between passes.
 fn peeker(dir: PathBuf, format: Format) -> Opener {
-    Box::new(move || open_read_only(&dir, format).map(|o| o.log).map_err(as_log_error))
+    Box::new(move || open_read_only(&dir, format).map(|o| o.log).map_err(as_manager_error))
 }
 
 /// The run's view of which logs it has.
@@ -363,8 +359,7 @@ fn add(
         }
         Err(e) => {
             // In use, damaged or unreadable: uncleanable for now, retried as retries come due.
-            let corruption = matches!(&e, OpenError::Log { source, .. } if source.is_corruption());
-            manager.add_unopened(&found.name, settings, open, format!("cannot open the log: {e}"), corruption)?;
+            manager.add_unopened(&found.name, settings, open, as_manager_error(e))?;
         }
     }
     sources.insert(found.name.clone(), from);

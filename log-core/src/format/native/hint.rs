@@ -11,8 +11,12 @@
 //! The timestamps are trusted as the hint states them (checking the largest would need a scan): they steer
 //! only when a segment may be cleaned (the compaction lags), never what a read or a pass keeps.
 
+use super::names::{FileKind, file_name};
+use crate::format::Format;
 use crate::index::OffsetIndex;
+use crate::scan::{SegmentScan, batch_bytes_at};
 use crate::segment::SegmentSummary;
+use crate::storage::{SegmentSource, SegmentStore};
 
 const MAGIC: &[u8; 4] = b"LCIX";
 const VERSION: u8 = 2;
@@ -111,6 +115,63 @@ pub(crate) fn decode(bytes: &[u8], base: u64, segment_len: u64) -> Result<Segmen
         first_timestamp: (flags & 1 != 0).then_some(first_timestamp),
         max_timestamp: (flags & 1 != 0).then_some(max_timestamp),
     })
+}
+
+/// Reads the `.lcindex` hint of the native segment based at `base`; `None` if missing or unusable. A hint
+/// that decodes is trusted only if it matches the segment where that is cheap to see: its first entry is the
+/// first frame and carries the first offset, and the frames from its last entry on chain to the end of the
+/// segment and end at its last offset. The other entries are checked when a read uses one
+/// ([`crate::SealedSegment::seek`]), so a crafted hint can never make a read skip records.
+pub(crate) fn read(
+    store: &dyn SegmentStore,
+    base: u64,
+    name: &str,
+    source: &SegmentSource,
+    len: u64,
+) -> Option<SegmentSummary> {
+    let file = store.open(&file_name(base, FileKind::Index)).ok()?;
+    let size = usize::try_from(file.len()).ok()?;
+    // An index holds at most one 16-byte entry per frame; anything larger is not an index of this segment.
+    if size as u64 > 128 + len.saturating_mul(2) {
+        return None;
+    }
+    let mut raw = vec![0; size];
+    file.read_at(0, &mut raw).ok()?;
+    let summary = decode(&raw, base, len).ok()?;
+    hint_matches(&summary, base, name, source, len).then_some(summary)
+}
+
+/// The cheap part of trusting a hint (see [`read`]).
+pub(crate) fn hint_matches(summary: &SegmentSummary, base: u64, name: &str, source: &SegmentSource, len: u64) -> bool {
+    let entries = summary.index.entries();
+    let (Some(&(first, 0)), Some(&(_, tail))) = (entries.first(), entries.last()) else {
+        return len == 0 && summary.records == 0;
+    };
+    let mut buf = Vec::new();
+    let first_ok = matches!(
+        batch_bytes_at(Format::Native, name, source, 0, len, &mut buf).ok().flatten().map(|b| Format::Native.parse(b, true)),
+        Some(Ok(b)) if b.base_offset == first && first >= base && summary.first_timestamp == Some(b.max_timestamp)
+    );
+    if !first_ok || summary.first_offset != Some(first) {
+        return false;
+    }
+    let mut last = None;
+    let mut scan = SegmentScan::new(Format::Native, name, source, tail, len, true);
+    loop {
+        match scan.next_window() {
+            Ok(Some(window)) => {
+                for item in window.batches() {
+                    match item {
+                        Ok(p) if last.is_none_or(|l| p.batch.base_offset > l) => last = Some(p.batch.last_offset),
+                        _ => return false,
+                    }
+                }
+            }
+            Ok(None) => break,
+            Err(_) => return false,
+        }
+    }
+    last == summary.last_offset
 }
 
 #[cfg(test)]

@@ -2,11 +2,14 @@
 
 use std::sync::Arc;
 
-use super::{Backups, RepairAction, RepairOutcome, RepairPlan, Rewrite, damage, delete_quietly, rewrite_without};
-use crate::batch::Format;
 use crate::error::{Error, Result};
+use crate::format::Format;
+use crate::format::native::names::{FileKind, file_name};
 use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges, prove_swaps};
-use crate::names::{CHECKPOINT_FILE, FileKind, file_name};
+use crate::names::CHECKPOINT_FILE;
+use crate::repair::{
+    Backups, RepairAction, RepairOutcome, RepairPlan, Rewrite, damage, delete_quietly, rewrite_without,
+};
 use crate::storage::{Segment, SegmentStore};
 
 /// The first bytes of `file`, at most `max` (enough to tell a removal marker).
@@ -161,22 +164,22 @@ fn hint_actions(
             file,
             crate::DEFAULT_INDEX_INTERVAL_BYTES,
         )?;
-        if let Err(reason) = crate::check::verify_hint(store, hint, &segment) {
+        if let Err(reason) = super::check::verify_hint(store, hint, &segment) {
             plan.actions.push(RepairAction::DropHint { file: hint.clone(), reason });
         }
     }
     Ok(())
 }
 
-/// Carries out a native `plan` (see [`super::apply`]).
-pub(super) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<RepairOutcome> {
+/// Carries out a native `plan` (see [`crate::repair::apply`]).
+pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<RepairOutcome> {
     let mut backups = Backups::new(store, stamp);
     let mut done = Vec::new();
     let sync_dir = || store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY));
     // 1. Invalid `.swap` files go, their segments restored, before any swap is finished.
     for action in &plan.actions {
         let RepairAction::DiscardSwap { file, .. } = action else { continue };
-        let Some((base, _)) = crate::names::parse_file_name(file) else { continue };
+        let Some((base, _)) = crate::format::native::names::parse_file_name(file) else { continue };
         let swap = store.open(file).map_err(Error::io("open", file))?;
         let marker = head(&swap, file, crate::removal::MARKER_BYTES + 1)?;
         backups.keep_file(file)?;
@@ -201,7 +204,7 @@ pub(super) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
     // 3. Damaged ranges are cut, one segment at a time, each replaced atomically.
     for action in &plan.actions {
         let RepairAction::CutRanges { segment, ranges, active, .. } = action else { continue };
-        let Some((base, FileKind::Log)) = crate::names::parse_file_name(segment) else { continue };
+        let Some((base, FileKind::Log)) = crate::format::native::names::parse_file_name(segment) else { continue };
         let file = store.open(segment).map_err(Error::io("open", segment))?;
         for &(start, end) in ranges {
             backups.keep_range(&format!("{segment}.{start}-{end}"), &file, start, end)?;

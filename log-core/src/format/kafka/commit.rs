@@ -1,6 +1,6 @@
 //! Swapping cleaned segments into a Kafka partition with a broker's own file protocol (`LocalLog.replaceSegments`),
 //! one group at a time, as Kafka's cleaner does, so that a broker started after a crash of ours finishes or
-//! undoes each group exactly as it would its own (and so does our own open, [`super::open`]):
+//! undoes each group exactly as it would its own (and so does our own open, [`super::recovery`]):
 //!
 //! 1. the group's output files are renamed from `.cleaned` to `.swap` (the log first, then its indexes), and
 //!    the directory synced: from here the group is committed;
@@ -59,7 +59,7 @@ impl Log {
             let base = new.base();
             // 1. `.cleaned` → `.swap`: the commit point of this group.
             let mut outputs = Vec::new();
-            for file in SegmentFile::ALL {
+            for file in super::files::FILES {
                 let cleaned = name(base, file, Stage::Cleaned);
                 if owned.contains(&cleaned) && self.check(exists(&cleaned))? {
                     let swap = name(base, file, Stage::Swap);
@@ -71,7 +71,7 @@ impl Log {
             // 2. The old segments' files → `.deleted`.
             let mut deleted = Vec::new();
             for segment in &old {
-                for file in SegmentFile::ALL {
+                for file in super::files::FILES {
                     let live = name(segment.base(), file, Stage::Live);
                     if self.check(exists(&live))? {
                         let gone = name(segment.base(), file, Stage::Deleted);

@@ -7,10 +7,19 @@
 //! A broker treats both as hints it can rebuild; this project never reads them back to serve a read (it walks
 //! the batch headers instead) but writes them with every segment it writes, so the broker does not have to.
 
-use crate::segment::{KafkaIndexFiles, Stamp};
+use crate::format::Stamp;
 
 /// Kafka's default `index.interval.bytes`.
 pub const INDEX_INTERVAL_BYTES: u64 = 4096;
+
+/// The bytes of a Kafka segment's `.index` and `.timeindex`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KafkaIndexFiles {
+    /// `.index`: relative offset i32, position i32 (big-endian).
+    pub offset_index: Vec<u8>,
+    /// `.timeindex`: timestamp i64, relative offset i32 (big-endian).
+    pub time_index: Vec<u8>,
+}
 
 /// The two indexes of one segment being written.
 #[derive(Debug, Clone)]

@@ -11,14 +11,16 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{Backups, RepairAction, RepairOutcome, RepairPlan, Rewrite, damage, delete_quietly, rewrite_without};
-use crate::batch::Format;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
+use crate::format::Format;
 use crate::kafka::files::{SegmentFile, Stage, name, write_indexes};
 use crate::kafka::index::{KafkaIndexes, OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES, offset_entry, time_entry};
-use crate::kafka::open::{self, KafkaLayout};
+use crate::kafka::recovery::{self as open, KafkaLayout};
 use crate::kafka::txn::{AbortedTxn, MAX_TXN_INDEX_BYTES, SegmentTxns, TxnState, index_disagreement};
+use crate::repair::{
+    Backups, RepairAction, RepairOutcome, RepairPlan, Rewrite, damage, delete_quietly, rewrite_without,
+};
 use crate::scan::{SegmentScan, SegmentSource};
 use crate::segment::Stamp;
 use crate::storage::{Segment, SegmentStore};
@@ -329,8 +331,8 @@ fn rebuild_indexes(store: &dyn SegmentStore, base: u64, segment: &str, interval:
     write_indexes(store, base, &indexes.finish(), Stage::Live)
 }
 
-/// Carries out a Kafka `plan` (see [`super::apply`]).
-pub(super) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<RepairOutcome> {
+/// Carries out a Kafka `plan` (see [`crate::repair::apply`]).
+pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<RepairOutcome> {
     let mut backups = Backups::new(store, stamp);
     let mut done = Vec::new();
     let sync_dir = || store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY));

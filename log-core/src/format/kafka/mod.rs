@@ -20,24 +20,27 @@
 #![expect(clippy::big_endian_bytes, reason = "Kafka's format is big-endian")]
 
 pub(crate) mod append;
-mod batch;
-mod build;
+pub(crate) mod check;
 pub mod checkpoints;
-pub mod compression;
+pub mod codec;
+pub(crate) mod commit;
 pub mod files;
 pub mod index;
 pub mod metadata_log;
-pub(crate) mod open;
-pub(crate) mod swap;
+pub(crate) mod output;
+pub(crate) mod recovery;
+pub(crate) mod repair;
 pub mod txn;
-pub mod varint;
+pub mod txn_index;
 
-pub use batch::{
+pub use codec::{compression, varint};
+
+pub use checkpoints::topic_partition;
+pub use codec::batch::{
     Batch, BatchHeader, BatchProblem, HEADER_BYTES, KafkaRecord, LOG_OVERHEAD, MAGIC_OFFSET, MAX_DECOMPRESSED_BYTES,
     MIN_RECORD_BYTES, Records,
 };
-pub use build::{BuildError, RecordToWrite, new_header, write_batch, write_batch_from};
-pub use checkpoints::topic_partition;
-pub use compression::{Compression, DecompressError};
+pub use codec::build::{BuildError, RecordToWrite, new_header, write_batch, write_batch_from};
+pub use codec::compression::{Compression, DecompressError};
 pub use index::INDEX_INTERVAL_BYTES;
-pub use open::KafkaLayout;
+pub use recovery::KafkaLayout;

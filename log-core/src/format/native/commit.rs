@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use crate::cleaning::Replacement;
 use crate::error::{Error, ReplacementProblem, Result};
+use crate::format::native::names::{FileKind, file_name, parse_file_name};
 use crate::log::Log;
-use crate::names::{FileKind, file_name, parse_file_name};
 use crate::segment::SealedSegment;
 
 fn bad(base: u64, problem: ReplacementProblem) -> Error {

@@ -1,29 +1,17 @@
-//! The transaction state of a Kafka partition, derived from its batches as a broker's segment recovery derives
-//! it: which transactions were aborted, which are still open, where the last stable offset (LSO) lies, and the
-//! last data batch of every producer.
+//! The transaction state of a log, whatever its format: which transactions were aborted, which are still
+//! open, where the last stable offset (LSO) lies, and the last data batch of every producer. A format that has
+//! no transactions (the native format) has none of it: its state is empty and its LSO the log end.
 //!
-//! A transactional producer's data batches open a transaction at the first of them; its control batch (a
-//! marker whose one record's key is a version and a type, `0` ABORT, `1` COMMIT) ends it. An aborted
-//! transaction spans from its first data batch to its marker (a marker without data before it is an empty
-//! transaction spanning only itself), as the entries of Kafka's `.txnindex` do. A transaction with no marker
-//! yet is open: the LSO is the first offset of the earliest open one (else the log end), and no cleaner may
-//! take anything at or past it.
+//! A transactional producer's data batches open a transaction at the first of them; its marker (`ABORT` or
+//! `COMMIT`) ends it. An aborted transaction spans from its first data batch to its marker (a marker without
+//! data before it is an empty transaction spanning only itself), as the entries of Kafka's `.txnindex` do. A
+//! transaction with no marker yet is open: the LSO is the first offset of the earliest open one (else the log
+//! end), and no cleaner may take anything at or past it.
 //!
-//! The walk reads batch headers only (61 bytes a batch), and the whole of a control batch, which is a record
-//! of a few bytes. A closed segment's share is computed once and kept with the segment
-//! ([`crate::SealedSegment::transactions`]); the active segment is walked afresh each time.
+//! A segment's events are read by its format (Kafka: from its batch headers) once, and kept with the segment
+//! ([`crate::SealedSegment::transactions`]); [`TxnState::fold`] folds them in log order.
 
 use std::collections::HashMap;
-
-use crate::error::{CorruptKind, Error, Result};
-use crate::kafka::{Batch, BatchHeader};
-use crate::scan::SegmentSource;
-
-/// Bytes of one `.txnindex` entry (version i16, producer id i64, first, last and last stable offsets i64).
-pub const TXN_INDEX_ENTRY_BYTES: usize = 34;
-
-/// The largest control batch read (Kafka's is one record of a few bytes; more is damage, not a marker).
-const MAX_CONTROL_BATCH_BYTES: u64 = 64 << 10;
 
 /// What a transaction marker says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,117 +70,6 @@ pub struct SegmentTxns {
     pub last_data_batch: Vec<(i64, u64)>,
 }
 
-impl SegmentTxns {
-    /// Walks the batch headers of `source` up to `end` (a zero fill ends the data), reading each control batch
-    /// whole.
-    ///
-    /// # Errors
-    /// [`Error::Corrupt`] for a header that does not parse, a length past `end`, or a control batch without a
-    /// control record; [`Error::Io`].
-    pub fn scan(source: &SegmentSource, name: &str, end: u64) -> Result<SegmentTxns> {
-        let mut out = SegmentTxns::default();
-        let mut last: HashMap<i64, u64> = HashMap::new();
-        let mut problem: Option<Error> = None;
-        let mut buf = Vec::new();
-        crate::for_each_kafka_header(source, name, end, |pos, h| {
-            if problem.is_some() || h.producer_id < 0 {
-                return;
-            }
-            let (Ok(base), Ok(last_offset)) = (u64::try_from(h.base_offset), u64::try_from(h.last_offset())) else {
-                return;
-            };
-            if h.is_control() {
-                match read_marker(source, name, pos, h, &mut buf) {
-                    Ok((kind, coordinator_epoch)) => out.events.push(TxnEvent::Marker {
-                        producer_id: h.producer_id,
-                        producer_epoch: h.producer_epoch,
-                        offset: base,
-                        kind,
-                        coordinator_epoch,
-                        bytes: h.size() as u64,
-                    }),
-                    Err(e) => problem = Some(e),
-                }
-                return;
-            }
-            last.insert(h.producer_id, base);
-            if h.is_transactional() {
-                out.events.push(TxnEvent::Data {
-                    producer_id: h.producer_id,
-                    producer_epoch: h.producer_epoch,
-                    base_offset: base,
-                    last_offset,
-                    timestamp: h.base_timestamp,
-                    records: u64::try_from(h.records_count).unwrap_or(0),
-                    bytes: h.size() as u64,
-                });
-            }
-        })?;
-        if let Some(e) = problem {
-            return Err(e);
-        }
-        out.last_data_batch = last.into_iter().collect();
-        out.last_data_batch.sort_unstable();
-        Ok(out)
-    }
-}
-
-/// The type and coordinator epoch of the control batch at `pos`.
-fn read_marker(
-    source: &SegmentSource,
-    name: &str,
-    pos: u64,
-    h: &BatchHeader,
-    buf: &mut Vec<u8>,
-) -> Result<(MarkerType, i32)> {
-    let corrupt = |what| Error::Corrupt { segment: name.to_owned(), position: pos, kind: CorruptKind::Malformed(what) };
-    let len = h.size() as u64;
-    if len > MAX_CONTROL_BATCH_BYTES {
-        return Err(corrupt("a control batch larger than any transaction marker"));
-    }
-    buf.clear();
-    buf.resize(len as usize, 0);
-    source.read_at(pos, buf).map_err(Error::io("read", name))?;
-    let batch = Batch::parse_unverified(buf).map_err(|p| Error::Corrupt {
-        segment: name.to_owned(),
-        position: pos,
-        kind: CorruptKind::Kafka(p),
-    })?;
-    let mut scratch = Vec::new();
-    let mut records = batch.records(&mut scratch).map_err(|p| Error::Corrupt {
-        segment: name.to_owned(),
-        position: pos,
-        kind: CorruptKind::Kafka(p),
-    })?;
-    let record = records
-        .next()
-        .ok_or_else(|| corrupt("a control batch without a control record"))?
-        .map_err(|p| Error::Corrupt { segment: name.to_owned(), position: pos, kind: CorruptKind::Kafka(p) })?;
-    let kind = marker_type(record.key).ok_or_else(|| corrupt("a control record without its key"))?;
-    // The value: a version (2 bytes) and the coordinator's epoch (4 bytes).
-    let coordinator_epoch =
-        record.value.filter(|v| v.len() >= 6).map_or(-1, |v| i32::from_be_bytes([v[2], v[3], v[4], v[5]]));
-    Ok((kind, coordinator_epoch))
-}
-
-/// What the key of a control record says (a version, then the type: `0` ABORT, `1` COMMIT); `None` for a key
-/// too short to be one.
-pub fn marker_type(key: Option<&[u8]>) -> Option<MarkerType> {
-    let key = key.filter(|k| k.len() >= 4)?;
-    Some(match i16::from_be_bytes([key[2], key[3]]) {
-        0 => MarkerType::Abort,
-        1 => MarkerType::Commit,
-        other => MarkerType::Other(other),
-    })
-}
-
-/// The coordinator epoch in the value of a control record (a version, 2 bytes, then the epoch, 4 bytes);
-/// `None` for a value too short to hold one.
-pub fn coordinator_epoch(value: Option<&[u8]>) -> Option<i32> {
-    let v = value.filter(|v| v.len() >= 6)?;
-    Some(i32::from_be_bytes([v[2], v[3], v[4], v[5]]))
-}
-
 impl std::fmt::Display for MarkerType {
     /// As Kafka names the types (`kafka-dump-log.sh` prints `endTxnMarker: COMMIT`).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -204,7 +81,7 @@ impl std::fmt::Display for MarkerType {
     }
 }
 
-/// An aborted transaction: Kafka's `.txnindex` entry.
+/// An aborted transaction (what an entry of Kafka's `.txnindex` records).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct AbortedTxn {
     /// Its producer.
@@ -216,50 +93,6 @@ pub struct AbortedTxn {
     /// The LSO once the marker was written: the first offset of the earliest other open transaction, else the
     /// marker's offset + 1.
     pub last_stable_offset: u64,
-}
-
-impl AbortedTxn {
-    /// Appends this entry as Kafka's `.txnindex` holds it: version 0 (i16), producer id, first, last and last
-    /// stable offsets (i64), big-endian.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&0i16.to_be_bytes());
-        out.extend_from_slice(&self.producer_id.to_be_bytes());
-        for o in [self.first_offset, self.last_offset, self.last_stable_offset] {
-            out.extend_from_slice(&i64::try_from(o).unwrap_or(i64::MAX).to_be_bytes());
-        }
-    }
-
-    /// The entries of a `.txnindex` file's bytes; `Err` with the byte position of the first that is not whole
-    /// or not version 0, or holds a negative offset or a last offset before its first.
-    pub fn decode_all(bytes: &[u8]) -> std::result::Result<Vec<AbortedTxn>, u64> {
-        let mut out = Vec::with_capacity(bytes.len() / TXN_INDEX_ENTRY_BYTES);
-        for (i, e) in bytes.chunks(TXN_INDEX_ENTRY_BYTES).enumerate() {
-            let at = (i * TXN_INDEX_ENTRY_BYTES) as u64;
-            if e.len() < TXN_INDEX_ENTRY_BYTES || i16::from_be_bytes([e[0], e[1]]) != 0 {
-                return Err(at);
-            }
-            let long = |k: usize| {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&e[k..k + 8]);
-                i64::from_be_bytes(b)
-            };
-            let (Ok(first), Ok(last), Ok(lso)) =
-                (u64::try_from(long(10)), u64::try_from(long(18)), u64::try_from(long(26)))
-            else {
-                return Err(at);
-            };
-            if last < first {
-                return Err(at);
-            }
-            out.push(AbortedTxn {
-                producer_id: long(2),
-                first_offset: first,
-                last_offset: last,
-                last_stable_offset: lso,
-            });
-        }
-        Ok(out)
-    }
 }
 
 /// A transaction without a marker yet.
@@ -500,66 +333,6 @@ pub fn index_disagreement(base: u64, end: u64, entries: &[AbortedTxn], txns: &Tx
         last_offset: uncovered.last_offset,
         why: "no entry covers it, though its data is still there",
     })
-}
-
-/// The largest `.txnindex` read (Kafka's hold a few entries; more is damage).
-pub const MAX_TXN_INDEX_BYTES: u64 = 64 << 20;
-
-/// Checks every segment's `.txnindex` in `store` against `txns` (see [`index_disagreement`]), narrowing an
-/// aborted transaction to its entry where the entry starts later (Kafka's index is the authority on where an
-/// aborted transaction begins once markers before it are gone). Returns the
-/// names of the `.txnindex` files that are missing though their segment holds the marker of an aborted
-/// transaction with data left (a broker reads no aborted transaction there; a compaction writes the file).
-///
-/// # Errors
-/// [`Error::Corrupt`] naming the file ([`CorruptKind::TxnIndex`], or [`CorruptKind::Malformed`] for bytes
-/// that are not whole version-0 entries, with the position); [`Error::Io`].
-pub fn verify_index_files(
-    store: &dyn crate::storage::SegmentStore,
-    snapshot: &crate::reader::LogSnapshot,
-    txns: &mut TxnState,
-) -> Result<Vec<String>> {
-    use crate::kafka::files::{SegmentFile, Stage, name};
-    let mut missing = Vec::new();
-    if snapshot.format() != crate::Format::Kafka {
-        return Ok(missing);
-    }
-    let mut bases: Vec<u64> = snapshot.closed().iter().map(|s| s.base()).collect();
-    bases.push(snapshot.active_base());
-    for (i, &base) in bases.iter().enumerate() {
-        let end = bases.get(i + 1).copied().unwrap_or_else(|| snapshot.next_offset().max(base.saturating_add(1)));
-        let file = name(base, SegmentFile::TxnIndex, Stage::Live);
-        let f = match store.open(&file) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let needed =
-                    txns.aborted.iter().any(|d| (base..end).contains(&d.last_offset) && d.first_offset < d.last_offset);
-                if needed {
-                    missing.push(file);
-                }
-                continue;
-            }
-            Err(e) => return Err(Error::io("open", &file)(e)),
-        };
-        let len = f.len();
-        let malformed =
-            |position, what| Error::Corrupt { segment: file.clone(), position, kind: CorruptKind::Malformed(what) };
-        if len > MAX_TXN_INDEX_BYTES {
-            return Err(malformed(0, "a transaction index larger than any (64 MiB)"));
-        }
-        let mut bytes = vec![0u8; len as usize];
-        f.read_at(0, &mut bytes).map_err(Error::io("read", &file))?;
-        let entries = AbortedTxn::decode_all(&bytes)
-            .map_err(|at| malformed(at, "not a whole version-0 transaction index entry"))?;
-        if let Some(d) = index_disagreement(base, end, &entries, txns) {
-            let position = d.entry.map_or(0, |i| (i * TXN_INDEX_ENTRY_BYTES) as u64);
-            return Err(Error::Corrupt { segment: file, position, kind: CorruptKind::TxnIndex(d) });
-        }
-        for e in &entries {
-            txns.narrow(e.producer_id, e.last_offset, e.first_offset);
-        }
-    }
-    Ok(missing)
 }
 
 #[cfg(test)]

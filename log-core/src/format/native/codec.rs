@@ -25,14 +25,14 @@
 )]
 
 use crate::error::CorruptKind;
-use crate::record::{Header, RecordRef};
+use crate::record::{Header, HeaderBytes, HeaderSplit, RecordRef};
 
 /// Version byte written into every frame.
 pub const FORMAT_VERSION: u8 = 1;
 /// Size of the frame header (length + CRC).
 pub const FRAME_HEADER_BYTES: usize = 8;
-/// Largest body a frame may carry (64 MiB, well above Kafka's default 1 MiB message limit).
-pub const MAX_RECORD_BYTES: usize = 64 << 20;
+/// Largest body a frame may carry ([`crate::record::MAX_RECORD_BYTES`]).
+pub const MAX_RECORD_BYTES: usize = crate::record::MAX_RECORD_BYTES;
 /// Smallest possible body: version, flags, offset, timestamp, header count.
 const MIN_BODY_BYTES: usize = 1 + 1 + 8 + 8 + 2;
 
@@ -302,7 +302,7 @@ fn decode_body(body: &[u8]) -> Result<RecordRef<'_>, CorruptKind> {
     if !scan.is_empty() {
         return Err(CorruptKind::Malformed("trailing bytes after the headers"));
     }
-    let headers = crate::record::HeaderBytes::Native { bytes: headers, count };
+    let headers = HeaderBytes { bytes: headers, count: usize::from(count), split: split_one_header };
     Ok(RecordRef { offset, timestamp: timestamp as i64, key, value, delete_horizon, body_bytes: body.len(), headers })
 }
 
@@ -338,6 +338,13 @@ pub(crate) fn split_header(b: &[u8]) -> Option<(&[u8], &[u8])> {
     let (len, rest) = split_u16(b)?;
     let len = usize::from(len);
     (rest.len() >= len).then(|| rest.split_at(len))
+}
+
+/// One header of a validated block: u16-prefixed name, u32-prefixed value (never null in this format).
+fn split_one_header(b: &[u8]) -> Option<HeaderSplit<'_>> {
+    let (name, rest) = split_header(b)?;
+    let (value, rest) = split_bytes_u32(rest)?;
+    Some((name, Some(value), rest))
 }
 
 #[cfg(test)]

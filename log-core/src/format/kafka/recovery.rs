@@ -26,12 +26,14 @@ use std::io;
 use std::sync::Arc;
 
 use super::files::{KafkaName, SegmentFile, Stage, classify, name};
-use crate::batch::Format;
 use crate::checkpoint::CheckpointFile;
 use crate::config::LogConfig;
 use crate::error::{CorruptKind, Error, Result};
+use crate::format::Format;
 use crate::log::{Active, Log, RecoveryReport};
-use crate::open::{Parts, Source, build, checkpoint_within, delete_if_exists, load_closed, sync_dir};
+use crate::open::{
+    Parts, Source, above_log_start, build, checkpoint_within, delete_if_exists, load_closed, open_back_half, sync_dir,
+};
 use crate::segment::SealedSegment;
 use crate::storage::{Segment, SegmentStore};
 use crate::tail;
@@ -386,65 +388,8 @@ impl Log {
         let mut report = recover_files(&*store, &layout, &config)?;
         report.ignored_files = layout.foreign.clone();
         let layout = KafkaLayout::scan(&*store)?;
-        let mut logs = layout.files(SegmentFile::Log, Stage::Live);
-        let (active_base, active_name) = match logs.pop_last() {
-            Some(last) => last,
-            None => {
-                let n = name(0, SegmentFile::Log, Stage::Live);
-                store.create(&n).map_err(Error::io("create", &n))?;
-                sync_dir(&*store)?;
-                (0, n)
-            }
-        };
-        let mut sources = Vec::with_capacity(logs.len());
-        for (base, n) in logs {
-            let file = store.open(&n).map_err(Error::io("open", &n))?;
-            sources.push(Source { base, name: n, file, loaded: None });
-        }
-        let (mut closed, mut previous) = load_closed(Format::Kafka, &*store, sources, &config, true, &mut report)?;
-        check_below(previous, active_base, &active_name)?;
-        let mut file = store.open(&active_name).map_err(Error::io("open", &active_name))?;
-        let (mut active_base, mut active_name) = (active_base, active_name);
-        if file.is_sealed() && file.is_empty() {
-            // A store that outlives the process (storage-mem reused in one process) can hand back the last
-            // segment sealed: an empty one is made anew under its base.
-            store.delete(&active_name).map_err(Error::io("delete", &active_name))?;
-            file = store.create(&active_name).map_err(Error::io("create", &active_name))?;
-            sync_dir(&*store)?;
-        } else if file.is_sealed() {
-            // A sealed last segment (a roll that failed half-way, in a store that outlives the process)
-            // becomes a closed segment and a new active segment starts after it.
-            let segment = SealedSegment::load(
-                Format::Kafka,
-                active_base,
-                active_name.clone(),
-                file,
-                config.index_interval_bytes,
-            )?;
-            active_base = segment.next_offset();
-            previous = segment.last_offset().or(previous);
-            closed.push(Arc::new(segment));
-            active_name = name(active_base, SegmentFile::Log, Stage::Live);
-            file = store.create(&active_name).map_err(Error::io("create", &active_name))?;
-            sync_dir(&*store)?;
-        }
-        let (summary, torn) =
-            tail::scan_active(Format::Kafka, active_base, &active_name, &file, previous, config.index_interval_bytes)?;
-        if let Some(torn) = &torn {
-            file.truncate(torn.position).map_err(Error::io("truncate", &active_name))?;
-            file.sync().map_err(Error::io("sync", &active_name))?;
-        }
-        report.truncated_tail = torn;
-        let next_offset = summary.summary.last_offset.map_or(active_base, |l| l + 1);
-        let (log_start_checkpoint, high_watermark) = checkpoint.broker_offsets()?;
-        let log_start = closed.first().map_or(active_base, |s| s.base());
-        let checkpoint_at = checkpoint_within(&checkpoint, &*store, log_start, active_base, next_offset, &mut report)?;
-        let checkpoint_at = above_log_start(checkpoint_at, log_start_checkpoint, active_base);
-        let active = Active { base: active_base, name: active_name, file, summary, frozen_len: None };
-        let parts = Parts { closed, active, next_offset, checkpoint: checkpoint_at, report };
-        let mut log = build(Format::Kafka, checkpoint, store, config, parts, false);
-        log.high_watermark = high_watermark;
-        Ok(log)
+        let logs = layout.files(SegmentFile::Log, Stage::Live);
+        open_back_half(Format::Kafka, checkpoint, store, config, logs, report)
     }
 
     /// Opens the Kafka partition in `store` for reading only: nothing is written, created, cut or removed, no
@@ -554,11 +499,4 @@ fn describe(layout: &KafkaLayout) -> String {
     }
     shown.sort_unstable();
     format!("no segment file (<20-digit base>.log); other files: {}", shown.join(", "))
-}
-
-/// The cleaner checkpoint raised to the log start the broker recorded (`log-start-offset-checkpoint`), as
-/// Kafka's cleaner starts there when its checkpoint is below it: nothing below the log start is live. Never
-/// past the active segment.
-fn above_log_start(checkpoint: u64, recorded_log_start: Option<u64>, active_base: u64) -> u64 {
-    recorded_log_start.map_or(checkpoint, |r| checkpoint.max(r.min(active_base)))
 }

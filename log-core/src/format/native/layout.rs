@@ -7,7 +7,8 @@ use std::io;
 use std::sync::Arc;
 
 use crate::error::{CorruptKind, Error, Result};
-use crate::names::{CHECKPOINT_FILE, CHECKPOINT_TMP_FILE, FileKind, NameClass, classify};
+use crate::format::native::names::{FileKind, NameClass, classify};
+use crate::names::{CHECKPOINT_FILE, CHECKPOINT_TMP_FILE};
 use crate::removal;
 use crate::segment::SealedSegment;
 use crate::storage::SegmentStore;

@@ -2,12 +2,12 @@
 //! with no producer (`producerId` -1), `CreateTime`, leader epoch 0, as a plain producer's single send would
 //! be stored.
 
-use super::build::{RecordToWrite, new_header, write_batch};
-use super::compression::Compression;
-use super::varint::write_varint;
+use super::codec::build::{RecordToWrite, new_header, write_batch};
+use super::codec::compression::Compression;
+use super::codec::varint::write_varint;
 use crate::codec::MAX_RECORD_BYTES;
 use crate::error::{Error, Result};
-use crate::log::AppendRecord;
+use crate::record::AppendRecord;
 
 /// Appends to `out` the batch holding `rec` at `offset`; returns its length.
 ///

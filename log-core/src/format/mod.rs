@@ -13,13 +13,18 @@
     reason = "a CorruptKind can hold a codec's message: built eagerly, every good frame would pay for dropping it"
 )]
 
+pub mod checkpoint;
+pub(crate) mod dispatch;
+pub mod kafka;
+pub mod native;
+
 use serde::Serialize;
 
 use crate::codec;
 use crate::error::CorruptKind;
-use crate::kafka::{self, BatchHeader, BatchProblem};
 use crate::names::MAX_OFFSET;
 use crate::record::{HeaderBytes, RecordRef};
+use kafka::{BatchHeader, BatchProblem};
 
 /// The layout of a segment's bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, serde::Deserialize)]
@@ -310,7 +315,7 @@ impl<'a> BatchRef<'a> {
         horizon: Option<i64>,
         out: &mut Vec<u8>,
         scratch: &mut Vec<u8>,
-    ) -> Result<crate::segment::Stamp, CorruptKind> {
+    ) -> Result<Stamp, CorruptKind> {
         self.rewrite_from(kept.iter().copied(), horizon, out, scratch)
     }
 
@@ -325,7 +330,7 @@ impl<'a> BatchRef<'a> {
         horizon: Option<i64>,
         out: &mut Vec<u8>,
         scratch: &mut Vec<u8>,
-    ) -> Result<crate::segment::Stamp, CorruptKind>
+    ) -> Result<Stamp, CorruptKind>
     where
         I: Iterator<Item = RecordRef<'r>> + Clone,
     {
@@ -336,7 +341,7 @@ impl<'a> BatchRef<'a> {
                 let mut kept = kept;
                 let rec = kept.next().ok_or(CANNOT)?;
                 codec::encode_ref_with_horizon(&rec, horizon, out).map_err(|_| CANNOT)?;
-                Ok(crate::segment::Stamp {
+                Ok(Stamp {
                     base_offset: rec.offset,
                     last_offset: rec.offset,
                     records: 1,
@@ -347,10 +352,7 @@ impl<'a> BatchRef<'a> {
             BatchKind::Kafka(header) => {
                 let count = kept.clone().count() as u64;
                 let records = kept.map(|r| {
-                    let (header_bytes, header_count) = match r.headers {
-                        HeaderBytes::Kafka { bytes, count } => (bytes, count),
-                        HeaderBytes::Native { .. } => (&[][..], 0),
-                    };
+                    let (header_bytes, header_count) = r.header_block();
                     kafka::RecordToWrite {
                         offset: r.offset as i64,
                         timestamp: r.timestamp,
@@ -364,7 +366,7 @@ impl<'a> BatchRef<'a> {
                 scratch.clear();
                 kafka::write_batch_from(&header, codec, horizon, records, out, scratch).map_err(|_| CANNOT)?;
                 let written = BatchHeader::parse(out).map_err(kafka_problem)?;
-                Ok(crate::segment::Stamp {
+                Ok(Stamp {
                     base_offset: self.base_offset,
                     last_offset: self.last_offset,
                     records: count,
@@ -445,9 +447,42 @@ impl<'s> Iterator for BatchRecords<'s> {
                     value: rec.value,
                     delete_horizon: *horizon,
                     body_bytes: rec.body.len(),
-                    headers: HeaderBytes::Kafka { bytes: rec.header_bytes, count: rec.header_count },
+                    headers: HeaderBytes {
+                        bytes: rec.header_bytes,
+                        count: rec.header_count,
+                        split: kafka::codec::batch::split_header,
+                    },
                 }))
             }
+        }
+    }
+}
+
+/// What the summary of a segment learns from one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// Its first offset.
+    pub base_offset: u64,
+    /// Its last offset.
+    pub last_offset: u64,
+    /// Its records.
+    pub records: u64,
+    /// Its largest timestamp, ms since the Unix epoch.
+    pub max_timestamp: i64,
+    /// Its delete horizon, once stamped.
+    pub delete_horizon: Option<i64>,
+}
+
+impl Stamp {
+    /// The stamp of `batch`.
+    #[inline]
+    pub fn of(batch: &BatchRef<'_>) -> Self {
+        Stamp {
+            base_offset: batch.base_offset,
+            last_offset: batch.last_offset,
+            records: batch.record_count,
+            max_timestamp: batch.max_timestamp,
+            delete_horizon: batch.delete_horizon,
         }
     }
 }

@@ -432,3 +432,24 @@ impl<'s> Iterator for Records<'s> {
         Some(r)
     }
 }
+/// Bytes of a batch header that are all zero where a preallocated segment's data ends (base offset, length,
+/// leader epoch and magic).
+const ZERO_HEADER_BYTES: usize = MAGIC_OFFSET + 1;
+
+/// True when the bytes at a batch start are where a preallocated segment's data ends: a header of zeros
+/// (Kafka's `log.preallocate`).
+pub fn is_zero_header(head: &[u8]) -> bool {
+    !head.is_empty() && head.iter().take(ZERO_HEADER_BYTES).all(|&b| b == 0)
+}
+
+/// A record header split off its block: name, value (`None`: null), and the rest of the block.
+pub type HeaderSplit<'b> = (&'b [u8], Option<&'b [u8]>, &'b [u8]);
+
+/// One record header of a validated header block: varint-prefixed name, varint-prefixed value (-1: null), and
+/// the rest of the block.
+pub fn split_header(block: &[u8]) -> Option<HeaderSplit<'_>> {
+    let mut pos = 0;
+    let name = read_bytes(block, &mut pos).ok()??;
+    let value = read_bytes(block, &mut pos).ok()?;
+    Some((name, value, block.get(pos..)?))
+}

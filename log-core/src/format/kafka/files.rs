@@ -3,69 +3,16 @@
 //! producer snapshots (`<offset>.snapshot`); and the broker's own files (`leader-epoch-checkpoint`,
 //! `partition.metadata`), left alone.
 
+use super::index::KafkaIndexFiles;
 use crate::error::{Error, Result};
 use crate::names::{BASE_DIGITS, MAX_OFFSET};
-use crate::segment::KafkaIndexFiles;
 use crate::storage::SegmentStore;
 
-/// One of a segment's files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum SegmentFile {
-    /// `.log`: the batches.
-    Log,
-    /// `.index`: the offset index.
-    OffsetIndex,
-    /// `.timeindex`: the time index.
-    TimeIndex,
-    /// `.txnindex`: the aborted transactions whose markers the segment holds.
-    TxnIndex,
-}
+pub use crate::names::{SegmentFile, Stage, name};
 
-impl SegmentFile {
-    /// Every file of a segment, the log first (the order Kafka renames them in).
-    pub const ALL: [SegmentFile; 4] =
-        [SegmentFile::Log, SegmentFile::OffsetIndex, SegmentFile::TimeIndex, SegmentFile::TxnIndex];
-
-    /// Its suffix.
-    pub fn suffix(self) -> &'static str {
-        match self {
-            SegmentFile::Log => ".log",
-            SegmentFile::OffsetIndex => ".index",
-            SegmentFile::TimeIndex => ".timeindex",
-            SegmentFile::TxnIndex => ".txnindex",
-        }
-    }
-}
-
-/// Where a segment file stands in the cleaner's swap protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Stage {
-    /// In use.
-    Live,
-    /// Written by a pass, not committed.
-    Cleaned,
-    /// Committed, waiting to replace the segments it covers.
-    Swap,
-    /// Replaced, waiting to be deleted.
-    Deleted,
-}
-
-impl Stage {
-    /// Its suffix after the file's own.
-    pub fn suffix(self) -> &'static str {
-        match self {
-            Stage::Live => "",
-            Stage::Cleaned => ".cleaned",
-            Stage::Swap => ".swap",
-            Stage::Deleted => ".deleted",
-        }
-    }
-}
-
-/// `<20-digit base><file suffix><stage suffix>`.
-pub fn name(base: u64, file: SegmentFile, stage: Stage) -> String {
-    format!("{base:0width$}{}{}", file.suffix(), stage.suffix(), width = BASE_DIGITS)
-}
+/// Every file of a Kafka segment, the log first (the order Kafka renames them in).
+pub const FILES: [SegmentFile; 4] =
+    [SegmentFile::Log, SegmentFile::OffsetIndex, SegmentFile::TimeIndex, SegmentFile::TxnIndex];
 
 /// What a name in a partition directory is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,8 +50,7 @@ pub fn classify(name: &str) -> KafkaName {
     if let Some(stem) = rest.strip_suffix(".snapshot") {
         return if digits(stem) { KafkaName::Snapshot } else { KafkaName::Foreign };
     }
-    let Some((stem, file)) = SegmentFile::ALL.into_iter().find_map(|f| rest.strip_suffix(f.suffix()).map(|s| (s, f)))
-    else {
+    let Some((stem, file)) = FILES.into_iter().find_map(|f| rest.strip_suffix(f.suffix()).map(|s| (s, f))) else {
         return KafkaName::Foreign;
     };
     if !digits(stem) {
@@ -159,7 +105,7 @@ mod tests {
 
     #[test]
     fn names_classify_as_kafka_reads_them() {
-        for file in SegmentFile::ALL {
+        for file in FILES {
             for stage in [Stage::Live, Stage::Cleaned, Stage::Swap, Stage::Deleted] {
                 let n = name(42, file, stage);
                 assert_eq!(classify(&n), KafkaName::Segment { base: 42, file, stage }, "{n}");

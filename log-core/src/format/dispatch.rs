@@ -1,0 +1,263 @@
+//! What the log's core asks a segment format, one question a method: the one place outside each format's own
+//! modules that tells the two apart. `Log`, its readers, segments, the cleaning transaction, group copies and
+//! the swap proofs call these and never compare formats themselves; a third format adds an arm to each match
+//! here and its own module beside [`super::native`] and [`super::kafka`].
+
+use super::kafka::index::{KafkaIndexFiles, KafkaIndexes};
+use super::{Format, Stamp, kafka, native};
+use crate::cleaning::Replacement;
+use crate::error::Result;
+use crate::log::Log;
+use crate::names::{SegmentFile, Stage, name};
+use crate::record::AppendRecord;
+use crate::storage::{SegmentSource, SegmentStore};
+use crate::txn::SegmentTxns;
+
+impl Format {
+    /// Whether a log of this format may keep its cleaner checkpoint in `checkpoint` (a native log keeps its own;
+    /// a Kafka partition's lives in its broker's log directory, or nowhere).
+    pub(crate) fn checkpoint_placement_allowed(self, checkpoint: &crate::CheckpointFile) -> bool {
+        match self {
+            Format::Native => matches!(checkpoint, crate::CheckpointFile::Own),
+            Format::Kafka => true,
+        }
+    }
+
+    /// Opens a log of this format by the format's recovery, writable or `read_only` (see
+    /// [`Log::open_with`]).
+    ///
+    /// # Errors
+    /// As the format's open.
+    pub(crate) fn open(
+        self,
+        store: std::sync::Arc<dyn SegmentStore>,
+        config: crate::LogConfig,
+        checkpoint: crate::CheckpointFile,
+        read_only: bool,
+    ) -> Result<Log> {
+        match (self, read_only) {
+            (Format::Native, false) => Log::open(store, config),
+            (Format::Native, true) => Log::open_read_only(store, config),
+            (Format::Kafka, false) => Log::open_kafka(store, config, checkpoint),
+            (Format::Kafka, true) => Log::open_kafka_read_only(store, config, checkpoint),
+        }
+    }
+
+    /// Whether loading a sealed segment verifies every batch's checksum. The native format does, once, and
+    /// saves a hint so that the next open need not; Kafka's checksums are verified by every read and pass
+    /// instead, and only its batch headers are walked at load (a broker's partitions are large).
+    pub(crate) fn verifies_at_load(self) -> bool {
+        match self {
+            Format::Native => true,
+            Format::Kafka => false,
+        }
+    }
+
+    /// Whether the format keeps this project's `.lcindex` hint beside each sealed segment (Kafka's segments
+    /// carry Kafka's own indexes instead, written by their writer).
+    pub(crate) fn keeps_hint(self) -> bool {
+        match self {
+            Format::Native => true,
+            Format::Kafka => false,
+        }
+    }
+
+    /// Whether an empty segment file stands for nothing. A native segment always holds at least its first
+    /// frame once created by a roll, so an empty closed one is the leftover of an interrupted roll; a Kafka
+    /// segment may be empty and is kept (a broker creates them so).
+    pub(crate) fn empty_file_is_leftover(self) -> bool {
+        match self {
+            Format::Native => true,
+            Format::Kafka => false,
+        }
+    }
+
+    /// Whether a pass's output that keeps no record is a removal marker (the native format); a Kafka group
+    /// keeps its head segment, empty, as Kafka's cleaner does.
+    pub(crate) fn removes_by_marker(self) -> bool {
+        match self {
+            Format::Native => true,
+            Format::Kafka => false,
+        }
+    }
+
+    /// Whether a group a pass empties keeps its head segment, empty, named after the group's first segment
+    /// (Kafka's cleaner does: its base may be the log start), instead of going by removal markers.
+    pub(crate) fn keeps_group_head(self) -> bool {
+        !self.removes_by_marker()
+    }
+
+    /// Whether each batch is one record (the native frame), so that a scan may walk records as frames.
+    pub(crate) fn frames_are_records(self) -> bool {
+        match self {
+            Format::Native => true,
+            Format::Kafka => false,
+        }
+    }
+
+    /// Whether its batches carry transactions (Kafka's transactional producers and markers). A format without
+    /// has an empty transaction state whose last stable offset is the log end.
+    pub fn has_transactions(self) -> bool {
+        match self {
+            Format::Native => false,
+            Format::Kafka => true,
+        }
+    }
+
+    /// The transactional facts of a segment's batches below `end` (none for a format without transactions).
+    ///
+    /// # Errors
+    /// As [`SegmentTxns::scan`] for a format that reads them.
+    pub(crate) fn segment_txns(self, source: &SegmentSource, name: &str, end: u64) -> Result<SegmentTxns> {
+        match self {
+            Format::Native => Ok(SegmentTxns::default()),
+            Format::Kafka => SegmentTxns::scan(source, name, end),
+        }
+    }
+
+    /// Checks every segment's `.txnindex` in `store` against `txns`, narrowing aborted transactions to their
+    /// entries, as [`kafka::txn_index::verify_index_files`] does; returns the `.txnindex` files a segment needs
+    /// and lacks. Asked of both formats alike: no format writes a `.txnindex` into a native log, so one found
+    /// there is checked as damage would be.
+    ///
+    /// # Errors
+    /// As [`kafka::txn_index::verify_index_files`].
+    pub fn verify_txn_indexes(
+        self,
+        store: &dyn SegmentStore,
+        snapshot: &crate::LogSnapshot,
+        txns: &mut crate::txn::TxnState,
+    ) -> Result<Vec<String>> {
+        match self {
+            Format::Native | Format::Kafka => kafka::txn_index::verify_index_files(store, snapshot, txns),
+        }
+    }
+
+    /// Carries out a repair `plan` by the format's side of the repair protocol.
+    ///
+    /// # Errors
+    /// As [`crate::repair::apply`].
+    pub(crate) fn apply_repair(
+        self,
+        store: &dyn SegmentStore,
+        plan: &crate::repair::RepairPlan,
+        stamp: u64,
+    ) -> Result<crate::repair::RepairOutcome> {
+        match self {
+            Format::Native => native::repair::apply(store, plan, stamp),
+            Format::Kafka => kafka::repair::apply(store, plan, stamp),
+        }
+    }
+
+    /// The largest span of offsets one segment may cover, if the format bounds it (a Kafka index entry holds
+    /// an offset relative to its segment's base in an i32).
+    pub(crate) fn max_offset_span(self) -> Option<u64> {
+        match self {
+            Format::Native => None,
+            Format::Kafka => Some(i32::MAX as u64),
+        }
+    }
+
+    /// Why `segment_bytes` is too large for a segment of this format, if it is (a Kafka index entry holds a
+    /// 32-bit position, so Kafka's `segment.bytes` is an int).
+    pub(crate) fn segment_bytes_problem(self, segment_bytes: u64) -> Option<String> {
+        match self {
+            Format::Kafka if segment_bytes > i32::MAX as u64 => Some(format!(
+                "segment.bytes {segment_bytes} is above Kafka's largest segment ({} bytes: it is an int)",
+                i32::MAX
+            )),
+            Format::Native | Format::Kafka => None,
+        }
+    }
+
+    /// The name of a cleaning pass's output segment file based at `base`, before it is committed.
+    pub fn cleaned_name(self, base: u64) -> String {
+        match self {
+            Format::Native => native::names::file_name(base, native::names::FileKind::Cleaned),
+            Format::Kafka => name(base, SegmentFile::Log, Stage::Cleaned),
+        }
+    }
+
+    /// Encodes `rec` at `offset` as the one batch an append writes, into `out` (cleared by the caller);
+    /// returns its length.
+    ///
+    /// # Errors
+    /// [`crate::Error::RecordTooLarge`], [`crate::Error::NullHeaderValue`] (the native format stores no null
+    /// header value), or the Kafka encoder's refusal.
+    pub(crate) fn encode_append(self, offset: u64, rec: &AppendRecord<'_>, out: &mut Vec<u8>) -> Result<usize> {
+        match self {
+            Format::Native => native::append::encode_one(offset, rec, out),
+            Format::Kafka => kafka::append::encode_one(offset, rec, out),
+        }
+    }
+
+    /// Commits a cleaning pass's replacements (and the checkpoint) by the format's swap protocol; `owned` are
+    /// the names of the files the pass created.
+    ///
+    /// # Errors
+    /// As the format's commit ([`Log::commit_replacements`], [`Log::commit_kafka`]).
+    pub(crate) fn commit(
+        self,
+        log: &Log,
+        replacements: Vec<Replacement>,
+        checkpoint: u64,
+        owned: &[String],
+    ) -> Result<()> {
+        match self {
+            Format::Native => log.commit_replacements(replacements, checkpoint),
+            Format::Kafka => log.commit_kafka(replacements, checkpoint, owned),
+        }
+    }
+}
+
+/// The index files a segment writer builds beside the batches of its format, entry by entry (Kafka's `.index`
+/// and `.timeindex`; the native format builds none: its hint is written from the finished segment).
+#[derive(Debug, Clone)]
+pub(crate) struct SideIndexes(KafkaIndexes);
+
+impl SideIndexes {
+    /// The builder for a segment of `format` based at `base`, if the format keeps side indexes.
+    pub(crate) fn new(format: Format, base: u64, index_interval: u64) -> Option<SideIndexes> {
+        match format {
+            Format::Native => None,
+            Format::Kafka => Some(SideIndexes(KafkaIndexes::new(base, index_interval))),
+        }
+    }
+
+    /// Notes a batch written at byte `pos`, `len` bytes long.
+    #[inline]
+    pub(crate) fn on_batch(&mut self, stamp: &Stamp, pos: u64, len: u64) {
+        self.0.on_batch(stamp, pos, len);
+    }
+
+    /// The finished files' bytes.
+    pub(crate) fn finish(self) -> KafkaIndexFiles {
+        self.0.finish()
+    }
+}
+
+/// Writes a finished segment's side index files under `stage` (see [`SideIndexes`]).
+///
+/// # Errors
+/// [`crate::Error::Io`] naming the file.
+pub(crate) fn write_side_indexes(
+    store: &dyn SegmentStore,
+    base: u64,
+    files: &KafkaIndexFiles,
+    stage: Stage,
+) -> Result<()> {
+    kafka::files::write_indexes(store, base, files, stage)
+}
+
+/// Writes what a cleaning pass keeps beside the output segment `new`, whose writer built `files` (the output's
+/// side indexes and its transaction index), each under its `.cleaned` name and owned by `cleaning`.
+///
+/// # Errors
+/// [`crate::Error::Io`] naming the file; the pass's transaction state's error.
+pub(crate) fn write_output_indexes(
+    cleaning: &crate::cleaning::Cleaning<'_>,
+    new: &crate::segment::SealedSegment,
+    files: &KafkaIndexFiles,
+) -> Result<()> {
+    kafka::output::write_output_files(cleaning, new, files)
+}

@@ -1,0 +1,176 @@
+//! Reading a Kafka segment's transactional facts from its batches, as a broker's segment recovery reads them:
+//! the walk reads batch headers only (61 bytes a batch), and the whole of a control batch, which is a record of
+//! a few bytes. The state they fold into is format-free ([`crate::txn`]).
+
+use std::collections::HashMap;
+
+use super::codec::batch::{Batch, BatchHeader, HEADER_BYTES, is_zero_header};
+pub use super::txn_index::{MAX_TXN_INDEX_BYTES, TXN_INDEX_ENTRY_BYTES, verify_index_files};
+use crate::error::{CorruptKind, Error, Result};
+use crate::storage::SegmentSource;
+pub use crate::txn::{
+    AbortedTxn, IndexDisagreement, MarkerType, OpenTxn, SegmentTxns, TxnEvent, TxnState, index_disagreement,
+};
+
+/// The largest control batch read (Kafka's is one record of a few bytes; more is damage, not a marker).
+const MAX_CONTROL_BATCH_BYTES: u64 = 64 << 10;
+
+impl SegmentTxns {
+    /// Walks the batch headers of `source` up to `end` (a zero fill ends the data), reading each control batch
+    /// whole.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] for a header that does not parse, a length past `end`, or a control batch without a
+    /// control record; [`Error::Io`].
+    pub fn scan(source: &SegmentSource, name: &str, end: u64) -> Result<SegmentTxns> {
+        let mut out = SegmentTxns::default();
+        let mut last: HashMap<i64, u64> = HashMap::new();
+        let mut problem: Option<Error> = None;
+        let mut buf = Vec::new();
+        for_each_kafka_header(source, name, end, |pos, h| {
+            if problem.is_some() || h.producer_id < 0 {
+                return;
+            }
+            let (Ok(base), Ok(last_offset)) = (u64::try_from(h.base_offset), u64::try_from(h.last_offset())) else {
+                return;
+            };
+            if h.is_control() {
+                match read_marker(source, name, pos, h, &mut buf) {
+                    Ok((kind, coordinator_epoch)) => out.events.push(TxnEvent::Marker {
+                        producer_id: h.producer_id,
+                        producer_epoch: h.producer_epoch,
+                        offset: base,
+                        kind,
+                        coordinator_epoch,
+                        bytes: h.size() as u64,
+                    }),
+                    Err(e) => problem = Some(e),
+                }
+                return;
+            }
+            last.insert(h.producer_id, base);
+            if h.is_transactional() {
+                out.events.push(TxnEvent::Data {
+                    producer_id: h.producer_id,
+                    producer_epoch: h.producer_epoch,
+                    base_offset: base,
+                    last_offset,
+                    timestamp: h.base_timestamp,
+                    records: u64::try_from(h.records_count).unwrap_or(0),
+                    bytes: h.size() as u64,
+                });
+            }
+        })?;
+        if let Some(e) = problem {
+            return Err(e);
+        }
+        out.last_data_batch = last.into_iter().collect();
+        out.last_data_batch.sort_unstable();
+        Ok(out)
+    }
+}
+
+/// The type and coordinator epoch of the control batch at `pos`.
+fn read_marker(
+    source: &SegmentSource,
+    name: &str,
+    pos: u64,
+    h: &BatchHeader,
+    buf: &mut Vec<u8>,
+) -> Result<(MarkerType, i32)> {
+    let corrupt = |what| Error::Corrupt { segment: name.to_owned(), position: pos, kind: CorruptKind::Malformed(what) };
+    let len = h.size() as u64;
+    if len > MAX_CONTROL_BATCH_BYTES {
+        return Err(corrupt("a control batch larger than any transaction marker"));
+    }
+    buf.clear();
+    buf.resize(len as usize, 0);
+    source.read_at(pos, buf).map_err(Error::io("read", name))?;
+    let batch = Batch::parse_unverified(buf).map_err(|p| Error::Corrupt {
+        segment: name.to_owned(),
+        position: pos,
+        kind: CorruptKind::Kafka(p),
+    })?;
+    let mut scratch = Vec::new();
+    let mut records = batch.records(&mut scratch).map_err(|p| Error::Corrupt {
+        segment: name.to_owned(),
+        position: pos,
+        kind: CorruptKind::Kafka(p),
+    })?;
+    let record = records
+        .next()
+        .ok_or_else(|| corrupt("a control batch without a control record"))?
+        .map_err(|p| Error::Corrupt { segment: name.to_owned(), position: pos, kind: CorruptKind::Kafka(p) })?;
+    let kind = marker_type(record.key).ok_or_else(|| corrupt("a control record without its key"))?;
+    // The value: a version (2 bytes) and the coordinator's epoch (4 bytes).
+    let coordinator_epoch =
+        record.value.filter(|v| v.len() >= 6).map_or(-1, |v| i32::from_be_bytes([v[2], v[3], v[4], v[5]]));
+    Ok((kind, coordinator_epoch))
+}
+
+/// What the key of a control record says (a version, then the type: `0` ABORT, `1` COMMIT); `None` for a key
+/// too short to be one.
+pub fn marker_type(key: Option<&[u8]>) -> Option<MarkerType> {
+    let key = key.filter(|k| k.len() >= 4)?;
+    Some(match i16::from_be_bytes([key[2], key[3]]) {
+        0 => MarkerType::Abort,
+        1 => MarkerType::Commit,
+        other => MarkerType::Other(other),
+    })
+}
+
+/// The coordinator epoch in the value of a control record (a version, 2 bytes, then the epoch, 4 bytes);
+/// `None` for a value too short to hold one.
+pub fn coordinator_epoch(value: Option<&[u8]>) -> Option<i32> {
+    let v = value.filter(|v| v.len() >= 6)?;
+    Some(i32::from_be_bytes([v[2], v[3], v[4], v[5]]))
+}
+
+/// Calls `f` with the position and header of every Kafka batch of `source` below `end`, reading only the
+/// headers (61 bytes a batch), not the records: what a broker's producer state needs (each producer's last
+/// batch). Stops at a zero fill.
+///
+/// # Errors
+/// [`Error::Corrupt`] for a header that does not parse or a batch that runs past `end`; [`Error::Io`].
+pub fn for_each_kafka_header(
+    source: &SegmentSource,
+    name: &str,
+    end: u64,
+    mut f: impl FnMut(u64, &BatchHeader),
+) -> Result<()> {
+    let mut head = [0u8; HEADER_BYTES];
+    let mut pos = 0u64;
+    // A walk of a mapping's headers touches every page (the kernel maps pages around each one read): it lets
+    // them go behind it as the batch iterators do, so that a header walk of a large partition holds a step.
+    let mut released = 0u64;
+    let release = |from: u64, to: u64| {
+        if let SegmentSource::Mapped(bytes) = source {
+            let at = |p: u64| usize::try_from(p).unwrap_or(usize::MAX);
+            bytes.release(at(from), at(to));
+        }
+    };
+    let walked = (|| {
+        while pos < end {
+            if pos - released >= crate::storage::RELEASE_STEP_BYTES as u64 {
+                release(released, pos);
+                released = pos;
+            }
+            let n = usize::try_from(end - pos).unwrap_or(usize::MAX).min(head.len());
+            source.read_at(pos, &mut head[..n]).map_err(Error::io("read", name))?;
+            if is_zero_header(&head[..n]) {
+                return Ok(());
+            }
+            let corrupt = |kind| Error::Corrupt { segment: name.to_owned(), position: pos, kind };
+            let header = BatchHeader::parse(&head[..n]).map_err(|p| corrupt(CorruptKind::Kafka(p)))?;
+            let len = header.size() as u64;
+            if len > end - pos {
+                return Err(corrupt(CorruptKind::Truncated { needed: len, available: end - pos }));
+            }
+            f(pos, &header);
+            pos += len;
+        }
+        Ok(())
+    })();
+    release(released, end);
+    walked
+}
