@@ -28,10 +28,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// A partition of 2,000 records over 100 keys in segments of about 8 KiB, as a broker's produce path would
 /// store single-record sends.
 fn write_demo_partition(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
-    std::fs::create_dir_all(dir)?;
-    let stores = storage_file::kafka::open_writable(dir)?;
     let config = LogConfig { segment_bytes: 8 << 10, ..LogConfig::default() };
-    let log = logcompact::Log::open_kafka(stores.partition, config, stores.checkpoint)?;
+    let log = logcompact::open_or_create(dir, Format::Kafka, config)?.log;
     for i in 0..2000u32 {
         log.put(format!("order-{}", i % 100).as_bytes(), format!("status {i}").as_bytes())?;
     }
@@ -53,7 +51,7 @@ fn compact_in_place(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut cleaner = Cleaner::new(CleanerConfig::default(), Arc::new(SystemClock))?;
     let done = logcompact::compact(&req, &mut cleaner, |stats| {
-        println!("{}", cleaner::summary::summary(None, &dir.display().to_string(), stats, 1));
+        println!("{}", logcompact::summary(None, &dir.display().to_string(), stats, 1));
         Ok(())
     })?;
     if let CompactOutcome::NothingDone(why) = &done.outcome {

@@ -6,8 +6,7 @@
 
 use std::sync::Arc;
 
-use cleaner::{Cleaner, CleanerConfig, MapKind, PassOptions, SystemClock};
-use log_core::{Log, LogConfig, SegmentStore};
+use logcompact::{Cleaner, CleanerConfig, Format, LogConfig, MapKind, PassOptions, SystemClock};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tmp = tempfile::tempdir()?;
@@ -19,8 +18,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 fn run(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
     // Small segments, so that a few hundred records make several of them.
     let config = LogConfig { segment_bytes: 4096, ..LogConfig::default() };
-    let store: Arc<dyn SegmentStore> = Arc::new(storage_file::FileStore::open(dir)?);
-    let log = Log::open(store, config)?;
+    let log = logcompact::open_or_create(dir, Format::Native, config)?.log;
 
     // 50 accounts, each updated 8 times; then 5 of them closed (a tombstone: a null value).
     for round in 0..8 {
@@ -37,7 +35,7 @@ fn run(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
     let config = CleanerConfig { map: MapKind::Compact, dedupe_buffer_bytes: 1 << 20, ..CleanerConfig::default() };
     let mut cleaner = Cleaner::new(config, Arc::new(SystemClock))?;
     let stats = cleaner.clean(&log, PassOptions::default())?;
-    println!("{}", cleaner::summary::summary(None, &dir.display().to_string(), &stats, 1));
+    println!("{}", logcompact::summary(None, &dir.display().to_string(), &stats, 1));
 
     let mut after = 0;
     let mut tombstones = 0;

@@ -10,9 +10,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use cleaner::manager::{Event, ManagerConfig, Mode};
 use logcompact::datadir::{self, CleanRequest, Hooks};
-use logcompact::{Format, Log, LogConfig};
+use logcompact::manager::{Event, ManagerConfig, Mode};
+use logcompact::{Format, LogConfig};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tmp = tempfile::tempdir()?;
@@ -32,8 +32,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// Three native logs, `users`, `carts` and `audit`, each with many updates of few keys.
 fn write_demo_logs(data_dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
     for (name, keys) in [("users", 40), ("carts", 200), ("audit", 30)] {
-        let store = Arc::new(storage_file::FileStore::open(data_dir.join(name))?);
-        let log = Log::open(store, LogConfig { segment_bytes: 16 << 10, ..LogConfig::default() })?;
+        let config = LogConfig { segment_bytes: 16 << 10, ..LogConfig::default() };
+        let log = logcompact::open_or_create(&data_dir.join(name), Format::Native, config)?.log;
         for i in 0..3000u32 {
             log.put(format!("{name}-{}", i % keys).as_bytes(), format!("version {i}").as_bytes())?;
         }
@@ -57,7 +57,7 @@ fn run(data_dir: &Path, settings: &Path) -> Result<datadir::Finished, Box<dyn st
     let hooks = Hooks {
         on_event: Arc::new(|event: &Event| {
             if let Event::Cleaned { thread, log, stats, passes } = event {
-                println!("{}", cleaner::summary::summary(Some(*thread), log, stats, *passes));
+                println!("{}", logcompact::summary(Some(*thread), log, stats, *passes));
             }
         }),
         on_notice: Arc::new(|line: &str| eprintln!("{line}")),
@@ -79,7 +79,7 @@ fn run(data_dir: &Path, settings: &Path) -> Result<datadir::Finished, Box<dyn st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cleaner::manager::LogState;
+    use logcompact::manager::LogState;
 
     #[test]
     fn the_example_runs() {

@@ -20,6 +20,9 @@ pub struct Settings {
     pub load_factor: f64,
     /// The fixed clock both cleaners read, ms.
     pub now_ms: i64,
+    /// Ours only: threads a pass copies its groups of segments on (`compact --copy-threads`); Kafka's cleaner
+    /// runs a log on one thread whatever its `log.cleaner.threads`.
+    pub threads: usize,
 }
 
 /// One cleaner's run on one copy.
@@ -104,6 +107,7 @@ pub fn ours_clean(dir: &Path, map: MapKind, s: &Settings) -> Result<Run, String>
         map,
         dedupe_buffer_bytes: usize::try_from(s.buffer_bytes).map_err(|e| e.to_string())?,
         load_factor: s.load_factor,
+        threads: s.threads.max(1),
         ..cleaner::CleanerConfig::default()
     };
     let clock = std::sync::Arc::new(cleaner::ManualClock::new(s.now_ms));
@@ -220,6 +224,7 @@ pub fn ours_in_child(exe: &Path, dir: &Path, map: MapKind, s: &Settings) -> Resu
             s.segment_bytes.to_string(),
             s.load_factor.to_string(),
             s.now_ms.to_string(),
+            s.threads.to_string(),
         ])
         .stderr(Stdio::inherit())
         .output()
@@ -245,7 +250,7 @@ pub fn ours_in_child(exe: &Path, dir: &Path, map: MapKind, s: &Settings) -> Resu
 /// # Errors
 /// Bad arguments or the compaction's error, as text.
 pub fn child_main(args: &[String]) -> Result<(), String> {
-    let [dir, map, buffer, segment_bytes, load_factor, now_ms] = args else {
+    let [dir, map, buffer, segment_bytes, load_factor, now_ms, threads] = args else {
         return Err("bad child arguments".into());
     };
     let map = MapKind::from_name(map).ok_or("bad map")?;
@@ -254,14 +259,13 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
         segment_bytes: segment_bytes.parse().map_err(|_| "bad segment bytes")?,
         load_factor: load_factor.parse().map_err(|_| "bad load factor")?,
         now_ms: now_ms.parse().map_err(|_| "bad clock")?,
+        threads: threads.parse().map_err(|_| "bad threads")?,
     };
     let run = ours_clean(Path::new(dir), map, &settings)?;
-    println!(
-        "{}",
-        serde_json::json!({"seconds": run.seconds, "passes": run.passes, "bytes_per_key": run.bytes_per_key,
-            "peak_rss_bytes": vm_hwm_bytes()})
-    );
-    Ok(())
+    let report = serde_json::json!({"seconds": run.seconds, "passes": run.passes,
+        "bytes_per_key": run.bytes_per_key, "peak_rss_bytes": vm_hwm_bytes()});
+    // Written, not printed: a closed pipe is an error to return, not a panic.
+    std::io::Write::write_all(&mut std::io::stdout(), format!("{report}\n").as_bytes()).map_err(|e| e.to_string())
 }
 
 /// This process's peak resident memory (`VmHWM`), 0 where `/proc` cannot tell.

@@ -232,6 +232,9 @@ struct Replay {
     map: Box<dyn OffsetMap>,
     passes: u64,
     budget: Budget,
+    /// The offset the dirty section ends at: a pass from offset `o` puts at most `end - o` keys, so its map
+    /// is sized for those (as the cleaner's own pass sizes it), never for the whole budget.
+    end: u64,
 }
 
 impl Replay {
@@ -245,7 +248,7 @@ impl Replay {
             // The map is full: this pass ends at the refused key; the next maps from there.
             let refused = run[put];
             self.passes += 1;
-            self.map.begin(refused.1);
+            self.map.begin_bounded(refused.1, self.end.saturating_sub(refused.1).max(1));
             if self.map.put_batch(&[refused]) == 0 {
                 // Not even alone does the key fit (a `fullkey` budget smaller than one long key).
                 let kind = self.map.kind();
@@ -270,7 +273,8 @@ impl Replay {
 /// log cannot be read (corruption names the file and position).
 pub fn from_log(log: &Log, budget: Budget) -> Result<LogAdvice> {
     let checkpoint = log.cleaner_checkpoint();
-    let mut tally = DirtyKeys::new(budget, checkpoint)?;
+    // The dirty section ends at the active segment: its offsets bound the keys a replay maps.
+    let mut tally = DirtyKeys::bounded(budget, checkpoint, log.active_base())?;
     let snapshot = log.snapshot();
     // Kafka: aborted batches are never mapped, and nothing at or past the last stable offset is cleanable.
     let txns = snapshot.transactions()?;
@@ -348,6 +352,17 @@ impl DirtyKeys {
     /// # Errors
     /// As [`from_counts`]; [`Error::OutOfMemory`] when a map's budget cannot be mapped.
     pub fn new(budget: Budget, first_dirty_offset: u64) -> Result<Self> {
+        Self::bounded(budget, first_dirty_offset, u64::MAX)
+    }
+
+    /// As [`DirtyKeys::new`] for a dirty section whose offsets end before `end_offset`: each replayed map is
+    /// sized for the keys those offsets can hold, within the budget, as a pass sizes its map
+    /// ([`OffsetMap::begin_bounded`]), so a large budget on a small section costs what the section needs (the
+    /// passes found are the same: a map sized for every offset never fills before the budget's would).
+    ///
+    /// # Errors
+    /// As [`DirtyKeys::new`].
+    pub fn bounded(budget: Budget, first_dirty_offset: u64, end_offset: u64) -> Result<Self> {
         check(budget)?;
         let per_thread = usize::try_from(budget.per_thread()).unwrap_or(usize::MAX);
         // A map whose budget holds no key is not replayed: its advice says so (no number of passes).
@@ -362,8 +377,8 @@ impl DirtyKeys {
                 }
             };
             replays.push(built.map(|mut m| {
-                m.begin(first_dirty_offset);
-                Replay { map: m, passes: 1, budget }
+                m.begin_bounded(first_dirty_offset, end_offset.saturating_sub(first_dirty_offset).max(1));
+                Replay { map: m, passes: 1, budget, end: end_offset }
             }));
         }
         Ok(DirtyKeys {

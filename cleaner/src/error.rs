@@ -51,6 +51,23 @@ pub enum Error {
         /// The name given.
         name: String,
     },
+    /// A compressed batch holds a record larger than the log's `max.decompressed.message.bytes`: the pass fails,
+    /// the log unchanged, as Kafka's cleaner fails on it (and marks the partition uncleanable).
+    #[error(
+        "{segment}: the record at offset {offset} is {bytes} bytes, over max.decompressed.message.bytes ({limit}), \
+         as Kafka's cleaner would find it (\"Invalid record size\"); nothing was changed: raise the topic's \
+         max.decompressed.message.bytes to clean it"
+    )]
+    RecordTooLarge {
+        /// The segment.
+        segment: String,
+        /// The record's offset.
+        offset: u64,
+        /// Its size (its body, as Kafka counts it).
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// The pass would drop records without a key and was not to ([`crate::PassOptions::drop_invalid`]); the log
     /// is unchanged.
     #[error(

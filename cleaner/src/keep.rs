@@ -20,6 +20,8 @@ pub(crate) struct Judge {
     pub(crate) horizon: i64,
     /// Drop every tombstone whose horizon is set, passed or not.
     pub(crate) purge: bool,
+    /// The largest record a compressed batch may hold (`max.decompressed.message.bytes`).
+    pub(crate) max_record_bytes: u64,
 }
 
 /// What the rule looks at in a record, whatever its segment format.

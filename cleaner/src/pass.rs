@@ -39,6 +39,9 @@ pub struct PassOptions {
     /// pass that would drop one fails before its commit with [`Error::UnkeyedRecords`], the log unchanged:
     /// for a partition whose topic is not known to be compacted, where they are the data.
     pub drop_invalid: bool,
+    /// The log's `max.decompressed.message.bytes`: a record of a compressed batch larger than this fails the
+    /// pass ([`Error::RecordTooLarge`]), the log unchanged, as Kafka's cleaner fails on it.
+    pub max_decompressed_message_bytes: u64,
 }
 
 /// How pass 2 groups the closed segments it re-copies.
@@ -61,6 +64,7 @@ impl Default for PassOptions {
             min_compaction_lag_ms: 0,
             grouping: Grouping::BySize,
             drop_invalid: true,
+            max_decompressed_message_bytes: crate::settings::DEFAULT_MAX_DECOMPRESSED_MESSAGE_BYTES,
         }
     }
 }
@@ -353,6 +357,7 @@ impl Cleaner {
             now,
             horizon: now.saturating_add(options.delete_retention_ms.max(0)),
             purge: options.purge,
+            max_record_bytes: options.max_decompressed_message_bytes,
         };
         // Segments from the first one no pass may rewrite (a too young one, the active one) are left alone.
         let recopy = end_offset.min(section.first_uncleanable_base);
@@ -431,6 +436,7 @@ impl Cleaner {
             now,
             horizon: now.saturating_add(options.delete_retention_ms.max(0)),
             purge: options.purge,
+            max_record_bytes: options.max_decompressed_message_bytes,
         };
         let max_bytes = match options.grouping {
             Grouping::BySize => log.config().segment_bytes,

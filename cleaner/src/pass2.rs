@@ -363,7 +363,16 @@ fn judge_compressed<O: CopyOutput>(
             run.clear();
             keys.clear();
             for rec in walk.by_ref() {
-                run.push(rec.map_err(corrupt)?);
+                let rec = rec.map_err(corrupt)?;
+                if rec.body_bytes as u64 > judge.max_record_bytes {
+                    return Err(crate::Error::RecordTooLarge {
+                        segment: segment.to_owned(),
+                        offset: rec.offset,
+                        bytes: rec.body_bytes as u64,
+                        limit: judge.max_record_bytes,
+                    });
+                }
+                run.push(rec);
                 if run.len() == BATCH {
                     break;
                 }

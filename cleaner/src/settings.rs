@@ -72,6 +72,17 @@ pub struct LogSettings {
     /// `segment.bytes` (1 GiB): the size the log rolls at, and the most a group of cleaned segments merges
     /// into.
     pub segment_bytes: u64,
+    /// `max.decompressed.message.bytes` (2147483639): the largest record a compressed batch may hold; a pass
+    /// that meets a larger one fails, as Kafka's cleaner fails on it.
+    #[serde(default = "default_max_decompressed")]
+    pub max_decompressed_message_bytes: u64,
+}
+
+/// Kafka's default `max.decompressed.message.bytes`.
+pub const DEFAULT_MAX_DECOMPRESSED_MESSAGE_BYTES: u64 = 2_147_483_639;
+
+fn default_max_decompressed() -> u64 {
+    DEFAULT_MAX_DECOMPRESSED_MESSAGE_BYTES
 }
 
 impl Default for LogSettings {
@@ -83,18 +94,20 @@ impl Default for LogSettings {
             max_compaction_lag_ms: i64::MAX,
             delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
             segment_bytes: log_core::DEFAULT_SEGMENT_BYTES,
+            max_decompressed_message_bytes: DEFAULT_MAX_DECOMPRESSED_MESSAGE_BYTES,
         }
     }
 }
 
 /// The names [`LogSettings::set`] takes, Kafka's.
-pub const SETTING_NAMES: [&str; 6] = [
+pub const SETTING_NAMES: [&str; 7] = [
     "cleanup.policy",
     "min.cleanable.dirty.ratio",
     "min.compaction.lag.ms",
     "max.compaction.lag.ms",
     "delete.retention.ms",
     "segment.bytes",
+    "max.decompressed.message.bytes",
 ];
 
 impl LogSettings {
@@ -125,6 +138,13 @@ impl LogSettings {
         if self.segment_bytes < 1 {
             return Err(Error::invalid("segment.bytes", self.segment_bytes, "at least 1"));
         }
+        if !(1..=DEFAULT_MAX_DECOMPRESSED_MESSAGE_BYTES).contains(&self.max_decompressed_message_bytes) {
+            return Err(Error::invalid(
+                "max.decompressed.message.bytes",
+                self.max_decompressed_message_bytes,
+                "in [1, 2147483639]",
+            ));
+        }
         Ok(())
     }
 
@@ -139,6 +159,7 @@ impl LogSettings {
             "max.compaction.lag.ms" => self.max_compaction_lag_ms.to_string(),
             "delete.retention.ms" => self.delete_retention_ms.to_string(),
             "segment.bytes" => self.segment_bytes.to_string(),
+            "max.decompressed.message.bytes" => self.max_decompressed_message_bytes.to_string(),
             _ => String::new(),
         }
     }
@@ -169,6 +190,11 @@ impl LogSettings {
                 self.segment_bytes =
                     value.parse().map_err(|_| Error::invalid("segment.bytes", value, "a whole number of bytes"))?;
             }
+            "max.decompressed.message.bytes" => {
+                self.max_decompressed_message_bytes = value
+                    .parse()
+                    .map_err(|_| Error::invalid("max.decompressed.message.bytes", value, "a whole number of bytes"))?;
+            }
             _ => return Err(Error::UnknownSetting { name: name.to_owned() }),
         }
         self.validate()
@@ -182,6 +208,7 @@ impl LogSettings {
             min_compaction_lag_ms: self.min_compaction_lag_ms,
             grouping: crate::Grouping::BySize,
             drop_invalid: true,
+            max_decompressed_message_bytes: self.max_decompressed_message_bytes,
         }
     }
 }

@@ -35,14 +35,6 @@ pub fn open_store(backend: Backend, dir: Option<&Path>) -> Result<Arc<dyn Segmen
     }
 }
 
-/// Opens `dir` read-only: no lock, nothing created or changed.
-///
-/// # Errors
-/// [`Failure::Usage`] when `dir` is missing; [`Failure::Runtime`] when it cannot be read.
-pub fn open_read_only_store(dir: &Path) -> Result<Arc<dyn SegmentStore>, Failure> {
-    Ok(Arc::new(storage_file::FileStore::open_read_only(dir).map_err(store_failure)?))
-}
-
 pub use logcompact::describe_recovery;
 
 /// Opens a log on `store` for writing, reporting on standard error what recovery repaired.
@@ -53,7 +45,7 @@ pub use logcompact::describe_recovery;
 pub fn open_log(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log, Failure> {
     let log = Log::open(store, config).map_err(|e| Failure::from_log("cannot open the log", &e))?;
     for line in describe_recovery(log.recovery_report(), true) {
-        eprintln!("{line}");
+        crate::out::diag!("{line}");
     }
     Ok(log)
 }

@@ -18,6 +18,17 @@ Exit codes (the same for every command):
   2  usage: bad options, a bad script line, or a directory that holds no log of this format
   3  the command could not be carried out: an I/O error, the directory is in use by a writer, too little memory";
 
+/// What to do about a checkpoint file of a broker's log directory that does not parse: it is the broker's,
+/// shared by the log directory's partitions, and no repair rewrites it.
+pub const BROKER_CHECKPOINT_HINT: &str = "(nothing was changed; this checkpoint file belongs to the broker and no \
+     repair rewrites it: with the broker stopped, fix the line by hand or remove the file, and cleaning restarts \
+     from each partition's log start)";
+
+/// What to do about a name the log cannot use (a directory or a symbolic link under a segment's or a swap's
+/// name): no repair can read or remove it.
+pub const UNUSABLE_NAME_HINT: &str = "(nothing was changed; no repair can use or remove it: move it out of the \
+     directory by hand, and if it is a segment or a swap of this log, put back a regular file in its place)";
+
 /// What to do with a Kafka partition given to a command of the native format.
 pub const KAFKA_HINT: &str =
     "dump, check, analyze, advise, compact, roll, repair and clean take Kafka partitions with --format kafka";
@@ -80,11 +91,14 @@ impl Failure {
             {
                 Failure::Usage(message)
             }
+            log_core::Error::BadCheckpointLine { .. } => {
+                Failure::Corruption(format!("{message}\n{BROKER_CHECKPOINT_HINT}"))
+            }
             _ if e.is_corruption() => Failure::Corruption(format!(
                 "{message}\n(nothing was changed; `logcompact check` describes the damage and `logcompact repair` \
                  can drop it, keeping a copy)"
             )),
-            log_core::Error::UnusableName { .. } => Failure::Corruption(message),
+            log_core::Error::UnusableName { .. } => Failure::Corruption(format!("{message}\n{UNUSABLE_NAME_HINT}")),
             log_core::Error::NotALog { found }
                 if found.contains("Kafka") && !found.contains("of magic 0") && !found.contains("of magic 1") =>
             {
@@ -142,6 +156,7 @@ impl Failure {
                 "{context}: {e}: give --drop-invalid to drop them, or leave the partition alone if its topic's \
                  cleanup.policy is delete"
             )),
+            cleaner::Error::RecordTooLarge { .. } => Failure::Usage(format!("{context}: {e}")),
             cleaner::Error::BufferTooSmall { .. }
             | cleaner::Error::InvalidConfig { .. }
             | cleaner::Error::UnknownSetting { .. } => Failure::Usage(format!("{context}: {e}")),

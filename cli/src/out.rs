@@ -1,6 +1,38 @@
-//! Standard output that ends quietly when its reader goes away (`logcompact dump | head -1`).
+//! Standard output that ends quietly when its reader goes away (`logcompact dump | head -1`), and diagnostics
+//! on standard error that never stop a run.
 
 use std::io::{self, Write};
+
+/// Writes one line to standard error, ignoring a failed write: a closed or full standard error (`2>/dev/full`)
+/// must not abandon a run, and `eprintln!` panics then. The only way this crate writes a diagnostic line
+/// (`eprintln!` and `println!` are refused by the crate's lints).
+macro_rules! diag {
+    ($($arg:tt)*) => {
+        $crate::out::diag_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use diag;
+
+/// The line [`diag!`] writes.
+pub fn diag_line(line: std::fmt::Arguments<'_>) {
+    let mut err = io::stderr().lock();
+    let _ = writeln!(err, "{line}");
+}
+
+/// The failure for output that could not be written.
+pub fn write_failed(e: impl std::fmt::Display) -> crate::failure::Failure {
+    crate::failure::Failure::Runtime(format!("cannot write output: {e}"))
+}
+
+/// Prints `value` as one JSON line on standard output (quietly nothing once the reader has gone).
+///
+/// # Errors
+/// [`crate::failure::Failure::Runtime`] when it cannot be written.
+pub fn print_json(value: &impl serde::Serialize) -> Result<(), crate::failure::Failure> {
+    let text = serde_json::to_string(value).map_err(write_failed)?;
+    let mut out = QuietPipe::new(std::io::stdout().lock());
+    writeln!(out, "{text}").and_then(|()| out.flush()).map_err(write_failed)
+}
 
 /// A writer that turns a broken pipe into the end of output: later writes are dropped and report success,
 /// so a command whose reader stopped reading finishes its work and exits 0 without an error message.

@@ -114,3 +114,26 @@ fn a_segment_truncated_under_a_reader_is_an_error_not_a_signal() {
     let err = read.expect_err("reading the cut segment fails");
     assert!(matches!(err, log_core::Error::Io { .. }), "{err}");
 }
+
+#[test]
+fn a_copy_is_never_made_inside_a_brokers_log_directory() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let log_dir = tmp.path().join("kafka-logs");
+    let part = log_dir.join("orders-1");
+    common::kafka_partition(&part, 50, 4, 3, 20);
+    std::fs::write(log_dir.join("meta.properties"), "version=1\nnode.id=1\n").expect("meta.properties");
+    let before = contents(&log_dir);
+    for name in ["orders-7", "orders-1-copy"] {
+        let out =
+            logcompact(&["compact", "--format", "kafka", "--dir", path(&part), "--out", path(&log_dir.join(name))], "");
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
+        assert!(stderr(&out).contains("inside the broker's log directory"), "{}", stderr(&out));
+        assert_eq!(contents(&log_dir), before, "{name}: nothing written into the broker's directory");
+    }
+    // Beside it, the copy is made.
+    let out = logcompact(
+        &["compact", "--format", "kafka", "--dir", path(&part), "--out", path(&tmp.path().join("orders-1"))],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

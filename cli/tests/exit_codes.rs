@@ -77,3 +77,56 @@ fn a_full_or_closed_standard_output_never_panics_and_a_stopped_compaction_leaves
         }
     }
 }
+
+/// Runs `args` with standard error on `/dev/full` (every write to it fails with ENOSPC).
+fn stderr_to_full(args: &[&str]) -> std::process::Output {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    Command::new(bin()).args(args).stdout(Stdio::piped()).stderr(Stdio::from(full)).output().expect("run")
+}
+
+#[test]
+fn a_full_standard_error_never_panics_and_the_run_finishes() {
+    // `eprintln!` panics when standard error cannot be written: `compact`, `clean` and every error path exited
+    // 101 (`... 2>/dev/full`), abandoning the run. Their diagnostics now go or are dropped, and the run ends as
+    // it would have.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let native = data.join("native");
+    log(&native);
+    let kafka = tmp.path().join("kafka-logs").join("orders-0");
+    kafka_partition(&kafka, 7, 4, 3, 20);
+    for (format, dir) in [("native", &native), ("kafka", &kafka)] {
+        // A buffer of a few keys: several passes, and a warning saying so.
+        let out = stderr_to_full(&[
+            "compact",
+            "--format",
+            format,
+            "--dir",
+            path(dir),
+            "--until-clean",
+            "--dedupe-buffer",
+            "200",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "compact --format {format}");
+        let dump = logcompact(&["dump", "--format", format, "--dir", path(dir)], "");
+        let records = String::from_utf8_lossy(&dump.stdout).lines().filter(|l| l.contains("k")).count();
+        assert!(records < 100, "compact --format {format} did its passes: {records} records left");
+        // Again: nothing is dirty now, and it says so.
+        let out = stderr_to_full(&["compact", "--format", format, "--dir", path(dir)]);
+        assert_eq!(out.status.code(), Some(0), "compact --format {format} with nothing to do");
+        let out = stderr_to_full(&["check", "--format", format, "--dir", path(dir)]);
+        assert_eq!(out.status.code(), Some(0), "check --format {format}");
+    }
+    let out =
+        stderr_to_full(&["clean", "--data-dir", path(&data), "--until-clean", "--min-cleanable-dirty-ratio", "0"]);
+    assert_eq!(out.status.code(), Some(0), "clean");
+    for (args, code) in [
+        (vec!["check", "--dir", path(&tmp.path().join("nowhere"))], 2),
+        (vec!["check", "--format", "kafka", "--dir", path(&native)], 2),
+        (vec!["compact", "--dir", path(&native), "--dedupe-buffer", "-1"], 2),
+        (vec!["dump", "--dir", path(&native), "--no-such-flag"], 2),
+    ] {
+        let out = stderr_to_full(&args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
+    }
+}

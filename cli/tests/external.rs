@@ -165,3 +165,40 @@ fn a_spill_directory_that_cannot_be_written_is_refused_and_changes_nothing() {
     let refused = logcompact(&["compact", "--dir", path(&log), "--spill-dir", path(tmp.path())], "");
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
 }
+
+#[test]
+fn a_buffer_larger_than_the_machine_gives_is_sized_by_the_work_not_an_abort() {
+    // The buffer was reserved in full at the first key: --dedupe-buffer 1TiB aborted (SIGABRT) and 2^64 - 1
+    // bytes panicked with "capacity overflow", in compact and clean. It now grows with the keys it holds.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let native = data.join("native");
+    ok(&logcompact(
+        &["gen", "--dir", path(&native), "--records", "3000", "--keys", "300", "--segment-bytes", "64KiB"],
+        "",
+    ));
+    let kafka = tmp.path().join("kafka-logs").join("orders-0");
+    common::kafka_partition(&kafka, 300, 4, 5, 60);
+    for budget in ["1TiB", "18446744073709551615"] {
+        for (format, dir) in [("native", &native), ("kafka", &kafka)] {
+            let work = tmp.path().join(format!("{format}-{}", budget.len()));
+            copy_dir(dir, &work);
+            let out = logcompact(
+                &["compact", "--format", format, "--dir", path(&work), "--map", "external", "--dedupe-buffer", budget],
+                "",
+            );
+            let stats = passes(&ok(&out));
+            let map = &stats[0]["offset_map"];
+            assert!(map["allocated_bytes"].as_u64().is_some_and(|b| b < 64 << 20), "{format} {budget}: {map}");
+            let records = stdout(&logcompact(&["dump", "--format", format, "--dir", path(&work)], ""));
+            assert!(records.lines().count() < 1000, "{format} {budget}: compacted");
+        }
+        let data_copy = tmp.path().join(format!("data-{}", budget.len()));
+        copy_dir(&native, &data_copy.join("native"));
+        let out = logcompact(
+            &["clean", "--data-dir", path(&data_copy), "--until-clean", "--map", "external", "--dedupe-buffer", budget],
+            "",
+        );
+        assert_eq!(out.status.code(), Some(0), "clean {budget}: {}", stderr(&out));
+    }
+}

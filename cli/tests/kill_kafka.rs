@@ -223,3 +223,98 @@ fn compact_in_place_killed_100_times_loses_nothing() {
 fn clean_of_a_log_directory_killed_100_times_loses_nothing() {
     sweep(Job::Clean, 100);
 }
+
+/// Runs `command`, waits for `lines` lines on its standard output and then `extra`, and kills it; true if it
+/// was still running.
+fn kill_command_after(mut command: Command, lines: usize, extra: Duration) -> bool {
+    use std::io::BufRead;
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    for _ in 0..lines {
+        line.clear();
+        if out.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+    }
+    std::thread::sleep(extra);
+    let running = child.try_wait().expect("poll").is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    running
+}
+
+/// Every record of the log in `dir` as `dump` prints it (`--format kafka --json` reduced to offsets, keys and
+/// values for a partition).
+fn dumped(dir: &Path, format: &str) -> String {
+    if format == "kafka" {
+        return format!("{:?}", kafka_records(dir));
+    }
+    let out = Command::new(bin()).args(["dump", "--dir", path(dir)]).output().expect("dump");
+    assert!(out.status.success(), "dump: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_compaction_to_out_killed_at_any_moment_leaves_no_target_and_a_rerun_starts_over() {
+    // `compact --out D` once renamed its copy to D and then compacted D in place: a kill left D half
+    // compacted (check passed on it) and a rerun to D exited 2. Now D appears only when every pass is done.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for format in ["kafka", "native"] {
+        let src = tmp.path().join(format).join("orders-0");
+        if format == "kafka" {
+            write_kafka_partition(&src, &SPEC);
+        } else {
+            let out = Command::new(bin())
+                .args(["gen", "--dir", path(&src), "--records", "20000", "--keys", "3000", "--segment-bytes", "64KiB"])
+                .output()
+                .expect("gen");
+            assert!(out.status.success(), "gen: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let compact = |target: &Path| {
+            let mut c = Command::new(bin());
+            c.args(["compact", "--format", format, "--dir", path(&src), "--out", path(target)]);
+            c.args(["--dedupe-buffer", BUFFER, "--until-clean"]);
+            c
+        };
+        // A whole run: what it keeps, how many lines it prints, how long a line takes.
+        let full = tmp.path().join(format).join("full").join("orders-0");
+        std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+        let started = Instant::now();
+        let out = compact(&full).output().expect("run");
+        assert!(out.status.success(), "{format}: a whole run: {}", String::from_utf8_lossy(&out.stderr));
+        let lines = out.stdout.iter().filter(|&&b| b == b'\n').count();
+        assert!(lines > 3, "{format}: {lines} passes");
+        let per_line = started.elapsed() / lines as u32;
+        let want = dumped(&full, format);
+
+        let parent = tmp.path().join(format).join("copies");
+        std::fs::create_dir_all(&parent).expect("mkdir");
+        let target = parent.join("orders-0");
+        let (kills, mut killed) = (8u32, 0);
+        for i in 1..=kills {
+            let at = i as usize * lines / (kills as usize + 1);
+            let running = kill_command_after(compact(&target), at, per_line.mul_f64(jitter(i)));
+            killed += u32::from(running);
+            if running {
+                assert!(!target.exists(), "{format}, kill {i}: a killed run leaves no target");
+            } else {
+                let _ = std::fs::remove_dir_all(&target);
+            }
+            let out = compact(&target).stdout(Stdio::null()).output().expect("rerun");
+            assert!(
+                out.status.success(),
+                "{format}, kill {i}: the rerun starts over: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(dumped(&target, format), want, "{format}, kill {i}: the rerun's copy");
+            let left: Vec<String> = std::fs::read_dir(&parent)
+                .expect("list")
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect();
+            assert_eq!(left, vec!["orders-0".to_owned()], "{format}, kill {i}: the killed run's copy is gone");
+            std::fs::remove_dir_all(&target).expect("remove");
+        }
+        assert!(killed > kills / 2, "{format}: only {killed} of {kills} runs were killed mid-way");
+    }
+}

@@ -11,27 +11,52 @@ use common::{bin, path, stderr};
 /// A partition: one closed segment holding one zstd batch of `n` records over 100 keys (one-byte values),
 /// then an active segment of one record.
 fn partition(dir: &Path, n: usize) {
+    partition_of(dir, n, 1);
+}
+
+/// As [`partition`] with `batches` such batches in the closed segment.
+fn partition_of(dir: &Path, n: usize, batches: usize) {
     use log_core::kafka::{Compression, RecordToWrite, new_header, write_batch};
     std::fs::create_dir_all(dir).expect("mkdir");
     let keys: Vec<Vec<u8>> = (0..100).map(|k| format!("k{k}").into_bytes()).collect();
-    let records: Vec<RecordToWrite<'_>> = (0..n)
-        .map(|i| RecordToWrite {
-            offset: i as i64,
-            timestamp: 1,
-            key: Some(&keys[i % 100]),
-            value: Some(b"v"),
-            header_count: 0,
-            header_bytes: &[],
-        })
-        .collect();
-    let (mut out, mut scratch) = (Vec::new(), Vec::new());
-    write_batch(&new_header(0, (n - 1) as i32), Compression::Zstd, None, &records, &mut out, &mut scratch)
+    let (mut segment, mut out, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
+    for b in 0..batches {
+        let base = b * n;
+        let records: Vec<RecordToWrite<'_>> = (base..base + n)
+            .map(|i| RecordToWrite {
+                offset: i as i64,
+                timestamp: 1,
+                key: Some(&keys[i % 100]),
+                value: Some(b"v"),
+                header_count: 0,
+                header_bytes: &[],
+            })
+            .collect();
+        out.clear();
+        write_batch(
+            &new_header(base as i64, (n - 1) as i32),
+            Compression::Zstd,
+            None,
+            &records,
+            &mut out,
+            &mut scratch,
+        )
         .expect("batch");
-    std::fs::write(dir.join(format!("{:020}.log", 0)), &out).expect("segment");
+        segment.extend_from_slice(&out);
+    }
+    std::fs::write(dir.join(format!("{:020}.log", 0)), &segment).expect("segment");
+    let next = batches * n;
+    let last = [RecordToWrite {
+        offset: next as i64,
+        timestamp: 1,
+        key: Some(b"k0"),
+        value: Some(b"v"),
+        header_count: 0,
+        header_bytes: &[],
+    }];
     out.clear();
-    let last = [RecordToWrite { offset: n as i64, ..records[0] }];
-    write_batch(&new_header(n as i64, 0), Compression::None, None, &last, &mut out, &mut scratch).expect("batch");
-    std::fs::write(dir.join(format!("{n:020}.log")), &out).expect("segment");
+    write_batch(&new_header(next as i64, 0), Compression::None, None, &last, &mut out, &mut scratch).expect("batch");
+    std::fs::write(dir.join(format!("{next:020}.log")), &out).expect("segment");
 }
 
 /// The peak resident memory (KiB) of `logcompact args`, from the kernel's accounting of the finished child
@@ -93,4 +118,47 @@ fn a_repair_plan_of_a_large_damaged_segment_reads_it_a_window_at_a_time() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("a repair would: cut"), "{}", stderr(&out));
     let peak = peak_kib(&["repair", "--dir", path(&dir)]);
     assert!(peak < 40 * 1024, "the repair plan peaked at {peak} KiB");
+}
+
+#[test]
+fn a_json_dump_of_batches_of_a_million_tiny_records_streams_them() {
+    // `dump --format kafka --json` collected each batch's records as JSON values (about 1.7 KB a record): 1.67 GB
+    // for one batch of a million tiny records, an abort at 8 GB for a few of them. It now writes each record as
+    // it is decoded: memory is one batch's decompressed bytes and a record.
+    const N: usize = 1_000_000;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let part = tmp.path().join("kafka-logs").join("tiny-0");
+    partition_of(&part, N, 4);
+    let size = std::fs::metadata(part.join(format!("{:020}.log", 0))).expect("segment").len();
+    assert!(size < 8_000_000, "a few MB: {size} bytes");
+    for style in ["--json", "--json-lines"] {
+        let peak = peak_kib(&["dump", "--format", "kafka", style, "--dir", path(&part)]);
+        assert!(peak < 64 * 1024, "dump {style} peaked at {peak} KiB");
+    }
+    let dump = Command::new(bin()).args(["dump", "--format", "kafka", "--json", "--dir", path(&part)]).output();
+    let v: serde_json::Value = serde_json::from_slice(&dump.expect("dump").stdout).expect("json");
+    let records: usize =
+        v["batches"].as_array().expect("batches").iter().map(|b| b["records"].as_array().map_or(0, Vec::len)).sum();
+    assert_eq!(records, 4 * N + 1, "every record");
+}
+
+#[test]
+fn a_read_only_command_costs_what_the_partition_needs_not_the_buffer_asked_for() {
+    // `advise` and `analyze` replay pass 1 with every map: each map was sized for the whole buffer and cleared
+    // in full, so a 16 GiB buffer on a 3 MiB partition peaked at 9.5 GB and took 21 s (2 GiB: 4.1 GB); the time follows the memory cleared. Each
+    // map is now sized for the keys the dirty section's offsets can hold, as a pass sizes its own.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let part = tmp.path().join("kafka-logs").join("orders-0");
+    common::kafka_partition(&part, 5000, 4, 200, 100);
+    let bytes: u64 =
+        std::fs::read_dir(&part).expect("list").map(|e| e.expect("entry").metadata().expect("stat").len()).sum();
+    assert!((1 << 20..8 << 20).contains(&bytes), "a partition of a few MiB: {bytes} bytes");
+    for cmd in ["advise", "analyze"] {
+        let args = [cmd, "--format", "kafka", "--dir", path(&part), "--dedupe-buffer", "16GiB"];
+        let peak = peak_kib(&args);
+        assert!(peak < 64 * 1024, "{cmd} with a 16 GiB buffer on {bytes} bytes peaked at {peak} KiB");
+        let out = Command::new(bin()).args(args).output().expect("run");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("16.0 GiB over 1 thread"), "{cmd}: the advice is for the buffer asked for: {text}");
+    }
 }

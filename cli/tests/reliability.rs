@@ -368,6 +368,65 @@ fn the_offset_space_ends_with_an_error_before_a_byte_is_written() {
     assert_eq!(stdout(&dump).lines().count(), 2, "both records: {}", stdout(&dump));
     let check = logcompact(&["check", "--dir", path(&dir)], "");
     assert_eq!(code(&check), Some(0), "{}", stderr(&check));
+
+    // The last record at 2^63 - 2, the last offset a record may take (a log written by another tool, a Kafka
+    // partition): a roll would need a segment based at 2^63 - 1, which no open (nor a broker) accepts. ROLL and
+    // PUT are refused, nothing is created, and every command still opens the log.
+    let unusable = format!("{:020}.log", log_core::names::MAX_OFFSET);
+    let dir = tmp.path().join("at-the-end");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let last = log_core::names::MAX_OFFSET - 1;
+    std::fs::write(dir.join(format!("{last:020}.log")), frame(last, b"a", b"1")).expect("write");
+    let before = contents(&dir);
+    for script in ["ROLL\n", "PUT b 1\n", "PUT b 1\nROLL\n"] {
+        let out = logcompact(&["run", "--backend", "file", "--dir", path(&dir), "-"], script);
+        assert_eq!(code(&out), Some(3), "{script}: {}", stderr(&out));
+        assert!(stderr(&out).contains("offset space exhausted"), "{}", stderr(&out));
+        assert!(!dir.join(&unusable).exists(), "{script}: no segment named 2^63 - 1");
+        assert_eq!(contents(&dir), before, "{script}: nothing changed");
+    }
+    for args in [vec!["dump"], vec!["check"], vec!["compact"]] {
+        let mut all = args.clone();
+        all.extend(["--dir", path(&dir)]);
+        let out = logcompact(&all, "");
+        assert_eq!(code(&out), Some(0), "{args:?}: {}", stderr(&out));
+    }
+
+    // The same for a Kafka partition whose last batch ends at 2^63 - 2: `roll --format kafka` is refused.
+    let dir = tmp.path().join("kafka-at-the-end").join("orders-0");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let (mut batch, mut scratch) = (Vec::new(), Vec::new());
+    let record = log_core::kafka::RecordToWrite {
+        offset: last as i64,
+        timestamp: 1,
+        key: Some(b"a"),
+        value: Some(b"1"),
+        header_count: 0,
+        header_bytes: &[],
+    };
+    let header = log_core::kafka::new_header(last as i64, 0);
+    log_core::kafka::write_batch(
+        &header,
+        log_core::kafka::Compression::None,
+        None,
+        &[record],
+        &mut batch,
+        &mut scratch,
+    )
+    .expect("batch");
+    std::fs::write(dir.join(format!("{last:020}.log")), &batch).expect("write");
+    let out = logcompact(&["roll", "--format", "kafka", "--dir", path(&dir)], "");
+    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("offset space exhausted"), "{}", stderr(&out));
+    assert!(!dir.join(&unusable).exists(), "no segment named 2^63 - 1");
+    for args in [vec!["dump"], vec!["check"], vec!["compact"], vec!["roll"]] {
+        let mut all = args.clone();
+        all.extend(["--format", "kafka", "--dir", path(&dir)]);
+        let out = logcompact(&all, "");
+        let want = if args == ["roll"] { 3 } else { 0 };
+        assert_eq!(code(&out), Some(want), "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(common::kafka_records(&dir).len(), 1);
 }
 
 #[test]
@@ -570,5 +629,200 @@ fn a_second_kafka_compaction_to_the_same_target_is_refused() {
             }
         }
         assert_eq!(common::kafka_records(&out), want);
+    }
+}
+
+/// The bytes of the first batch of a Kafka segment file.
+#[expect(clippy::big_endian_bytes, reason = "Kafka's format is big-endian")]
+fn first_kafka_batch(segment: &[u8]) -> &[u8] {
+    let len = u32::from_be_bytes(segment[8..12].try_into().expect("4 bytes")) as usize;
+    &segment[..12 + len]
+}
+
+#[test]
+fn a_kafka_swap_no_cleaning_pass_could_have_written_is_refused_and_nothing_changes() {
+    // Segments 0 (offsets 0-19) and 20 (20-39), the active segment 40 (40-59), every key once: no record can
+    // be cleaned away. Each `.swap` below was completed by the open, losing the latest records: empty or zero
+    // filled it removes 0-19; with segment 20's first batch appended its range swallows segment 20 and 30-39
+    // go; with a batch of offsets segment 0 does not hold it makes records up.
+    let seg = |base: u64| format!("{base:020}.log");
+    let swap = format!("{:020}.log.swap", 0);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let template = tmp.path().join("template").join("orders-0");
+    common::kafka_partition(&template, 1000, 3, 2, 10);
+    let seg0 = std::fs::read(template.join(seg(0))).expect("read");
+    let seg20 = std::fs::read(template.join(seg(20))).expect("read");
+    let mut into_next = seg0.clone();
+    into_next.extend_from_slice(first_kafka_batch(&seg20));
+    let mut made_up = first_kafka_batch(&seg0).to_vec();
+    let other = tmp.path().join("other").join("orders-0");
+    common::kafka_partition(&other, 1000, 1, 1, 15); // one batch of offsets 0-14 (0-9 in segment 0's first)
+    made_up = [made_up, std::fs::read(other.join(seg(0))).expect("read")].concat();
+    let crafted: Vec<(&str, Vec<u8>)> =
+        vec![("empty", Vec::new()), ("zero filled", vec![0; 4096]), ("into the next segment", into_next)];
+    for (what, bytes) in crafted.into_iter().chain([("made up", made_up)]) {
+        let dir = tmp.path().join(what.replace(' ', "-")).join("orders-0");
+        common::kafka_partition(&dir, 1000, 3, 2, 10);
+        let want = common::kafka_records(&dir);
+        std::fs::write(dir.join(&swap), &bytes).expect("write");
+        let before = contents(&dir);
+        for args in [vec!["dump"], vec!["check"], vec!["analyze"], vec!["compact"], vec!["compact", "--until-clean"]] {
+            let mut all = args.clone();
+            all.extend(["--format", "kafka", "--dir", path(&dir)]);
+            let out = logcompact(&all, "");
+            assert_eq!(code(&out), Some(1), "{what} {args:?}: {}", stderr(&out));
+            assert!(stderr(&out).contains(&swap), "{what} {args:?}: {}", stderr(&out));
+            assert_eq!(contents(&dir), before, "{what} {args:?} changed nothing");
+        }
+        let plan = logcompact(&["repair", "--format", "kafka", "--dir", path(&dir)], "");
+        assert!(stdout(&plan).contains(&swap), "{what}: repair offers to set it aside: {}", stdout(&plan));
+        assert_eq!(contents(&dir), before, "{what}: the plan changed nothing");
+        let out = logcompact(&["repair", "--format", "kafka", "--dir", path(&dir), "--apply"], "");
+        assert_eq!(code(&out), Some(0), "{what}: {}", stderr(&out));
+        assert_eq!(common::kafka_records(&dir), want, "{what}: every record stayed");
+    }
+}
+
+#[test]
+fn a_pending_kafka_swap_a_pass_could_have_written_is_listed_by_check_and_completed() {
+    // Ten keys over 60 offsets: every record of segment 0 (0-19) has a later record of its key, so a pass may
+    // empty it (Kafka keeps the emptied head of a group as an empty segment).
+    let swap = format!("{:020}.log.swap", 0);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("orders-0");
+    common::kafka_partition(&dir, 10, 3, 2, 10);
+    let want: Vec<_> = common::kafka_records(&dir).into_iter().filter(|r| r.0 >= 20).collect();
+    std::fs::write(dir.join(&swap), b"").expect("write");
+    let check = logcompact(&["check", "--format", "kafka", "--dir", path(&dir)], "");
+    assert_eq!(code(&check), Some(0), "{}", stderr(&check));
+    assert!(
+        stderr(&check).contains(&swap) && stderr(&check).contains("removes 20 records, at offsets 0-19"),
+        "{}",
+        stderr(&check)
+    );
+    let out = logcompact(&["compact", "--format", "kafka", "--dir", path(&dir)], "");
+    assert_eq!(code(&out), Some(0), "{}", stderr(&out));
+    assert!(!dir.join(&swap).exists());
+    let after = common::kafka_records(&dir);
+    assert!(want.iter().filter(|r| r.0 >= 40).all(|r| after.contains(r)), "the active segment stayed: {after:?}");
+    assert!(after.iter().all(|r| r.0 >= 20), "{after:?}");
+}
+
+#[test]
+fn a_native_swap_or_marker_no_cleaning_pass_could_have_written_is_refused_and_nothing_changes() {
+    // Segment 0 holds k0-k9 at 0-9, the active segment k0-k2 at 10-12: k3-k9's latest records are in segment
+    // 0, so no pass removes it nor keeps only offset 5 of it.
+    let swap = format!("{:020}.log.swap", 0);
+    let crafted: Vec<(&str, Vec<u8>)> =
+        vec![("a marker", log_core::removal::encode(0, 10).to_vec()), ("one record", frame(5, b"k5", b"value-5"))];
+    for (what, bytes) in crafted {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = log_dir(tmp.path(), &(puts(10) + "ROLL\n" + &puts(3)));
+        let want = stdout(&logcompact(&["dump", "--dir", path(&dir)], ""));
+        std::fs::write(dir.join(&swap), &bytes).expect("write");
+        let before = contents(&dir);
+        for args in [vec!["dump"], vec!["check"], vec!["compact"]] {
+            let mut all = args.clone();
+            all.extend(["--dir", path(&dir)]);
+            let out = logcompact(&all, "");
+            assert_eq!(code(&out), Some(1), "{what} {args:?}: {}", stderr(&out));
+            assert!(stderr(&out).contains(&swap), "{what} {args:?}: {}", stderr(&out));
+            assert_eq!(contents(&dir), before, "{what} {args:?} changed nothing");
+        }
+        let out = logcompact(&["repair", "--dir", path(&dir), "--apply"], "");
+        assert_eq!(code(&out), Some(0), "{what}: {}", stderr(&out));
+        assert_eq!(stdout(&logcompact(&["dump", "--dir", path(&dir)], "")), want, "{what}: every record stayed");
+    }
+    // The same marker where a later record of every key is left: a pass may remove the segment.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = log_dir(tmp.path(), &(puts(10) + "ROLL\n" + &puts(10) + "ROLL\n" + &puts(1)));
+    std::fs::write(dir.join(&swap), log_core::removal::encode(0, 10)).expect("write");
+    let check = logcompact(&["check", "--dir", path(&dir)], "");
+    assert_eq!(code(&check), Some(0), "{}", stderr(&check));
+    assert!(stderr(&check).contains("removes 10 records, at offsets 0-9"), "{}", stderr(&check));
+    let out = logcompact(&["compact", "--dir", path(&dir)], "");
+    assert_eq!(code(&out), Some(0), "{}", stderr(&out));
+    let dump = stdout(&logcompact(&["dump", "--dir", path(&dir)], ""));
+    assert_eq!(dump.lines().count(), 11, "{dump}");
+}
+
+#[test]
+fn a_bad_broker_checkpoint_is_one_exit_code_for_every_command_and_named() {
+    // A cleaner-offset-checkpoint of version 7: check exited 3 naming `<store>` while analyze, advise and compact
+    // exited 1; dump, which needs no checkpoint, exited 3 on one that is a FIFO.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (what, want) in [("a version 7", 1), ("a FIFO", 3)] {
+        let logs = tmp.path().join(what.replace(' ', "-"));
+        let part = logs.join("orders-0");
+        common::kafka_partition(&part, 10, 3, 2, 10);
+        let checkpoint = logs.join("cleaner-offset-checkpoint");
+        if want == 1 {
+            std::fs::write(&checkpoint, "7\n1\norders 0 5\n").expect("write");
+        } else {
+            let made = Command::new("mkfifo").arg(&checkpoint).status().expect("mkfifo");
+            assert!(made.success());
+        }
+        let before = contents(&part);
+        for cmd in ["check", "analyze", "advise", "compact"] {
+            let out = logcompact(&[cmd, "--format", "kafka", "--dir", path(&part)], "");
+            assert_eq!(code(&out), Some(want), "{what}: {cmd}: {}", stderr(&out));
+            let err = stderr(&out);
+            assert!(err.contains("cleaner-offset-checkpoint"), "{what}: {cmd} names the file: {err}");
+            assert!(!err.contains("<store>") && !err.contains("nowhere"), "{what}: {cmd}: {err}");
+            if want == 1 {
+                assert!(err.contains("no repair rewrites it"), "{what}: {cmd} says what to do: {err}");
+            }
+        }
+        let out = logcompact(&["dump", "--format", "kafka", "--dir", path(&part)], "");
+        assert_eq!(code(&out), Some(0), "{what}: dump reads the records without the checkpoint: {}", stderr(&out));
+        assert_eq!(contents(&part), before, "{what}: nothing changed");
+    }
+}
+
+#[test]
+fn messages_say_what_holds_a_partition_back_and_what_to_do() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // An open transaction holds the last stable offset: the lag (0 ms) was blamed.
+    let part = tmp.path().join("logs").join("orders-0");
+    common::transactions::write_partition(&part, true);
+    let first = logcompact(&["compact", "--format", "kafka", "--dir", path(&part)], "");
+    assert_eq!(code(&first), Some(0), "{}", stderr(&first));
+    let again = logcompact(&["compact", "--format", "kafka", "--dir", path(&part)], "");
+    assert_eq!(code(&again), Some(0), "{}", stderr(&again));
+    assert!(stderr(&again).contains("open transaction(s) hold the last stable offset"), "{}", stderr(&again));
+    assert!(!stderr(&again).contains("min.compaction.lag.ms"), "{}", stderr(&again));
+
+    // A partition whose checkpoint is kept in memory, and one of nothing but its active segment: "from none in
+    // nowhere", and "the whole log is dirty" beside "dirty 0 B".
+    let loose = tmp.path().join("loose");
+    common::kafka_partition(&loose, 10, 3, 2, 10);
+    let only_active = tmp.path().join("logs").join("orders-1");
+    common::kafka_partition(&only_active, 10, 1, 2, 10);
+    for dir in [&loose, &only_active] {
+        let out = logcompact(&["analyze", "--format", "kafka", "--dir", path(dir)], "");
+        assert_eq!(code(&out), Some(0), "{}", stderr(&out));
+        let text = stdout(&out) + &stderr(&out);
+        assert!(text.contains("first dirty offset 0 from the log's start"), "{text}");
+        assert!(!text.contains("nowhere") && !text.contains("whole log is dirty"), "{text}");
+    }
+
+    // A `.swap` that is a directory (a Kafka partition) or a symbolic link (a native log): no repair can touch
+    // it, and the messages said to run one.
+    let native = log_dir(tmp.path(), &(puts(3) + "ROLL\n" + &puts(2)));
+    std::os::unix::fs::symlink(SEG0, native.join(format!("{SEG0}.swap"))).expect("symlink");
+    let kafka = tmp.path().join("logs").join("orders-2");
+    common::kafka_partition(&kafka, 10, 3, 2, 10);
+    std::fs::create_dir(kafka.join(format!("{SEG0}.swap"))).expect("mkdir");
+    for (format, dir) in [("native", &native), ("kafka", &kafka)] {
+        for cmd in ["check", "compact"] {
+            let out = logcompact(&[cmd, "--format", format, "--dir", path(dir)], "");
+            assert_eq!(code(&out), Some(1), "{format} {cmd}: {}", stderr(&out));
+            assert!(stderr(&out).contains("move it out of the directory by hand"), "{format} {cmd}: {}", stderr(&out));
+            assert!(!stderr(&out).contains("repair would drop"), "{format} {cmd}: {}", stderr(&out));
+        }
+        let out = logcompact(&["repair", "--format", format, "--dir", path(dir)], "");
+        assert_eq!(code(&out), Some(1), "{format}: {}", stderr(&out));
+        assert!(!stdout(&out).contains("nothing to repair"), "{format}: {}", stdout(&out));
+        assert!(stderr(&out).contains("move it out of the directory by hand"), "{format}: {}", stderr(&out));
     }
 }

@@ -66,3 +66,47 @@ fn repair_cuts_a_damaged_batch_of_a_kafka_partition_and_keeps_every_other_record
     assert_eq!(contents(&part), after);
     drop(lock);
 }
+
+#[test]
+fn repair_rebuilds_a_damaged_txnindex_from_the_batches_as_a_broker_would() {
+    // check, compact and analyze refused a damaged .txnindex and sent the operator to repair, which said there
+    // was nothing to repair.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let template = tmp.path().join("template").join("orders-0");
+    common::transactions::write_partition(&template, true);
+    let (index, good) = std::fs::read_dir(&template)
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_name().to_string_lossy().ends_with(".txnindex"))
+        .map(|e| (e.file_name().into_string().expect("utf-8"), std::fs::read(e.path()).expect("read")))
+        .expect("a .txnindex");
+    assert!(good.len() >= 2 * 34, "two aborted transactions");
+    let mut wrong_producer = good.clone();
+    wrong_producer[2 + 7] ^= 1; // the first entry's producer id
+    let damages: Vec<(&str, Vec<u8>)> = vec![
+        ("cut short", good[..good.len() - 5].to_vec()),
+        ("an entry of another producer", wrong_producer),
+        ("an entry missing", good[34..].to_vec()),
+    ];
+    for (what, bytes) in damages {
+        let part = tmp.path().join(what.replace(' ', "-")).join("orders-0");
+        common::transactions::write_partition(&part, true);
+        std::fs::write(part.join(&index), &bytes).expect("write");
+        let check = logcompact(&["check", "--format", "kafka", "--dir", path(&part)], "");
+        assert_eq!(check.status.code(), Some(1), "{what}: {}", stderr(&check));
+        assert!(stderr(&check).contains(&index), "{what}: {}", stderr(&check));
+        let before = contents(&part);
+        let dry = logcompact(&["repair", "--format", "kafka", "--dir", path(&part)], "");
+        assert_eq!(dry.status.code(), Some(0), "{what}: {}", stderr(&dry));
+        let text = String::from_utf8_lossy(&dry.stdout).into_owned();
+        assert!(text.contains(&format!("rebuild {index}")), "{what}: {text}");
+        assert_eq!(contents(&part), before, "{what}: the plan changed nothing");
+        let out = logcompact(&["repair", "--format", "kafka", "--dir", path(&part), "--apply"], "");
+        assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+        assert_eq!(std::fs::read(part.join(&index)).expect("read"), good, "{what}: the broker's own entries");
+        let check = logcompact(&["check", "--format", "kafka", "--dir", path(&part)], "");
+        assert_eq!(check.status.code(), Some(0), "{what}: {}", stderr(&check));
+        let kept: Vec<String> = contents(&part).into_keys().filter(|n| n.starts_with("repair-")).collect();
+        assert_eq!(kept.len(), 1, "{what}: a copy of the damaged index: {kept:?}");
+    }
+}

@@ -444,6 +444,7 @@ impl<'s> Iterator for BatchRecords<'s> {
                     key: rec.key,
                     value: rec.value,
                     delete_horizon: *horizon,
+                    body_bytes: rec.body.len(),
                     headers: HeaderBytes::Kafka { bytes: rec.header_bytes, count: rec.header_count },
                 }))
             }

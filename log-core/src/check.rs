@@ -47,7 +47,7 @@ pub struct CheckReport {
 /// Something the next writable open repairs by itself.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Notice {
-    /// The file concerned (or `<store>`).
+    /// The file concerned (or [`crate::DIRECTORY`], the directory itself).
     pub file: String,
     /// What is there and what the next open does about it.
     pub what: String,
@@ -62,6 +62,9 @@ pub enum ProblemClass {
     NotALog,
     /// Intact data of a format version this build does not read (a Kafka message set older than magic 2).
     OtherFormat,
+    /// A name the log would take for one of its files that it cannot use (a directory or a symbolic link under
+    /// a segment's or a swap's name): no repair can read or remove it; it is moved by hand.
+    UnusableName,
     /// The store could not be read (an I/O error) or kept changing.
     Unreadable,
 }
@@ -110,13 +113,18 @@ impl From<Error> for Problem {
             },
             Error::Corrupt { segment, position, kind } => corruption(&segment, Some(position), kind.to_string()),
             Error::CorruptNotTorn { segment, position, .. } => corruption(&segment, Some(position), what),
-            Error::UnusableName { name, .. } => corruption(&name, None, what),
+            Error::UnusableName { name, .. } => {
+                Problem { class: ProblemClass::UnusableName, file: name, position: None, what }
+            }
             Error::BadCheckpoint { name, reason } => corruption(&name, None, reason),
+            Error::BadCheckpointLine { name, reason } => corruption(&name, None, reason),
             Error::NotALog { .. } => {
-                Problem { class: ProblemClass::NotALog, file: "<store>".into(), position: None, what }
+                Problem { class: ProblemClass::NotALog, file: crate::error::DIRECTORY.into(), position: None, what }
             }
             Error::Io { name, .. } => Problem { class: ProblemClass::Unreadable, file: name, position: None, what },
-            _ => Problem { class: ProblemClass::Unreadable, file: "<store>".into(), position: None, what },
+            _ => {
+                Problem { class: ProblemClass::Unreadable, file: crate::error::DIRECTORY.into(), position: None, what }
+            }
         }
     }
 }
@@ -329,7 +337,7 @@ fn scan_segment(mut scan: crate::SegmentScan<'_>, name: &str, base: u64, scratch
 }
 
 /// Notices for what the next writable open will repair, from the read-only open's report.
-/// The files of the store with one of `suffixes`, up to five named, for a notice (`<store>` when none).
+/// The files of the store with one of `suffixes`, up to five named, for a notice (the directory when none).
 fn files_ending(log: &Log, suffixes: &[&str]) -> String {
     let mut names: Vec<String> = log
         .store()
@@ -340,7 +348,7 @@ fn files_ending(log: &Log, suffixes: &[&str]) -> String {
         .collect();
     names.sort();
     match names.len() {
-        0 => "<store>".to_owned(),
+        0 => crate::error::DIRECTORY.to_owned(),
         n if n > 5 => format!("{} and {} more", names[..5].join(", "), n - 5),
         _ => names.join(", "),
     }
@@ -368,6 +376,17 @@ fn pending_notices(log: &Log) -> Vec<Notice> {
             ),
         ));
     }
+    for e in &r.pending_swaps {
+        out.push(notice(
+            &e.file,
+            format!(
+                "completing this swap removes {} records, at offsets {}: each one a cleaning pass may drop (a later \
+                 record of its key is left, or it is unkeyed, aborted, or past its delete horizon)",
+                e.removed.records,
+                e.removed.describe()
+            ),
+        ));
+    }
     if r.cleaned_files_discarded > 0 {
         out.push(notice(
             &files_ending(log, &[".cleaned", ".swap"]),
@@ -379,7 +398,7 @@ fn pending_notices(log: &Log) -> Vec<Notice> {
     }
     if r.empty_segments_removed > 0 {
         out.push(notice(
-            "<store>",
+            crate::error::DIRECTORY,
             format!("{} empty closed segments; the next open removes them", r.empty_segments_removed),
         ));
     }

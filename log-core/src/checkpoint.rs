@@ -115,8 +115,8 @@ impl CheckpointFile {
             CheckpointFile::LogDir { topic, partition, .. } => {
                 format!("the log directory's {} ({topic} {partition})", checkpoints::CLEANER_OFFSET_CHECKPOINT)
             }
-            CheckpointFile::Memory => "nowhere: kept for this run only (a partition's is kept in its log \
-                                        directory's cleaner-offset-checkpoint when the directory is named \
+            CheckpointFile::Memory => "kept in memory for this run only, in no file (a partition's is kept in \
+                                        its log directory's cleaner-offset-checkpoint when the directory is named \
                                         <topic>-<partition>, and for a copy when it is made inside a broker's log \
                                         directory, one holding meta.properties)"
                 .to_owned(),

@@ -303,7 +303,7 @@ fn decode_body(body: &[u8]) -> Result<RecordRef<'_>, CorruptKind> {
         return Err(CorruptKind::Malformed("trailing bytes after the headers"));
     }
     let headers = crate::record::HeaderBytes::Native { bytes: headers, count };
-    Ok(RecordRef { offset, timestamp: timestamp as i64, key, value, delete_horizon, headers })
+    Ok(RecordRef { offset, timestamp: timestamp as i64, key, value, delete_horizon, body_bytes: body.len(), headers })
 }
 
 #[inline]

@@ -3,6 +3,10 @@
 use std::fmt;
 use std::io;
 
+/// The name errors and reports give the store's directory itself (listing it, syncing it): `.`, the
+/// directory a caller names around the message.
+pub const DIRECTORY: &str = ".";
+
 /// Result with [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -238,6 +242,24 @@ pub enum CorruptKind {
         /// The active segment's base (`None`: the store holds no `.log` at all).
         active_base: Option<u64>,
     },
+    /// A `.swap` that would put in place an offset none of the segments it replaces holds: a cleaning pass
+    /// copies records, it never makes one up.
+    SwapNotFromItsSegments {
+        /// The first such offset.
+        offset: u64,
+    },
+    /// Completing a `.swap` would remove a record no cleaning pass drops: the latest of its key (no later
+    /// record of the key is left), not a tombstone or marker past a delete horizon, not aborted data.
+    SwapRemovesLatest {
+        /// The first such record's offset.
+        offset: u64,
+    },
+    /// Completing a `.swap` would remove the latest records of more keys than the proof that a pass could
+    /// have dropped them keeps in memory ([`crate::swap_proof::MAX_PENDING_KEYS`]): not completed on trust.
+    SwapUnprovable {
+        /// The keys the proof holds at most.
+        keys: u64,
+    },
     /// A Kafka record batch is damaged.
     Kafka(crate::kafka::BatchProblem),
     /// Damage in the active segment followed by more plausible batch starts than a torn write leaves (crafted
@@ -284,6 +306,21 @@ impl fmt::Display for CorruptKind {
                 f,
                 "it would replace or remove the active segment (base {a}), which no cleaning pass touches: not a swap \
                  to complete"
+            ),
+            CorruptKind::SwapNotFromItsSegments { offset } => write!(
+                f,
+                "it holds offset {offset}, which none of the segments it would replace holds: not what a cleaning pass \
+                 writes"
+            ),
+            CorruptKind::SwapRemovesLatest { offset } => write!(
+                f,
+                "completing it would remove the record at offset {offset}, the latest of its key (no later record of \
+                 the key, no delete horizon): not what a cleaning pass writes"
+            ),
+            CorruptKind::SwapUnprovable { keys } => write!(
+                f,
+                "completing it would remove the latest records of more than {keys} keys, too many to prove each one \
+                 shadowed: not completed on trust"
             ),
             CorruptKind::Kafka(p) => write!(f, "{p}"),
             CorruptKind::AmbiguousTail => write!(

@@ -91,7 +91,7 @@ impl Layout {
     /// # Errors
     /// [`Error::Io`] when the store cannot be listed.
     pub fn scan(store: &dyn SegmentStore) -> Result<Layout> {
-        let names = store.list().map_err(Error::io("list", "<store>"))?;
+        let names = store.list().map_err(Error::io("list", crate::error::DIRECTORY))?;
         let mut layout = Layout::default();
         for name in names {
             match classify(&name) {
@@ -280,4 +280,89 @@ pub(crate) fn next_base_after(layout: &Layout, markers: &BTreeMap<u64, u64>, bas
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
+}
+
+/// The offsets `[base, end)` a validated `.swap` of `layout` replaces: a removal marker its range, a segment
+/// everything up to the next segment that survives the swap (a grouped output covers its group).
+pub(crate) fn swap_range(
+    layout: &Layout,
+    markers: &BTreeMap<u64, u64>,
+    base: u64,
+    content: &SwapContent,
+) -> (u64, u64) {
+    match content {
+        SwapContent::Removed { end } => (base, *end),
+        SwapContent::Segment(_) => (base, next_base_after(layout, markers, base).unwrap_or(crate::names::MAX_OFFSET)),
+    }
+}
+
+/// Proves each validated `.swap` of `swaps` (by base) as [`crate::swap_proof`] says: a segment's records come
+/// from the segments it replaces (live or `.deleted`); every record a swap removes is one a pass may drop,
+/// counting as kept the records of a removal marker's range that the segment before it holds (the head of
+/// its group). One result a swap, in base order.
+///
+/// # Errors
+/// Each result: [`Error::Corrupt`] naming the `.swap` file or a damaged segment; [`Error::Io`].
+pub(crate) fn prove_swaps(
+    store: &dyn SegmentStore,
+    layout: &Layout,
+    markers: &BTreeMap<u64, u64>,
+    swaps: &BTreeMap<u64, (String, SwapContent)>,
+) -> Vec<Result<crate::swap_proof::SwapEffect>> {
+    use crate::swap_proof::{Claim, Part, SwapEffect, prove};
+    let ranges: Vec<(u64, u64)> = swaps.iter().map(|(&b, (_, c))| swap_range(layout, markers, b, c)).collect();
+    let covered = |b: u64| ranges.iter().any(|&(from, to)| (from..to).contains(&b));
+    let open = |n: &str| -> Result<Part> { Ok(Part::reads(n, &store.open(n).map_err(Error::io("open", n))?)) };
+    // The segments once the swap is complete: its segments, and the live ones it does not replace.
+    let survivor = |b: u64| -> Option<Result<Part>> {
+        match swaps.get(&b) {
+            Some((_, SwapContent::Segment(s))) => Some(Ok(Part::of(s))),
+            Some((_, SwapContent::Removed { .. })) => None,
+            None => layout.logs.get(&b).filter(|_| !covered(b)).map(|n| open(n)),
+        }
+    };
+    let one = |(&base, (file, content)): (&u64, &(String, SwapContent)), (from, to): (u64, u64)| {
+        let mut originals = Vec::new();
+        let mut bases: Vec<u64> =
+            layout.logs.range(from..to).chain(layout.deleted.range(from..to)).map(|(&b, _)| b).collect();
+        bases.sort_unstable();
+        bases.dedup();
+        for b in bases {
+            for n in [layout.logs.get(&b), layout.deleted.get(&b)].into_iter().flatten() {
+                originals.push(open(n)?);
+            }
+        }
+        let mut later = Vec::new();
+        let mut bases: Vec<u64> = layout.logs.range(to..).chain(layout.deleted.range(to..)).map(|(&b, _)| b).collect();
+        bases.extend(swaps.range(to..).map(|(&b, _)| b));
+        bases.sort_unstable();
+        bases.dedup();
+        for b in bases {
+            if let Some(p) = survivor(b) {
+                later.push(p?);
+            }
+            if let Some(d) = layout.deleted.get(&b) {
+                later.push(open(d)?);
+            }
+        }
+        let (kept, kept_is_output) = match content {
+            SwapContent::Segment(s) => (Some(Part::of(s)), true),
+            SwapContent::Removed { .. } => {
+                let before = layout.logs.range(..base).chain(swaps.range(..base).map(|(b, (n, _))| (b, n)));
+                let head = before.map(|(&b, _)| b).filter(|&b| survivor(b).is_some()).max();
+                (head.and_then(survivor).transpose()?, false)
+            }
+        };
+        let claim = Claim {
+            format: crate::Format::Native,
+            file,
+            range: (from, to),
+            kept,
+            kept_is_output,
+            originals: &originals,
+            later: &later,
+        };
+        prove(&claim).map(|removed| SwapEffect { file: file.clone(), removed })
+    };
+    swaps.iter().zip(ranges.iter().copied()).map(|(s, r)| one(s, r)).collect()
 }

@@ -50,6 +50,7 @@ pub mod scan;
 pub mod segment;
 pub mod storage;
 mod swap;
+pub mod swap_proof;
 pub mod tail;
 pub mod workload;
 
@@ -57,7 +58,7 @@ pub use batch::{BatchRef, Format};
 pub use checkpoint::CheckpointFile;
 pub use cleaning::{Cleaning, DirtySection, Replacement};
 pub use config::{DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES, LogConfig, SyncPolicy};
-pub use error::{CorruptKind, Error, ReplacementProblem, Result};
+pub use error::{CorruptKind, DIRECTORY, Error, ReplacementProblem, Result};
 pub use group_copy::GroupCopy;
 pub use log::{AppendRecord, CheckpointReset, Log, RecoveryReport, now_ms};
 pub use reader::{LogReader, LogSnapshot};

@@ -56,6 +56,9 @@ pub struct RecoveryReport {
     pub ignored_files: Vec<String>,
     /// A checkpoint past the end of the log, reset to the log's start (as Kafka does).
     pub checkpoint_reset: Option<CheckpointReset>,
+    /// Each pending swap (completed, or to be) and the offsets completing it removes, proven to be records a
+    /// cleaning pass may drop ([`crate::swap_proof`]).
+    pub pending_swaps: Vec<crate::swap_proof::SwapEffect>,
 }
 
 impl RecoveryReport {
@@ -343,7 +346,9 @@ impl Log {
     /// active segment is empty, so a log never has an empty closed segment.
     ///
     /// # Errors
-    /// [`Error::Poisoned`]; [`Error::Io`] (which poisons the log).
+    /// [`Error::OffsetSpaceExhausted`] when the last record took offset 2^63 - 2, so the new segment would need
+    /// the base 2^63 - 1 no open accepts (nothing changes); [`Error::Poisoned`]; [`Error::Io`] (which poisons
+    /// the log).
     pub fn roll(&self) -> Result<bool> {
         let mut guard = self.write_inner()?;
         self.roll_locked(&mut guard)
@@ -352,6 +357,11 @@ impl Log {
     fn roll_locked(&self, inner: &mut Inner) -> Result<bool> {
         if inner.active.summary.summary.batches == 0 {
             return Ok(false);
+        }
+        if inner.next_offset >= crate::names::MAX_OFFSET {
+            // The new active segment would be named 2^63 - 1, a base no open accepts (nor a broker): the last
+            // record took the last offset a segment can start after, so the active segment stays as it is.
+            return Err(Error::OffsetSpaceExhausted { next: inner.next_offset, max: crate::names::MAX_OFFSET - 1 });
         }
         let name = inner.active.name.clone();
         let file = Arc::clone(&inner.active.file);

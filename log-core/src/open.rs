@@ -12,7 +12,7 @@ use crate::batch::Format;
 use crate::checkpoint::CheckpointFile;
 use crate::config::LogConfig;
 use crate::error::{CorruptKind, Error, Result};
-use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges};
+use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges, prove_swaps, swap_range};
 use crate::log::{Active, CheckpointReset, Inner, Log, RecoveryReport};
 use crate::names::{CHECKPOINT_TMP_FILE, FileKind, file_name};
 use crate::segment::SealedSegment;
@@ -28,7 +28,7 @@ pub(crate) fn delete_if_exists(store: &dyn SegmentStore, name: &str) -> Result<(
 }
 
 pub(crate) fn sync_dir(store: &dyn SegmentStore) -> Result<()> {
-    store.sync_dir().map_err(Error::io("sync directory", "<store>"))
+    store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY))
 }
 
 /// Completes or rolls back a cleaning swap that a crash interrupted (the rules of [`PendingSwap`]).
@@ -43,6 +43,7 @@ pub(crate) fn recover_swap(
     report: &mut RecoveryReport,
 ) -> Result<()> {
     let mut changed = false;
+    let mut gone: Vec<String> = Vec::new();
     match layout.pending_swap() {
         PendingSwap::None => {}
         PendingSwap::RollBack => {
@@ -58,37 +59,53 @@ pub(crate) fn recover_swap(
         }
         PendingSwap::Complete => {
             let markers = marker_ranges(store, layout);
-            let mut validated = Vec::with_capacity(layout.swaps.len());
+            let mut validated = BTreeMap::new();
             for (&base, name) in &layout.swaps {
                 let content = load_swap(store, layout, &markers, base, name, config.index_interval_bytes)?;
-                let removes = match content {
-                    SwapContent::Removed { end } => Some(end),
-                    SwapContent::Segment(_) => None,
-                };
-                validated.push((base, name, removes));
+                validated.insert(base, (name.clone(), content));
             }
-            for (base, name, removes) in validated {
-                if let Some(end) = removes {
-                    // The segments go before their marker, durably: a crash in between must not bring one back.
-                    for (&b, log) in layout.logs.range(base..end) {
-                        delete_if_exists(store, log)?;
-                        delete_if_exists(store, &file_name(b, FileKind::Index))?;
-                    }
-                    sync_dir(store)?;
-                    delete_if_exists(store, name)?;
-                } else {
-                    store.rename(name, &file_name(base, FileKind::Log)).map_err(Error::io("rename", name))?;
+            for effect in prove_swaps(store, layout, &markers, &validated) {
+                report.pending_swaps.push(effect?);
+            }
+            let ranges: Vec<(u64, u64)> =
+                validated.iter().map(|(&b, (_, c))| swap_range(layout, &markers, b, c)).collect();
+            // The segments the swap replaces are renamed `.deleted` (as the pass itself does) and the swap's
+            // segments take their names; its markers go only once that is durable, and the `.deleted` files
+            // last: a crash at any step leaves every replaced segment for the next open's proof.
+            for (&b, log) in &layout.logs {
+                if ranges.iter().any(|&(from, to)| (from..to).contains(&b)) {
+                    let deleted = file_name(b, FileKind::Deleted);
+                    store.rename(log, &deleted).map_err(Error::io("rename", log))?;
+                    delete_if_exists(store, &file_name(b, FileKind::Index))?;
+                    gone.push(deleted);
                 }
-                delete_if_exists(store, &file_name(base, FileKind::Index))?;
-                report.swaps_completed += 1;
-                changed = true;
             }
+            for (&base, (name, content)) in &validated {
+                if let SwapContent::Segment(_) = content {
+                    store.rename(name, &file_name(base, FileKind::Log)).map_err(Error::io("rename", name))?;
+                    delete_if_exists(store, &file_name(base, FileKind::Index))?;
+                }
+                report.swaps_completed += 1;
+            }
+            sync_dir(store)?;
+            for (name, content) in validated.values() {
+                if let SwapContent::Removed { .. } = content {
+                    delete_if_exists(store, name)?;
+                }
+            }
+            changed = true;
         }
+    }
+    if changed {
+        sync_dir(store)?;
     }
     for name in layout.deleted.values() {
         delete_if_exists(store, name)?;
         report.stray_files_removed += 1;
         changed = true;
+    }
+    for name in &gone {
+        delete_if_exists(store, name)?;
     }
     if layout.checkpoint_tmp {
         delete_if_exists(store, CHECKPOINT_TMP_FILE)?;
@@ -390,11 +407,19 @@ fn load_read_only(store: &Arc<dyn SegmentStore>, config: &LogConfig) -> Result<O
         PendingSwap::RollBack => report.cleaned_files_discarded = layout.cleaned.len() + layout.swaps.len(),
         PendingSwap::Complete => {
             let markers = marker_ranges(store_ref, &layout);
+            let mut validated = BTreeMap::new();
             for (&base, name) in &layout.swaps {
-                match load_swap(store_ref, &layout, &markers, base, name, config.index_interval_bytes)? {
+                let content = load_swap(store_ref, &layout, &markers, base, name, config.index_interval_bytes)?;
+                validated.insert(base, (name.clone(), content));
+            }
+            for effect in prove_swaps(store_ref, &layout, &markers, &validated) {
+                report.pending_swaps.push(effect?);
+            }
+            for (base, (name, content)) in validated {
+                match content {
                     SwapContent::Removed { end } => names.retain(|&b, _| !(base..end).contains(&b)),
                     SwapContent::Segment(s) => {
-                        names.insert(base, (name.clone(), Some(*s)));
+                        names.insert(base, (name, Some(*s)));
                     }
                 }
                 report.swaps_completed += 1;

@@ -68,6 +68,10 @@ pub struct RecordRef<'a> {
     pub value: Option<&'a [u8]>,
     /// See [`Record::delete_horizon`].
     pub delete_horizon: Option<i64>,
+    /// Bytes of the record's encoding in its batch: for Kafka the record's body after its length varint (what
+    /// Kafka's `max.decompressed.message.bytes` bounds in a compressed batch), for the native format the
+    /// frame's body.
+    pub body_bytes: usize,
     pub(crate) headers: HeaderBytes<'a>,
 }
 

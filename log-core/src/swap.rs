@@ -61,7 +61,7 @@ impl Log {
     /// could not clean up), durably, so that recovery can never mistake them for part of this swap.
     fn remove_strays(&self, replacements: &[Replacement]) -> Result<()> {
         let store = &*self.store;
-        let names = self.check(store.list().map_err(Error::io("list", "<store>")))?;
+        let names = self.check(store.list().map_err(Error::io("list", crate::error::DIRECTORY)))?;
         let mut removed = false;
         for name in names {
             let stray = match parse_file_name(&name) {
@@ -77,7 +77,7 @@ impl Log {
             }
         }
         if removed {
-            self.check(store.sync_dir().map_err(Error::io("sync directory", "<store>")))?;
+            self.check(store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY)))?;
         }
         Ok(())
     }
@@ -150,7 +150,7 @@ impl Log {
             }
         }
         if !replacements.is_empty() {
-            self.check(store.sync_dir().map_err(Error::io("sync directory", "<store>")))?;
+            self.check(store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY)))?;
         }
         // Committed: from here on a crash completes the swap.
         let mut replaced: HashMap<u64, Option<Arc<SealedSegment>>> = HashMap::new();
@@ -178,7 +178,7 @@ impl Log {
             }
         }
         if !replaced.is_empty() {
-            self.check(store.sync_dir().map_err(Error::io("sync directory", "<store>")))?;
+            self.check(store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY)))?;
             let mut inner = self.write_inner()?;
             let closed: Vec<Arc<SealedSegment>> = inner
                 .closed
@@ -197,7 +197,7 @@ impl Log {
             for swap in &markers {
                 self.check(store.delete(swap).map_err(Error::io("delete", swap)))?;
             }
-            self.check(store.sync_dir().map_err(Error::io("sync directory", "<store>")))?;
+            self.check(store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY)))?;
         }
         if checkpoint != previous_checkpoint {
             self.check(self.checkpoint_file.write(store, checkpoint))?;

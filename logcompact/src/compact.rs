@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use cleaner::{CleanStats, Cleaner, PassOptions};
 use log_core::{DirtySection, Format, Log, LogConfig, RecoveryReport};
 
-use crate::copy::{CopyError, copy_log};
-use crate::dir::{OpenError, OpenedLog, open_writable, open_writable_copy};
+use crate::copy::{CopyError, copy_beside, place};
+use crate::dir::{OpenError, OpenedLog, open_writable, open_writable_copy_as};
 
 /// What to compact, and how.
 #[derive(Debug, Clone)]
@@ -90,6 +90,16 @@ pub fn nothing_cleanable(log: &Log, d: &DirtySection, lag_ms: i64) -> Option<Str
              it (or write with a smaller --segment-bytes)",
             d.active_records
         )
+    } else if d.open_transactions > 0
+        && d.last_stable_offset.is_some_and(|l| l.max(d.first_dirty_offset) <= d.first_uncleanable_offset)
+    {
+        // The last stable offset, not the lag, is what holds the section back.
+        format!(
+            "nothing to clean: {} open transaction(s) hold the last stable offset at {}, and nothing at or past it is \
+             cleaned until they end (`logcompact analyze --format kafka` names them and the command that aborts one)",
+            d.open_transactions,
+            d.last_stable_offset.unwrap_or(0)
+        )
     } else if d.too_young_bytes > 0 {
         format!(
             "nothing to clean: the dirty records ({} bytes) are younger than min.compaction.lag.ms ({lag_ms} ms)",
@@ -144,38 +154,46 @@ pub fn compact_observed(
     }
     let config = LogConfig { segment_bytes: req.segment_bytes, ..LogConfig::default() };
     config.validate_for(req.format).map_err(|e| CompactError::Usage(e.to_string()))?;
+    // With --out the copy is compacted under a temporary name beside the target and renamed into place only
+    // once every pass is done: a run killed at any moment leaves no target, and the next run starts over.
     let (dir, checkpoint) = match &req.out {
         Some(out) => {
-            let copied = copy_log(&req.dir, req.format, out)?;
-            (out.clone(), Some(req.checkpoint.unwrap_or(copied.checkpoint)))
+            let unplaced = copy_beside(&req.dir, req.format, out)?;
+            (unplaced.temp, Some(req.checkpoint.unwrap_or(unplaced.copied.checkpoint)))
         }
         None => (req.dir.clone(), req.checkpoint),
     };
-    let log = if req.out.is_some() {
-        open_writable_copy(&dir, req.format, config)
-    } else {
-        open_writable(&dir, req.format, config)
+    let log = match &req.out {
+        Some(out) => open_writable_copy_as(&dir, out, req.format, config),
+        None => open_writable(&dir, req.format, config),
     };
     let result = log.map_err(CompactError::from).and_then(|OpenedLog { log, checkpoint_source, .. }| {
         if let Some(c) = checkpoint {
             crate::dir::start_dirty_at(&log, c).map_err(|e| CompactError::Usage(e.to_string()))?;
         }
         opened(log.recovery_report());
-        let outcome = compact_log(&log, &dir, req, cleaner, each)?;
+        let outcome = compact_log(&log, req.out.as_deref().unwrap_or(&dir), req, cleaner, each)?;
         let checkpoint_saved = !matches!(log.checkpoint_file(), log_core::CheckpointFile::Memory);
         Ok(Compaction {
-            dir: dir.clone(),
+            dir: req.out.clone().unwrap_or_else(|| dir.clone()),
             recovery: log.recovery_report().clone(),
             outcome,
             checkpoint_source,
             checkpoint_saved,
         })
     });
-    if result.is_err() && req.out.is_some() {
-        // The copy is this run's own: a failed compaction leaves no half-done copy behind.
-        let _ = std::fs::remove_dir_all(&dir);
+    let Some(out) = &req.out else { return result };
+    match result {
+        Ok(c) => {
+            place(&dir, out)?;
+            Ok(c)
+        }
+        Err(e) => {
+            // The copy is this run's own: a failed compaction leaves no half-done copy behind.
+            let _ = std::fs::remove_dir_all(&dir);
+            Err(e)
+        }
     }
-    result
 }
 
 /// The passes of [`compact`] on an open log.

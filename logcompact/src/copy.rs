@@ -3,10 +3,11 @@
 //!
 //! The source is read through a read-only open (no lock; a consistent snapshot even beside a writer: a pending
 //! swap is resolved as the next open would, a torn tail left out), and written into a directory beside the
-//! target named after it (`.<name>.logcompact-copy-<pid>`), every file synced, then renamed into place at
-//! once. A run that fails or is killed leaves no target: at most that temporary directory, which names its
-//! target and process. Two runs on one target cannot both win: the rename of the second fails once the
-//! target holds the first's copy.
+//! target named after it (`.<name>.logcompact-copy-<pid>`), every file synced ([`copy_beside`]). `compact
+//! --out` cleans it there and only then renames it into place at once ([`place`]), so a run that fails or is
+//! killed, whenever, leaves no target: at most that temporary directory, which names its target and process,
+//! and which the next run on the target removes once that process is gone (a rerun starts over). Two runs on
+//! one target cannot both win: the rename of the second fails once the target holds the first's copy.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -80,14 +81,72 @@ pub fn check_target(source: &Path, format: Format, target: &Path) -> Result<(), 
     if !parent.is_dir() {
         return Err(bad("its parent directory does not exist".into()));
     }
+    if storage_file::kafka::is_broker_log_dir(parent) {
+        // A copy there is a partition the broker does not own (its line in the broker's
+        // cleaner-offset-checkpoint, a topic it never created), or under another name a directory that stops
+        // the broker at start ("is not in the form of topic-partition").
+        return Err(bad(format!(
+            "it is inside the broker's log directory {} (it holds meta.properties): a broker would take the copy \
+             for a partition it does not own, or refuse to start; make the copy elsewhere",
+            parent.display()
+        )));
+    }
     Ok(())
 }
 
-/// Copies the log of `format` in `source` to `target` (see the module docs).
+/// Copies the log of `format` in `source` to `target` (see the module docs): [`copy_beside`], then [`place`].
 ///
 /// # Errors
 /// [`CopyError`]; nothing is left at `target` then.
 pub fn copy_log(source: &Path, format: Format, target: &Path) -> Result<Copied, CopyError> {
+    let unplaced = copy_beside(source, format, target)?;
+    place(&unplaced.temp, target)?;
+    Ok(unplaced.copied)
+}
+
+/// A copy made beside its target, not yet in place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unplaced {
+    /// The temporary directory holding it (`.<target name>.logcompact-copy-<pid>`, beside the target).
+    pub temp: PathBuf,
+    /// What it holds.
+    pub copied: Copied,
+}
+
+/// The temporary directory for a copy to `target` made by process `pid`.
+fn temp_for(target: &Path, pid: u32) -> (PathBuf, String) {
+    let parent = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let prefix = format!(".{name}.logcompact-copy-");
+    (parent.join(format!("{prefix}{pid}")), prefix)
+}
+
+/// Removes the temporary copies to `target` left by runs whose process is gone (killed): a rerun starts over.
+/// One of a live process (another run on the same target) is left to it.
+fn remove_stale_copies(target: &Path) {
+    let (own, prefix) = temp_for(target, std::process::id());
+    let Some(parent) = own.parent() else { return };
+    let Ok(entries) = fs::read_dir(parent) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(&prefix)).and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid.to_string()).exists() || pid == std::process::id() {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Copies the log of `format` in `source` into a temporary directory beside `target` (see the module docs),
+/// every file and the directory synced; `target` is not touched.
+///
+/// # Errors
+/// [`CopyError`]; the temporary directory is removed then.
+pub fn copy_beside(source: &Path, format: Format, target: &Path) -> Result<Unplaced, CopyError> {
     check_target(source, format, target)?;
     // A copy of the metadata log would be a cleaned metadata log one rename away from the broker's.
     storage_file::refuse_metadata_log(source)
@@ -95,13 +154,8 @@ pub fn copy_log(source: &Path, format: Format, target: &Path) -> Result<Copied, 
     let opened = open_read_only(source, format)?;
     let log = &opened.log;
     let snapshot = log.snapshot();
-    let parent = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temp = parent.join(format!(".{name}.logcompact-copy-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&temp);
+    remove_stale_copies(target);
+    let (temp, _) = temp_for(target, std::process::id());
     fs::create_dir(&temp).map_err(io_at(&temp))?;
     let result = (|| -> Result<Copied, CopyError> {
         let mut bytes = 0;
@@ -124,22 +178,33 @@ pub fn copy_log(source: &Path, format: Format, target: &Path) -> Result<Copied, 
         fs::File::open(&temp).and_then(|d| d.sync_all()).map_err(io_at(&temp))?;
         Ok(Copied { checkpoint: log.cleaner_checkpoint(), bytes })
     })();
-    let copied = match result {
-        Ok(c) => c,
+    match result {
+        Ok(copied) => Ok(Unplaced { temp, copied }),
         Err(e) => {
             let _ = fs::remove_dir_all(&temp);
-            return Err(e);
+            Err(e)
         }
-    };
-    if let Err(e) = fs::rename(&temp, target) {
-        let _ = fs::remove_dir_all(&temp);
+    }
+}
+
+/// Renames the finished copy `temp` to `target` at once and syncs their directory; on failure (another run's
+/// copy got there first) `temp` is removed.
+///
+/// # Errors
+/// [`CopyError::BadTarget`] when `target` cannot take it; [`CopyError::Io`] when the directory cannot be synced.
+pub fn place(temp: &Path, target: &Path) -> Result<(), CopyError> {
+    if let Err(e) = fs::rename(temp, target) {
+        let _ = fs::remove_dir_all(temp);
         return Err(CopyError::BadTarget {
             target: target.to_path_buf(),
             why: format!("cannot move the copy there: {e}"),
         });
     }
-    fs::File::open(&parent).and_then(|d| d.sync_all()).map_err(io_at(&parent))?;
-    Ok(copied)
+    let parent = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::File::open(&parent).and_then(|d| d.sync_all()).map_err(io_at(&parent))
 }
 
 /// A Kafka partition's other files: each segment's indexes (the transaction index above all, which says which

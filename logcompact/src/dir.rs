@@ -104,13 +104,58 @@ pub fn open_read_only(dir: &Path, format: Format) -> Result<OpenedLog, OpenError
     }
 }
 
+/// As [`open_read_only`] for a command that reads only the records (`dump`): a Kafka partition's checkpoint
+/// files in its log directory (the cleaner's, the log start's, the high watermark's) are not read, so one that
+/// is damaged or not a regular file does not keep the records from being read.
+///
+/// # Errors
+/// As [`open_read_only`].
+pub fn open_records_only(dir: &Path, format: Format) -> Result<OpenedLog, OpenError> {
+    if format == Format::Native {
+        return open_read_only(dir, format);
+    }
+    let stores = storage_file::kafka::open_read_only(dir).map_err(store_error(dir))?;
+    let checkpoint = log_core::CheckpointFile::Memory;
+    let log = Log::open_kafka_read_only(stores.partition, LogConfig::default(), checkpoint.clone())
+        .map_err(|e| kafka_error(dir, e))?;
+    Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: checkpoint.describe() })
+}
+
 /// Opens the existing log in `dir` for writing with `config`; a directory that holds no log is refused (a
 /// command that changes a log never creates one).
 ///
 /// # Errors
 /// [`OpenError`]; [`OpenError::Store`] with a lock error when another process holds it.
 pub fn open_writable(dir: &Path, format: Format, config: LogConfig) -> Result<OpenedLog, OpenError> {
-    open_writable_as(dir, format, config, false)
+    open_writable_as(dir, format, config, None)
+}
+
+/// Opens the log in `dir` for writing with `config`, creating the directory and an empty log of `format` where
+/// there is none: for a program that writes a log of its own (the `gen` command, the examples). A Kafka
+/// partition is created as a broker lays one out (`<log dir>/<topic>-<partition>/`, taken under the broker's
+/// lock on its log directory). Commands that change a log someone else wrote use [`open_writable`], which never
+/// creates one.
+///
+/// # Errors
+/// [`OpenError`]; [`OpenError::NotALog`] for a directory holding a log of the other format.
+pub fn open_or_create(dir: &Path, format: Format, config: LogConfig) -> Result<OpenedLog, OpenError> {
+    match format {
+        Format::Native => {
+            let store: Arc<dyn SegmentStore> = Arc::new(storage_file::FileStore::open(dir).map_err(store_error(dir))?);
+            let log = Log::open(store, config).map_err(log_error(dir))?;
+            Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: log_core::names::CHECKPOINT_FILE.into() })
+        }
+        Format::Kafka => {
+            std::fs::create_dir_all(dir).map_err(|source| OpenError::Store {
+                dir: dir.to_path_buf(),
+                source: storage_file::Error::Io { op: "create", path: dir.to_path_buf(), source },
+            })?;
+            let stores = storage_file::kafka::open_writable(dir).map_err(store_error(dir))?;
+            let source = stores.checkpoint.describe();
+            let log = Log::open_kafka(stores.partition, config, stores.checkpoint).map_err(|e| kafka_error(dir, e))?;
+            Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: source })
+        }
+    }
 }
 
 /// As [`open_writable`] for a copy made by this process (`compact --out`): a Kafka copy outside a broker's log
@@ -120,10 +165,31 @@ pub fn open_writable(dir: &Path, format: Format, config: LogConfig) -> Result<Op
 /// # Errors
 /// As [`open_writable`].
 pub fn open_writable_copy(dir: &Path, format: Format, config: LogConfig) -> Result<OpenedLog, OpenError> {
-    open_writable_as(dir, format, config, true)
+    open_writable_as(dir, format, config, Some(dir))
 }
 
-fn open_writable_as(dir: &Path, format: Format, config: LogConfig, copy: bool) -> Result<OpenedLog, OpenError> {
+/// As [`open_writable_copy`] for a copy made in `dir` under a temporary name, to be renamed `target` once
+/// compacted: a Kafka copy's topic and partition (its checkpoint line in a broker's log directory) are
+/// `target`'s.
+///
+/// # Errors
+/// As [`open_writable`].
+pub fn open_writable_copy_as(
+    dir: &Path,
+    target: &Path,
+    format: Format,
+    config: LogConfig,
+) -> Result<OpenedLog, OpenError> {
+    open_writable_as(dir, format, config, Some(target))
+}
+
+/// Opens `dir` for writing; `copy_of` names the copy's target when it is a copy made by this process.
+fn open_writable_as(
+    dir: &Path,
+    format: Format,
+    config: LogConfig,
+    copy_of: Option<&Path>,
+) -> Result<OpenedLog, OpenError> {
     match format {
         Format::Native => {
             let store = native_store(dir, true)?;
@@ -131,7 +197,10 @@ fn open_writable_as(dir: &Path, format: Format, config: LogConfig, copy: bool) -
             Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: log_core::names::CHECKPOINT_FILE.into() })
         }
         Format::Kafka => {
-            let stores = if copy { kafka_copy_stores(dir)? } else { kafka_stores(dir, true)? };
+            let stores = match copy_of {
+                Some(target) => kafka_copy_stores(dir, target)?,
+                None => kafka_stores(dir, true)?,
+            };
             let source = stores.checkpoint.describe();
             let log = Log::open_kafka(stores.partition, config, stores.checkpoint).map_err(|e| kafka_error(dir, e))?;
             Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: source })
@@ -171,10 +240,10 @@ pub fn kafka_stores(dir: &Path, writable: bool) -> Result<storage_file::kafka::P
 
 /// As [`kafka_stores`] for a copy made by this process: outside a broker's log directory no broker lock is
 /// taken and the checkpoint is kept in memory.
-fn kafka_copy_stores(dir: &Path) -> Result<storage_file::kafka::PartitionStores, OpenError> {
+fn kafka_copy_stores(dir: &Path, target: &Path) -> Result<storage_file::kafka::PartitionStores, OpenError> {
     let look = storage_file::kafka::open_read_only(dir).map_err(store_error(dir))?;
     refuse_no_kafka_segment(dir, &look)?;
-    storage_file::kafka::open_writable_copy(dir).map_err(store_error(dir))
+    storage_file::kafka::open_writable_copy_as(dir, target).map_err(store_error(dir))
 }
 
 /// Refuses a directory with neither a segment nor a segment swap of Kafka's.

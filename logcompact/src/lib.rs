@@ -1,7 +1,11 @@
 //! `logcompact`: the front door of the logcompact toolkit. It opens a directory on disk as a log, either this
 //! project's native log or a Kafka partition directory (`<log dir>/<topic>-<partition>/`), compacts it in place
 //! or into a copy with Kafka's two-pass cleaner, and runs Kafka's cleaner manager over a whole data directory.
-//! Everything the `logcompact` command line does is here; the command line only parses and prints.
+//! Everything the `logcompact` command line does is here; the command line only parses and prints:
+//! [`open_or_create`], [`open_read_only`] and [`open_writable`] for a directory of either format, [`check`],
+//! [`dump`] (and [`dump_log`], Kafka's own dump style), [`analyze`] (and [`datadir::analyze`] for a whole data
+//! directory), [`compact`], [`datadir::clean`] with the [`manager`]'s types, [`repair`] and [`generate`]. A
+//! program needs no other crate of the workspace.
 //!
 //! The layers underneath, for embedding one piece: `log_core` (the log, both segment formats, recovery, the
 //! cleaning transaction), `storage_file` and `storage_mem` (backends), `cleaner` (offset maps, the passes, the
@@ -31,14 +35,19 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
+#![warn(clippy::print_stderr, clippy::print_stdout)]
 
+pub mod analyze;
+pub mod check;
 pub mod compact;
 pub mod consumer_offsets;
 pub mod coordinator_records;
 pub mod copy;
 pub mod datadir;
 pub mod dir;
+pub mod dump;
 pub mod dump_log;
+pub mod generate;
 pub mod kraft;
 pub mod message_schema;
 pub mod metrics;
@@ -47,9 +56,14 @@ mod recovery;
 pub mod repair;
 pub mod size;
 
-pub use cleaner::{CleanStats, Cleaner, CleanerConfig, MapKind, PassOptions, SystemClock};
+/// Kafka's cleaner manager: threads, scheduling, failures and their states, events and status
+/// ([`cleaner::manager`]), as [`datadir::clean`] runs it over a data directory.
+pub use cleaner::manager;
+/// A pass's statistics as Kafka's cleaner logs them (`log-cleaner.log`'s lines).
+pub use cleaner::summary::summary;
+pub use cleaner::{CleanStats, Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions, SystemClock};
 pub use compact::{CompactError, CompactOutcome, CompactRequest, Compaction, compact, compact_observed};
-pub use dir::{OpenError, OpenedLog, open_read_only, open_writable};
-pub use log_core::{Format, Log, LogConfig};
+pub use dir::{OpenError, OpenedLog, open_or_create, open_read_only, open_records_only, open_writable};
+pub use log_core::{Format, Log, LogConfig, Record};
 pub use recovery::describe_recovery;
 pub use repair::{RepairError, Repaired, repair};

@@ -18,6 +18,15 @@ pub fn describe_recovery(r: &RecoveryReport, done: bool) -> Vec<String> {
         lines
             .push(format!("recovery: {did}{will}{verb} an interrupted cleaning swap ({} segments)", r.swaps_completed));
     }
+    for e in r.pending_swaps.iter().filter(|e| e.removed.records > 0) {
+        let verb = if done { "removed" } else { "removes" };
+        lines.push(format!(
+            "recovery: completing {} {verb} {} records a cleaning pass may drop, at offsets {}",
+            e.file,
+            e.removed.records,
+            e.removed.describe()
+        ));
+    }
     if r.cleaned_files_discarded > 0 {
         let verb = if done { "rolled back" } else { "roll back" };
         lines.push(format!(

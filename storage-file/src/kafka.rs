@@ -51,8 +51,12 @@ pub fn open_read_only(dir: &Path) -> Result<PartitionStores> {
 /// # Errors
 /// As [`FileStore::open_kafka_partition`].
 pub fn open_writable(dir: &Path) -> Result<PartitionStores> {
+    open_writable_named(dir, name_of(dir))
+}
+
+/// [`open_writable`] with the topic and partition given (the checkpoint line they name).
+fn open_writable_named(dir: &Path, topic_partition: Option<(String, u32)>) -> Result<PartitionStores> {
     let store = FileStore::open_kafka_partition(dir)?;
-    let topic_partition = name_of(dir);
     let checkpoint = match (&topic_partition, store.broker_lock().cloned()) {
         (Some((topic, p)), Some(lock)) => {
             let log_dir = log_dir_of(dir)?;
@@ -93,4 +97,18 @@ pub fn open_writable_copy(dir: &Path) -> Result<PartitionStores> {
         checkpoint: CheckpointFile::Memory,
         topic_partition: name_of(dir),
     })
+}
+
+/// As [`open_writable_copy`] for a copy made in `dir` under a temporary name, to be renamed `target` (a
+/// directory beside it) once it is compacted: the topic and partition, and so the checkpoint line in a
+/// broker's log directory, are `target`'s.
+///
+/// # Errors
+/// As [`open_writable`].
+pub fn open_writable_copy_as(dir: &Path, target: &Path) -> Result<PartitionStores> {
+    if !log_dir_of(dir).is_ok_and(|p| is_broker_log_dir(&p)) {
+        return open_writable_copy(dir);
+    }
+    let named = target.file_name().and_then(|n| n.to_str()).and_then(topic_partition);
+    open_writable_named(dir, named.map(|(t, p)| (t.to_owned(), p)))
 }

@@ -6,7 +6,7 @@
 //! and whether every segment file came out byte for byte Kafka's.
 //!
 //! `cargo run --release -p bench --bin vs-kafka -- [--records 2M] [--keys 250k] [--codecs none,lz4,gzip,zstd]
-//! [--maps compact,skimpy] [--dedupe-buffer 128MiB] [--segment-bytes 64MiB] [--rounds 2] [--dir D] [--json]`
+//! [--maps compact,skimpy] [--dedupe-buffer 128MiB] [--segment-bytes 64MiB] [--rounds 2] [--threads 1] [--dir D] [--json]`
 //!
 //! The partitions are written by `bench::kafka::write_partition` (100 records a batch of 16-byte keys and
 //! 100-byte values, about 12 KiB as a producer's default 16 KiB batches are, 1% tombstones), compressed as Kafka
@@ -23,7 +23,9 @@ use logcompact::size::{parse_bytes, parse_count};
 const USAGE: &str = "vs-kafka: Kafka 4.4's own cleaner against ours, on the same partition, buffer, settings and clock
 
 usage: vs-kafka [--records 2M] [--keys 250k] [--codecs none,lz4,gzip,zstd,snappy] [--maps compact,skimpy]
-                [--dedupe-buffer 128MiB] [--segment-bytes 64MiB] [--rounds 2] [--dir D] [--json]
+                [--dedupe-buffer 128MiB] [--segment-bytes 64MiB] [--rounds 2] [--threads 1] [--dir D] [--json]
+
+--threads is ours: a pass's groups of segments copied in parallel (Kafka's cleaner runs a log on one thread).
 
 Needs Java 17 and Maven (Kafka's jars are resolved from Maven Central into target/ once). Writes its partitions
 and copies under D (default: a new temporary directory), which it removes at the end.";
@@ -39,6 +41,7 @@ struct Args {
     buffer: u64,
     segment_bytes: u64,
     rounds: usize,
+    threads: usize,
     dir: Option<PathBuf>,
     json: bool,
 }
@@ -56,6 +59,7 @@ fn parse() -> Result<Args, String> {
         buffer: 128 << 20,
         segment_bytes: 64 << 20,
         rounds: 2,
+        threads: 1,
         dir: None,
         json: false,
     };
@@ -86,6 +90,7 @@ fn parse() -> Result<Args, String> {
             "--dedupe-buffer" => a.buffer = parse_bytes(&value).map_err(|e| format!("--dedupe-buffer: {e}"))?,
             "--segment-bytes" => a.segment_bytes = parse_bytes(&value).map_err(|e| format!("--segment-bytes: {e}"))?,
             "--rounds" => a.rounds = value.parse().map_err(|_| format!("--rounds: {value} is not a count"))?,
+            "--threads" => a.threads = value.parse().map_err(|_| format!("--threads: {value} is not a count"))?,
             "--dir" => a.dir = Some(PathBuf::from(value)),
             other => return Err(format!("unknown option {other}")),
         }
@@ -112,7 +117,7 @@ fn run(a: &Args) -> Result<(), String> {
     let keys = bench::Keys::new(usize::try_from(a.keys).map_err(|e| e.to_string())?, 16, 1);
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let settings =
-        Settings { buffer_bytes: a.buffer, segment_bytes: a.segment_bytes, load_factor: 0.9, now_ms: NOW_MS };
+        Settings { buffer_bytes: a.buffer, segment_bytes: a.segment_bytes, load_factor: 0.9, now_ms: NOW_MS, threads: a.threads };
     if !a.json {
         println!(
             "| codec | MiB | Kafka's cleaner | ours | Kafka / ours | peak RSS Kafka / ours | output bytes ours / Kafka | identical |"

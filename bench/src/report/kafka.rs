@@ -441,6 +441,7 @@ pub fn run(config: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<(V
                         segment_bytes: config.segment_bytes,
                         load_factor: config.load_factor,
                         now_ms: NOW_MS,
+                        threads: 1,
                     };
                     Some(kafka_runs(k, src, scratch.path(), settings, config.kafka_cleaner_repeats)?)
                 }

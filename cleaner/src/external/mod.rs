@@ -12,7 +12,9 @@
 //! instead of a map: a record is dropped as superseded exactly when its offset is stale, which is what the
 //! in-memory maps decide by key.
 //!
-//! Memory: the buffer (the budget), a read buffer per run while merging (64 KiB each), and the bit set (a bit
+//! Memory: the buffer (grown by doubling from 1.5 MiB as entries come, up to the budget, so a budget larger
+//! than the machine gives costs only what the keys need, and one the machine cannot grow further is full where
+//! it stands), a read buffer per run while merging (64 KiB each), and the bit set (a bit
 //! per offset from the log's start to the end of the dirty section, in memory up to 32 MiB and in a temporary
 //! file beyond). Disk: about 24 bytes a record of the runs, written once and read once, in the spill directory
 //! (the system's temporary directory unless [`crate::CleanerConfig::spill_dir`] names one); the files are

@@ -109,6 +109,9 @@ pub(crate) struct Runs {
     merged: Merged,
 }
 
+/// Entries the buffer first takes (1.5 MiB), growing from there by doubling up to the budget.
+const FIRST_ENTRIES: usize = 1 << 16;
+
 /// Entries a merge reads from a run at a time (64 KiB).
 const READ_ENTRIES: usize = (64 << 10) / ENTRY_BYTES;
 
@@ -132,9 +135,20 @@ impl Runs {
     /// # Errors
     /// The spill file cannot be made or written.
     pub(crate) fn push(&mut self, e: Entry, stale: &mut StaleSet) -> std::io::Result<()> {
-        if self.buf.capacity() == 0 {
-            // The buffer is taken in full at the first entry: a pass over no keys takes none.
-            self.buf.reserve_exact(self.capacity);
+        if self.buf.len() == self.buf.capacity() {
+            // The buffer grows with the work, doubling up to the budget: a pass over a few keys takes a little
+            // memory whatever the budget (1 TiB, 2^64 - 1 bytes), and one the machine cannot grow further is
+            // full where it stands (spilled as a run), never an abort.
+            let want = self.capacity.min(self.buf.len().saturating_mul(2).max(FIRST_ENTRIES));
+            if self.buf.try_reserve_exact(want - self.buf.len()).is_err() {
+                if self.buf.is_empty() {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::OutOfMemory,
+                        "cannot allocate the external pass's buffer",
+                    ));
+                }
+                self.spill(stale)?;
+            }
         }
         self.buf.push(e);
         self.merged.entries += 1;

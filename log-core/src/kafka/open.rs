@@ -5,12 +5,15 @@
 //! 2. Every `.swap` file whose base is at or above the smallest `.cleaned` base goes (a pass renames its
 //!    outputs from `.cleaned` to `.swap` in descending base order, so a `.cleaned` file left means the swap was
 //!    not committed), and every `.cleaned` file goes.
-//! 3. The remaining `.log.swap` files cover `[smallest base, largest next offset)`: every segment file in that
-//!    range goes, and every `.swap` file is renamed into place.
+//! 3. Each remaining `.log.swap` covers `[its base, its next offset)` (at least its own base): every segment
+//!    file in that range goes (its `.log` renamed `.deleted` first, removed once the swap is in place), and
+//!    every `.swap` file is renamed into place.
 //! 4. Index files without their `.log` go.
 //!
 //! Before anything is changed, every `.log.swap` to complete is loaded and checked: its batches must parse
-//! with their checksums, and it must lie wholly below the active segment (no pass writes one that reaches it). Anything else is
+//! with their checksums, it must lie wholly below the active segment (no pass writes one that reaches it), its
+//! range must not overlap another's, and [`crate::swap_proof`] must prove a pass could have written it (its
+//! records a subset of what it replaces, every record it removes one a pass may drop). Anything else is
 //! corruption naming the file, and nothing is changed. The read-only open applies the same rules in memory
 //! and reports what the next writable open will do.
 //!
@@ -54,7 +57,7 @@ impl KafkaLayout {
     /// # Errors
     /// [`Error::Io`] when the store cannot be listed.
     pub fn scan(store: &dyn SegmentStore) -> Result<KafkaLayout> {
-        let names = store.list().map_err(Error::io("list", "<store>"))?;
+        let names = store.list().map_err(Error::io("list", crate::error::DIRECTORY))?;
         let mut layout = KafkaLayout::default();
         for n in names {
             match classify(&n) {
@@ -108,32 +111,39 @@ impl KafkaLayout {
 /// What recovery does to a partition, decided before anything changes.
 #[derive(Debug, Default)]
 pub(crate) struct Recovery {
-    /// Files to delete, in order: leftovers first, then the segments the swap replaces.
+    /// Files to delete first: leftovers (`.deleted` files outside a pending swap's range, `.cleaned` files and
+    /// the `.swap` files of an uncommitted swap).
     delete_first: Vec<String>,
-    /// Segment files a completed swap replaces.
+    /// Index files of the segments a pending swap replaces (deleted before the swap takes their place).
     replaced: Vec<String>,
+    /// `.log` files of the segments a pending swap replaces: renamed `.deleted` (as the pass itself does)
+    /// before the swap takes their place, so a crash in between leaves them for the next proof.
+    to_deleted: Vec<(String, String)>,
+    /// `.log.deleted` files in a pending swap's range: the segments it replaces, removed only once the swap
+    /// is in place.
+    deleted_last: Vec<String>,
     /// `.swap` files renamed into place: (from, to).
     renames: Vec<(String, String)>,
     /// The validated `.log.swap` segments by base (what they become).
     pub(crate) swapped: BTreeMap<u64, SealedSegment>,
-    /// The range `[from, to)` the swap covers.
-    pub(crate) range: Option<(u64, u64)>,
+    /// The ranges `[from, to)` the pending swaps replace, one a `.log.swap`, in order.
+    pub(crate) ranges: Vec<(u64, u64)>,
     /// Index files left without their `.log`.
     orphans: Vec<String>,
     report: RecoveryReport,
 }
 
-/// Decides recovery for `layout` (Kafka's `LogLoader` rules), validating every `.log.swap` it would complete.
+impl Recovery {
+    /// True when a pending swap replaces the segment based at `base`.
+    pub(crate) fn covers(&self, base: u64) -> bool {
+        self.ranges.iter().any(|&(from, to)| (from..to).contains(&base))
+    }
+}
+
+/// Decides recovery for `layout` (Kafka's `LogLoader` rules), validating every `.log.swap` it would complete
+/// and proving that a cleaning pass could have written it ([`crate::swap_proof`]).
 pub(crate) fn plan(store: &dyn SegmentStore, layout: &KafkaLayout, config: &LogConfig) -> Result<Recovery> {
     let mut r = Recovery::default();
-    for (_, n) in layout.names_at(Stage::Deleted) {
-        r.delete_first.push(n);
-        r.report.stray_files_removed += 1;
-    }
-    for n in &layout.deleted_snapshots {
-        r.delete_first.push(n.clone());
-        r.report.stray_files_removed += 1;
-    }
     let cleaned = layout.names_at(Stage::Cleaned);
     let min_cleaned = cleaned.iter().map(|&(b, _)| b).min();
     let mut swaps = Vec::new();
@@ -164,17 +174,44 @@ pub(crate) fn plan(store: &dyn SegmentStore, layout: &KafkaLayout, config: &LogC
         if active_base.is_some_and(|a| segment.next_offset() > a) {
             return Err(corrupt(CorruptKind::SwapOverActive { active_base }));
         }
+        // A broker replaces the segments in `[base, next offset)`, and the one of its own base by the rename.
+        let to = segment.next_offset().max(base + 1);
+        if let Some(&(previous, previous_to)) = r.ranges.last()
+            && *base < previous_to
+        {
+            // Two swaps whose ranges overlap: no pass writes them (one group is swapped at a time).
+            let kind = CorruptKind::OffsetBeyondNextSegment { next_base: *base, found: previous_to - 1 };
+            let segment = name(previous, SegmentFile::Log, Stage::Swap);
+            return Err(Error::Corrupt { segment, position: 0, kind });
+        }
+        r.ranges.push((*base, to));
         r.swapped.insert(*base, segment);
     }
-    if let (Some(from), Some(to)) =
-        (r.swapped.keys().next().copied(), r.swapped.values().map(SealedSegment::next_offset).max())
-    {
-        r.range = Some((from, to.max(from)));
-        for files in layout.segments.range(from..to.max(from)).map(|(_, f)| f) {
-            for ((_, stage), n) in files {
-                if *stage == Stage::Live {
-                    r.replaced.push(n.clone());
-                }
+    for (b, n) in layout.names_at(Stage::Deleted) {
+        if n == name(b, SegmentFile::Log, Stage::Deleted) && r.covers(b) {
+            r.deleted_last.push(n);
+        } else {
+            r.delete_first.push(n);
+        }
+        r.report.stray_files_removed += 1;
+    }
+    for n in &layout.deleted_snapshots {
+        r.delete_first.push(n.clone());
+        r.report.stray_files_removed += 1;
+    }
+    r.report.pending_swaps = prove_swaps(store, layout, &r)?;
+    for (&b, files) in &layout.segments {
+        if !r.covers(b) {
+            continue;
+        }
+        for ((file, stage), n) in files {
+            if *stage != Stage::Live {
+                continue;
+            }
+            if *file == SegmentFile::Log {
+                r.to_deleted.push((n.clone(), name(b, SegmentFile::Log, Stage::Deleted)));
+            } else {
+                r.replaced.push(n.clone());
             }
         }
     }
@@ -190,7 +227,7 @@ pub(crate) fn plan(store: &dyn SegmentStore, layout: &KafkaLayout, config: &LogC
     for (&b, files) in &layout.segments {
         for ((file, stage), n) in files {
             let live = match stage {
-                Stage::Live => !r.replaced.contains(n),
+                Stage::Live => !r.covers(b),
                 Stage::Swap => swaps.iter().any(|(_, s)| s == n),
                 Stage::Cleaned | Stage::Deleted => false,
             };
@@ -210,8 +247,56 @@ pub(crate) fn plan(store: &dyn SegmentStore, layout: &KafkaLayout, config: &LogC
     Ok(r)
 }
 
+/// Proves each pending `.log.swap` of `r` ([`crate::swap_proof`]): its records come from the segments it
+/// replaces (live or already `.deleted`), and every record it removes is one a pass may drop, a later record
+/// of its key being looked for in the `.deleted` segments and the segments after its range.
+fn prove_swaps(
+    store: &dyn SegmentStore,
+    layout: &KafkaLayout,
+    r: &Recovery,
+) -> Result<Vec<crate::swap_proof::SwapEffect>> {
+    use crate::swap_proof::{Claim, Part, SwapEffect, prove};
+    let open = |n: &str| -> Result<Part> { Ok(Part::reads(n, &store.open(n).map_err(Error::io("open", n))?)) };
+    let mut effects = Vec::new();
+    for (&(from, to), (_, swap)) in r.ranges.iter().zip(&r.swapped) {
+        let mut originals = Vec::new();
+        let mut later = Vec::new();
+        for (&b, files) in layout.segments.range(from..) {
+            let log = |stage| files.get(&(SegmentFile::Log, stage));
+            if b < to {
+                for n in [log(Stage::Live), log(Stage::Deleted)].into_iter().flatten() {
+                    originals.push(open(n)?);
+                }
+                continue;
+            }
+            if let Some(s) = r.swapped.get(&b) {
+                later.push(Part::of(s));
+            } else if let Some(n) = log(Stage::Live).filter(|_| !r.covers(b)) {
+                later.push(open(n)?);
+            }
+            if let Some(n) = log(Stage::Deleted) {
+                later.push(open(n)?);
+            }
+        }
+        let claim = Claim {
+            format: Format::Kafka,
+            file: swap.name(),
+            range: (from, to),
+            kept: Some(Part::of(swap)),
+            kept_is_output: true,
+            originals: &originals,
+            later: &later,
+        };
+        let removed = prove(&claim)?;
+        effects.push(SwapEffect { file: swap.name().to_owned(), removed });
+    }
+    Ok(effects)
+}
+
 /// Applies Kafka's recovery rules to the files of `store` (see the module docs): leftovers removed, a committed
-/// swap completed, orphaned indexes removed. Every `.log.swap` is validated before anything changes.
+/// swap completed, orphaned indexes removed. Every `.log.swap` is validated and proven before anything
+/// changes. The segments a swap replaces are renamed `.deleted` before it takes their place and removed only
+/// once it has, so a crash at any step leaves them for the next open's proof.
 ///
 /// # Errors
 /// [`Error::Corrupt`] for a `.log.swap` that cannot be completed (nothing changed); [`Error::Io`].
@@ -230,17 +315,25 @@ pub(crate) fn recover_files(
     if changed {
         sync_dir(store)?;
     }
-    // The segments a swap replaces go before the swap files take their names, as a broker does it.
+    for (from, to) in &recovery.to_deleted {
+        store.rename(from, to).map_err(Error::io("rename", from))?;
+    }
     for n in &recovery.replaced {
         delete_if_exists(store, n)?;
     }
     for (from, to) in &recovery.renames {
         store.rename(from, to).map_err(Error::io("rename", from))?;
     }
-    for n in &recovery.orphans {
-        delete_if_exists(store, n)?;
+    if !recovery.to_deleted.is_empty() || !recovery.replaced.is_empty() || !recovery.renames.is_empty() {
+        sync_dir(store)?;
     }
-    if !recovery.replaced.is_empty() || !recovery.renames.is_empty() || !recovery.orphans.is_empty() {
+    let gone = recovery.deleted_last.iter().chain(recovery.to_deleted.iter().map(|(_, to)| to));
+    let mut removed = false;
+    for n in gone.chain(&recovery.orphans) {
+        delete_if_exists(store, n)?;
+        removed = true;
+    }
+    if removed {
         sync_dir(store)?;
     }
     Ok(report)
@@ -403,7 +496,7 @@ fn load_read_only(
     let mut names: BTreeMap<u64, (String, Option<SealedSegment>)> = layout
         .files(SegmentFile::Log, Stage::Live)
         .into_iter()
-        .filter(|(b, _)| recovery.range.is_none_or(|(from, to)| !(from..to).contains(b)))
+        .filter(|(b, _)| !recovery.covers(*b))
         .map(|(b, n)| (b, (n, None)))
         .collect();
     for (b, s) in std::mem::take(&mut recovery.swapped) {

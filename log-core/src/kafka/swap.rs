@@ -27,7 +27,7 @@ impl Log {
     /// clean up), durably, so that recovery can never mistake them for part of this swap.
     fn remove_kafka_strays(&self, owned: &[String]) -> Result<()> {
         let store = &*self.store;
-        let names = self.check(store.list().map_err(Error::io("list", "<store>")))?;
+        let names = self.check(store.list().map_err(Error::io("list", crate::error::DIRECTORY)))?;
         let mut removed = false;
         for n in names {
             let stray = matches!(classify(&n), KafkaName::Segment { stage: Stage::Cleaned | Stage::Swap, .. })
@@ -38,7 +38,7 @@ impl Log {
             }
         }
         if removed {
-            self.check(store.sync_dir().map_err(Error::io("sync directory", "<store>")))?;
+            self.check(store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY)))?;
         }
         Ok(())
     }
@@ -53,7 +53,7 @@ impl Log {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(Error::io("stat", n)(e)),
         };
-        let sync = || self.check(store.sync_dir().map_err(Error::io("sync directory", "<store>")));
+        let sync = || self.check(store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY)));
         for Replacement { old, new, .. } in replacements {
             let Some(new) = new else { continue };
             let base = new.base();

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::kafka::files::{SegmentFile, Stage, name, write_indexes};
 use crate::kafka::index::{KafkaIndexes, OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES, offset_entry, time_entry};
 use crate::kafka::open::{self, KafkaLayout};
+use crate::kafka::txn::{AbortedTxn, MAX_TXN_INDEX_BYTES, SegmentTxns, TxnState, index_disagreement};
 use crate::scan::{SegmentScan, SegmentSource};
 use crate::segment::Stamp;
 use crate::storage::{Segment, SegmentStore};
@@ -64,7 +65,7 @@ pub fn plan_kafka_with(store: &dyn SegmentStore, config: &LogConfig) -> Result<R
     match open::plan(store, &layout, config) {
         Ok(recovery) => {
             for (&b, n) in &live {
-                if recovery.range.is_none_or(|(from, to)| !(from..to).contains(&b)) {
+                if !recovery.covers(b) {
                     segments.insert(b, n.clone());
                 }
             }
@@ -95,9 +96,12 @@ pub fn plan_kafka_with(store: &dyn SegmentStore, config: &LogConfig) -> Result<R
     }
     let active_base = segments.last_key_value().map(|(&b, _)| b);
     let mut floor: Option<u64> = None;
+    // Each segment's file and where its data ends, for the transaction indexes.
+    let mut data: Vec<(u64, String, u64)> = Vec::new();
     for (&base, now) in &segments {
         let file = store.open(now).map_err(Error::io("open", now))?;
         let d = damage::scan(Format::Kafka, base, now, &file, floor)?;
+        data.push((base, now.clone(), d.data_end));
         let segment = name(base, SegmentFile::Log, Stage::Live);
         if let Some((at, why)) = &d.cannot_judge {
             plan.cannot_fix.push(format!("{segment} at byte {at}: {why}"));
@@ -127,7 +131,87 @@ pub fn plan_kafka_with(store: &dyn SegmentStore, config: &LogConfig) -> Result<R
             plan.actions.push(RepairAction::RebuildIndexes { segment, reason });
         }
     }
+    // The transaction indexes are judged against the batches once nothing is left to cut or set aside.
+    if plan.actions.iter().all(|a| matches!(a, RepairAction::RebuildIndexes { .. })) {
+        txn_index_actions(store, &data, &mut plan)?;
+    }
     Ok(plan)
+}
+
+/// The aborted transactions of the partition whose segments are `data` (`(base, file, data end)`, in order),
+/// as a broker's recovery derives them from the batches; `None` when a segment's headers do not walk.
+fn derived_transactions(store: &dyn SegmentStore, data: &[(u64, String, u64)]) -> Result<Option<TxnState>> {
+    let mut segments = Vec::with_capacity(data.len());
+    for (_, n, end) in data {
+        let source = SegmentSource::Reads(store.open(n).map_err(Error::io("open", n))?);
+        match SegmentTxns::scan(&source, n, *end) {
+            Ok(t) => segments.push(t),
+            Err(Error::Io { .. }) | Err(Error::Corrupt { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Some(TxnState::fold(segments.iter(), u64::MAX)))
+}
+
+/// Each segment's `.txnindex` that does not parse or disagrees with the markers ([`index_disagreement`]):
+/// rebuilt from the batches, as a broker's recovery would. A missing one is left to the next compaction (a
+/// `check` notice).
+fn txn_index_actions(store: &dyn SegmentStore, data: &[(u64, String, u64)], plan: &mut RepairPlan) -> Result<()> {
+    let Some(mut txns) = derived_transactions(store, data)? else { return Ok(()) };
+    for (i, &(base, _, _)) in data.iter().enumerate() {
+        let end = data.get(i + 1).map_or(u64::MAX, |&(b, _, _)| b);
+        let file = name(base, SegmentFile::TxnIndex, Stage::Live);
+        let Ok(f) = store.open(&file) else { continue };
+        let len = f.len();
+        let reason = if len > MAX_TXN_INDEX_BYTES {
+            Some(format!("{len} bytes, larger than any transaction index (64 MiB)"))
+        } else {
+            let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
+            f.read_at(0, &mut bytes).map_err(Error::io("read", &file))?;
+            match AbortedTxn::decode_all(&bytes) {
+                Err(at) => Some(format!("not a whole version-0 entry at byte {at}")),
+                Ok(entries) => match index_disagreement(base, end, &entries, &txns) {
+                    Some(d) => Some(d.to_string()),
+                    None => {
+                        for e in &entries {
+                            txns.narrow(e.producer_id, e.last_offset, e.first_offset);
+                        }
+                        None
+                    }
+                },
+            }
+        };
+        if let Some(reason) = reason {
+            plan.actions.push(RepairAction::RebuildTxnIndex { file, reason });
+        }
+    }
+    Ok(())
+}
+
+/// Writes the `.txnindex` of the segment based at `base` from the partition's batches (the aborted
+/// transactions with data whose ABORT marker the segment holds, in marker order, each with the last stable
+/// offset recovery gives it), through a temporary file renamed over the old one.
+fn rebuild_txn_index(store: &dyn SegmentStore, base: u64, stamp: u64) -> Result<()> {
+    let layout = KafkaLayout::scan(store)?;
+    let mut data = Vec::new();
+    for (b, n) in layout.files(SegmentFile::Log, Stage::Live) {
+        let end = store.open(&n).map_err(Error::io("open", &n))?.len();
+        data.push((b, n, end));
+    }
+    let Some(txns) = derived_transactions(store, &data)? else { return Ok(()) };
+    let end = data.iter().map(|&(b, _, _)| b).find(|&b| b > base).unwrap_or(u64::MAX);
+    let mut bytes = Vec::new();
+    for a in txns.aborted.iter().filter(|a| (base..end).contains(&a.last_offset) && a.first_offset < a.last_offset) {
+        a.encode(&mut bytes);
+    }
+    let file = name(base, SegmentFile::TxnIndex, Stage::Live);
+    let temp = format!("repair-{stamp}.{file}.new");
+    delete_quietly(store, &temp)?;
+    let out = store.create(&temp).map_err(Error::io("create", &temp))?;
+    out.append(&bytes).map_err(Error::io("append", &temp))?;
+    out.sync().map_err(Error::io("sync", &temp))?;
+    store.rename(&temp, &file).map_err(Error::io("rename", &temp))?;
+    store.sync_dir().map_err(Error::io("sync directory", &file))
 }
 
 /// Bytes of index entries read at a time: a whole number of both entry sizes (8 and 12).
@@ -247,7 +331,7 @@ fn rebuild_indexes(store: &dyn SegmentStore, base: u64, segment: &str, interval:
 pub(super) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<RepairOutcome> {
     let mut backups = Backups::new(store, stamp);
     let mut done = Vec::new();
-    let sync_dir = || store.sync_dir().map_err(Error::io("sync directory", "<store>"));
+    let sync_dir = || store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY));
     // 1. A swap that cannot be completed goes (a copy of its bad segment kept), and what it replaced comes back.
     for action in &plan.actions {
         let RepairAction::DiscardSwap { file, .. } = action else { continue };
@@ -304,6 +388,13 @@ pub(super) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
                 let Some(base) = base_of(segment) else { continue };
                 rebuild_indexes(store, base, segment, plan.index_interval_bytes)?;
                 sync_dir()?;
+            }
+            RepairAction::RebuildTxnIndex { file, .. } => {
+                let crate::kafka::files::KafkaName::Segment { base, .. } = crate::kafka::files::classify(file) else {
+                    continue;
+                };
+                backups.keep_file(file)?;
+                rebuild_txn_index(store, base, stamp)?;
             }
             RepairAction::DiscardSwap { .. } | RepairAction::ResetCheckpoint { .. } | RepairAction::DropHint { .. } => {
                 continue;

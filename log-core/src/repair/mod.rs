@@ -79,6 +79,14 @@ pub enum RepairAction {
         /// How they disagree.
         reason: String,
     },
+    /// Rewrite a Kafka segment's `.txnindex` from the partition's batches, as a broker's recovery rebuilds it
+    /// (it does not parse, or disagrees with the transaction markers); a copy of the old file is kept.
+    RebuildTxnIndex {
+        /// The `.txnindex` file.
+        file: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 /// What a repair would do; empty when there is nothing to repair by hand.

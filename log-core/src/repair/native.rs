@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::{Backups, RepairAction, RepairOutcome, RepairPlan, Rewrite, damage, delete_quietly, rewrite_without};
 use crate::batch::Format;
 use crate::error::{Error, Result};
-use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges};
+use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges, prove_swaps};
 use crate::names::{CHECKPOINT_FILE, FileKind, file_name};
 use crate::storage::{Segment, SegmentStore};
 
@@ -36,6 +36,22 @@ pub fn plan(store: &dyn SegmentStore) -> Result<RepairPlan> {
         let interval = crate::DEFAULT_INDEX_INTERVAL_BYTES;
         let mut loaded: Vec<(u64, &String, Result<SwapContent>)> =
             layout.swaps.iter().map(|(&b, n)| (b, n, load_swap(store, &layout, &markers, b, n, interval))).collect();
+        // A swap that loads must also be one a pass could have written.
+        let mut valid = std::collections::BTreeMap::new();
+        for (b, n, result) in &mut loaded {
+            if result.is_ok() {
+                let content = std::mem::replace(result, Err(Error::ReadOnly));
+                if let Ok(content) = content {
+                    valid.insert(*b, ((*n).clone(), content));
+                }
+            }
+        }
+        let proofs = prove_swaps(store, &layout, &markers, &valid);
+        for ((b, (_, content)), proof) in valid.into_iter().zip(proofs) {
+            if let Some((_, _, result)) = loaded.iter_mut().find(|(lb, _, _)| *lb == b) {
+                *result = proof.map(|_| content);
+            }
+        }
         // A marker that follows a cleaned segment set aside goes with it: it may remove the rest of that
         // segment's group, whose records only the set-aside file held.
         let set_aside: Vec<u64> = loaded.iter().filter(|(_, _, r)| r.is_err()).map(|&(b, _, _)| b).collect();
@@ -153,7 +169,7 @@ fn hint_actions(
 pub(super) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<RepairOutcome> {
     let mut backups = Backups::new(store, stamp);
     let mut done = Vec::new();
-    let sync_dir = || store.sync_dir().map_err(Error::io("sync directory", "<store>"));
+    let sync_dir = || store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY));
     // 1. Invalid `.swap` files go, their segments restored, before any swap is finished.
     for action in &plan.actions {
         let RepairAction::DiscardSwap { file, .. } = action else { continue };
@@ -222,7 +238,10 @@ pub(super) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
                 delete_quietly(store, file)?;
                 sync_dir()?;
             }
-            RepairAction::CutRanges { .. } | RepairAction::DiscardSwap { .. } | RepairAction::RebuildIndexes { .. } => {
+            RepairAction::CutRanges { .. }
+            | RepairAction::DiscardSwap { .. }
+            | RepairAction::RebuildIndexes { .. }
+            | RepairAction::RebuildTxnIndex { .. } => {
                 continue;
             }
         }

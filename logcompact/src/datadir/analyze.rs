@@ -2,14 +2,14 @@
 //! anything: per log its size, dirty ratio, the bytes a full compaction would reclaim, its distinct keys, the
 //! buffer one pass needs per map, and whether Kafka's cleaner would pick it now and why not; sorted by
 //! reclaimable bytes, with a total. Logs are analysed one at a time ([`cleaner::analyze::analyze`], each in
-//! its own bounded memory), so the run's memory does not grow with the directory.
+//! its own bounded memory), so the run's memory does not grow with the directory; each as `analyze --dir`
+//! enriches it ([`crate::analyze::analyze_opened`]: hanging transactions' abort commands, consumer groups).
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 
 use cleaner::advise::Budget;
-use cleaner::{LogSettings, PassOptions, SystemClock};
+use cleaner::{LogSettings, PassOptions};
 use log_core::Format;
 use serde::Serialize;
 
@@ -43,6 +43,12 @@ pub struct LogRow {
     pub last_stable_offset: Option<u64>,
     /// Kafka: open transactions.
     pub open_transactions: usize,
+    /// Kafka: the open transactions, each with the `kafka-transactions.sh` command that aborts it (its
+    /// coordinator epoch from the broker's producer snapshot when no marker of its producer is in the log).
+    pub hanging_transactions: Vec<cleaner::analyze::OpenTransaction>,
+    /// `__consumer_offsets`: the consumer groups with a key in the partition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumer_groups: Option<usize>,
 }
 
 /// A data directory's analysis.
@@ -88,17 +94,13 @@ pub fn analyze_dir(
             }
         };
         let settings = resolved.as_ref().map(|r| r.settings.clone());
-        let options = PassOptions {
-            delete_retention_ms: settings
-                .as_ref()
-                .map_or(PassOptions::default().delete_retention_ms, |s| s.delete_retention_ms),
-            min_compaction_lag_ms: settings.as_ref().map_or(0, |s| s.min_compaction_lag_ms),
-            ..PassOptions::default()
-        };
+        // The pass the cleaner would run, with every setting of the topic (its max.decompressed.message.bytes
+        // included: a record over it shows here as the pass's failure).
+        let options = settings.as_ref().map_or_else(PassOptions::default, |s| s.pass_options(false));
         let lag = options.min_compaction_lag_ms;
         let source = opened.checkpoint_source.clone();
-        let a = match cleaner::analyze::analyze(&opened.log, source, budget, options, Arc::new(SystemClock)) {
-            Ok(a) => a,
+        let (a, groups) = match crate::analyze::analyze_opened(&opened, format, source, budget, options) {
+            Ok(found) => (found.analysis, found.consumer_groups),
             Err(e) => {
                 out.unreadable.push((f.name.clone(), e.to_string()));
                 continue;
@@ -125,6 +127,8 @@ pub fn analyze_dir(
             reason,
             last_stable_offset: a.transactions.last_stable_offset,
             open_transactions: a.transactions.open_transactions.len(),
+            hanging_transactions: a.transactions.open_transactions.clone(),
+            consumer_groups: groups.map(|g| g.groups.len()),
         });
     }
     if out.logs.is_empty() && out.unreadable.is_empty() {

@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
 
 use cleaner::manager::{LogState, ManagerStatus};
 use logcompact::Format;
@@ -14,8 +16,43 @@ use logcompact::datadir::{
     status_file::{self, StatusFile},
 };
 
+use crate::args::{BrokerArgs, FormatArg, LogSettingsArgs, tell_broker_notice};
 use crate::failure::Failure;
 use crate::out::QuietPipe;
+
+/// `status`'s arguments.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The data directory.
+    #[arg(long, value_name = "DIR")]
+    data_dir: PathBuf,
+    /// The logs' format (a Kafka log directory: every `<topic>-<partition>` subdirectory a partition).
+    #[arg(long, value_enum, default_value_t = FormatArg::Native)]
+    format: FormatArg,
+    #[command(flatten)]
+    settings: LogSettingsArgs,
+    /// A settings file as `clean` takes it. Without it, and without flags, a log takes the settings the last
+    /// `clean` run saved in the data directory.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    broker: BrokerArgs,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `status`: the settings resolved as `clean` resolves them, then the report.
+///
+/// # Errors
+/// As [`status`].
+pub fn run(a: &StatusArgs) -> Result<(), Failure> {
+    let layers =
+        datadir::layers(&a.data_dir, a.format.into(), a.config.as_deref(), &a.settings.flags(), &a.broker.source())
+            .map_err(|e| Failure::from_data_dir(&e))?;
+    tell_broker_notice(&layers);
+    status(&a.data_dir, a.format.into(), &layers, a.json)
+}
 
 fn size(bytes: u64) -> String {
     match bytes {
@@ -113,10 +150,10 @@ pub fn table(status: &ManagerStatus, file: Option<(&StatusFile, bool)>) -> Strin
 ///
 /// # Errors
 /// [`Failure::Usage`] for a data directory that cannot be listed or holds no log, or bad settings.
-pub fn status(data_dir: &Path, format: Format, layers: &Layers, json: bool) -> Result<(), Failure> {
+fn status(data_dir: &Path, format: Format, layers: &Layers, json: bool) -> Result<(), Failure> {
     let report = datadir::status(data_dir, format, layers).map_err(|e| Failure::from_data_dir(&e))?;
     for w in &report.warnings {
-        eprintln!("warning: {w}");
+        crate::out::diag!("warning: {w}");
     }
     let mut out = QuietPipe::new(std::io::stdout().lock());
     let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));

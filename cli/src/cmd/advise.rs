@@ -1,13 +1,61 @@
 //! `logcompact advise`: prints what the library's `cleaner::advise` finds, as a table or JSON.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use clap::Args;
 use cleaner::advise::{Budget, KeyCount, LogAdvice, MapAdvice, from_counts, from_log};
+use logcompact::size;
 use serde::Serialize;
 
+use crate::args::{BufferArgs, FormatArg, ThreadsArgs};
 use crate::failure::Failure;
 use crate::out::QuietPipe;
+
+/// `advise`'s arguments.
+#[derive(Debug, Args)]
+pub struct AdviseArgs {
+    /// Distinct keys of the dirty section.
+    #[arg(long, value_name = "N", required_unless_present = "dir", conflicts_with = "dir", value_parser = size::parse_count, allow_hyphen_values = true)]
+    keys: Option<u64>,
+    /// Bytes per key (matters for the fullkey map); with --dir the keys' own sizes are used. Default: 16.
+    #[arg(long, value_name = "B", conflicts_with = "dir", allow_hyphen_values = true)]
+    key_bytes: Option<usize>,
+    /// Records the keys are spread over (uniformly), for a passes figure beyond the lower bound.
+    #[arg(long, value_name = "R", conflicts_with = "dir", value_parser = size::parse_count, allow_hyphen_values = true)]
+    records: Option<u64>,
+    /// A log's directory: advice for its dirty section.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// The directory's format (with --dir). Default: native.
+    #[arg(long, value_enum, conflicts_with = "keys")]
+    format: Option<FormatArg>,
+    /// The first dirty offset (with --dir; default: the cleaner checkpoint, a Kafka partition's in its log
+    /// directory).
+    #[arg(long, value_name = "OFFSET", conflicts_with = "keys", value_parser = size::parse_count, allow_hyphen_values = true)]
+    checkpoint: Option<u64>,
+    #[command(flatten)]
+    threads: ThreadsArgs,
+    #[command(flatten)]
+    buffer: BufferArgs,
+    /// Print a JSON array, one object per map.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `advise`: from the counts given, or from a log's dirty section.
+///
+/// # Errors
+/// As [`advise`].
+pub fn run(a: &AdviseArgs) -> Result<(), Failure> {
+    let budget = a.buffer.budget(&a.threads);
+    let source = match (&a.dir, a.keys) {
+        (Some(dir), _) => Source::Dir(dir, a.format.unwrap_or_default().into(), a.checkpoint),
+        (None, Some(keys)) => Source::Counts { keys, key_bytes: a.key_bytes.unwrap_or(16), records: a.records },
+        (None, None) => return Err(Failure::Usage("give --keys N or --dir DIR".into())),
+    };
+    advise(source, budget, a.json)
+}
 
 /// Where the key counts come from.
 #[derive(Debug)]
@@ -52,7 +100,7 @@ struct JsonAdvice<'a> {
 /// # Errors
 /// [`Failure::Usage`] for bad settings or a directory without a log; [`Failure::Corruption`] when the log is
 /// damaged; [`Failure::Runtime`] when it cannot be read.
-pub fn advise(source: Source<'_>, budget: Budget, as_json: bool) -> Result<(), Failure> {
+fn advise(source: Source<'_>, budget: Budget, as_json: bool) -> Result<(), Failure> {
     let bad = |e: cleaner::Error| Failure::from_cleaner("cannot advise", &e);
     let (maps, count, log): (Vec<MapAdvice>, KeyCount, Option<LogAdvice>) = match source {
         Source::Counts { keys, key_bytes, records } => {

@@ -2,15 +2,121 @@
 //! its cleaner threads ([`logcompact::datadir::clean`]); this module prints its events and wires the signals.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use clap::Args;
 use cleaner::manager::{Event, LogState, ManagerStatus};
 use logcompact::datadir::{self, CleanRequest, Hooks, status_file};
+use logcompact::size;
 
+use crate::args::{
+    BrokerArgs, BufferArgs, ClockArgs, FormatArg, LogSettingsArgs, MapArgs, ThreadsArgs, tell_broker_notice,
+};
 use crate::failure::Failure;
 use crate::out::QuietPipe;
 use crate::progress;
+
+/// `clean`'s arguments.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("mode").required(true).args(["until_clean", "watch"])))]
+pub struct CleanArgs {
+    /// The data directory: every subdirectory is a log's directory (with --format kafka: a stopped broker's
+    /// log directory, every `<topic>-<partition>` subdirectory a partition).
+    #[arg(long, value_name = "DIR")]
+    data_dir: PathBuf,
+    /// The logs' format. A Kafka log directory is held under the broker's lock for the run; only partitions
+    /// of topics named in a --config section, and Kafka's internal topics, are compacted.
+    #[arg(long, value_enum, default_value_t = FormatArg::Native)]
+    format: FormatArg,
+    /// Run until no log is cleanable, then exit.
+    #[arg(long)]
+    until_clean: bool,
+    /// Keep cleaning as logs get dirty, until SIGINT or SIGTERM.
+    #[arg(long)]
+    watch: bool,
+    #[command(flatten)]
+    threads: ThreadsArgs,
+    #[command(flatten)]
+    map: MapArgs,
+    #[command(flatten)]
+    buffer: BufferArgs,
+    /// log.cleaner.backoff.ms: how long a watching thread with nothing to clean sleeps (--watch only: an
+    /// --until-clean run ends when nothing is cleanable). Default: 15000.
+    #[arg(long, value_name = "MS", conflicts_with = "until_clean", allow_hyphen_values = true)]
+    backoff_ms: Option<u64>,
+    /// log.cleaner.io.max.bytes.per.second: the bytes all threads together read per second. Default: no limit.
+    #[arg(long, value_name = "BYTES", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    io_max_bytes_per_second: Option<u64>,
+    /// Retries of a log whose pass failed before it waits for SIGHUP or a new run (--until-clean waits for them;
+    /// 0 ends it at the first failure).
+    #[arg(long, value_name = "N", default_value_t = 3, allow_hyphen_values = true)]
+    max_retries: u32,
+    /// The wait before the first retry of a failed log; it doubles with every failure.
+    #[arg(long, value_name = "MS", default_value_t = 10_000, allow_hyphen_values = true)]
+    retry_backoff_ms: u64,
+    /// Which log a free thread takes: dirtiest-first (Kafka's) or oldest-dirty-first (no log starves).
+    #[arg(long, value_name = "POLICY", default_value = "dirtiest-first")]
+    policy: String,
+    /// --until-clean only: with the clock fixed no retry comes due, so a log whose pass fails is left
+    /// uncleanable at once.
+    #[command(flatten)]
+    clock: ClockArgs,
+    #[command(flatten)]
+    settings: LogSettingsArgs,
+    /// Per-log settings: `name = value` lines for every log, then `[log]` sections (a topic's name in a Kafka
+    /// log directory), with Kafka's setting names. Saved in the data directory for later runs, until replaced.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    broker: BrokerArgs,
+    /// Print each event as one JSON line, and the final status as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics while the run lasts: Kafka's cleaner gauges under
+    /// the JMX exporter's names (kafka_log_logcleaner_*, kafka_log_logcleanermanager_*) and per-log series
+    /// (logcompact_log_*). Port 0 takes a free port; the address is printed on standard error.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics_addr: Option<String>,
+}
+
+/// Runs `clean`: the settings resolved in their layers, then the manager over the data directory.
+///
+/// # Errors
+/// As [`clean`].
+pub fn run(a: &CleanArgs) -> Result<(), Failure> {
+    a.map.checked()?;
+    let manager = cleaner::manager::ManagerConfig {
+        threads: a.threads.count(),
+        dedupe_buffer_bytes: a.buffer.bytes()?,
+        load_factor: a.buffer.load_factor,
+        map: a.map.map.into(),
+        backoff_ms: a.backoff_ms.unwrap_or(cleaner::manager::DEFAULT_BACKOFF_MS),
+        io_max_bytes_per_second: a.io_max_bytes_per_second.map_or(f64::INFINITY, |b| b as f64),
+        max_retries: a.max_retries,
+        retry_backoff_ms: a.retry_backoff_ms,
+        spill_dir: a.map.spill_dir.clone(),
+    };
+    if a.watch && a.clock.now_ms.is_some() {
+        return Err(Failure::Usage("--now-ms fixes the clock, so it goes with --until-clean, not --watch".into()));
+    }
+    let format = a.format.into();
+    let layers =
+        logcompact::datadir::layers(&a.data_dir, format, a.config.as_deref(), &a.settings.flags(), &a.broker.source())
+            .map_err(|e| Failure::from_data_dir(&e))?;
+    tell_broker_notice(&layers);
+    let request = CleanRequest {
+        data_dir: a.data_dir.clone(),
+        format,
+        manager,
+        policy: a.policy.clone(),
+        layers,
+        mode: if a.watch { cleaner::manager::Mode::Watch } else { cleaner::manager::Mode::UntilClean },
+        now_ms: a.clock.now_ms,
+    };
+    clean(&request, a.json, a.metrics_addr.as_deref())
+}
 
 /// Runs the manager over the data directory until it is clean, or until a signal when watching.
 ///
@@ -21,14 +127,14 @@ use crate::progress;
 /// [`Failure::Usage`] for bad settings or a data directory without logs; [`Failure::Runtime`] when the
 /// directory is held by another process, or an until-clean run is interrupted; [`Failure::Corruption`] when
 /// a log is left uncleanable (after the others were cleaned).
-pub fn clean(req: &CleanRequest, json: bool, metrics_addr: Option<&str>) -> Result<(), Failure> {
+fn clean(req: &CleanRequest, json: bool, metrics_addr: Option<&str>) -> Result<(), Failure> {
     // Listening comes first: an address in use is refused before anything is cleaned.
     let metrics = match metrics_addr {
         None => None,
         Some(addr) => {
             let server = logcompact::metrics::MetricsServer::start(addr, &req.data_dir.display().to_string())
                 .map_err(|e| Failure::Runtime(e.to_string()))?;
-            eprintln!("serving Prometheus metrics at http://{}/metrics", server.addr());
+            crate::out::diag!("serving Prometheus metrics at http://{}/metrics", server.addr());
             Some(Arc::new(server))
         }
     };
@@ -45,7 +151,7 @@ pub fn clean(req: &CleanRequest, json: bool, metrics_addr: Option<&str>) -> Resu
         on_event: listen(json, &bar),
         on_notice: {
             let bar = bar.clone();
-            Arc::new(move |line: &str| bar.suspend(|| eprintln!("{line}")))
+            Arc::new(move |line: &str| bar.suspend(|| crate::out::diag!("{line}")))
         },
         on_status: {
             let metrics = metrics.clone();
@@ -63,7 +169,7 @@ pub fn clean(req: &CleanRequest, json: bool, metrics_addr: Option<&str>) -> Resu
     bar.finish_and_clear();
     let finished = finished?;
     for (name, why) in &finished.left_alone {
-        eprintln!("left alone: {name}: {why}");
+        crate::out::diag!("left alone: {name}: {why}");
     }
     report(&finished.status, json)?;
     let uncleanable = finished.uncleanable_with_errors();
@@ -145,7 +251,7 @@ fn report(status: &ManagerStatus, json: bool) -> Result<(), Failure> {
             .map_err(|e| Failure::Runtime(e.to_string()))?;
         return writeln!(out, "{text}").map_err(failed);
     }
-    writeln!(out, "{}", crate::status::table(status, None)).map_err(failed)
+    writeln!(out, "{}", crate::cmd::status::table(status, None)).map_err(failed)
 }
 
 fn register_signals(interrupted: &Arc<AtomicBool>, retry: &Arc<AtomicBool>) -> Result<(), Failure> {

@@ -1,80 +1,92 @@
 //! `analyze --dir`: prints what `cleaner::analyze` finds on a log of either format, as text or JSON.
 
-use std::io::Write;
-use std::path::Path;
-use std::sync::Arc;
-
+use clap::Args;
+use cleaner::PassOptions;
 use cleaner::advise::Budget;
-use cleaner::{PassOptions, SystemClock};
 use log_core::Format;
+use logcompact::analyze::{AnalyzeError, AnalyzeRequest};
+use logcompact::size;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
-use crate::advise::human_bytes;
+use crate::args::{BrokerArgs, BufferArgs, FormatArg, ThreadsArgs, tell_broker_notice};
+use crate::cmd::advise::human_bytes;
 use crate::failure::Failure;
 use crate::out::QuietPipe;
 
-/// A request to analyze a log.
-#[derive(Debug, Clone, Copy)]
-pub struct AnalyzeRequest<'a> {
-    /// The directory.
-    pub dir: &'a Path,
-    /// Its format.
-    pub format: Format,
-    /// `--checkpoint`: the first dirty offset instead of the stored one.
-    pub checkpoint: Option<u64>,
-    /// The buffer.
-    pub budget: Budget,
+/// `analyze`'s arguments.
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// The directory: a Kafka partition (`<topic>-<partition>`) or, with --format native, a native log.
+    #[arg(long, value_name = "DIR", required_unless_present = "data_dir", conflicts_with = "data_dir")]
+    dir: Option<PathBuf>,
+    /// A whole data directory instead (a stopped broker's log directory, or, with --format native, a directory
+    /// of logs): a row a log, most reclaimable bytes first, with whether Kafka's cleaner would pick it now.
+    #[arg(long, value_name = "DIR", conflicts_with = "checkpoint")]
+    data_dir: Option<PathBuf>,
+    /// With --data-dir: a settings file (Kafka's names, a [section] per topic or log), over the settings an
+    /// earlier `clean` saved.
+    #[arg(long, value_name = "FILE", requires = "data_dir")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    broker: BrokerArgs,
+    /// The directory's format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Kafka)]
+    format: FormatArg,
+    /// The first dirty offset; default: the cleaner checkpoint (a Kafka partition's in its log directory's
+    /// cleaner-offset-checkpoint), else the log's start.
+    #[arg(long, value_name = "OFFSET", value_parser = size::parse_count, allow_hyphen_values = true)]
+    checkpoint: Option<u64>,
+    #[command(flatten)]
+    threads: ThreadsArgs,
+    #[command(flatten)]
+    buffer: BufferArgs,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
 }
 
-/// Runs `analyze` and prints it.
+/// Runs `analyze` on one log, or on every log of a data directory.
+///
+/// # Errors
+/// As [`analyze`] and [`analyze_data_dir`].
+pub fn run(a: &AnalyzeArgs) -> Result<(), Failure> {
+    let budget = a.buffer.budget(&a.threads);
+    match (&a.dir, &a.data_dir) {
+        (Some(dir), _) => {
+            let req = AnalyzeRequest {
+                dir: dir.clone(),
+                format: a.format.into(),
+                checkpoint: a.checkpoint,
+                budget,
+                options: PassOptions::default(),
+            };
+            analyze(&req, a.json)
+        }
+        (None, Some(data_dir)) => {
+            let layers =
+                logcompact::datadir::layers(data_dir, a.format.into(), a.config.as_deref(), &[], &a.broker.source())
+                    .map_err(|e| Failure::from_data_dir(&e))?;
+            tell_broker_notice(&layers);
+            analyze_data_dir(data_dir, a.format.into(), &layers, budget, a.json)
+        }
+        (None, None) => Err(Failure::Usage("give --dir DIR or --data-dir DIR".into())),
+    }
+}
+
+/// Runs `analyze` on one log and prints it.
 ///
 /// # Errors
 /// As opening the log; [`Failure::Corruption`] for damage.
-pub fn analyze(req: AnalyzeRequest<'_>, json: bool) -> Result<(), Failure> {
-    let opened = logcompact::open_read_only(req.dir, req.format).map_err(|e| Failure::from_open(&e))?;
-    let source = match req.checkpoint {
-        Some(c) => {
-            logcompact::dir::start_dirty_at(&opened.log, c).map_err(|e| Failure::Usage(e.to_string()))?;
-            "--checkpoint".to_owned()
-        }
-        None => match opened.log.checkpoint_file().read(&**opened.log.store()) {
-            Ok(Some(_)) => opened.checkpoint_source.clone(),
-            _ => format!("none in {} (the whole log is dirty)", opened.checkpoint_source),
-        },
-    };
-    let options = PassOptions::default();
-    let mut a = cleaner::analyze::analyze(&opened.log, source, req.budget, options, Arc::new(SystemClock))
-        .map_err(|e| Failure::from_cleaner(&req.dir.display().to_string(), &e))?;
-    let dir_name = req.dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    let mut offsets_topic = false;
-    if let Some((topic, partition)) = log_core::kafka::topic_partition(dir_name) {
-        // A hanging transaction whose producer wrote no marker here: the broker's producer snapshot knows its
-        // coordinator epoch, which the abort command needs.
-        if a.transactions.open_transactions.iter().any(|t| t.coordinator_epoch.is_none())
-            && let Some(producers) = logcompact::producer_snapshot::newest(req.dir)
-        {
-            a.transactions.take_coordinator_epochs(
-                &producers.iter().map(|p| (p.producer_id, p.producer_epoch, p.coordinator_epoch)).collect::<Vec<_>>(),
-            );
-        }
-        a.transactions.name_partition(topic, partition);
-        offsets_topic = req.format == Format::Kafka && topic == "__consumer_offsets";
-    }
-    // Kafka's group coordinator's partition: each group's live keys and tombstones.
-    let groups = if offsets_topic {
-        Some(
-            logcompact::consumer_offsets::group_summary(&opened.log)
-                .map_err(|e| Failure::from_log(&req.dir.display().to_string(), &e))?,
-        )
-    } else {
-        None
-    };
+fn analyze(req: &AnalyzeRequest, json: bool) -> Result<(), Failure> {
+    let dir = &req.dir;
+    let found = logcompact::analyze::analyze(req).map_err(|e| analyze_failure(dir, e))?;
+    let a = &found.analysis;
+    let groups = &found.consumer_groups;
     let mut out = QuietPipe::new(std::io::stdout().lock());
     let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));
     if json {
-        let mut value = serde_json::to_value(&a).map_err(|e| Failure::Runtime(e.to_string()))?;
-        if let Some(g) = &groups {
-            value["consumer_groups"] = serde_json::to_value(g).map_err(|e| Failure::Runtime(e.to_string()))?;
-        }
+        let value = serde_json::to_value(&found).map_err(|e| Failure::Runtime(e.to_string()))?;
         let text = serde_json::to_string_pretty(&value).map_err(|e| Failure::Runtime(e.to_string()))?;
         return writeln!(out, "{text}").map_err(failed);
     }
@@ -89,11 +101,12 @@ pub fn analyze(req: AnalyzeRequest<'_>, json: bool) -> Result<(), Failure> {
         )
     };
     let what = if req.format == Format::Kafka { "partition" } else { "log" };
+    let budget = req.budget;
     let codecs = if codecs.is_empty() { String::new() } else { format!(" ({})", codecs.join(", ")) };
     let lines = [
         format!(
             "{what} {}: {} segments, {} batches{codecs}, {}",
-            req.dir.display(),
+            dir.display(),
             a.segments,
             a.batches,
             human_bytes(a.bytes)
@@ -150,7 +163,18 @@ pub fn analyze(req: AnalyzeRequest<'_>, json: bool) -> Result<(), Failure> {
     }
     writeln!(out).map_err(failed)?;
     drop(out);
-    crate::advise::print(&a.dirty.maps, a.dirty.distinct, Some(&a.dirty), req.budget, false)
+    crate::cmd::advise::print(&a.dirty.maps, a.dirty.distinct, Some(&a.dirty), budget, false)
+}
+
+/// The failure for a log that could not be analysed.
+fn analyze_failure(dir: &Path, e: AnalyzeError) -> Failure {
+    match e {
+        AnalyzeError::Open(o) => Failure::from_open(&o),
+        AnalyzeError::Checkpoint(c) => Failure::Usage(c.to_string()),
+        AnalyzeError::Cleaner { source, .. } => Failure::from_cleaner(&dir.display().to_string(), &source),
+        AnalyzeError::Log { source, .. } => Failure::from_log(&dir.display().to_string(), &source),
+        other => Failure::Runtime(other.to_string()),
+    }
 }
 
 /// The consumer groups of a `__consumer_offsets` partition: a row a group, most live keys first (the first 50).
@@ -199,7 +223,7 @@ fn print_groups(out: &mut dyn Write, g: &logcompact::consumer_offsets::GroupSumm
 ///
 /// # Errors
 /// [`Failure::Usage`] for a directory without logs or bad settings; as writing the output.
-pub fn analyze_data_dir(
+fn analyze_data_dir(
     data_dir: &Path,
     format: Format,
     layers: &logcompact::datadir::settings::Layers,
@@ -220,10 +244,10 @@ pub fn analyze_data_dir(
     bar.finish_and_clear();
     let found = found.map_err(|e| Failure::from_data_dir(&e))?;
     for (name, why) in &found.unreadable {
-        eprintln!("cannot read {name}: {why}");
+        crate::out::diag!("cannot read {name}: {why}");
     }
     for (name, why) in &found.ignored {
-        eprintln!("{name}: {why}");
+        crate::out::diag!("{name}: {why}");
     }
     let mut out = QuietPipe::new(std::io::stdout().lock());
     let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));

@@ -1,0 +1,220 @@
+//! `logcompact compact`: cleans the log in one directory (in place, or a copy made in `--out`) with the
+//! settings of its topic, one pass or passes until nothing is dirty.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::Args;
+use cleaner::{Cleaner, CleanerConfig, PassOptions, Phase};
+use logcompact::size;
+
+use crate::args::{BrokerArgs, BufferArgs, ClockArgs, FormatArg, MapArgs, cleaner_config};
+use crate::backend::describe_recovery;
+use crate::failure::Failure;
+use crate::hints::many_passes_warning;
+use crate::progress;
+
+/// `compact`'s arguments.
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    /// The log's directory.
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    #[command(flatten)]
+    map: MapArgs,
+    #[command(flatten)]
+    buffer: BufferArgs,
+    /// How long a tombstone lives after the first pass that keeps it (delete.retention.ms). Default: the
+    /// topic's (as the broker's metadata, saved settings or --config give it), else one day.
+    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+    delete_retention_ms: Option<i64>,
+    /// Purge: tombstones kept by an earlier pass go now, whatever their delete horizon, in this run's passes
+    /// (a pass runs only over a dirty section: on a log with nothing dirty, roll or append first).
+    #[arg(long)]
+    purge: bool,
+    /// Repeat passes until the whole dirty section has been cleaned.
+    #[arg(long)]
+    until_clean: bool,
+    /// The log's segment.bytes: the most a group of cleaned segments is merged into. Default: the topic's (a
+    /// Kafka topic's internal.segment.bytes when set), else 1GiB.
+    #[arg(long, value_name = "BYTES", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    segment_bytes: Option<u64>,
+    /// Leave closed segments holding a record younger than this dirty (min.compaction.lag.ms). Default: the
+    /// topic's, else 0.
+    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+    min_compaction_lag_ms: Option<i64>,
+    /// cleanup.policy: compact a Kafka partition whose topic the broker's metadata or the settings say is not
+    /// compacted (delete), or one whose policy nothing here gives (then also --drop-invalid to drop its
+    /// records without a key).
+    #[arg(long, value_name = "POLICY")]
+    cleanup_policy: Option<String>,
+    /// Drop records without a key, as Kafka's cleaner drops them in a compacted topic. Without it, a pass that
+    /// would drop one changes nothing and fails (exit 2), unless the topic is known to be compacted.
+    #[arg(long)]
+    drop_invalid: bool,
+    /// A settings file as `clean` takes it (Kafka's names, a [section] per topic or log), over the settings a
+    /// `clean` saved in the log's parent directory and the broker's metadata.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    broker: BrokerArgs,
+    /// Do nothing unless at least this share of the closed bytes is dirty (min.cleanable.dirty.ratio; 0 for
+    /// this command, which cleans when asked, 0.5 for `clean`).
+    #[arg(long, value_name = "R", default_value_t = 0.0, allow_hyphen_values = true)]
+    min_cleanable_dirty_ratio: f64,
+    /// Threads within one pass: pass 1 reads the dirty section once into one map of the whole buffer, pass 2
+    /// copies groups of segments on this many threads (Kafka gives a log to one thread).
+    #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
+    copy_threads: u32,
+    /// Not taken: `compact` cleans one log; see --copy-threads.
+    #[arg(long, value_name = "T", hide = true, allow_hyphen_values = true)]
+    threads: Option<String>,
+    /// The directory's format: a native log, or a Kafka partition directory of a stopped broker (cleaned in
+    /// place under the broker's lock on its log directory, with Kafka's own swap protocol).
+    #[arg(long, value_enum, default_value_t = FormatArg::Native)]
+    format: FormatArg,
+    /// Compact a copy made in this directory (which must not exist, or be empty) instead: --dir is then only
+    /// read, never written. Never inside a broker's log directory (one holding meta.properties): a broker would
+    /// take it for a partition it does not own, or refuse to start. The copy's cleaner checkpoint lives for this
+    /// run only (the passes start from the source's checkpoint).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Start from this first dirty offset instead of the cleaner checkpoint (the pass then writes its own).
+    #[arg(long, value_name = "OFFSET", value_parser = size::parse_count, allow_hyphen_values = true)]
+    checkpoint: Option<u64>,
+    #[command(flatten)]
+    clock: ClockArgs,
+}
+
+/// `compact`: the log's settings resolved as `clean` resolves them (the broker's metadata, saved settings,
+/// --config, then these flags), a topic known not to be compacted refused, then the passes.
+///
+/// # Errors
+/// [`Failure::Usage`] for bad settings, a directory without a log or a topic that is not compacted;
+/// [`Failure::Corruption`] for damage; [`Failure::Runtime`] when a pass fails otherwise.
+pub fn run(a: &CompactArgs) -> Result<(), Failure> {
+    if a.threads.is_some() {
+        return Err(Failure::Usage(
+            "compact cleans one log: --threads is log.cleaner.threads (clean's, the buffer split between threads \
+             that each clean a log); --copy-threads T copies this pass's groups of segments on T threads"
+                .into(),
+        ));
+    }
+    let c = cleaner_config(&a.map, &a.buffer, a.copy_threads)?;
+    if let Some(ms) = a.delete_retention_ms.filter(|ms| *ms < 0) {
+        return Err(Failure::Usage(format!("--delete-retention-ms {ms} is negative")));
+    }
+    let format: log_core::Format = a.format.into();
+    let given: Vec<(&str, Option<String>, &str)> = vec![
+        ("segment.bytes", a.segment_bytes.map(|v| v.to_string()), "--segment-bytes"),
+        ("min.compaction.lag.ms", a.min_compaction_lag_ms.map(|v| v.to_string()), "--min-compaction-lag-ms"),
+        ("delete.retention.ms", a.delete_retention_ms.map(|v| v.to_string()), "--delete-retention-ms"),
+        ("cleanup.policy", a.cleanup_policy.clone(), "--cleanup-policy"),
+    ];
+    let flags: Vec<(&str, String, &str)> = given.into_iter().filter_map(|(s, v, f)| v.map(|v| (s, v, f))).collect();
+    let (resolved, layers) =
+        logcompact::datadir::settings_of(&a.dir, format, a.config.as_deref(), &flags, &a.broker.source())
+            .map_err(|e| Failure::from_data_dir(&e))?;
+    let policy_from = resolved.sources.get("cleanup.policy").cloned().unwrap_or_default();
+    let known = policy_from != "default" && policy_from != "Kafka's default for a topic";
+    let mut drop_invalid = a.drop_invalid;
+    if format == log_core::Format::Kafka {
+        if !resolved.settings.cleanup_policy.compacts() && known {
+            return Err(Failure::Usage(format!(
+                "{}: {}; give --cleanup-policy compact to compact it anyway",
+                a.dir.display(),
+                layers.why_left_alone(&topic_of(&a.dir))
+            )));
+        }
+        if known {
+            // Kafka's cleaner drops records without a key in a compacted topic.
+            drop_invalid = true;
+        } else {
+            let why = layers.broker_notice.clone().unwrap_or_default();
+            crate::out::diag!(
+                "note: nothing here gives topic {}'s cleanup.policy ({why}): compacting as asked, with Kafka's defaults \
+                 for what no flag gives; records without a key are kept unless --drop-invalid",
+                topic_of(&a.dir)
+            );
+        }
+    }
+    let s = &resolved.settings;
+    let options = PassOptions {
+        purge: a.purge,
+        min_compaction_lag_ms: s.min_compaction_lag_ms,
+        delete_retention_ms: s.delete_retention_ms,
+        drop_invalid: drop_invalid || format == log_core::Format::Native,
+        max_decompressed_message_bytes: s.max_decompressed_message_bytes,
+        ..PassOptions::default()
+    };
+    let request = logcompact::CompactRequest {
+        dir: a.dir.clone(),
+        format,
+        options,
+        until_clean: a.until_clean,
+        segment_bytes: s.segment_bytes,
+        min_cleanable_dirty_ratio: a.min_cleanable_dirty_ratio,
+        checkpoint: a.checkpoint,
+        out: a.out.clone(),
+    };
+    compact(&c, a.clock.clock()?, &request)
+}
+
+/// The topic of the Kafka partition directory `dir` (its name when it is none).
+fn topic_of(dir: &Path) -> String {
+    let full = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let name = full.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    log_core::kafka::topic_partition(&name).map_or(name.clone(), |(t, _)| t.to_owned())
+}
+
+/// Runs one pass (or passes until nothing is dirty) on the log in a directory (or on a copy of it made in
+/// `--out`), printing each pass's statistics as one JSON line; says on standard error when there is nothing
+/// to clean, and why.
+fn compact(
+    config: &CleanerConfig,
+    clock: Arc<dyn cleaner::Clock>,
+    request: &logcompact::CompactRequest,
+) -> Result<(), Failure> {
+    let dir = request.out.as_deref().unwrap_or(&request.dir).to_path_buf();
+    let mut cleaner =
+        Cleaner::new(config.clone(), clock).map_err(|e| Failure::from_cleaner("cannot build the offset map", &e))?;
+    let bar = progress::bar(0, "map", true);
+    let shown = bar.clone();
+    cleaner.on_progress(move |p| {
+        shown.set_message(if p.phase == Phase::Map { "map" } else { "copy" });
+        shown.set_length(p.bytes_total);
+        shown.set_position(p.bytes_done);
+    });
+    let mut warned = false;
+    // A failure to print stops the passes; it is what the command reports.
+    let mut output_failed = None;
+    let each = |stats: &cleaner::CleanStats| -> Result<(), cleaner::Error> {
+        if let Err(f) = bar.suspend(|| crate::out::print_json(stats)) {
+            output_failed = Some(f);
+            return Err(cleaner::Error::Aborted);
+        }
+        if let Some(passes) = stats.passes_needed().filter(|_| !warned) {
+            warned = true;
+            bar.suspend(|| crate::out::diag!("{}", many_passes_warning(stats, passes, Some((&dir, request.format)))));
+        }
+        Ok(())
+    };
+    let opened = |r: &log_core::RecoveryReport| {
+        for line in describe_recovery(r, true) {
+            bar.suspend(|| crate::out::diag!("{line}"));
+        }
+    };
+    let result = logcompact::compact_observed(request, &mut cleaner, opened, each);
+    bar.finish_and_clear();
+    if let Some(f) = output_failed {
+        return Err(f);
+    }
+    let done = result.map_err(|e| Failure::from_compact(&e))?;
+    if let logcompact::CompactOutcome::NothingDone(why) = &done.outcome {
+        crate::out::diag!("{}: {why}", dir.display());
+    }
+    if !done.checkpoint_saved {
+        crate::out::diag!("note: {}: the cleaner checkpoint is {}", dir.display(), done.checkpoint_source);
+    }
+    Ok(())
+}

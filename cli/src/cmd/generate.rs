@@ -1,0 +1,98 @@
+//! `logcompact gen`: appends a deterministic synthetic workload to the log in a directory.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use log_core::LogConfig;
+use log_core::workload::Workload;
+use logcompact::OpenError;
+use logcompact::generate::GenerateError;
+use logcompact::size;
+
+use crate::failure::Failure;
+use crate::progress;
+
+/// `gen`'s arguments.
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// The log's directory (created if missing; appends continue an existing log).
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    /// Records to append.
+    #[arg(long, value_name = "N", value_parser = size::parse_count, allow_hyphen_values = true)]
+    records: u64,
+    /// Distinct keys, drawn uniformly.
+    #[arg(long, value_name = "K", value_parser = size::parse_count, allow_hyphen_values = true)]
+    keys: u64,
+    /// Bytes per value (at most 64 MiB).
+    #[arg(long, value_name = "B", default_value = "100", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    value_bytes: u64,
+    /// Share of appends that are tombstones, in [0, 1].
+    #[arg(long, value_name = "FRACTION", default_value = "0", value_parser = size::parse_fraction, allow_hyphen_values = true)]
+    tombstones: f64,
+    /// Roll segments at this size (segment.bytes).
+    #[arg(long, value_name = "S", default_value = "1GiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    segment_bytes: u64,
+    /// Generator seed: the same seed appends the same records.
+    #[arg(long, value_name = "X", default_value_t = 1)]
+    seed: u64,
+}
+
+/// Runs `gen`.
+///
+/// # Errors
+/// As [`generate`].
+pub fn run(a: &GenArgs) -> Result<(), Failure> {
+    let value_bytes = usize::try_from(a.value_bytes)
+        .map_err(|_| Failure::Usage(format!("--value-bytes {} is too large", a.value_bytes)))?;
+    let workload =
+        Workload { records: a.records, keys: a.keys, value_bytes, tombstone_fraction: a.tombstones, seed: a.seed };
+    let config = LogConfig { segment_bytes: a.segment_bytes, ..LogConfig::default() };
+    generate(&a.dir, workload, config)
+}
+
+fn config_segment_bytes(b: u64) -> String {
+    if b.is_multiple_of(1 << 30) {
+        format!("{} GiB", b >> 30)
+    } else if b.is_multiple_of(1 << 20) {
+        format!("{} MiB", b >> 20)
+    } else {
+        format!("{b} bytes")
+    }
+}
+
+/// Appends a synthetic workload to the log in `dir` and prints a JSON summary.
+///
+/// # Errors
+/// [`Failure::Usage`] for a workload that cannot be written (checked before anything is allocated or
+/// written); otherwise as the log fails.
+fn generate(dir: &Path, workload: Workload, config: LogConfig) -> Result<(), Failure> {
+    let segment_bytes = config.segment_bytes;
+    let bar = progress::bar(workload.records, "gen", false);
+    let done = logcompact::generate::generate(dir, workload, config, |n| bar.set_position(n));
+    bar.finish_and_clear();
+    let done = done.map_err(|e| match e {
+        GenerateError::NoKeys | GenerateError::ValueTooLarge { .. } => Failure::Usage(e.to_string()),
+        GenerateError::Config(c) => Failure::Usage(c.to_string()),
+        GenerateError::Open(OpenError::Store { source, .. }) => Failure::from_store(&source, source.to_string()),
+        GenerateError::Open(OpenError::NotALog { found, .. }) => {
+            Failure::from_log("cannot open the log", &log_core::Error::NotALog { found })
+        }
+        GenerateError::Open(OpenError::Log { source, .. }) => Failure::from_log("cannot open the log", &source),
+        GenerateError::Log { what, source, .. } => Failure::from_log(what, &source),
+        other => Failure::Runtime(other.to_string()),
+    })?;
+    for line in &done.recovery {
+        crate::out::diag!("{line}");
+    }
+    if done.segments == 1 {
+        crate::out::diag!(
+            "note: all {} records are in the active segment (segment.bytes {} is larger than the log), and no pass \
+             takes the active segment: `logcompact roll --dir {}` seals it, or write with a smaller --segment-bytes",
+            done.active_records,
+            config_segment_bytes(segment_bytes),
+            dir.display()
+        );
+    }
+    crate::out::print_json(&done)
+}

@@ -1,0 +1,25 @@
+//! Sentences that point an operator at the next command: the flag a format needs, and what to run when a
+//! buffer will take several passes.
+
+use std::path::Path;
+
+/// ` --format kafka` for a Kafka command line, nothing for the native format (its default).
+pub fn format_flag(format: log_core::Format) -> &'static str {
+    match format {
+        log_core::Format::Native => "",
+        log_core::Format::Kafka => " --format kafka",
+    }
+}
+
+/// The warning `compact` and `run` give when a buffer will take several passes.
+pub fn many_passes_warning(stats: &cleaner::CleanStats, passes: u64, dir: Option<(&Path, log_core::Format)>) -> String {
+    let how = match dir {
+        Some((d, f)) => format!("`logcompact advise --dir {}{}`", d.display(), format_flag(f)),
+        None => "`logcompact advise`".to_owned(),
+    };
+    format!(
+        "warning: the dedupe buffer held {} keys and mapped offsets {}..{} of a dirty section reaching {}: about {passes} \
+         passes to clean it, each re-reading the cleaned log; {how} tells the buffer one pass needs",
+        stats.offset_map.entries, stats.first_dirty_offset, stats.end_offset, stats.active_base
+    )
+}
