@@ -5,7 +5,8 @@
 //! (`bench::kafka::write_partition`: 100 records a batch, 16-byte keys, 100-byte values of random letters that
 //! compress about 2x, 1% tombstones) into `D/bench-<codec>-0`, then times `analyze` (one read with the three
 //! maps replayed, then a dry run) and, per map, an in-place compaction of a copy of it until clean (the copy not
-//! timed), and prints a JSON line each, with the passes and the bytes they wrote. `--generate-only` stops
+//! timed), and prints a JSON line each, with the passes, the bytes they wrote and their peak resident memory
+//! (anonymous and file-backed, sampled every millisecond). `--generate-only` stops
 //! after writing the partition and leaves it (to compact it with another build, say).
 
 use std::path::PathBuf;
@@ -31,7 +32,9 @@ Writes a partition (100 records a batch, 16-byte keys, 100-byte values, 1% tombs
 times analyze, the floors (what a pass must do with its own parsing: batches and records read, keys put in and
 looked up in a bare table, CRC-32Cs checked, kept batches written with Kafka's .index and .timeindex and synced;
 the codec floor also compresses a rebuilt batch again with its codec) and, per map, an in-place compaction of a
-copy until clean, and prints a JSON line each, the compactions with their time over each floor per phase. --generate-only stops after writing the partition.
+copy until clean, and prints a JSON line each, the compactions with their time over each floor per phase and
+their peak resident memory above the opened copy's (anonymous, and file-backed: the mapped segments' pages).
+--generate-only stops after writing the partition.
 
 D may hold other files: kafka-bench refuses to start when a directory it would write (bench-<codec>-0, and
 kafka-bench-work for the copies it compacts) is there already, and removes only what it wrote (D too, if it
@@ -242,9 +245,12 @@ fn run(a: &Args) -> Result<(), String> {
         let config = CleanerConfig { map, dedupe_buffer_bytes: a.dedupe_buffer, ..CleanerConfig::default() };
         let mut cleaner = Cleaner::new(config, Arc::new(SystemClock)).map_err(|e| e.to_string())?;
         let t = Instant::now();
-        let passes = cleaner
-            .clean_until_clean(&log, PassOptions::default(), |_: &cleaner::CleanStats| Ok(()))
-            .map_err(|e| e.to_string())?;
+        // Resident memory above what the opened copy held: the map's (anonymous) and the mapped segments'
+        // pages the passes hold at once (file-backed: a window, not the partition).
+        let (passes, peak) = bench::rss::peak_during(|| {
+            cleaner.clean_until_clean(&log, PassOptions::default(), |_: &cleaner::CleanStats| Ok(()))
+        });
+        let passes = passes.map_err(|e| e.to_string())?;
         let s = t.elapsed().as_secs_f64();
         let sum = |f: &dyn Fn(&cleaner::CleanStats) -> f64| passes.iter().map(f).sum::<f64>();
         println!(
@@ -259,7 +265,8 @@ fn run(a: &Args) -> Result<(), String> {
                 "over_codec_floor": s / floor.1.seconds(),
                 "pass2_over_codec_floor": sum(&|p| p.pass2.seconds) / floor.1.pass2_seconds,
                 "records_kept": passes.last().map_or(0, |p| p.pass2.records_kept),
-                "bytes_written": passes.iter().map(|p| p.bytes_written).sum::<u64>()})
+                "bytes_written": passes.iter().map(|p| p.bytes_written).sum::<u64>(),
+                "peak_rss_anon_bytes": peak.anon, "peak_rss_file_bytes": peak.file})
         );
         drop(log);
         let _ = std::fs::remove_dir_all(&out);
