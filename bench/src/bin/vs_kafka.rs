@@ -116,8 +116,13 @@ fn run(a: &Args) -> Result<(), String> {
     let root = a.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     let keys = bench::Keys::new(usize::try_from(a.keys).map_err(|e| e.to_string())?, 16, 1);
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let settings =
-        Settings { buffer_bytes: a.buffer, segment_bytes: a.segment_bytes, load_factor: 0.9, now_ms: NOW_MS, threads: a.threads };
+    let settings = Settings {
+        buffer_bytes: a.buffer,
+        segment_bytes: a.segment_bytes,
+        load_factor: 0.9,
+        now_ms: NOW_MS,
+        threads: a.threads,
+    };
     if !a.json {
         println!(
             "| codec | MiB | Kafka's cleaner | ours | Kafka / ours | peak RSS Kafka / ours | output bytes ours / Kafka | identical |"

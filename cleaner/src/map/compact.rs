@@ -486,7 +486,7 @@ impl CompactMap {
         } else {
             bound
         };
-        let homes = expected * 1.01 / self.load_factor.min(ROOMY_LOAD).max(f64::MIN_POSITIVE);
+        let homes = expected * 1.01 / self.load_factor.clamp(f64::MIN_POSITIVE, ROOMY_LOAD);
         let mut steps = 1;
         while steps < self.shift && ((self.slots << steps) as f64) < homes {
             steps += 1;
