@@ -16,6 +16,7 @@ mod out;
 mod progress;
 mod records;
 mod script;
+mod when;
 
 use std::process::ExitCode;
 

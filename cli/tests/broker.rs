@@ -137,3 +137,164 @@ fn a_copy_is_never_made_inside_a_brokers_log_directory() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// Flips one byte inside the first batch of the partition's first segment: its CRC no longer matches.
+fn damage_first_batch(partition: &Path) {
+    let mut logs: Vec<_> = std::fs::read_dir(partition)
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    let mut bytes = std::fs::read(&logs[0]).expect("read");
+    bytes[100] ^= 0x5a;
+    std::fs::write(&logs[0], bytes).expect("write");
+}
+
+/// Every file under `dir` with its bytes, and its modification time (a check writes nothing and touches
+/// nothing, the times it compares included).
+fn tree(dir: &Path) -> Vec<(std::path::PathBuf, u64, std::time::SystemTime)> {
+    let mut files = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).expect("list") {
+            let p = entry.expect("entry").path();
+            let modified = p.metadata().expect("stat").modified().expect("mtime");
+            if p.is_dir() {
+                files.push((p.clone(), 0, modified));
+                todo.push(p);
+            } else {
+                let mut hasher = std::hash::DefaultHasher::new();
+                std::hash::Hash::hash(&std::fs::read(&p).expect("read"), &mut hasher);
+                let digest = std::hash::Hasher::finish(&hasher);
+                files.push((p.clone(), digest, modified));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Sets a file's or directory's modification time `age` into the past.
+fn age(p: &Path, age: std::time::Duration) {
+    let when = std::time::SystemTime::now() - age;
+    std::fs::File::open(p).expect("open").set_modified(when).expect("set mtime");
+}
+
+#[test]
+fn check_of_a_log_directory_names_every_damaged_partition_beside_a_running_broker() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let log_dir = tmp.path().join("kafka-logs");
+    for name in ["orders-0", "orders-1", "payments-0", "payments-1"] {
+        common::kafka_partition(&log_dir.join(name), 50, 3, 20, 10);
+    }
+    std::fs::write(log_dir.join("meta.properties"), "version=1\nnode.id=1\n").expect("meta.properties");
+    damage_first_batch(&log_dir.join("orders-1"));
+    damage_first_batch(&log_dir.join("payments-1"));
+    // A broker holds its lock: check takes none, and reads.
+    let _broker = BrokerLock::hold(&log_dir);
+    let before = tree(&log_dir);
+
+    let out = logcompact(&["check", "--format", "kafka", "--data-dir", path(&log_dir)], "");
+    let text = common::stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "damage is exit 1: {text}{}", stderr(&out));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "one line a partition: {text}");
+    for (line, (verdict, name)) in lines.iter().zip([
+        ("intact", "orders-0"),
+        ("DAMAGED", "orders-1"),
+        ("intact", "payments-0"),
+        ("DAMAGED", "payments-1"),
+    ]) {
+        let mut words = line.split_whitespace();
+        assert_eq!((words.next(), words.next()), (Some(verdict), Some(name)), "{line}");
+    }
+    assert!(lines[1].contains("00000000000000000000.log"), "the damaged line names the file: {}", lines[1]);
+    let err = stderr(&out);
+    assert!(err.contains("2 of 4 logs damaged: orders-1, payments-1"), "the verdict names every damaged one: {err}");
+    assert!(err.contains("repair --dir"), "and the next step: {err}");
+
+    // As JSON, the same verdicts.
+    let out = logcompact(&["check", "--format", "kafka", "--data-dir", path(&log_dir), "--json"], "");
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&common::stdout(&out)).expect("json");
+    let verdicts: Vec<_> =
+        v["logs"].as_array().expect("logs").iter().map(|l| l["verdict"].as_str().unwrap_or("")).collect();
+    assert_eq!(verdicts, ["intact", "damaged", "intact", "damaged"]);
+    assert_eq!(tree(&log_dir), before, "a check changes nothing, not even a file's time");
+
+    // Only what changed in the last hour: the damaged partitions made an hour ago are not read.
+    for name in ["orders-1", "payments-1"] {
+        let dir = log_dir.join(name);
+        for entry in std::fs::read_dir(&dir).expect("list") {
+            age(&entry.expect("entry").path(), std::time::Duration::from_secs(7200));
+        }
+        age(&dir, std::time::Duration::from_secs(7200));
+    }
+    let before = tree(&log_dir);
+    let out = logcompact(&["check", "--format", "kafka", "--data-dir", path(&log_dir), "--modified-since", "1h"], "");
+    let text = common::stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.contains("unchanged orders-1"), "{text}");
+    assert!(text.lines().last().is_some_and(|l| l == "2 logs intact (2 unchanged, not read)"), "{text}");
+    assert_eq!(tree(&log_dir), before, "a check changes nothing");
+}
+
+#[test]
+fn a_checks_reads_keep_to_the_rate_asked_for() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let log_dir = tmp.path().join("kafka-logs");
+    common::kafka_partition(&log_dir.join("orders-0"), 50, 2, 40, 20);
+    let bytes: u64 = std::fs::read_dir(log_dir.join("orders-0"))
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .map(|p| p.metadata().expect("stat").len())
+        .sum();
+    // At a quarter of the partition's bytes a second, its reads take at least three seconds (a lower bound:
+    // sleeping never ends early); without the limit, a few milliseconds.
+    let rate = (bytes / 4).to_string();
+    let started = std::time::Instant::now();
+    let out = logcompact(
+        &["check", "--format", "kafka", "--data-dir", path(&log_dir), "--io-max-bytes-per-second", &rate],
+        "",
+    );
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(took >= std::time::Duration::from_secs(3), "{bytes} bytes at {rate} B/s took {took:?}");
+    assert!(common::stdout(&out).contains("1 log intact"), "{}", common::stdout(&out));
+}
+
+#[test]
+fn check_warns_of_a_record_over_the_topics_max_decompressed_message_bytes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let log_dir = tmp.path().join("kafka-logs");
+    let spec = common::PartitionSpec {
+        keys: 20,
+        segments: 2,
+        batches: 10,
+        per_batch: 5,
+        tombstone_every: 0,
+        mixed_codecs: true,
+    };
+    common::write_kafka_partition(&log_dir.join("orders-0"), &spec);
+    common::kafka_partition(&log_dir.join("plain-0"), 20, 2, 10, 5);
+    let conf = tmp.path().join("topics.conf");
+    std::fs::write(&conf, "[orders]\ncleanup.policy = compact\nmax.decompressed.message.bytes = 10\n\n[plain]\nmax.decompressed.message.bytes = 10\n")
+        .expect("settings");
+    let out = logcompact(&["check", "--format", "kafka", "--data-dir", path(&log_dir), "--config", path(&conf)], "");
+    let text = common::stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "intact data: {text}{}", stderr(&out));
+    let orders = text.lines().find(|l| l.contains("orders-0")).expect("orders line");
+    assert!(orders.contains("bytes decoded, over the topic's max.decompressed.message.bytes 10 ("), "{orders}");
+    // Uncompressed batches are not bounded, as in Kafka.
+    let plain = text.lines().find(|l| l.contains("plain-0")).expect("plain line");
+    assert!(!plain.contains("warning"), "{plain}");
+    // One partition, as a broker's directory holds it.
+    let out = logcompact(
+        &["check", "--format", "kafka", "--dir", path(&log_dir.join("orders-0")), "--config", path(&conf)],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("warning: 0000"), "{}", stderr(&out));
+}

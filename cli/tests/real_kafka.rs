@@ -667,6 +667,17 @@ fn max_decompressed_message_bytes_fails_a_pass_where_kafkas_cleaner_fails() {
     std::fs::write(&conf, "[codec-gzip]\ncleanup.policy = compact\nmax.decompressed.message.bytes = 300\n")
         .expect("settings");
     let before = tree(&ours);
+    // check predicts it (the data intact: exit 0, with a warning naming a record at least that large).
+    let out = logcompact(&["check", "--format", "kafka", "--dir", path(&ours), "--config", path(&conf)], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let warned: u64 = stderr(&out)
+        .split("warning: ")
+        .nth(1)
+        .and_then(|w| w.split(" bytes decoded, over the topic's max.decompressed.message.bytes 300").next())
+        .and_then(|w| w.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("check warns of the record Kafka's cleaner fails on: {}", stderr(&out)));
+    assert!(warned >= size.parse::<u64>().expect("Kafka's size"), "{warned} against Kafka's {size}");
     let out = logcompact(
         &["compact", "--format", "kafka", "--dir", path(&ours), "--until-clean", "--config", path(&conf)],
         "",

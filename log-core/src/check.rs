@@ -42,6 +42,24 @@ pub struct CheckReport {
     pub notices: Vec<Notice>,
     /// Files in the store that are not part of the log (ignored by it).
     pub other_files: Vec<String>,
+    /// The largest record of a compressed batch, by its decoded size as Kafka bounds it
+    /// (`max.decompressed.message.bytes`, which makes Kafka's cleaner fail a partition holding a larger one;
+    /// uncompressed batches are not bounded). `None` when no batch is compressed.
+    pub largest_compressed_record: Option<RecordSize>,
+    /// What stands in a cleaner's way without being damage (filled by callers that know the log's settings:
+    /// a record over the topic's `max.decompressed.message.bytes`).
+    pub warnings: Vec<Notice>,
+}
+
+/// Where a record is and how large it is decoded ([`crate::RecordRef::body_bytes`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RecordSize {
+    /// The segment file holding it.
+    pub file: String,
+    /// Its offset.
+    pub offset: u64,
+    /// Its size in bytes after its length varint.
+    pub bytes: u64,
 }
 
 /// Something the next writable open repairs by itself.
@@ -70,7 +88,7 @@ pub enum ProblemClass {
 }
 
 /// The first problem found.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Problem {
     /// How bad it is.
     pub class: ProblemClass,
@@ -291,7 +309,7 @@ fn check_log(log: &Log, mut report: CheckReport) -> Result<CheckReport, Problem>
     let snapshot = log.snapshot();
     let mut scratch = Vec::new();
     for segment in snapshot.closed() {
-        scan_segment(segment.scan(), segment.name(), segment.base(), &mut scratch)?;
+        scan_segment(segment.scan(), segment.name(), segment.base(), &mut scratch, &mut report)?;
         report.segments += 1;
         report.records += segment.summary().records;
         report.bytes += segment.size();
@@ -306,15 +324,22 @@ fn check_log(log: &Log, mut report: CheckReport) -> Result<CheckReport, Problem>
         snapshot.active_len(),
         true,
     );
-    scan_segment(active, snapshot.active_name(), snapshot.active_base(), &mut scratch)?;
+    scan_segment(active, snapshot.active_name(), snapshot.active_base(), &mut scratch, &mut report)?;
     report.segments += 1;
     report.records += snapshot.active_records_count();
     report.bytes += snapshot.active_len();
     Ok(report)
 }
 
-/// Every batch and record of one segment: checksums, record decoding, offsets increasing from its base.
-fn scan_segment(mut scan: crate::SegmentScan<'_>, name: &str, base: u64, scratch: &mut Vec<u8>) -> Result<(), Problem> {
+/// Every batch and record of one segment: checksums, record decoding, offsets increasing from its base; the
+/// largest record of a compressed batch noted in `report`.
+fn scan_segment(
+    mut scan: crate::SegmentScan<'_>,
+    name: &str,
+    base: u64,
+    scratch: &mut Vec<u8>,
+    report: &mut CheckReport,
+) -> Result<(), Problem> {
     let mut previous: Option<u64> = None;
     while let Some(window) = scan.next_window()? {
         for item in window.batches() {
@@ -328,8 +353,14 @@ fn scan_segment(mut scan: crate::SegmentScan<'_>, name: &str, base: u64, scratch
             previous = Some(b.last_offset);
             let records =
                 b.records(scratch).map_err(|kind| corruption(name, Some(placed.position), kind.to_string()))?;
+            let compressed = b.is_compressed();
             for rec in records {
-                rec.map_err(|kind| corruption(name, Some(placed.position), kind.to_string()))?;
+                let rec = rec.map_err(|kind| corruption(name, Some(placed.position), kind.to_string()))?;
+                let bytes = rec.body_bytes as u64;
+                if compressed && report.largest_compressed_record.as_ref().is_none_or(|l| bytes > l.bytes) {
+                    let largest = RecordSize { file: name.to_owned(), offset: rec.offset, bytes };
+                    report.largest_compressed_record = Some(largest);
+                }
             }
         }
     }

@@ -55,6 +55,7 @@ pub mod producer_snapshot;
 mod recovery;
 pub mod repair;
 pub mod size;
+pub mod throttle;
 
 /// Kafka's cleaner manager: threads, scheduling, failures and their states, events and status
 /// ([`cleaner::manager`]), as [`datadir::clean`] runs it over a data directory.

@@ -1,25 +1,55 @@
 //! `logcompact check`: verifies every checksum and invariant of the log in a directory without changing
 //! anything.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
 
 use clap::Args;
-use logcompact::check::CheckError;
+use logcompact::check::{CheckError, DirCheckOptions, LogCheck, LogVerdict};
+use logcompact::throttle::ReadRate;
 
-use crate::args::FormatArg;
+use crate::args::{BrokerArgs, FormatArg};
+use crate::cmd::advise::human_bytes;
 use crate::failure::Failure;
 use crate::hints::format_flag;
-use crate::out::print_json;
+use crate::out::{QuietPipe, print_json, write_failed};
 
 /// `check`'s arguments.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["dir", "data_dir"])))]
 pub struct CheckArgs {
     /// The log's directory.
     #[arg(long, value_name = "DIR")]
-    dir: PathBuf,
+    dir: Option<PathBuf>,
+    /// A data directory (a broker's log directory with --format kafka): every log in it, one line a log, the
+    /// KRaft metadata log included (read, never written); exit 1 naming every damaged one.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
     /// The directory's format.
     #[arg(long, value_enum, default_value_t = FormatArg::Native)]
     format: FormatArg,
+    /// With --data-dir: only the logs with a file changed at or after TIME (an age such as 90m, 24h or 7d; a
+    /// UTC date and time such as 2026-12-01T08:30:00Z; or milliseconds since the epoch); the others are
+    /// listed as unchanged, not read.
+    #[arg(long, value_name = "TIME", requires = "data_dir", value_parser = crate::when::parse_time)]
+    modified_since: Option<SystemTime>,
+    /// Read at most this many bytes a second (e.g. 50MiB), as log.cleaner.io.max.bytes.per.second bounds
+    /// Kafka's cleaner: for a check beside a running broker.
+    #[arg(long, value_name = "BYTES", value_parser = logcompact::size::parse_bytes)]
+    io_max_bytes_per_second: Option<u64>,
+    /// With --format kafka: where the broker's settings of its topics are read, to judge records by each
+    /// topic's max.decompressed.message.bytes (a larger record fails Kafka's cleaner on that partition).
+    #[command(flatten)]
+    broker: BrokerArgs,
+    /// With --format kafka: a settings file (as clean's --config) whose topic sections override the broker's.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// With --data-dir: one JSON object (every log's verdict and report) instead of a line a log. A check of
+    /// one --dir always prints JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Runs `check` on the directory, as its format checks.
@@ -27,10 +57,118 @@ pub struct CheckArgs {
 /// # Errors
 /// As [`check`] and [`check_kafka`].
 pub fn run(a: &CheckArgs) -> Result<(), Failure> {
-    match a.format {
-        FormatArg::Kafka => check_kafka(&a.dir),
-        FormatArg::Native => check(&a.dir),
+    if a.format == FormatArg::Native
+        && (a.config.is_some() || a.broker.metadata_dir.is_some() || a.broker.broker_config.is_some())
+    {
+        return Err(Failure::Usage(
+            "--config, --metadata-dir and --broker-config judge Kafka partitions: give --format kafka".into(),
+        ));
     }
+    if a.io_max_bytes_per_second == Some(0) {
+        return Err(Failure::Usage("--io-max-bytes-per-second must be at least 1".into()));
+    }
+    let rate = a.io_max_bytes_per_second.map(|r| Arc::new(ReadRate::new(r)));
+    match (&a.dir, &a.data_dir) {
+        (_, Some(data_dir)) => check_data_dir(data_dir, a, rate),
+        (Some(dir), None) => match a.format {
+            FormatArg::Kafka => check_kafka(dir, rate.as_ref(), a),
+            FormatArg::Native => check(dir, rate.as_ref()),
+        },
+        (None, None) => Err(Failure::Usage("give --dir or --data-dir".into())),
+    }
+}
+
+/// `check --data-dir`: a line a log as it is checked, then one verdict line.
+///
+/// # Errors
+/// [`Failure::Corruption`] naming every damaged log; [`Failure::Runtime`] naming those that could not be
+/// read; as listing the directory.
+fn check_data_dir(data_dir: &Path, a: &CheckArgs, rate: Option<Arc<ReadRate>>) -> Result<(), Failure> {
+    let format: log_core::Format = a.format.into();
+    let options =
+        DirCheckOptions { modified_since: a.modified_since, rate, broker: a.broker.source(), config: a.config.clone() };
+    let mut out = QuietPipe::new(std::io::stdout().lock());
+    let mut failed_write = None;
+    let mut each = |line: &LogCheck| {
+        if a.json {
+            return;
+        }
+        if let Err(e) = writeln!(out, "{}", log_line(line)).and_then(|()| out.flush()) {
+            failed_write.get_or_insert(e);
+        }
+    };
+    let checked = logcompact::check::check_data_dir(data_dir, format, &options, &mut each)
+        .map_err(|e| Failure::from_data_dir(&e))?;
+    if let Some(e) = failed_write {
+        return Err(write_failed(e));
+    }
+    if a.json {
+        print_json(&checked)?;
+    } else {
+        for (name, why) in &checked.ignored {
+            crate::out::diag!("passed over {name}: {why}");
+        }
+        if let Some(note) = &checked.settings_note {
+            crate::out::diag!("note: {note}");
+        }
+    }
+    let (damaged, unchecked) = (checked.damaged(), checked.unchecked());
+    let unchanged = checked.logs.iter().filter(|l| matches!(l.verdict, LogVerdict::Unchanged)).count();
+    let read = checked.logs.len() - unchanged;
+    let unchanged_note = if unchanged > 0 { format!(" ({unchanged} unchanged, not read)") } else { String::new() };
+    if !damaged.is_empty() {
+        let first = data_dir.join(damaged[0]);
+        return Err(Failure::Corruption(format!(
+            "check failed: {} of {} damaged: {}{unchanged_note}\n(`logcompact repair --dir {}{}` shows what a \
+             repair would drop)",
+            damaged.len(),
+            logs(read),
+            damaged.join(", "),
+            first.display(),
+            format_flag(format)
+        )));
+    }
+    if !unchecked.is_empty() {
+        return Err(Failure::Runtime(format!(
+            "check could not read {} of {}: {}{unchanged_note}",
+            unchecked.len(),
+            logs(read),
+            unchecked.join(", ")
+        )));
+    }
+    if !a.json {
+        let verdict = match read {
+            0 if unchanged == 0 => format!("no logs in {}", data_dir.display()),
+            _ => format!("{} intact{unchanged_note}", logs(read)),
+        };
+        writeln!(out, "{verdict}").and_then(|()| out.flush()).map_err(write_failed)?;
+    }
+    Ok(())
+}
+
+/// `1 log`, `2 logs`.
+fn logs(n: usize) -> String {
+    if n == 1 { "1 log".to_owned() } else { format!("{n} logs") }
+}
+
+/// A log's line: its verdict, its name, and what was found.
+fn log_line(line: &LogCheck) -> String {
+    let (verdict, what) = match &line.verdict {
+        LogVerdict::Intact { report } => {
+            let offsets = match (report.records, &report.notices[..]) {
+                (0, _) => "no records".to_owned(),
+                (n, []) => format!("{n} records"),
+                (n, notices) => format!("{n} records; {} notice(s): {}", notices.len(), notices[0].what),
+            };
+            let warning =
+                report.warnings.first().map_or_else(String::new, |w| format!("; warning: {}: {}", w.file, w.what));
+            ("intact", format!("{} segments, {}, {offsets}{warning}", report.segments, human_bytes(report.bytes)))
+        }
+        LogVerdict::Damaged { problem } => ("DAMAGED", problem.to_string()),
+        LogVerdict::Unchanged => ("unchanged", "not modified since the time given; not read".to_owned()),
+        LogVerdict::Unchecked { reason } => ("UNREAD", reason.clone()),
+    };
+    format!("{verdict:<9} {:<30} {what}", line.name)
 }
 
 /// Verifies the log in `dir` without changing it; prints a JSON report (exit 0 when every record is intact,
@@ -39,8 +177,8 @@ pub fn run(a: &CheckArgs) -> Result<(), Failure> {
 /// # Errors
 /// [`Failure::Corruption`] naming the file and position of the first problem; [`Failure::Usage`] for a
 /// directory that holds no log of this format.
-fn check(dir: &Path) -> Result<(), Failure> {
-    match logcompact::check::check(dir, log_core::Format::Native) {
+fn check(dir: &Path, rate: Option<&Arc<ReadRate>>) -> Result<(), Failure> {
+    match logcompact::check::check_limited(dir, log_core::Format::Native, rate) {
         Ok(report) => {
             for n in &report.notices {
                 crate::out::diag!("notice: {}: {}", shown(dir, &n.file), n.what);
@@ -57,11 +195,19 @@ fn check(dir: &Path) -> Result<(), Failure> {
 ///
 /// # Errors
 /// As opening the partition; [`Failure::Corruption`] naming the file and byte of the first damaged batch.
-fn check_kafka(dir: &Path) -> Result<(), Failure> {
-    match logcompact::check::check(dir, log_core::Format::Kafka) {
-        Ok(report) => {
+fn check_kafka(dir: &Path, rate: Option<&Arc<ReadRate>>, a: &CheckArgs) -> Result<(), Failure> {
+    match logcompact::check::check_limited(dir, log_core::Format::Kafka, rate) {
+        Ok(mut report) => {
+            if let Some(note) =
+                logcompact::check::predict_for_partition(dir, &mut report, a.config.as_deref(), &a.broker.source())
+            {
+                crate::out::diag!("note: {note}");
+            }
             for n in &report.notices {
                 crate::out::diag!("notice: {}: {}", shown(dir, &n.file), n.what);
+            }
+            for w in &report.warnings {
+                crate::out::diag!("warning: {}: {}", shown(dir, &w.file), w.what);
             }
             let mut value = serde_json::to_value(&report).map_err(|e| Failure::Runtime(e.to_string()))?;
             value["format"] = "kafka".into();
