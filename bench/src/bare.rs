@@ -1,9 +1,33 @@
-//! The bare limit an offset map is measured against: 16-byte slots (a 64-bit xxh3 hash and the offset),
-//! plain linear probing, no budget or statistics, keys hashed and their slots prefetched 16 at a time. It is
-//! not a usable map (a hash collision merges keys, nothing bounds the probes); it shows what the machine's
-//! memory allows, so that a real map's figures can be read as a ratio to it in the same run.
+//! The floors a pass is measured against: what a cleaning pass must do and nothing more, with its own few
+//! lines of parsing (never the project's decoder), in the same run as the pass. A pass is judged by its time
+//! over its floor's, per phase.
+//!
+//! - [`BareMap`]: the bare table, 16-byte slots (a 64-bit xxh3 hash and the offset), plain linear probing,
+//!   keys hashed and their slots prefetched 16 at a time. Not a usable map (a hash collision merges keys,
+//!   nothing bounds the probes); it shows what the machine's memory allows.
+//! - [`native_floor`]: a native log's two walks. Walk 1 reads every frame's header and key (no checksum, as
+//!   pass 1 checks none) and puts the key in the bare table; walk 2 reads every frame with its CRC-32C
+//!   checked, looks the keys up in runs of 16, and writes the frames whose offset is their key's latest, with
+//!   an index entry every `index.interval.bytes`, into a new file per group of segments (a group: adjacent
+//!   segments whose sizes add up to at most `segment.bytes`, as a pass groups them), each file and its index
+//!   synced ([`Out::Dir`]) or held in memory as a memory backend's segments are ([`Out::Memory`]).
+//! - [`kafka_floor`]: the same two walks over a Kafka partition's batches: headers parsed, records read by
+//!   their varints (compressed batches decompressed with `log_core::kafka::compression`, the codec not being
+//!   what is floored), batch CRC-32Cs checked in walk 2, a batch that keeps every record written as it is, one
+//!   that keeps some rebuilt (its kept records' bytes under the old header, count, length and CRC fixed), one
+//!   that keeps none dropped; with Kafka's `.index` and `.timeindex` entries. [`Recompress::No`] writes a
+//!   rebuilt batch uncompressed (the floor of everything but the codec); [`Recompress::Yes`] compresses it
+//!   again with its codec at Kafka's level (`compress`), as a pass must.
+//!
+//! Neither floor judges tombstones, transactions or producers' last batches: a key's latest record is kept,
+//! every other dropped, control batches copied.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use cleaner::map::prefetch;
+use log_core::kafka::Compression;
 
 /// The bare table.
 #[derive(Debug)]
@@ -76,167 +100,580 @@ impl BareMap {
     }
 }
 
-/// What the bare pass took.
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct BarePass {
-    /// Seconds of its first walk (frames decoded without checksums, keys put in the bare table).
+/// Where a floor writes.
+#[derive(Debug, Clone, Copy)]
+pub enum Out<'a> {
+    /// New files in this directory (created if need be), each synced (`fdatasync`) when written, as a pass
+    /// on the file backend syncs its output.
+    Dir(&'a Path),
+    /// Memory: the output held until the floor ends, as a memory backend holds new segments.
+    Memory,
+}
+
+/// What a floor took.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct Floor {
+    /// Seconds of walk 1 (read, keys put).
     pub pass1_seconds: f64,
-    /// Seconds of its second walk (frames decoded with checksums, keys looked up, kept frames copied).
+    /// Seconds of walk 2 (read with checksums, keys looked up, kept bytes and indexes written and synced).
     pub pass2_seconds: f64,
     /// Records it kept.
     pub kept: u64,
-    /// Bytes it copied.
-    pub bytes_kept: u64,
+    /// Bytes it wrote (data, indexes left out).
+    pub bytes_written: u64,
+    /// Output files (data files; each has its index files).
+    pub files: u64,
 }
 
-/// The floor of a native pass over the closed segments of `log`: the same two walks a pass makes over the same
-/// mapped bytes, with nothing but what they cannot do without. Walk 1 decodes each frame (no checksum, as
-/// pass 1 does not verify either) and puts its key in the [`BareMap`] (sized for `keys`, batched and
-/// prefetched as the real maps are); walk 2 decodes each frame with its CRC-32C checksum, looks its key up in
-/// runs of 16, and copies the frames whose offset is their key's latest into one buffer (no files, no
-/// indexes, no swap). A real pass with an offset map is judged by its time over this one, measured in the
-/// same run.
-///
-/// # Panics
-/// On a log that does not read (the benchmark's own).
-pub fn bare_pass(log: &log_core::Log, keys: usize) -> BarePass {
-    let snapshot = log.snapshot();
-    let mut map = BareMap::new(keys.max(1), 0.9);
-    let started = std::time::Instant::now();
-    for segment in snapshot.closed() {
-        let mut scan = segment.scan();
-        while let Some(window) = scan.next_window().expect("read") {
-            // A window a mapped segment (a memory one: one window): the run's keys borrow it.
-            let mut run: Vec<(&[u8], u64)> = Vec::with_capacity(16);
-            let frames = window.frames().expect("a native log");
-            for f in frames {
-                let f = f.expect("frame");
-                if let Some(k) = f.record.key {
-                    run.push((k, f.record.offset));
-                    if run.len() == 16 {
-                        map.put_batch(&run);
-                        run.clear();
+impl Floor {
+    /// Both walks.
+    pub fn seconds(&self) -> f64 {
+        self.pass1_seconds + self.pass2_seconds
+    }
+}
+
+/// The bytes of every closed segment of `log`, with their base offsets: mapped where the store maps them,
+/// else read (walks never copy a mapped segment).
+fn segments(log: &log_core::Log) -> Vec<(u64, std::sync::Arc<log_core::SealedSegment>)> {
+    log.snapshot().closed().iter().map(|s| (s.base(), std::sync::Arc::clone(s))).collect()
+}
+
+fn with_bytes<T>(segment: &log_core::SealedSegment, f: impl FnOnce(&[u8]) -> T) -> T {
+    match segment.bytes() {
+        Some(b) => f(b),
+        None => {
+            let mut buf = vec![0u8; usize::try_from(segment.size()).expect("a segment that fits in memory")];
+            segment.file().read_at(0, &mut buf).expect("read a segment");
+            f(&buf)
+        }
+    }
+}
+
+/// Groups of adjacent segments whose sizes add up to at most `segment_bytes` (one at least), as a pass
+/// groups them.
+fn groups(sizes: &[u64], segment_bytes: u64) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut total = 0u64;
+    for (i, &s) in sizes.iter().enumerate() {
+        if i > start && total + s > segment_bytes {
+            out.push(start..i);
+            start = i;
+            total = 0;
+        }
+        total += s;
+    }
+    if start < sizes.len() {
+        out.push(start..sizes.len());
+    }
+    out
+}
+
+/// The index a floor writes beside its data: native (offset, position) pairs, or Kafka's `.index` and
+/// `.timeindex`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum IndexKind {
+    Native,
+    Kafka,
+}
+
+/// One output file of a floor and its index, written through a 512 KiB buffer (a pass's write buffer).
+struct Writer<'a> {
+    out: Out<'a>,
+    kind: IndexKind,
+    interval: u64,
+    base: u64,
+    file: Option<std::fs::File>,
+    buf: Vec<u8>,
+    /// Memory output: every finished file's bytes.
+    held: Vec<Vec<u8>>,
+    written: u64,
+    since_entry: u64,
+    index: Vec<u8>,
+    time_index: Vec<u8>,
+    max_timestamp: i64,
+    bytes: u64,
+    files: u64,
+}
+
+const WRITE_BUFFER: usize = 512 << 10;
+
+impl<'a> Writer<'a> {
+    fn new(out: Out<'a>, kind: IndexKind, interval: u64) -> Self {
+        if let Out::Dir(d) = out {
+            std::fs::create_dir_all(d).expect("the floor's output directory");
+        }
+        Writer {
+            out,
+            kind,
+            interval: interval.max(1),
+            base: 0,
+            file: None,
+            buf: Vec::with_capacity(WRITE_BUFFER),
+            held: Vec::new(),
+            written: 0,
+            since_entry: u64::MAX,
+            index: Vec::new(),
+            time_index: Vec::new(),
+            max_timestamp: i64::MIN,
+            bytes: 0,
+            files: 0,
+        }
+    }
+
+    fn path(&self, dir: &Path, suffix: &str) -> PathBuf {
+        dir.join(format!("{:020}.{suffix}", self.base))
+    }
+
+    /// Starts the output of a group whose first segment's base is `base`.
+    fn start(&mut self, base: u64) {
+        self.base = base;
+        self.written = 0;
+        self.since_entry = u64::MAX;
+        self.index.clear();
+        self.time_index.clear();
+        self.max_timestamp = i64::MIN;
+        if let Out::Dir(d) = self.out {
+            self.file = Some(std::fs::File::create(self.path(d, "log")).expect("create the floor's output"));
+        }
+        self.files += 1;
+    }
+
+    /// Writes one kept frame or batch: `offset` its (last) offset, `timestamp` its (largest) timestamp.
+    #[expect(clippy::big_endian_bytes, reason = "Kafka's index entries are big-endian")]
+    fn write(&mut self, bytes: &[u8], first_offset: u64, last_offset: u64, timestamp: i64) {
+        let position = self.written + self.buf.len() as u64;
+        if self.since_entry >= self.interval {
+            match self.kind {
+                IndexKind::Native => {
+                    self.index.extend_from_slice(&first_offset.to_le_bytes());
+                    self.index.extend_from_slice(&position.to_le_bytes());
+                }
+                IndexKind::Kafka => {
+                    let relative = (last_offset - self.base) as u32;
+                    self.index.extend_from_slice(&relative.to_be_bytes());
+                    self.index.extend_from_slice(&(position as u32).to_be_bytes());
+                    if timestamp > self.max_timestamp {
+                        self.max_timestamp = timestamp;
+                        self.time_index.extend_from_slice(&timestamp.to_be_bytes());
+                        self.time_index.extend_from_slice(&relative.to_be_bytes());
                     }
                 }
             }
-            map.put_batch(&run);
-            run.clear();
+            self.since_entry = 0;
         }
+        self.since_entry += bytes.len() as u64;
+        if self.buf.len() + bytes.len() > WRITE_BUFFER {
+            self.flush();
+        }
+        self.buf.extend_from_slice(bytes);
+        self.bytes += bytes.len() as u64;
+    }
+
+    fn flush(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        match &mut self.file {
+            Some(f) => f.write_all(&self.buf).expect("write the floor's output"),
+            None => match self.held.last_mut() {
+                Some(h) if self.written > 0 => h.extend_from_slice(&self.buf),
+                _ => self.held.push(self.buf.clone()),
+            },
+        }
+        self.written += self.buf.len() as u64;
+        self.buf.clear();
+    }
+
+    /// Ends the group's output: data flushed, index files written, everything synced.
+    fn finish(&mut self) {
+        self.flush();
+        let indexes: Vec<(&str, &[u8])> = match self.kind {
+            IndexKind::Native => vec![("lcindex", &self.index)],
+            IndexKind::Kafka => vec![("index", &self.index), ("timeindex", &self.time_index)],
+        };
+        match (self.out, self.file.take()) {
+            (Out::Dir(d), Some(f)) => {
+                f.sync_data().expect("sync the floor's output");
+                for (suffix, bytes) in indexes {
+                    let mut i = std::fs::File::create(self.path(d, suffix)).expect("create an index");
+                    i.write_all(bytes).expect("write an index");
+                    i.sync_data().expect("sync an index");
+                }
+            }
+            _ => {
+                for (_, bytes) in indexes {
+                    self.held.push(bytes.to_vec());
+                }
+            }
+        }
+    }
+}
+
+/// Keys put in runs of 16.
+struct Puts<'k> {
+    run: Vec<(&'k [u8], u64)>,
+}
+
+impl<'k> Puts<'k> {
+    fn new() -> Self {
+        Puts { run: Vec::with_capacity(16) }
+    }
+
+    fn put(&mut self, map: &mut BareMap, key: &'k [u8], offset: u64) {
+        self.run.push((key, offset));
+        if self.run.len() == 16 {
+            map.put_batch(&self.run);
+            self.run.clear();
+        }
+    }
+
+    fn flush(&mut self, map: &mut BareMap) {
+        map.put_batch(&self.run);
+        self.run.clear();
+    }
+}
+
+fn le_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn le_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// A native frame: its whole bytes, offset, timestamp, key and body (what the CRC covers) with its CRC.
+struct NativeFrame<'b> {
+    bytes: &'b [u8],
+    offset: u64,
+    timestamp: i64,
+    key: Option<&'b [u8]>,
+    crc: u32,
+    body: &'b [u8],
+}
+
+/// The frame at `at` of `b` (a native segment: `body_len`, CRC-32C, version, flags, offset, timestamp, an
+/// optional delete horizon, an optional key; all little-endian).
+fn native_frame(b: &[u8], at: usize) -> NativeFrame<'_> {
+    let body_len = le_u32(b, at) as usize;
+    let crc = le_u32(b, at + 4);
+    let body = &b[at + 8..at + 8 + body_len];
+    let flags = body[1];
+    let offset = le_u64(body, 2);
+    let timestamp = le_u64(body, 10) as i64;
+    let mut k = 18;
+    if flags & 4 != 0 {
+        k += 8;
+    }
+    let key = (flags & 1 != 0).then(|| {
+        let len = le_u32(body, k) as usize;
+        &body[k + 4..k + 4 + len]
+    });
+    NativeFrame { bytes: &b[at..at + 8 + body_len], offset, timestamp, key, crc, body }
+}
+
+/// The floor of a native pass over the closed segments of `log` (the module's [`native_floor`] item):
+/// `keys` sizes the bare table; `segment_bytes` and `index_interval` are the log's settings.
+///
+/// # Panics
+/// On a log that does not read or output that cannot be written (the benchmark's own).
+pub fn native_floor(log: &log_core::Log, keys: usize, out: Out<'_>, segment_bytes: u64, index_interval: u64) -> Floor {
+    let segs = segments(log);
+    let mut map = BareMap::new(keys.max(1), 0.9);
+    let started = Instant::now();
+    for (_, s) in &segs {
+        with_bytes(s, |b| {
+            let mut puts = Puts::new();
+            let mut at = 0;
+            while at + 8 <= b.len() {
+                let f = native_frame(b, at);
+                if let Some(k) = f.key {
+                    puts.put(&mut map, k, f.offset);
+                }
+                at += f.bytes.len();
+            }
+            puts.flush(&mut map);
+        });
     }
     let pass1_seconds = started.elapsed().as_secs_f64();
-    let started = std::time::Instant::now();
-    let mut out: Vec<u8> = Vec::new();
-    let (mut kept, mut bytes_kept) = (0u64, 0u64);
-    let mut found = [None; 16];
-    for segment in snapshot.closed() {
-        let mut scan = segment.scan_from(0, true);
-        while let Some(window) = scan.next_window().expect("read") {
-            let mut keys_run: Vec<&[u8]> = Vec::with_capacity(16);
-            let mut pending: Vec<(u64, &[u8])> = Vec::with_capacity(16);
-            let mut flush = |keys_run: &mut Vec<&[u8]>, pending: &mut Vec<(u64, &[u8])>, out: &mut Vec<u8>| {
-                map.get_batch(keys_run, &mut found);
-                for ((offset, bytes), latest) in pending.iter().zip(found.iter()) {
-                    if *latest == Some(*offset) {
-                        out.extend_from_slice(bytes);
-                        kept += 1;
-                        bytes_kept += bytes.len() as u64;
+    let started = Instant::now();
+    let mut w = Writer::new(out, IndexKind::Native, index_interval);
+    let mut kept = 0u64;
+    let sizes: Vec<u64> = segs.iter().map(|(_, s)| s.size()).collect();
+    for group in groups(&sizes, segment_bytes) {
+        w.start(segs[group.start].0);
+        for (_, s) in &segs[group] {
+            with_bytes(s, |b| {
+                let mut run: Vec<NativeFrame<'_>> = Vec::with_capacity(16);
+                let mut found = [None; 16];
+                let mut settle = |run: &mut Vec<NativeFrame<'_>>, w: &mut Writer<'_>| {
+                    let mut keys: [&[u8]; 16] = [&[]; 16];
+                    for (k, f) in keys.iter_mut().zip(run.iter()) {
+                        *k = f.key.unwrap_or_default();
                     }
-                }
-                keys_run.clear();
-                pending.clear();
-                // The output of a group is written and let go: keep the buffer from growing past a segment.
-                if out.len() > 16 << 20 {
-                    out.clear();
-                }
-            };
-            for f in window.frames().expect("a native log") {
-                let f = f.expect("frame");
-                let Some(k) = f.record.key else { continue };
-                keys_run.push(k);
-                pending.push((f.record.offset, f.bytes));
-                if keys_run.len() == 16 {
-                    flush(&mut keys_run, &mut pending, &mut out);
-                }
-            }
-            flush(&mut keys_run, &mut pending, &mut out);
-        }
-    }
-    std::hint::black_box(&out);
-    BarePass { pass1_seconds, pass2_seconds: started.elapsed().as_secs_f64(), kept, bytes_kept }
-}
-
-/// What the bare walk of a Kafka partition took.
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct BareWalk {
-    /// Seconds of walk 1 (batch headers parsed, every record decoded, no checksum, keys put in the bare table).
-    pub walk1_seconds: f64,
-    /// Seconds of walk 2 (the same with each batch's CRC-32C checked, keys looked up).
-    pub walk2_seconds: f64,
-    /// Seconds of the two walks without the table (the read alone).
-    pub read_seconds: f64,
-    /// Records decoded by each walk.
-    pub records: u64,
-}
-
-/// The floor of a Kafka compaction pass over the closed segments of `log`: the two walks a pass makes over
-/// the same batches, with the bare table the native floor has ([`BareMap`], sized for `keys`) and nothing
-/// else (no output). Walk 1 parses every batch header, decodes every record (decompressing compressed
-/// batches) and puts its key, as pass 1 must; walk 2 does the same with each batch's CRC-32C checked and the
-/// keys looked up, as pass 2 must before it keeps a batch. The same walks without the table are timed too.
-///
-/// # Panics
-/// On a partition that does not read (the benchmark's own).
-pub fn bare_kafka_walk(log: &log_core::Log, keys: usize) -> BareWalk {
-    let snapshot = log.snapshot();
-    let mut scratch = Vec::new();
-    let mut map = BareMap::new(keys.max(1), 0.9);
-    let mut found = [None; 16];
-    // `table`: 0 none, 1 put, 2 get.
-    let mut walk = |verify: bool, table: u8| -> (f64, u64) {
-        let started = std::time::Instant::now();
-        let (mut records, mut sum) = (0u64, 0usize);
-        for segment in snapshot.closed() {
-            let mut scan = segment.scan_from(0, verify);
-            while let Some(window) = scan.next_window().expect("read") {
-                for placed in window.batches() {
-                    let batch = placed.expect("batch").batch;
-                    let mut run: Vec<(&[u8], u64)> = Vec::with_capacity(16);
-                    let mut keys_run: Vec<&[u8]> = Vec::with_capacity(16);
-                    for r in batch.records(&mut scratch).expect("records") {
-                        let r = r.expect("record");
-                        records += 1;
-                        sum += r.value.map_or(0, <[u8]>::len);
-                        let Some(k) = r.key else { continue };
-                        match table {
-                            1 => {
-                                run.push((k, r.offset));
-                                if run.len() == 16 {
-                                    map.put_batch(&run);
-                                    run.clear();
-                                }
-                            }
-                            2 => {
-                                keys_run.push(k);
-                                if keys_run.len() == 16 {
-                                    map.get_batch(&keys_run, &mut found);
-                                    sum += usize::from(found[0].is_some());
-                                    keys_run.clear();
-                                }
-                            }
-                            _ => sum += k.len(),
+                    map.get_batch(&keys[..run.len()], &mut found);
+                    for (f, latest) in run.iter().zip(found) {
+                        if latest == Some(f.offset) {
+                            w.write(f.bytes, f.offset, f.offset, f.timestamp);
+                            kept += 1;
                         }
                     }
-                    map.put_batch(&run);
-                    map.get_batch(&keys_run, &mut found);
+                    run.clear();
+                };
+                let mut at = 0;
+                while at + 8 <= b.len() {
+                    let f = native_frame(b, at);
+                    assert_eq!(crc32c::crc32c(f.body), f.crc, "a frame's CRC-32C");
+                    at += f.bytes.len();
+                    if f.key.is_some() {
+                        run.push(f);
+                        if run.len() == 16 {
+                            settle(&mut run, &mut w);
+                        }
+                    }
                 }
-            }
+                settle(&mut run, &mut w);
+            });
         }
-        std::hint::black_box(sum);
-        (started.elapsed().as_secs_f64(), records)
+        w.finish();
+    }
+    let pass2_seconds = started.elapsed().as_secs_f64();
+    std::hint::black_box(&w.held);
+    Floor { pass1_seconds, pass2_seconds, kept, bytes_written: w.bytes, files: w.files }
+}
+
+/// Whether the Kafka floor compresses a rebuilt batch again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recompress {
+    /// Rebuilt batches are written uncompressed: everything a pass does but the codec's compression.
+    No,
+    /// Rebuilt batches are compressed with their codec at Kafka's level, as a pass writes them.
+    Yes,
+}
+
+#[expect(clippy::big_endian_bytes, reason = "Kafka's batches are big-endian")]
+fn be_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+#[expect(clippy::big_endian_bytes, reason = "Kafka's batches are big-endian")]
+fn be_i64(b: &[u8], at: usize) -> i64 {
+    i64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// A zigzag varint at `*at` of `b`, moving `*at` past it.
+fn varint(b: &[u8], at: &mut usize) -> i64 {
+    let mut v = 0u64;
+    let mut shift = 0;
+    loop {
+        let byte = b[*at];
+        *at += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            break;
+        }
+        shift += 7;
+    }
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// A zigzag varint appended to `out`.
+#[cfg(test)]
+fn put_varint(v: i64, out: &mut Vec<u8>) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        out.push((z as u8) | 0x80);
+        z >>= 7;
+    }
+    out.push(z as u8);
+}
+
+/// One record of a batch: where its bytes lie in the records' bytes, its offset delta and its key.
+struct KafkaRecord {
+    range: std::ops::Range<usize>,
+    offset_delta: i64,
+    key: Option<std::ops::Range<usize>>,
+}
+
+/// The records of a batch's (decompressed) records bytes `r`, `count` of them, into `out`.
+fn kafka_records(r: &[u8], count: usize, out: &mut Vec<KafkaRecord>) {
+    out.clear();
+    let mut at = 0;
+    for _ in 0..count {
+        let start = at;
+        let len = varint(r, &mut at) as usize;
+        let end = at + len;
+        let mut p = at + 1; // attributes
+        varint(r, &mut p); // timestamp delta
+        let offset_delta = varint(r, &mut p);
+        let key_len = varint(r, &mut p);
+        let key = (key_len >= 0).then(|| p..p + key_len as usize);
+        out.push(KafkaRecord { range: start..end, offset_delta, key });
+        at = end;
+    }
+}
+
+/// Batch header fields (magic 2, big-endian): where they lie.
+const BATCH_HEADER: usize = 61;
+const CRC_AT: usize = 17;
+const ATTRIBUTES_AT: usize = 21;
+const MAX_TIMESTAMP_AT: usize = 35;
+const COUNT_AT: usize = 57;
+
+/// The floor of a Kafka pass over the closed segments of `log` (the module's [`kafka_floor`] item): `keys`
+/// sizes the bare table; `segment_bytes` and `index_interval` are the partition's settings.
+///
+/// # Panics
+/// On a partition that does not read or output that cannot be written (the benchmark's own).
+#[expect(clippy::big_endian_bytes, reason = "Kafka's batches are big-endian")]
+pub fn kafka_floor(
+    log: &log_core::Log,
+    keys: usize,
+    out: Out<'_>,
+    segment_bytes: u64,
+    index_interval: u64,
+    recompress: Recompress,
+) -> Floor {
+    let segs = segments(log);
+    let mut map = BareMap::new(keys.max(1), 0.9);
+    let mut plain = Vec::new();
+    let mut records = Vec::new();
+    // The records' bytes of the batch `b`: as stored, or decompressed into `plain`.
+    let records_of = |b: &[u8], codec: Compression, plain: &mut Vec<u8>| -> bool {
+        if codec == Compression::None {
+            return false;
+        }
+        log_core::kafka::compression::decompress(codec, &b[BATCH_HEADER..], usize::MAX, plain).expect("decompress");
+        true
     };
-    let (read1, _) = walk(false, 0);
-    let (read2, _) = walk(true, 0);
-    let (walk1_seconds, records) = walk(false, 1);
-    let (walk2_seconds, _) = walk(true, 2);
-    BareWalk { walk1_seconds, walk2_seconds, read_seconds: read1 + read2, records }
+    let started = Instant::now();
+    for (_, s) in &segs {
+        with_bytes(s, |b| {
+            let mut at = 0;
+            while at + 12 <= b.len() {
+                let len = 12 + be_i32(b, at + 8) as usize;
+                let batch = &b[at..at + len];
+                at += len;
+                let attributes = batch[ATTRIBUTES_AT + 1];
+                if attributes & 0x20 != 0 {
+                    continue;
+                }
+                let codec = Compression::from_bits(attributes & 7).expect("a codec");
+                let base = be_i64(batch, 0) as u64;
+                let count = be_i32(batch, COUNT_AT) as usize;
+                let r: &[u8] = if records_of(batch, codec, &mut plain) { &plain } else { &batch[BATCH_HEADER..] };
+                kafka_records(r, count, &mut records);
+                let mut run: Vec<(&[u8], u64)> = Vec::with_capacity(16);
+                for rec in &records {
+                    if let Some(k) = &rec.key {
+                        run.push((&r[k.clone()], base + rec.offset_delta as u64));
+                        if run.len() == 16 {
+                            map.put_batch(&run);
+                            run.clear();
+                        }
+                    }
+                }
+                map.put_batch(&run);
+            }
+        });
+    }
+    let pass1_seconds = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let mut w = Writer::new(out, IndexKind::Kafka, index_interval);
+    let (mut kept, mut rebuilt, mut packed) = (0u64, Vec::new(), Vec::new());
+    let mut found = [None; 16];
+    let mut keep = Vec::new();
+    let sizes: Vec<u64> = segs.iter().map(|(_, s)| s.size()).collect();
+    for group in groups(&sizes, segment_bytes) {
+        w.start(segs[group.start].0);
+        for (_, s) in &segs[group] {
+            with_bytes(s, |b| {
+                let mut at = 0;
+                while at + 12 <= b.len() {
+                    let len = 12 + be_i32(b, at + 8) as usize;
+                    let batch = &b[at..at + len];
+                    at += len;
+                    let crc = u32::from_be_bytes(batch[CRC_AT..CRC_AT + 4].try_into().expect("4 bytes"));
+                    assert_eq!(crc32c::crc32c(&batch[ATTRIBUTES_AT..]), crc, "a batch's CRC-32C");
+                    let base = be_i64(batch, 0) as u64;
+                    let last = base + be_i32(batch, 23) as u64;
+                    let max_timestamp = be_i64(batch, MAX_TIMESTAMP_AT);
+                    let attributes = batch[ATTRIBUTES_AT + 1];
+                    if attributes & 0x20 != 0 {
+                        w.write(batch, base, last, max_timestamp);
+                        continue;
+                    }
+                    let codec = Compression::from_bits(attributes & 7).expect("a codec");
+                    let count = be_i32(batch, COUNT_AT) as usize;
+                    let r: &[u8] = if records_of(batch, codec, &mut plain) { &plain } else { &batch[BATCH_HEADER..] };
+                    kafka_records(r, count, &mut records);
+                    keep.clear();
+                    for chunk in records.chunks(16) {
+                        let mut keys: [&[u8]; 16] = [&[]; 16];
+                        for (k, rec) in keys.iter_mut().zip(chunk) {
+                            *k = rec.key.clone().map_or(&[][..], |k| &r[k]);
+                        }
+                        map.get_batch(&keys[..chunk.len()], &mut found);
+                        for (rec, latest) in chunk.iter().zip(&found) {
+                            keep.push(rec.key.is_some() && *latest == Some(base + rec.offset_delta as u64));
+                        }
+                    }
+                    let n = keep.iter().filter(|&&k| k).count();
+                    kept += n as u64;
+                    if n == count {
+                        w.write(batch, base, last, max_timestamp);
+                        continue;
+                    }
+                    if n == 0 {
+                        continue;
+                    }
+                    // Rebuilt: the kept records' bytes under the old header.
+                    packed.clear();
+                    for (rec, _) in records.iter().zip(&keep).filter(|(_, k)| **k) {
+                        packed.extend_from_slice(&r[rec.range.clone()]);
+                    }
+                    rebuilt.clear();
+                    rebuilt.extend_from_slice(&batch[..BATCH_HEADER]);
+                    let codec_out = match recompress {
+                        Recompress::Yes => codec,
+                        Recompress::No => Compression::None,
+                    };
+                    log_core::kafka::compression::compress(codec_out, &packed, &mut rebuilt);
+                    let batch_len = (rebuilt.len() - 12) as i32;
+                    rebuilt[8..12].copy_from_slice(&batch_len.to_be_bytes());
+                    rebuilt[ATTRIBUTES_AT + 1] = (attributes & !7) | codec_out.bits();
+                    rebuilt[COUNT_AT..COUNT_AT + 4].copy_from_slice(&(n as i32).to_be_bytes());
+                    let crc = crc32c::crc32c(&rebuilt[ATTRIBUTES_AT..]);
+                    rebuilt[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+                    w.write(&rebuilt, base, last, max_timestamp);
+                }
+            });
+        }
+        w.finish();
+    }
+    let pass2_seconds = started.elapsed().as_secs_f64();
+    std::hint::black_box(&w.held);
+    Floor { pass1_seconds, pass2_seconds, kept, bytes_written: w.bytes, files: w.files }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip() {
+        for v in [0i64, 1, -1, 63, -64, 64, 300, -300, i64::from(i32::MAX), i64::from(i32::MIN)] {
+            let mut b = Vec::new();
+            put_varint(v, &mut b);
+            let mut at = 0;
+            assert_eq!(varint(&b, &mut at), v);
+            assert_eq!(at, b.len());
+        }
+    }
+
+    #[test]
+    fn groups_add_up_to_the_segment_size() {
+        assert_eq!(groups(&[4, 4, 4, 9, 1], 8), vec![0..2, 2..3, 3..4, 4..5]);
+        assert_eq!(groups(&[], 8), Vec::<std::ops::Range<usize>>::new());
+    }
 }

@@ -15,6 +15,7 @@ pub mod kafka;
 pub mod maps;
 pub mod report;
 pub mod rss;
+pub mod vs_kafka;
 
 /// Prints `usage` and exits with success when the command line asks for help (`-h` or `--help`), so that
 /// no benchmark binary starts a long run instead of saying what it takes.

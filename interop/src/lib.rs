@@ -108,10 +108,24 @@ impl Kafka {
     /// When it cannot be set up (no Java 17, no Maven, no access to Maven Central), naming the fix: a test that
     /// needs the reference fails rather than passes without it.
     pub fn get() -> Option<&'static Kafka> {
+        match Kafka::try_get() {
+            Ok(k) => k,
+            Err(why) => panic!("{why}"),
+        }
+    }
+
+    /// As [`Kafka::get`] without the panic, for a caller that goes on without the reference (a benchmark that
+    /// names what it could not run): `Ok(None)` when skipped (`LOGCOMPACT_SKIP_KAFKA`, outside CI), `Err` naming
+    /// why it cannot be set up (no Java 17, no Maven, no access to Maven Central, or the skip asked for under
+    /// CI). Set up once per process, as [`Kafka::get`].
+    ///
+    /// # Errors
+    /// Why the reference cannot be had, with the fix.
+    pub fn try_get() -> Result<Option<&'static Kafka>, &'static str> {
         static FOUND: std::sync::OnceLock<Result<Option<Kafka>, String>> = std::sync::OnceLock::new();
         match FOUND.get_or_init(setup::find_or_make) {
-            Ok(k) => k.as_ref(),
-            Err(why) => panic!("{why}"),
+            Ok(k) => Ok(k.as_ref()),
+            Err(why) => Err(why.as_str()),
         }
     }
 

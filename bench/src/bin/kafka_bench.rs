@@ -5,7 +5,8 @@
 //! (`bench::kafka::write_partition`: 100 records a batch, 16-byte keys, 100-byte values of random letters that
 //! compress about 2x, 1% tombstones) into `D/bench-<codec>-0`, then times `analyze` (one read with the three
 //! maps replayed, then a dry run) and, per map, an in-place compaction of a copy of it until clean (the copy not
-//! timed), and prints a JSON line each, with the passes and the bytes they wrote. `--generate-only` stops
+//! timed), and prints a JSON line each, with the passes, the bytes they wrote and their peak resident memory
+//! (anonymous and file-backed, sampled every millisecond). `--generate-only` stops
 //! after writing the partition and leaves it (to compact it with another build, say).
 
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use std::time::Instant;
 
 use std::sync::Arc;
 
+use bench::bare::{Out, Recompress};
 use cleaner::advise::Budget;
 use cleaner::map::MapKind;
 use cleaner::{Cleaner, CleanerConfig, PassOptions, SystemClock};
@@ -27,9 +29,12 @@ usage: kafka-bench [--bytes 1GiB] [--keys 1000000] [--codec none|lz4|gzip|snappy
                    [--generate-only]
 
 Writes a partition (100 records a batch, 16-byte keys, 100-byte values, 1% tombstones) into D/bench-<codec>-0,
-times analyze, the bare two-pass walk of its batches (the floor: headers, records decoded, CRC-32C checked,
-keys put in and looked up in a bare table, no output) and, per map, an in-place compaction of a copy until clean, and prints a JSON line each,
-the compactions with their time over the floor's. --generate-only stops after writing the partition.
+times analyze, the floors (what a pass must do with its own parsing: batches and records read, keys put in and
+looked up in a bare table, CRC-32Cs checked, kept batches written with Kafka's .index and .timeindex and synced;
+the codec floor also compresses a rebuilt batch again with its codec) and, per map, an in-place compaction of a
+copy until clean, and prints a JSON line each, the compactions with their time over each floor per phase and
+their peak resident memory above the opened copy's (anonymous, and file-backed: the mapped segments' pages).
+--generate-only stops after writing the partition.
 
 D may hold other files: kafka-bench refuses to start when a directory it would write (bench-<codec>-0, and
 kafka-bench-work for the copies it compacts) is there already, and removes only what it wrote (D too, if it
@@ -202,23 +207,35 @@ fn run(a: &Args) -> Result<(), String> {
             "records_per_s": records as f64 / s, "mb_per_s": bytes as f64 / s / 1e6, "distinct_keys": analysis.dirty.distinct.keys,
             "records_after_compaction": analysis.records_after_compaction})
     );
-    // The floor, on a writable open of the partition (its segments mapped, as a compaction reads them).
+    // The floors, on a writable open of the partition (its segments mapped, as a compaction reads them), writing
+    // into the work directory: the floor leaves a rebuilt batch uncompressed, the codec floor compresses it again.
     let floor = {
         let out = work_dir(a).join("floor-0");
         logcompact::copy::copy_log(&src, Format::Kafka, &out).map_err(|e| e.to_string())?;
         let config = LogConfig { segment_bytes: a.segment_bytes, ..LogConfig::default() };
         let log = logcompact::dir::open_writable_copy(&out, Format::Kafka, config).map_err(|e| e.to_string())?.log;
-        let walk = bench::bare::bare_kafka_walk(&log, usize::try_from(a.keys).unwrap_or(usize::MAX));
+        let keys = usize::try_from(a.keys).unwrap_or(usize::MAX);
+        let interval = log.config().index_interval_bytes;
+        let mut floors = Vec::new();
+        for (name, r) in [("floor", Recompress::No), ("codec_floor", Recompress::Yes)] {
+            if name == "codec_floor" && a.codec == Compression::None {
+                floors.push(floors[0]);
+                continue;
+            }
+            let written = work_dir(a).join(format!("{name}-out"));
+            let f = bench::bare::kafka_floor(&log, keys, Out::Dir(&written), a.segment_bytes, interval, r);
+            let _ = std::fs::remove_dir_all(&written);
+            println!(
+                "{}",
+                serde_json::json!({"job": name, "codec": a.codec.name(), "records": records, "bytes": bytes,
+                    "pass1_seconds": f.pass1_seconds, "pass2_seconds": f.pass2_seconds, "seconds": f.seconds(),
+                    "kept": f.kept, "bytes_written": f.bytes_written})
+            );
+            floors.push(f);
+        }
         drop(log);
         let _ = std::fs::remove_dir_all(&out);
-        println!(
-            "{}",
-            serde_json::json!({"job": "floor", "codec": a.codec.name(), "records": walk.records, "bytes": bytes,
-                "walk1_seconds": walk.walk1_seconds, "walk2_seconds": walk.walk2_seconds,
-                "read_only_seconds": walk.read_seconds,
-                "seconds": walk.walk1_seconds + walk.walk2_seconds})
-        );
-        walk
+        (floors[0], floors[1])
     };
     for &map in &a.maps {
         let out = work_dir(a).join(format!("out-{}-0", map.name()));
@@ -228,9 +245,12 @@ fn run(a: &Args) -> Result<(), String> {
         let config = CleanerConfig { map, dedupe_buffer_bytes: a.dedupe_buffer, ..CleanerConfig::default() };
         let mut cleaner = Cleaner::new(config, Arc::new(SystemClock)).map_err(|e| e.to_string())?;
         let t = Instant::now();
-        let passes = cleaner
-            .clean_until_clean(&log, PassOptions::default(), |_: &cleaner::CleanStats| Ok(()))
-            .map_err(|e| e.to_string())?;
+        // Resident memory above what the opened copy held: the map's (anonymous) and the mapped segments'
+        // pages the passes hold at once (file-backed: a window, not the partition).
+        let (passes, peak) = bench::rss::peak_during(|| {
+            cleaner.clean_until_clean(&log, PassOptions::default(), |_: &cleaner::CleanStats| Ok(()))
+        });
+        let passes = passes.map_err(|e| e.to_string())?;
         let s = t.elapsed().as_secs_f64();
         let sum = |f: &dyn Fn(&cleaner::CleanStats) -> f64| passes.iter().map(f).sum::<f64>();
         println!(
@@ -239,11 +259,14 @@ fn run(a: &Args) -> Result<(), String> {
                 "seconds": s, "passes": passes.len(), "pass1_seconds": sum(&|p| p.pass1.seconds),
                 "pass2_seconds": sum(&|p| p.pass2.seconds),
                 "records_per_s": records as f64 / s, "mb_per_s": bytes as f64 / s / 1e6,
-                "over_floor": s / (floor.walk1_seconds + floor.walk2_seconds),
-                "pass1_over_floor": sum(&|p| p.pass1.seconds) / floor.walk1_seconds,
-                "pass2_over_floor": sum(&|p| p.pass2.seconds) / floor.walk2_seconds,
+                "over_floor": s / floor.0.seconds(),
+                "pass1_over_floor": sum(&|p| p.pass1.seconds) / floor.0.pass1_seconds,
+                "pass2_over_floor": sum(&|p| p.pass2.seconds) / floor.0.pass2_seconds,
+                "over_codec_floor": s / floor.1.seconds(),
+                "pass2_over_codec_floor": sum(&|p| p.pass2.seconds) / floor.1.pass2_seconds,
                 "records_kept": passes.last().map_or(0, |p| p.pass2.records_kept),
-                "bytes_written": passes.iter().map(|p| p.bytes_written).sum::<u64>()})
+                "bytes_written": passes.iter().map(|p| p.bytes_written).sum::<u64>(),
+                "peak_rss_anon_bytes": peak.anon, "peak_rss_file_bytes": peak.file})
         );
         drop(log);
         let _ = std::fs::remove_dir_all(&out);

@@ -44,19 +44,19 @@ fn parse() -> Result<Args, String> {
     Ok(args)
 }
 
-/// The process's peak resident memory (`VmHWM`), 0 where `/proc` cannot tell.
-fn peak_rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse::<u64>().ok())
-        .map_or(0, |kib| kib * 1024)
-}
-
 fn main() -> ExitCode {
     cleaner::allocator::return_large_frees_to_the_system();
+    // Our side of a Kafka row's comparison with Kafka's own cleaner, in a process of its own.
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some(bench::vs_kafka::CHILD_FLAG) {
+        return match bench::vs_kafka::child_main(&argv[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {
@@ -77,7 +77,7 @@ fn main() -> ExitCode {
             }
         },
     };
-    let config = Config::new(args.quick);
+    let config = Config { child_exe: std::env::current_exe().ok(), ..Config::new(args.quick) };
     let total = config.cells() + report::kafka::rows(&config);
     let bar = ProgressBar::new(total as u64);
     if let Ok(style) = ProgressStyle::with_template("{msg:>36} [{bar:40}] {pos}/{len} cells ({elapsed})") {
@@ -104,7 +104,20 @@ fn main() -> ExitCode {
                 c.seconds,
             ),
             report::Progress::Kafka(k) => (
-                format!("kafka {}/{}/{}/{:.0}%", k.shape, k.codec, k.map, k.buffer_share * 100.0),
+                format!(
+                    "kafka {}/{}/{}/{:.0}%{}",
+                    k.shape,
+                    k.codec,
+                    k.map,
+                    k.buffer_share * 100.0,
+                    k.vs_kafka.as_ref().map_or_else(String::new, |v| format!(
+                        " (Kafka's cleaner {:.3} s, ours {:.3} s on its files: {:.1}x{})",
+                        v.kafka_seconds.min,
+                        v.seconds.min,
+                        v.speedup,
+                        if v.identical { ", byte for byte" } else { ", DIFFERENT bytes" }
+                    ))
+                ),
                 k.best_over_floor,
                 k.seconds.median,
             ),
@@ -130,7 +143,7 @@ fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    report.peak_rss_bytes = peak_rss_bytes();
+    report.peak_rss_bytes = bench::vs_kafka::vm_hwm_bytes();
     let mut md = markdown::render(&report);
     if let Some(before) = &baseline {
         let rows = baseline::compare(before, &report, args.threshold);

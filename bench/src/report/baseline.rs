@@ -1,5 +1,5 @@
 //! `--baseline FILE`: compares a report with an earlier one, cell by cell and Kafka row by row, on one
-//! machine. What is judged is each cell's time over its floor (the bare pass of the same log, measured beside
+//! machine. What is judged is each cell's time over its floor (what a pass must do on the same log, measured beside
 //! it in the same run), not wall time: a busy machine slows a cell and its floor alike, so the ratio moves far
 //! less than either. Of its runs, the fastest cleaning over the fastest floor is compared: noise on a shared
 //! machine only ever adds time, so the fastest of a few runs is the steadiest estimate of each. Still, short
@@ -85,6 +85,10 @@ fn kafka_key(c: &KafkaCell) -> (String, String, String, u64, u64, String) {
 
 /// Compares the cells and Kafka rows both reports have.
 pub fn compare(before: &Report, now: &Report, threshold: f64) -> Vec<Compared> {
+    // Before schema 3 the floors were read-only walks: their ratios are not comparable with today's, so such a
+    // baseline is compared by seconds.
+    let comparable = before.schema_version >= 3 && now.schema_version >= 3;
+    let judged = |best: f64| if comparable { best } else { 0.0 };
     let figures = |c: &Cell| Figures {
         best_over_floor: c.best_over_floor,
         over_floor: c.over_floor,
@@ -100,12 +104,16 @@ pub fn compare(before: &Report, now: &Report, threshold: f64) -> Vec<Compared> {
     let cells = now.results.iter().filter_map(|n| {
         let b = before.results.iter().find(|b| key(b) == key(n))?;
         let name = format!("{}/{}/{} keys/{:.0}% buffer", n.map, n.backend, n.keys, n.buffer_share * 100.0);
-        Some(judge(name, figures(b), figures(n), threshold))
+        let (mut fb, mut fnow) = (figures(b), figures(n));
+        (fb.best_over_floor, fnow.best_over_floor) = (judged(fb.best_over_floor), judged(fnow.best_over_floor));
+        Some(judge(name, fb, fnow, threshold))
     });
     let kafka = now.kafka.iter().filter_map(|n| {
         let b = before.kafka.iter().find(|b| kafka_key(b) == kafka_key(n))?;
         let name = format!("kafka {}/{}/{}/{:.0}% buffer", n.shape, n.codec, n.map, n.buffer_share * 100.0);
-        Some(judge(name, kafka_figures(b), kafka_figures(n), threshold))
+        let (mut fb, mut fnow) = (kafka_figures(b), kafka_figures(n));
+        (fb.best_over_floor, fnow.best_over_floor) = (judged(fb.best_over_floor), judged(fnow.best_over_floor));
+        Some(judge(name, fb, fnow, threshold))
     });
     cells.chain(kafka).collect()
 }
@@ -115,8 +123,8 @@ pub fn render(rows: &[Compared], threshold: f64, before: &Report) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "## Against the baseline (`{}`, {})\n\nEach cell's fastest run over its fastest floor (the bare pass of the \
-         same log, in the same run); flagged when it rose above {threshold:.2}x and every run now is slower than \
+        "## Against the baseline (`{}`, {})\n\nEach cell's fastest run over its fastest floor (what a pass must do on \
+         the same log, in the same run; a baseline made before the floors wrote, schema 2, is compared by seconds); flagged when it rose above {threshold:.2}x and every run now is slower than \
          every run before. In parentheses, every run's time over its floor: median and range.\n",
         before.git_revision,
         before.machine.describe()
@@ -163,6 +171,7 @@ mod tests {
             config: Config::new(true),
             results: cells,
             kafka: Vec::new(),
+            kafka_cleaner: String::new(),
             peak_rss_bytes: 0,
         }
     }

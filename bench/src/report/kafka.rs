@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use storage_mem::MemStore;
 
 use super::{Config, Progress, ReportError, Spread};
+use crate::bare::{Floor, Out, Recompress};
 
 /// One Kafka row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,7 +59,9 @@ pub struct KafkaCell {
     /// Seconds of compaction, and the runs' spread.
     #[serde(default)]
     pub seconds: Spread,
-    /// Seconds of the floor (the bare two-pass walk), measured beside each run.
+    /// Seconds of the floor (what a pass must do with its own parsing: both walks, CRCs checked, kept batches
+    /// written with Kafka's indexes, a rebuilt batch left uncompressed; [`crate::bare::kafka_floor`]), measured
+    /// beside each run.
     #[serde(default)]
     pub floor_seconds: Spread,
     /// Compaction time over its floor's, per run.
@@ -67,6 +70,25 @@ pub struct KafkaCell {
     /// The fastest run's time over the fastest floor's: what a comparison with a baseline judges.
     #[serde(default)]
     pub best_over_floor: f64,
+    /// Pass 1's time over the floor's walk 1, per run.
+    #[serde(default)]
+    pub pass1_over_floor: Spread,
+    /// Pass 2's time over the floor's walk 2, per run.
+    #[serde(default)]
+    pub pass2_over_floor: Spread,
+    /// Seconds of the codec floor (the floor with a rebuilt batch compressed again with its codec at Kafka's
+    /// level, as a pass must; the floor itself for uncompressed batches).
+    #[serde(default)]
+    pub codec_floor_seconds: Spread,
+    /// Compaction time over the codec floor's, per run.
+    #[serde(default)]
+    pub over_codec_floor: Spread,
+    /// The fastest run's time over the fastest codec floor's.
+    #[serde(default)]
+    pub best_over_codec_floor: f64,
+    /// Pass 2's time over the codec floor's walk 2, per run.
+    #[serde(default)]
+    pub pass2_over_codec_floor: Spread,
     /// Peak anonymous resident memory of a run's compaction, above what the partition held.
     #[serde(default)]
     pub peak_rss_anon_bytes: u64,
@@ -75,6 +97,47 @@ pub struct KafkaCell {
     pub peak_rss_file_bytes: u64,
     /// xxh3 of the surviving records' offsets, keys and values.
     pub result_digest: String,
+    /// Kafka 4.4's own cleaner on the same partition in Kafka's layout, beside this map on it (`None` where it
+    /// did not run: [`super::Report::kafka_cleaner`] says why).
+    #[serde(default)]
+    pub vs_kafka: Option<VsKafka>,
+}
+
+/// Kafka 4.4's own cleaner and this row's map on the same partition files (the shape written in Kafka's layout,
+/// `<topic>-0`), each on fresh copies, with the same buffer, load factor, topic settings and fixed clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VsKafka {
+    /// Kafka's seconds (around `doClean`, in its JVM, all passes): median and range of its runs.
+    pub kafka_seconds: Spread,
+    /// Kafka's passes until clean.
+    pub kafka_passes: u64,
+    /// Kafka's peak resident memory: the JVM's `VmHWM` (the largest of its runs).
+    pub kafka_peak_rss_bytes: u64,
+    /// Bytes of Kafka's closed segments' `.log` files after.
+    pub kafka_bytes_after: u64,
+    /// Bytes a key Kafka's `SkimpyOffsetMap` holds in the buffer.
+    pub kafka_bytes_per_key: f64,
+    /// Our seconds on the partition files (the passes' own time): median and range of the runs.
+    pub seconds: Spread,
+    /// Kafka's fastest run over our fastest: how many times faster ours is.
+    pub speedup: f64,
+    /// Our peak resident memory (the largest of the runs): the whole process's (the `VmHWM` of a child running
+    /// only the compaction) when `rss_of_process`, else the run's anonymous and file-backed growth in this one.
+    pub peak_rss_bytes: u64,
+    /// How `peak_rss_bytes` was measured (see there).
+    pub rss_of_process: bool,
+    /// Our passes until clean.
+    pub passes: u64,
+    /// Bytes a key our map holds in the buffer (its fullest pass's figure).
+    pub bytes_per_key: f64,
+    /// Bytes of our closed segments' `.log` files after.
+    pub bytes_after: u64,
+    /// `bytes_after / kafka_bytes_after`.
+    pub output_over_kafka: f64,
+    /// Every closed segment's `.log`, `.index`, `.timeindex` and `.txnindex` byte for byte Kafka's.
+    pub identical: bool,
+    /// The first file that differs, said in a line (empty when identical).
+    pub difference: String,
 }
 
 fn plain() -> String {
@@ -142,10 +205,16 @@ fn run_row(config: &Config, shape: &Shape, map: MapKind, buffer: usize, share: f
     for _ in 0..config.repeats.max(1) {
         let store: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
         crate::kafka::copy_store(&*shape.source, &*store).map_err(failed)?;
+        // The floors: what a pass must do with its own parsing, writing into memory as the pass does here;
+        // the codec floor recompresses what it rebuilds (the same as the other for uncompressed batches).
         let floor = {
             let log = crate::kafka::open(Arc::clone(&store), config.segment_bytes).map_err(failed)?;
-            let w = crate::bare::bare_kafka_walk(&log, shape.keys as usize);
-            w.walk1_seconds + w.walk2_seconds
+            let interval = log.config().index_interval_bytes;
+            let floor =
+                |r| crate::bare::kafka_floor(&log, shape.keys as usize, Out::Memory, config.segment_bytes, interval, r);
+            let write = floor(Recompress::No);
+            let codec = if shape.codec == Compression::None { write } else { floor(Recompress::Yes) };
+            (write, codec)
         };
         let started = std::time::Instant::now();
         let (outcome, peak) = crate::rss::peak_during(|| {
@@ -164,9 +233,17 @@ fn run_row(config: &Config, shape: &Shape, map: MapKind, buffer: usize, share: f
         runs.push((seconds, floor, peak, passes, digest, kept));
     }
     let seconds = Spread::of(runs.iter().map(|r| r.0));
-    let floor_seconds = Spread::of(runs.iter().map(|r| r.1));
-    let over_floor = Spread::of(runs.iter().map(|r| r.0 / r.1.max(1e-9)));
+    let floor_seconds = Spread::of(runs.iter().map(|r| r.1.0.seconds()));
+    let over_floor = Spread::of(runs.iter().map(|r| r.0 / r.1.0.seconds().max(1e-9)));
     let best_over_floor = seconds.min / floor_seconds.min.max(1e-9);
+    let codec_floor_seconds = Spread::of(runs.iter().map(|r| r.1.1.seconds()));
+    let over_codec_floor = Spread::of(runs.iter().map(|r| r.0 / r.1.1.seconds().max(1e-9)));
+    let phase = |r: &(f64, (Floor, Floor), crate::rss::Resident, Vec<cleaner::CleanStats>, String, u64),
+                 f: fn(&cleaner::CleanStats) -> f64,
+                 floor: f64| { r.3.iter().map(f).sum::<f64>() / floor.max(1e-9) };
+    let pass1_over_floor = Spread::of(runs.iter().map(|r| phase(r, |s| s.pass1.seconds, r.1.0.pass1_seconds)));
+    let pass2_over_floor = Spread::of(runs.iter().map(|r| phase(r, |s| s.pass2.seconds, r.1.0.pass2_seconds)));
+    let pass2_over_codec_floor = Spread::of(runs.iter().map(|r| phase(r, |s| s.pass2.seconds, r.1.1.pass2_seconds)));
     let median = runs
         .iter()
         .min_by(|a, b| (a.0 - seconds.median).abs().total_cmp(&(b.0 - seconds.median).abs()))
@@ -200,9 +277,16 @@ fn run_row(config: &Config, shape: &Shape, map: MapKind, buffer: usize, share: f
         floor_seconds,
         over_floor,
         best_over_floor,
+        pass1_over_floor,
+        pass2_over_floor,
+        codec_floor_seconds,
+        over_codec_floor,
+        best_over_codec_floor: seconds.min / codec_floor_seconds.min.max(1e-9),
+        pass2_over_codec_floor,
         peak_rss_anon_bytes: runs.iter().map(|r| r.2.anon).max().unwrap_or(0),
         peak_rss_file_bytes: runs.iter().map(|r| r.2.file).max().unwrap_or(0),
         result_digest: digest.clone(),
+        vs_kafka: None,
     })
 }
 
@@ -211,22 +295,163 @@ pub fn rows(config: &Config) -> usize {
     if config.kafka_records == 0 { 0 } else { 4 * 2 * MapKind::WITH_EXTERNAL.len() }
 }
 
-/// Runs the Kafka rows of `config`, calling `progress` after each.
+/// The clock both cleaners are given (after every record's timestamp).
+const NOW_MS: i64 = 1_800_000_000_000;
+
+/// Kafka's own cleaner for the rows of `config`, or why it does not run (a line for the report). Under CI
+/// (the `CI` variable set) it must run: its absence is an error there.
+///
+/// # Errors
+/// [`ReportError::Failed`] under CI when the reference cannot be had.
+pub fn reference(config: &Config) -> Result<(Option<&'static kafka_interop::Kafka>, String), ReportError> {
+    if config.kafka_records == 0 || config.kafka_cleaner_repeats == 0 {
+        return Ok((None, "not run: not asked for (no Kafka rows, or kafka_cleaner_repeats 0)".to_owned()));
+    }
+    match kafka_interop::Kafka::try_get() {
+        Ok(Some(k)) => Ok((Some(k), String::new())),
+        Ok(None) => Ok((None, "not run: LOGCOMPACT_SKIP_KAFKA is set".to_owned())),
+        Err(why) if std::env::var_os("CI").is_some() => {
+            Err(ReportError::Failed(format!("Kafka's own cleaner must run under CI: {why}")))
+        }
+        Err(why) => Ok((None, format!("not run: {why}"))),
+    }
+}
+
+/// A shape written in Kafka's layout for both cleaners, with Kafka's runs in one buffer.
+struct OnFiles {
+    /// The partition directory the copies are made from.
+    source: std::path::PathBuf,
+    /// Where the copies go.
+    scratch: std::path::PathBuf,
+    settings: crate::vs_kafka::Settings,
+    runs: Vec<crate::vs_kafka::Run>,
+    /// The first run's closed segment files.
+    files: Vec<(String, Vec<u8>)>,
+}
+
+/// Writes `shape` into `<scratch>/source/<topic>-0`.
+fn write_files(shape: &Shape, scratch: &std::path::Path) -> Result<std::path::PathBuf, ReportError> {
+    let topic = format!("{}-{}", shape.name.replace('_', "-"), shape.codec.name());
+    let dir = crate::vs_kafka::partition_dir(&scratch.join("source"), &topic);
+    let store = storage_file::FileStore::open(&dir).map_err(|e| failed(format!("{}: {e}", dir.display())))?;
+    crate::kafka::copy_store(&*shape.source, &store).map_err(failed)?;
+    Ok(dir)
+}
+
+/// Kafka's cleaner `repeats` times on fresh copies of `source`.
+fn kafka_runs(
+    kafka: &kafka_interop::Kafka,
+    source: &std::path::Path,
+    scratch: &std::path::Path,
+    settings: crate::vs_kafka::Settings,
+    repeats: usize,
+) -> Result<OnFiles, ReportError> {
+    let mut runs = Vec::new();
+    let mut files = Vec::new();
+    let name = source.file_name().unwrap_or_default();
+    for i in 0..repeats.max(1) {
+        let copy = scratch.join(format!("kafka-{i}")).join(name);
+        crate::vs_kafka::copy(source, &copy).map_err(failed)?;
+        runs.push(
+            crate::vs_kafka::kafka_clean(kafka, &copy, &settings)
+                .map_err(|e| failed(format!("Kafka's cleaner: {e}")))?,
+        );
+        if i == 0 {
+            files = crate::vs_kafka::segment_files(&copy).map_err(failed)?;
+        }
+        let _ = std::fs::remove_dir_all(copy.parent().unwrap_or(&copy));
+    }
+    Ok(OnFiles { source: source.to_path_buf(), scratch: scratch.to_path_buf(), settings, runs, files })
+}
+
+/// Ours with `map` beside Kafka's runs: as many runs on fresh copies, measured in a child process
+/// (`config.child_exe`) or in this one.
+fn vs_kafka(config: &Config, on: &OnFiles, map: MapKind) -> Result<VsKafka, ReportError> {
+    let name = on.source.file_name().unwrap_or_default();
+    let mut runs = Vec::new();
+    let (mut identical, mut difference) = (true, String::new());
+    for i in 0..on.runs.len() {
+        let copy = on.scratch.join(format!("{}-{i}", map.name())).join(name);
+        crate::vs_kafka::copy(&on.source, &copy).map_err(failed)?;
+        let run = match &config.child_exe {
+            Some(exe) => crate::vs_kafka::ours_in_child(exe, &copy, map, &on.settings).map_err(failed)?,
+            None => {
+                let (run, peak) = crate::rss::peak_during(|| crate::vs_kafka::ours_clean(&copy, map, &on.settings));
+                crate::vs_kafka::Run { peak_rss_bytes: peak.anon + peak.file, ..run.map_err(failed)? }
+            }
+        };
+        if i == 0 {
+            let files = crate::vs_kafka::segment_files(&copy).map_err(failed)?;
+            if files != on.files {
+                identical = false;
+                difference = crate::vs_kafka::first_difference(&on.files, &files);
+            }
+        }
+        let _ = std::fs::remove_dir_all(copy.parent().unwrap_or(&copy));
+        runs.push(run);
+    }
+    let k = &on.runs[0];
+    let ours = runs.first().ok_or_else(|| failed("no run".into()))?.clone();
+    let kafka_seconds = Spread::of(on.runs.iter().map(|r| r.seconds));
+    let seconds = Spread::of(runs.iter().map(|r| r.seconds));
+    Ok(VsKafka {
+        kafka_seconds,
+        kafka_passes: k.passes,
+        kafka_peak_rss_bytes: on.runs.iter().map(|r| r.peak_rss_bytes).max().unwrap_or(0),
+        kafka_bytes_after: k.bytes_after,
+        kafka_bytes_per_key: k.bytes_per_key,
+        seconds,
+        speedup: kafka_seconds.min / seconds.min.max(1e-9),
+        peak_rss_bytes: runs.iter().map(|r| r.peak_rss_bytes).max().unwrap_or(0),
+        rss_of_process: config.child_exe.is_some(),
+        passes: ours.passes,
+        bytes_per_key: ours.bytes_per_key,
+        bytes_after: ours.bytes_after,
+        output_over_kafka: ours.bytes_after as f64 / k.bytes_after.max(1) as f64,
+        identical,
+        difference,
+    })
+}
+
+/// Runs the Kafka rows of `config`, calling `progress` after each; with Kafka's own cleaner beside each row
+/// where it can run. Returns the rows and what became of Kafka's cleaner (empty when it ran).
 ///
 /// # Errors
 /// [`ReportError::Mismatch`] when rows of one shape leave different records; [`ReportError::Failed`]
 /// otherwise.
-pub fn run(config: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<Vec<KafkaCell>, ReportError> {
+pub fn run(config: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<(Vec<KafkaCell>, String), ReportError> {
     let mut out: Vec<KafkaCell> = Vec::new();
+    let (kafka, status) = reference(config)?;
     if config.kafka_records == 0 {
-        return Ok(out);
+        return Ok((out, status));
     }
+    let scratch = tempfile::tempdir().map_err(|e| failed(format!("a temporary directory: {e}")))?;
     for shape in shapes(config)? {
         let need = MapKind::Skimpy.bytes_for(shape.keys as usize, config.load_factor, config.key_bytes);
+        let source = match kafka {
+            Some(_) => Some(write_files(&shape, scratch.path())?),
+            None => None,
+        };
         for share in [1.0, 0.25] {
             let buffer = ((need as f64 * share).round() as usize).max(1 << 12);
+            let on_files = match (kafka, &source) {
+                (Some(k), Some(src)) if config.kafka_cleaner_shares.contains(&share) => {
+                    let settings = crate::vs_kafka::Settings {
+                        buffer_bytes: buffer as u64,
+                        segment_bytes: config.segment_bytes,
+                        load_factor: config.load_factor,
+                        now_ms: NOW_MS,
+                        threads: 1,
+                    };
+                    Some(kafka_runs(k, src, scratch.path(), settings, config.kafka_cleaner_repeats)?)
+                }
+                _ => None,
+            };
             for map in MapKind::WITH_EXTERNAL {
-                let row = run_row(config, &shape, map, buffer, share)?;
+                let mut row = run_row(config, &shape, map, buffer, share)?;
+                if let Some(on) = &on_files {
+                    row.vs_kafka = Some(vs_kafka(config, on, map)?);
+                }
                 // Rows of one shape clean the same partition: the same records whatever the codec.
                 if let Some(first) = out.iter().find(|f| f.shape == row.shape && f.result_digest != row.result_digest) {
                     return Err(ReportError::Mismatch(format!(
@@ -247,6 +472,9 @@ pub fn run(config: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<Ve
                 progress(Progress::Kafka(last));
             }
         }
+        if let Some(src) = source {
+            let _ = std::fs::remove_dir_all(src);
+        }
     }
-    Ok(out)
+    Ok((out, status))
 }

@@ -28,6 +28,11 @@ fn ratio(best: f64, s: &Spread) -> String {
     }
 }
 
+/// `1.10 / 1.40`: pass 1 over the floor's walk 1, pass 2 over its walk 2 (medians of the runs).
+fn phases(pass1: &Spread, pass2: &Spread) -> String {
+    if pass1.median == 0.0 { "-".to_owned() } else { format!("{:.2} / {:.2}", pass1.median, pass2.median) }
+}
+
 fn find<'a>(r: &'a Report, map: &str, backend: &str, keys: u64, share: f64) -> Option<&'a Cell> {
     r.results.iter().find(|c| c.map == map && c.backend == backend && c.keys == keys && c.buffer_share == share)
 }
@@ -50,9 +55,12 @@ pub fn render(report: &Report) -> String {
          The buffer is the same for every map of a row: a share of what Kafka's `skimpy` map needs to map the \
          workload in one pass, so a map that holds more keys per byte takes fewer passes; the external pass takes \
          one whatever the buffer. ns/record is the time of all passes over the records of the log; lower is better. \
-         Each cell ran {} times on a fresh copy of its log, each run beside its floor (the bare pass of the same log: \
-         the same two walks with a bare table and nothing else); the figures are the median run's; *over floor* is the \
-         fastest run's time over the fastest floor's (noise only adds time), then every run's ratio (median, range). Memory is the peak of a run's cleaning above what its log held \
+         Each cell ran {} times on a fresh copy of its log, each run beside its floor (what a pass must do on the same \
+         log and nothing more, with its own few lines of parsing: read the frames, put the keys in a bare table, check \
+         the CRC-32Cs pass 2 checks, write the kept frames and their index to new files and sync them, or into memory \
+         on the memory backend); the figures are the median run's; *over floor* is the \
+         fastest run's time over the fastest floor's (noise only adds time), then every run's ratio (median, range); *per phase* is pass 1 over the floor's first walk / pass 2 over its \
+         second (medians). Memory is the peak of a run's cleaning above what its log held \
          (anonymous: maps, buffers and, on the memory backend, the new segments; file-backed: mapped segments). \
          Every cell left the same log (checked by digest).\n",
         c.records_per_key,
@@ -70,9 +78,9 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(
         md,
         "| map | bytes/slot | bytes/key | keys held | passes | pass 1 ns/record | pass 2 ns/record | records/s | MB/s | \
-         over floor | anon MiB | file MiB | probes/lookup |"
+         over floor | per phase | anon MiB | file MiB | probes/lookup |"
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for map in MapKind::WITH_EXTERNAL {
         if let Some(x) = find(report, map.name(), backend, largest, 1.0) {
             // The external pass has no slots: its memory is the buffer and the bit set, in the memory columns.
@@ -83,7 +91,7 @@ pub fn render(report: &Report) -> String {
             };
             let _ = writeln!(
                 md,
-                "| {} | {slot} | {per_key} | {} | {} | {:.0} | {:.0} | {:.2} M | {:.0} | {} | {:.0} | {:.0} | {:.2} |",
+                "| {} | {slot} | {per_key} | {} | {} | {:.0} | {:.0} | {:.2} M | {:.0} | {} | {} | {:.0} | {:.0} | {:.2} |",
                 x.map,
                 held(x.capacity),
                 x.passes_to_clean,
@@ -92,6 +100,7 @@ pub fn render(report: &Report) -> String {
                 x.records_per_s / 1e6,
                 x.bytes_per_s / 1e6,
                 ratio(x.best_over_floor, &x.over_floor),
+                phases(&x.pass1_over_floor, &x.pass2_over_floor),
                 x.peak_rss_anon_bytes as f64 / f64::from(1u32 << 20),
                 x.peak_rss_file_bytes as f64 / f64::from(1u32 << 20),
                 x.probes_per_lookup
@@ -153,13 +162,13 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(md, "\n## File backend (memory-mapped segments, page cache)\n");
         let _ = writeln!(
             md,
-            "| map | keys | buffer | passes | pass 1 ns/record | pass 2 ns/record | records/s | over floor | anon MiB | file MiB |"
+            "| map | keys | buffer | passes | pass 1 ns/record | pass 2 ns/record | records/s | over floor | per phase | anon MiB | file MiB |"
         );
-        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
         for x in files {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {:.0} | {:.0} | {:.2} M | {} | {:.0} | {:.0} |",
+                "| {} | {} | {} | {} | {:.0} | {:.0} | {:.2} M | {} | {} | {:.0} | {:.0} |",
                 x.map,
                 x.keys,
                 mb(x.buffer_bytes),
@@ -168,6 +177,7 @@ pub fn render(report: &Report) -> String {
                 x.pass2_ns_per_record,
                 x.records_per_s / 1e6,
                 ratio(x.best_over_floor, &x.over_floor),
+                phases(&x.pass1_over_floor, &x.pass2_over_floor),
                 x.peak_rss_anon_bytes as f64 / f64::from(1u32 << 20),
                 x.peak_rss_file_bytes as f64 / f64::from(1u32 << 20)
             );
@@ -177,8 +187,12 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(
             md,
             "\n## Kafka partitions (magic 2 batches of 100 records, memory store)\n\n\
-             Compacted until clean into Kafka's layout, each run beside its floor (the bare two-pass walk of the same \
-             batches: headers, records decoded, CRC-32C checked, keys in a bare table, no output). Shapes: `plain` \
+             Compacted until clean into Kafka's layout, each run beside its floors (what a pass must do with its own \
+             parsing: batch headers and records read by their varints, compressed batches decompressed, keys in a bare \
+             table, CRC-32Cs checked, a batch that keeps every record copied, one that keeps some rebuilt from its kept \
+             records' bytes, with Kafka's `.index` and `.timeindex`, into memory as the pass writes here; the *floor* \
+             leaves a rebuilt batch uncompressed, the *codec floor* compresses it again with its codec at Kafka's level, \
+             as a pass must: the same floor for uncompressed batches). Shapes: `plain` \
              (uniform keys), `transactions` (an exactly-once changelog: transactions of three batches ended by COMMIT \
              markers, one in 50 aborted), `consumer_offsets` (committed offsets of groups over partitions, group \
              metadata, deleted offsets). Every row of one shape kept the same records.\n"
@@ -186,13 +200,13 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(
             md,
             "| shape | codec | records | keys | map | buffer | passes | kept | pass 1 ns/record | pass 2 ns/record | \
-             records/s | over floor | anon MiB |"
+             records/s | over floor | per phase | over codec floor | pass 2 over codec floor | anon MiB |"
         );
-        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         for x in &report.kafka {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {:.2} M | {} | {:.0} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {:.2} M | {} | {} | {} | {:.2}x | {:.0} |",
                 x.shape,
                 x.codec,
                 x.records,
@@ -205,10 +219,80 @@ pub fn render(report: &Report) -> String {
                 x.pass2_ns_per_record,
                 x.records_per_s / 1e6,
                 ratio(x.best_over_floor, &x.over_floor),
+                phases(&x.pass1_over_floor, &x.pass2_over_floor),
+                ratio(x.best_over_codec_floor, &x.over_codec_floor),
+                x.pass2_over_codec_floor.median,
                 x.peak_rss_anon_bytes as f64 / f64::from(1u32 << 20)
             );
         }
     }
+    render_vs_kafka(report, &mut md);
     let _ = writeln!(md, "\nCharts: `report.svg`. Every cell: `report.json`.");
     md
+}
+
+/// `1.203 s (–1.310)`: the fastest run, then the slowest.
+fn secs(s: &Spread) -> String {
+    if (s.max - s.min).abs() < 1e-9 { format!("{:.3} s", s.min) } else { format!("{:.3} s (–{:.3})", s.min, s.max) }
+}
+
+/// The table of Kafka 4.4's own cleaner beside ours, or the line saying why it did not run.
+fn render_vs_kafka(report: &Report, md: &mut String) {
+    if report.kafka.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "\n## Kafka 4.4's own cleaner beside ours\n");
+    if !report.kafka_cleaner.is_empty() {
+        let _ = writeln!(md, "Kafka 4.4's own cleaner: {}.", report.kafka_cleaner);
+        return;
+    }
+    let process = report.kafka.iter().filter_map(|k| k.vs_kafka.as_ref()).all(|v| v.rss_of_process);
+    let _ = writeln!(
+        md,
+        "Each shape above written as files in Kafka's layout (`<topic>-0`) and cleaned until clean on fresh copies by \
+         Kafka 4.4's own `Cleaner` (run offline in its JVM by kafka-interop's `OfflineClean`, timed around `doClean`) \
+         and by ours (`compact --format kafka --until-clean` through the library), with the same buffer, load factor \
+         ({}), topic settings (`cleanup.policy=compact`, the segment size, `delete.retention.ms` one day) and fixed \
+         clock. Seconds: the fastest run, then the slowest ({} runs each); *Kafka / ours* is Kafka's fastest over \
+         ours. Peak RSS: the JVM's `VmHWM` against {}. Bytes a key: what the buffer holds a key in (Kafka's \
+         `SkimpyOffsetMap`: 24-byte slots). *Output*: bytes of the closed segments' `.log` files after, ours over \
+         Kafka's; *byte for byte*: every closed segment's `.log`, `.index`, `.timeindex` and `.txnindex` the same.\n",
+        report.config.load_factor,
+        report.config.kafka_cleaner_repeats,
+        if process {
+            "our whole process's peak (the `VmHWM` of a child doing only the compaction)"
+        } else {
+            "the growth of our anonymous and file-backed memory during the compaction (in the report's process)"
+        }
+    );
+    let _ = writeln!(
+        md,
+        "| shape | codec | buffer | map | passes ours / Kafka | Kafka's cleaner | ours | Kafka / ours | \
+         peak RSS Kafka / ours | bytes/key ours / Kafka | output ours / Kafka | byte for byte |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for x in &report.kafka {
+        let Some(v) = &x.vs_kafka else { continue };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} ({:.0}%) | {} | {} / {} | {} | {} | {:.1}x | {:.0} / {:.0} MiB ({:.0}x) | {} / {:.1} | {:.3} | {} |",
+            x.shape,
+            x.codec,
+            mb(x.buffer_bytes),
+            x.buffer_share * 100.0,
+            x.map,
+            v.passes,
+            v.kafka_passes,
+            secs(&v.kafka_seconds),
+            secs(&v.seconds),
+            v.speedup,
+            v.kafka_peak_rss_bytes as f64 / f64::from(1u32 << 20),
+            v.peak_rss_bytes as f64 / f64::from(1u32 << 20),
+            v.kafka_peak_rss_bytes as f64 / v.peak_rss_bytes.max(1) as f64,
+            if x.map == "external" { "-".to_owned() } else { format!("{:.1}", v.bytes_per_key) },
+            v.kafka_bytes_per_key,
+            v.output_over_kafka,
+            if v.identical { "yes".to_owned() } else { format!("**no**: {}", v.difference) }
+        );
+    }
 }

@@ -6,8 +6,9 @@
 //! or backend (their `result_digest`s are compared), and the deterministic memory figures must hold (24 bytes
 //! a slot for `skimpy`, at most 12 for `compact`). [`run`] fails naming the cell otherwise.
 //!
-//! Every cell runs [`Config::repeats`] times on a fresh copy of its log, each run beside its floor (the bare
-//! pass of the same copy, [`crate::bare::bare_pass`]), and reports the median and the spread of its time and of
+//! Every cell runs [`Config::repeats`] times on a fresh copy of its log, each run beside its floor (what a pass
+//! must do on the same copy and nothing more, with its own parsing: read, keys in a bare table, CRCs checked,
+//! kept frames and their index written to new files and synced, [`crate::bare::native_floor`]), and reports the median and the spread of its time and of
 //! its time over the floor: a comparison with a baseline ([`baseline`]) judges that ratio, which moves far less
 //! than wall time on a shared machine. Each cell also records the peak resident memory of its cleaning,
 //! anonymous and file-backed ([`crate::rss`]). Workloads too large for memory ([`Config::file_only`]) run on
@@ -30,8 +31,9 @@ use serde::{Deserialize, Serialize};
 pub use machine::Machine;
 
 /// Version of the JSON layout of [`Report`] (2: repeats with floors and spreads, peak memory, the external pass,
-/// Kafka shapes).
-pub const SCHEMA_VERSION: u32 = 2;
+/// Kafka shapes; 3: floors that write (a report of an earlier version had read-only floors: its ratios are not
+/// comparable), ratios per phase, Kafka's own cleaner beside the Kafka rows).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The median of repeated measurements and their range.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -114,6 +116,19 @@ pub struct Config {
     /// Distinct keys of the Kafka partitions.
     #[serde(default)]
     pub kafka_keys: u64,
+    /// Runs of Kafka 4.4's own cleaner (and of ours beside it on the same files) for each Kafka shape and
+    /// buffer (0: none).
+    #[serde(default)]
+    pub kafka_cleaner_repeats: usize,
+    /// The buffer shares the comparison with Kafka's cleaner runs at (of the Kafka rows' 1 and 0.25).
+    #[serde(default)]
+    pub kafka_cleaner_shares: Vec<f64>,
+    /// The binary that runs our side of the comparison with Kafka's cleaner in a child process (so that its
+    /// peak resident memory is a whole process's, as the JVM's is): one that calls
+    /// [`crate::vs_kafka::child_main`] when given [`crate::vs_kafka::CHILD_FLAG`]. `None`: measured in this
+    /// process.
+    #[serde(skip)]
+    pub child_exe: Option<std::path::PathBuf>,
 }
 
 impl Config {
@@ -146,6 +161,13 @@ impl Config {
             kafka_keys: if quick { 20_000 } else { 200_000 },
             file_only: if quick { vec![] } else { vec![4_000_000] },
             repeats: 5,
+            kafka_cleaner_repeats: if quick { 2 } else { 3 },
+            // The full buffer only: the quarter buffer takes Kafka's cleaner 35-332 passes (9 s on the quick
+            // consumer_offsets shape, so minutes a run on the full matrix's ten times the records, three runs a
+            // shape), which would take the full report past the 20 minutes it may hold a shared machine; the
+            // Kafka rows still show what a quarter costs our maps beside their floors.
+            kafka_cleaner_shares: vec![1.0],
+            child_exe: None,
         }
     }
 
@@ -226,12 +248,19 @@ pub struct Cell {
     /// Seconds of cleaning over the runs: median and range.
     #[serde(default)]
     pub seconds_spread: Spread,
-    /// Seconds of the floor (the bare pass of the same log), measured beside each run.
+    /// Seconds of the floor (what a pass must do on the same log and nothing more, with its own parsing,
+    /// writing; [`crate::bare::native_floor`]), measured beside each run.
     #[serde(default)]
     pub floor_seconds: Spread,
     /// Cleaning time over the floor's, per run.
     #[serde(default)]
     pub over_floor: Spread,
+    /// Pass 1's time over the floor's walk 1, per run.
+    #[serde(default)]
+    pub pass1_over_floor: Spread,
+    /// Pass 2's time over the floor's walk 2 (with its writes and syncs), per run.
+    #[serde(default)]
+    pub pass2_over_floor: Spread,
     /// The fastest run's time over the fastest floor's: what a comparison with a baseline judges. Noise on a
     /// shared machine only adds time, so the fastest of a few runs is the steadiest estimate of each.
     #[serde(default)]
@@ -274,6 +303,9 @@ pub struct Report {
     /// The Kafka rows.
     #[serde(default)]
     pub kafka: Vec<kafka::KafkaCell>,
+    /// Kafka 4.4's own cleaner beside the Kafka rows: empty when it ran, else why not (`not run: ...`).
+    #[serde(default)]
+    pub kafka_cleaner: String,
     /// The report process's own peak resident memory (`VmHWM`), filled in by the `report` binary.
     #[serde(default)]
     pub peak_rss_bytes: u64,
@@ -369,6 +401,8 @@ fn prepare(config: &Config, keys: u64) -> Result<Prepared, ReportError> {
 struct Run {
     seconds: f64,
     floor: f64,
+    floor_pass1: f64,
+    floor_pass2: f64,
     peak: crate::rss::Resident,
     passes: u64,
     pass1: f64,
@@ -392,7 +426,7 @@ fn buffer_for(config: &Config, keys: u64, share: f64) -> usize {
 }
 
 /// Cleans a fresh copy of `prepared` with `map` in `buffer` bytes on `backend` until nothing is dirty, beside
-/// the bare pass of the same copy.
+/// its floor on the same copy.
 fn run_once(
     config: &Config,
     prepared: &Prepared,
@@ -412,13 +446,27 @@ fn run_once(
     copy_store(&*prepared.store, &*store)?;
     let log = Log::open(store, LogConfig { segment_bytes: config.segment_bytes, ..LogConfig::default() })
         .map_err(|e| failed("open", &e))?;
-    let floor = crate::bare::bare_pass(&log, keys as usize);
+    // The floor writes where the pass writes: new files on the file backend (a directory of their own on the
+    // same file system, removed before the pass), memory on the memory one.
+    let floor = {
+        let dir = tempfile::tempdir().map_err(|e| failed("temporary directory", &e))?;
+        let out = if backend == "mem" { crate::bare::Out::Memory } else { crate::bare::Out::Dir(dir.path()) };
+        crate::bare::native_floor(
+            &log,
+            keys as usize,
+            out,
+            config.segment_bytes,
+            LogConfig::default().index_interval_bytes,
+        )
+    };
     let cc =
         CleanerConfig { map, dedupe_buffer_bytes: buffer, load_factor: config.load_factor, ..CleanerConfig::default() };
     let mut cleaner = Cleaner::new(cc, Arc::new(SystemClock)).map_err(|e| failed("map", &e))?;
     let mut run = Run {
         seconds: 0.0,
-        floor: floor.pass1_seconds + floor.pass2_seconds,
+        floor: floor.seconds(),
+        floor_pass1: floor.pass1_seconds,
+        floor_pass2: floor.pass2_seconds,
         peak: crate::rss::Resident::default(),
         passes: 0,
         pass1: 0.0,
@@ -485,6 +533,8 @@ fn run_cell(
     let seconds_spread = Spread::of(runs.iter().map(|r| r.seconds));
     let floor_seconds = Spread::of(runs.iter().map(|r| r.floor));
     let over_floor = Spread::of(runs.iter().map(|r| r.seconds / r.floor.max(1e-9)));
+    let pass1_over_floor = Spread::of(runs.iter().map(|r| r.pass1 / r.floor_pass1.max(1e-9)));
+    let pass2_over_floor = Spread::of(runs.iter().map(|r| r.pass2 / r.floor_pass2.max(1e-9)));
     let best_over_floor = seconds_spread.min / floor_seconds.min.max(1e-9);
     let median = runs
         .iter()
@@ -523,6 +573,8 @@ fn run_cell(
         seconds_spread,
         floor_seconds,
         over_floor,
+        pass1_over_floor,
+        pass2_over_floor,
         best_over_floor,
         repeats: runs.len(),
         peak_rss_anon_bytes: runs.iter().map(|r| r.peak.anon).max().unwrap_or(0),
@@ -552,7 +604,7 @@ pub fn run(config: &Config, mut progress: impl FnMut(Progress<'_>)) -> Result<Re
         }
         check_digests(results.iter().filter(|c| c.keys == keys))?;
     }
-    let kafka = kafka::run(config, &mut progress)?;
+    let (kafka, kafka_cleaner) = kafka::run(config, &mut progress)?;
     Ok(Report {
         schema_version: SCHEMA_VERSION,
         git_revision: machine::git_revision(),
@@ -561,6 +613,7 @@ pub fn run(config: &Config, mut progress: impl FnMut(Progress<'_>)) -> Result<Re
         config: config.clone(),
         results,
         kafka,
+        kafka_cleaner,
         peak_rss_bytes: 0,
     })
 }
@@ -643,6 +696,8 @@ mod tests {
             seconds_spread: Spread::default(),
             floor_seconds: Spread::default(),
             over_floor: Spread::default(),
+            pass1_over_floor: Spread::default(),
+            pass2_over_floor: Spread::default(),
             best_over_floor: 0.0,
             repeats: 1,
             peak_rss_anon_bytes: 0,
@@ -682,6 +737,8 @@ mod tests {
             kafka_records: 3_000,
             kafka_keys: 300,
             repeats: 2,
+            kafka_cleaner_repeats: 1,
+            kafka_cleaner_shares: vec![1.0],
             ..Config::new(true)
         };
         let mut seen = 0;
@@ -704,6 +761,35 @@ mod tests {
                 .all(|k| k.passes_to_clean > 1)
         );
         assert!(report.kafka.iter().all(|k| k.over_floor.median > 0.0 && k.seconds.min <= k.seconds.max));
+        assert!(report.kafka.iter().all(|k| k.over_codec_floor.median > 0.0 && k.pass2_over_floor.median > 0.0));
+        // Kafka's own cleaner beside every row of the full buffer, where Java and Maven are (always under CI);
+        // else the report says why not.
+        if report.kafka_cleaner.is_empty() {
+            for k in &report.kafka {
+                let v = k.vs_kafka.as_ref();
+                assert_eq!(v.is_some(), k.buffer_share == 1.0, "{} {}", k.shape, k.map);
+                let Some(v) = v else { continue };
+                assert!(v.kafka_seconds.min > 0.0 && v.speedup > 0.0 && v.kafka_peak_rss_bytes > 0 && v.passes > 0);
+                // Where both cleaners took one pass, the same files (Kafka's pass ends at the first keyed record
+                // after its map holds its most keys, even one already mapped: a buffer that holds the keys exactly
+                // takes it several passes, and the files then differ).
+                if v.passes == 1 && v.kafka_passes == 1 {
+                    assert!(v.identical, "{} {} {}: {}", k.shape, k.codec, k.map, v.difference);
+                }
+            }
+            assert!(
+                report.kafka.iter().any(|k| k.vs_kafka.as_ref().is_some_and(|v| v.identical)),
+                "some row byte for byte Kafka's: {:?}",
+                report
+                    .kafka
+                    .iter()
+                    .map(|k| (&k.shape, &k.map, k.vs_kafka.as_ref().map(|v| (v.passes, v.kafka_passes))))
+                    .collect::<Vec<_>>()
+            );
+        } else {
+            assert!(report.kafka_cleaner.starts_with("not run: "), "{}", report.kafka_cleaner);
+            assert!(report.kafka.iter().all(|k| k.vs_kafka.is_none()));
+        }
         assert_eq!(report.results.len(), config.cells());
         assert!(report.results.iter().all(|c| c.repeats == 2 && c.over_floor.median > 0.0));
         assert!(

@@ -8,6 +8,13 @@
 //!   chunks, so clearing after a pass costs in proportion to what that pass touched (Kafka zero-fills its
 //!   whole buffer before every pass).
 //! - **Honest about failure.** A budget the machine cannot map is an error, never an abort.
+//! - **A budget is a bound.** The mapping asks for no swap reservation (`MAP_NORESERVE`): a budget is address
+//!   space, committed page by page as a pass writes, so `--dedupe-buffer 1TiB` on a small log is refused by
+//!   nothing but the address space (128 TiB on x86-64 Linux), where a reserving mapping larger than the
+//!   machine's memory and swap is refused at once by Linux's overcommit heuristic. Under strict overcommit
+//!   (`vm.overcommit_memory = 2`) Linux ignores the flag and such a budget is an error, as before. A pass
+//!   writes only what its dirty section can fill (each map sizes its table by the section's bound), so the
+//!   commitment that matters follows the work.
 
 use std::io;
 
@@ -41,7 +48,7 @@ impl Table {
         let map = if bytes == 0 {
             None
         } else {
-            let map = MmapMut::map_anon(bytes)?;
+            let map = memmap2::MmapOptions::new().len(bytes).no_reserve_swap().map_anon()?;
             // Large tables suffer TLB misses on every random probe; transparent huge pages (where the system
             // allows them on request) take 1.3-1.5x off a probe. Advice only: failure changes nothing.
             #[cfg(target_os = "linux")]
@@ -124,13 +131,15 @@ impl Table {
             // Without the advice the pages stay: zero them instead, so the range still reads as zeros.
             map[start..].fill(0);
         }
-        for chunk in start.div_ceil(CHUNK_BYTES)..self.dirty.len() * 64 {
-            let (word, bit) = (chunk / 64, 1u64 << (chunk % 64));
-            if let Some(w) = self.dirty.get_mut(word)
-                && *w & bit != 0
-            {
-                *w &= !bit;
-                self.dirty_chunks -= 1;
+        // The marks of the released chunks go, a word at a time: a terabyte's table has 16 million chunks.
+        let first = start.div_ceil(CHUNK_BYTES);
+        for (i, w) in self.dirty.iter_mut().enumerate().skip(first / 64) {
+            let keep = if i == first / 64 { (1u64 << (first % 64)) - 1 } else { 0 };
+            let gone = *w & !keep;
+            if gone != 0 {
+                // Written only where marked, as in `clear`.
+                self.dirty_chunks -= gone.count_ones() as usize;
+                *w &= keep;
             }
         }
     }
@@ -141,7 +150,9 @@ impl Table {
             return;
         }
         let Some(bytes) = self.map.as_deref_mut() else { return };
-        for (w, word) in self.dirty.iter_mut().enumerate() {
+        // Only marked words are written: a terabytes' budget has megabytes of marks, which a write to every
+        // word would make resident at every pass (141 MiB for 64 TiB on a three-record log).
+        for (w, word) in self.dirty.iter_mut().enumerate().filter(|(_, word)| **word != 0) {
             let mut bits = *word;
             while bits != 0 {
                 let chunk = w * 64 + bits.trailing_zeros() as usize;

@@ -1,0 +1,106 @@
+//! The floors write what a pass keeps: each floor's output, read back by the project's own reader, holds the
+//! same records (offsets, keys, values) as the log a real pass leaves, for a native log and for Kafka
+//! partitions of each kind of batch the report writes (uncompressed, and lz4 with and without recompression).
+
+use std::sync::Arc;
+
+use bench::bare::{Out, Recompress, kafka_floor, native_floor};
+use cleaner::{Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions};
+use log_core::kafka::Compression;
+use log_core::workload::Workload;
+use log_core::{CheckpointFile, Log, LogConfig, SegmentStore};
+
+/// A record's offset, key and value.
+type Record = (u64, Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// Offsets, keys and values of every record of `log`.
+fn records(log: &Log) -> Vec<Record> {
+    log.snapshot()
+        .reader(0)
+        .map(|r| {
+            let r = r.expect("a record");
+            (r.offset, r.key.map(|k| k.to_vec()), r.value.map(|v| v.to_vec()))
+        })
+        .collect()
+}
+
+fn clean_until_clean(log: &Log, map: MapKind) {
+    let config = CleanerConfig { map, dedupe_buffer_bytes: 64 << 20, ..CleanerConfig::default() };
+    let mut cleaner = Cleaner::new(config, Arc::new(ManualClock::new(1_800_000_000_000))).expect("cleaner");
+    cleaner.clean_until_clean(log, PassOptions::default(), |_| Ok(())).expect("passes");
+}
+
+#[test]
+fn the_native_floor_writes_the_records_a_pass_keeps_with_their_index() {
+    let segment_bytes = 64 << 10;
+    let store: Arc<dyn SegmentStore> = Arc::new(storage_mem::MemStore::new());
+    let log = Log::open(Arc::clone(&store), LogConfig { segment_bytes, ..LogConfig::default() }).expect("open");
+    let workload = Workload { records: 20_000, keys: 2_000, value_bytes: 50, tombstone_fraction: 0.0, seed: 3 };
+    workload.append_to(&log, 1_000, |_| {}).expect("append");
+    log.roll().expect("roll");
+    let out = tempfile::tempdir().expect("tempdir");
+    let floor = native_floor(&log, 2_000, Out::Dir(out.path()), segment_bytes, 4096);
+    assert_eq!(floor.kept, 2_000, "a record a key");
+    assert!(floor.files > 1, "a file a group");
+    clean_until_clean(&log, MapKind::Compact);
+    let written = Log::open_read_only(
+        Arc::new(storage_file::FileStore::open(out.path()).expect("store")),
+        LogConfig { segment_bytes, ..LogConfig::default() },
+    )
+    .expect("the floor's output opens as a native log");
+    assert_eq!(records(&written), records(&log));
+    let index = std::fs::read_dir(out.path())
+        .expect("list")
+        .filter(|e| e.as_ref().is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".lcindex")))
+        .count();
+    assert_eq!(index as u64, floor.files, "an index beside every file");
+}
+
+#[test]
+fn the_kafka_floors_write_the_records_a_pass_keeps() {
+    let segment_bytes = 256 << 10;
+    let keys = bench::Keys::new(3_000, 16, 5);
+    for (codec, recompress) in
+        [(Compression::None, Recompress::No), (Compression::Lz4, Recompress::No), (Compression::Lz4, Recompress::Yes)]
+    {
+        let store: Arc<dyn SegmentStore> = Arc::new(storage_mem::MemStore::new());
+        bench::kafka::write_partition(&*store, &keys, 30_000, u64::MAX, codec, segment_bytes, 5).expect("write");
+        let log = bench::kafka::open(Arc::clone(&store), segment_bytes).expect("open");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("floor-0");
+        let floor = kafka_floor(&log, 3_000, Out::Dir(&out), segment_bytes, 4096, recompress);
+        assert!(floor.kept > 2_500 && floor.kept <= 3_000, "{codec:?}: about a record a key, {}", floor.kept);
+        for suffix in [".index", ".timeindex"] {
+            assert!(
+                std::fs::read_dir(&out)
+                    .expect("list")
+                    .flatten()
+                    .any(|e| e.file_name().to_string_lossy().ends_with(suffix)),
+                "{suffix} written"
+            );
+        }
+        let (compacted, _) = bench::kafka::compact_until_clean(
+            Arc::clone(&store),
+            MapKind::Compact,
+            64 << 20,
+            0.9,
+            segment_bytes,
+            1_800_000_000_000,
+        )
+        .expect("compact");
+        let written = Log::open_kafka_read_only(
+            Arc::new(storage_file::FileStore::open(&out).expect("store")),
+            LogConfig { segment_bytes, ..LogConfig::default() },
+            CheckpointFile::Memory,
+        )
+        .expect("the floor's output opens as a Kafka partition");
+        assert_eq!(records(&written), records(&compacted), "{codec:?} {recompress:?}");
+        let sizes: u64 = std::fs::read_dir(&out)
+            .expect("list")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+            .map(|e| e.metadata().expect("metadata").len())
+            .sum();
+        assert_eq!(sizes, floor.bytes_written);
+    }
+}
