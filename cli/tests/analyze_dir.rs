@@ -33,7 +33,10 @@ fn a_log_directory_at_a_glance_sorted_by_what_compaction_reclaims() {
     kafka_partition(&root.join("payments-0"), 50, 4, 5, 20);
     let settings = tmp.path().join("topics.conf");
     std::fs::write(&settings, "[orders]\nmin.cleanable.dirty.ratio = 0.5\n").expect("settings");
-    let orders2 = logcompact(&["compact", "--format", "kafka", "--dir", path(&root.join("orders-2"))], "");
+    let orders2 = logcompact(
+        &["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&root.join("orders-2"))],
+        "",
+    );
     assert!(orders2.status.success(), "{}", stderr(&orders2));
     let before = tree(&root);
 

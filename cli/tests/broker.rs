@@ -45,8 +45,8 @@ fn a_held_broker_lock_keeps_every_writing_command_out_and_nothing_changes() {
     let lock = BrokerLock::hold(&log_dir);
     let before = (contents(&part), contents(&log_dir));
     for args in [
-        vec!["compact", "--format", "kafka", "--dir", path(&part)],
-        vec!["compact", "--format", "kafka", "--dir", path(&part), "--until-clean"],
+        vec!["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&part)],
+        vec!["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&part), "--until-clean"],
         vec!["roll", "--format", "kafka", "--dir", path(&part)],
     ] {
         let out = logcompact(&args, "");
@@ -60,7 +60,10 @@ fn a_held_broker_lock_keeps_every_writing_command_out_and_nothing_changes() {
         assert_eq!(out.status.code(), Some(0), "{cmd}: {}", stderr(&out));
     }
     drop(lock);
-    let out = logcompact(&["compact", "--format", "kafka", "--dir", path(&part), "--until-clean"], "");
+    let out = logcompact(
+        &["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&part), "--until-clean"],
+        "",
+    );
     assert_eq!(out.status.code(), Some(0), "once the broker is gone: {}", stderr(&out));
     assert!(log_dir.join(".lock").exists(), "the lock file stays, as a crashed broker leaves it");
     let text = std::fs::read_to_string(log_dir.join("cleaner-offset-checkpoint")).expect("checkpoint");
@@ -79,7 +82,7 @@ fn a_partition_linked_out_of_a_held_log_directory_is_refused_naming_both() {
     let lock = BrokerLock::hold(&log_dir);
     let before = (contents(&real), contents(&other), contents(&log_dir));
     for args in [
-        vec!["compact", "--format", "kafka", "--dir", path(&link), "--until-clean"],
+        vec!["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&link), "--until-clean"],
         vec!["roll", "--format", "kafka", "--dir", path(&link)],
         vec!["repair", "--format", "kafka", "--dir", path(&link), "--apply"],
     ] {
@@ -124,15 +127,37 @@ fn a_copy_is_never_made_inside_a_brokers_log_directory() {
     std::fs::write(log_dir.join("meta.properties"), "version=1\nnode.id=1\n").expect("meta.properties");
     let before = contents(&log_dir);
     for name in ["orders-7", "orders-1-copy"] {
-        let out =
-            logcompact(&["compact", "--format", "kafka", "--dir", path(&part), "--out", path(&log_dir.join(name))], "");
+        let out = logcompact(
+            &[
+                "compact",
+                "--format",
+                "kafka",
+                "--cleanup-policy",
+                "compact",
+                "--dir",
+                path(&part),
+                "--out",
+                path(&log_dir.join(name)),
+            ],
+            "",
+        );
         assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
         assert!(stderr(&out).contains("inside the broker's log directory"), "{}", stderr(&out));
         assert_eq!(contents(&log_dir), before, "{name}: nothing written into the broker's directory");
     }
     // Beside it, the copy is made.
     let out = logcompact(
-        &["compact", "--format", "kafka", "--dir", path(&part), "--out", path(&tmp.path().join("orders-1"))],
+        &[
+            "compact",
+            "--format",
+            "kafka",
+            "--cleanup-policy",
+            "compact",
+            "--dir",
+            path(&part),
+            "--out",
+            path(&tmp.path().join("orders-1")),
+        ],
         "",
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -297,4 +322,35 @@ fn check_warns_of_a_record_over_the_topics_max_decompressed_message_bytes() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains("warning: 0000"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_topic_whose_policy_nothing_gives_is_not_compacted_on_a_guess() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let log_dir = tmp.path().join("kafka-logs");
+    let part = log_dir.join("orders-0");
+    common::kafka_partition(&part, 50, 4, 3, 20);
+    let before = contents(&part);
+    // No metadata log, no settings: Kafka's default for a topic is delete, and compacting one loses its history.
+    let out = logcompact(&["compact", "--format", "kafka", "--dir", path(&part), "--until-clean"], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("nothing here says whether topic orders is compacted"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--cleanup-policy compact"), "{}", stderr(&out));
+    assert_eq!(contents(&part), before, "nothing changed");
+    // Asked for a policy that does not compact: refused too.
+    let out = logcompact(&["compact", "--format", "kafka", "--cleanup-policy", "delete", "--dir", path(&part)], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(contents(&part), before, "nothing changed");
+    // The topic's settings in a file say compact: compacted, no flag needed.
+    let conf = tmp.path().join("topics.conf");
+    std::fs::write(&conf, "[orders]\ncleanup.policy = compact\n").expect("settings");
+    let out = logcompact(&["compact", "--format", "kafka", "--config", path(&conf), "--dir", path(&part)], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_ne!(contents(&part), before, "compacted");
+    // Asked by the flag: compacted, and stderr says on what authority.
+    let other = log_dir.join("orders-1");
+    common::kafka_partition(&other, 50, 4, 3, 20);
+    let out = logcompact(&["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&other)], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("as --cleanup-policy says"), "{}", stderr(&out));
 }

@@ -10,7 +10,7 @@ fn check_verifies_kafka_indexes_and_names_a_damaged_one() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("orders-0");
     common::kafka_partition(&dir, 5000, 3, 100, 50);
-    let out = logcompact(&["compact", "--format", "kafka", "--dir", path(&dir)], "");
+    let out = logcompact(&["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&dir)], "");
     assert!(out.status.success(), "{}", stderr(&out));
     let index = dir.join("00000000000000000000.index");
     assert!(index.exists(), "the compaction wrote Kafka's indexes");

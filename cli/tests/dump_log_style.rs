@@ -95,7 +95,18 @@ fn partitions(py: &str, script: &str, root: &Path) -> Vec<PathBuf> {
 
 fn compact(dir: &Path) {
     let out = logcompact(
-        &["compact", "--format", "kafka", "--dir", path(dir), "--until-clean", "--delete-retention-ms", "0"],
+        &[
+            "compact",
+            "--format",
+            "kafka",
+            "--cleanup-policy",
+            "compact",
+            "--dir",
+            path(dir),
+            "--until-clean",
+            "--delete-retention-ms",
+            "0",
+        ],
         "",
     );
     assert!(out.status.success(), "compact {}: {}", dir.display(), stderr(&out));

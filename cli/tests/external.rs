@@ -115,6 +115,8 @@ fn a_kafka_partition_compacts_externally_as_with_a_map() {
             "compact",
             "--format",
             "kafka",
+            "--cleanup-policy",
+            "compact",
             "--dir",
             path(&a),
             "--map",
@@ -126,7 +128,21 @@ fn a_kafka_partition_compacts_externally_as_with_a_map() {
         ],
         "",
     )));
-    ok(&logcompact(&["compact", "--format", "kafka", "--dir", path(&b), "--map", "fullkey", "--until-clean"], ""));
+    ok(&logcompact(
+        &[
+            "compact",
+            "--format",
+            "kafka",
+            "--cleanup-policy",
+            "compact",
+            "--dir",
+            path(&b),
+            "--map",
+            "fullkey",
+            "--until-clean",
+        ],
+        "",
+    ));
     assert_eq!(external.len(), 1);
     assert_eq!(common::kafka_records(&a), common::kafka_records(&b));
     ok(&logcompact(&["check", "--format", "kafka", "--dir", path(&a)], ""));
@@ -190,6 +206,8 @@ fn a_buffer_larger_than_the_machine_gives_is_sized_by_the_work_not_an_abort() {
                     "compact",
                     "--format",
                     format,
+                    "--cleanup-policy",
+                    "compact",
                     "--dir",
                     path(&work),
                     "--map",

@@ -31,15 +31,34 @@ fn flags_that_cannot_apply_are_refused_naming_them_and_change_nothing() {
         ),
         (vec!["analyze", "--dir", k, "--delete-retention-ms", "5"], "--delete-retention-ms"),
         (vec!["compact", "--dir", n, "--checkpoint", "99999"], "--checkpoint 99999 is past the end"),
-        (vec!["compact", "--format", "kafka", "--dir", k, "--checkpoint", "99999"], "past the end"),
+        (
+            vec!["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", k, "--checkpoint", "99999"],
+            "past the end",
+        ),
         (
             vec!["compact", "--dir", n, "--min-compaction-lag-ms", "-5"],
             "min.compaction.lag.ms = -5 (--min-compaction-lag-ms)",
         ),
-        (vec!["compact", "--format", "kafka", "--dir", k, "--min-compaction-lag-ms", "-5"], "at least 0"),
+        (
+            vec![
+                "compact",
+                "--format",
+                "kafka",
+                "--cleanup-policy",
+                "compact",
+                "--dir",
+                k,
+                "--min-compaction-lag-ms",
+                "-5",
+            ],
+            "at least 0",
+        ),
         (vec!["clean", "--data-dir", path(&data), "--until-clean", "--backoff-ms", "5000"], "--backoff-ms"),
         // Kafka's segment.bytes is an int: a 3 GiB segment would get negative index positions.
-        (vec!["compact", "--format", "kafka", "--dir", k, "--segment-bytes", "3GiB"], "segment.bytes"),
+        (
+            vec!["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", k, "--segment-bytes", "3GiB"],
+            "segment.bytes",
+        ),
     ] {
         let out = logcompact(&args, "");
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
@@ -71,12 +90,15 @@ fn a_kafka_copy_outside_a_log_directory_says_its_checkpoint_is_not_kept() {
     kafka_partition(&part, 10, 3, 2, 10);
     let out_dir = tmp.path().join("copies").join("orders-0");
     std::fs::create_dir(tmp.path().join("copies")).expect("mkdir");
-    let out = logcompact(&["compact", "--format", "kafka", "--dir", path(&part), "--out", path(&out_dir)], "");
+    let out = logcompact(
+        &["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&part), "--out", path(&out_dir)],
+        "",
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains("the cleaner checkpoint is kept in memory for this run only"), "{}", stderr(&out));
     assert!(!tmp.path().join("copies").join("cleaner-offset-checkpoint").exists());
     // In place, inside its log directory, it is kept there, and no note says otherwise.
-    let out = logcompact(&["compact", "--format", "kafka", "--dir", path(&part)], "");
+    let out = logcompact(&["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&part)], "");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!stderr(&out).contains("the cleaner checkpoint is"), "{}", stderr(&out));
     assert!(tmp.path().join("kafka-logs").join("cleaner-offset-checkpoint").exists());

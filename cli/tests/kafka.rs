@@ -199,6 +199,8 @@ fn compact_writes_a_partition_kafka_python_reads_with_the_latest_record_of_every
                     "compact",
                     "--format",
                     "kafka",
+                    "--cleanup-policy",
+                    "compact",
                     "--dir",
                     path(&dir),
                     "--out",
@@ -254,7 +256,19 @@ fn compact_writes_a_partition_kafka_python_reads_with_the_latest_record_of_every
         let again = out_root.path().join(format!("{name}-again"));
         let first = out_root.path().join(format!("{name}-skimpy-128MiB"));
         ok(&logcompact(
-            &["compact", "--format", "kafka", "--dir", path(&first), "--out", path(&again), "--checkpoint", "0"],
+            &[
+                "compact",
+                "--format",
+                "kafka",
+                "--cleanup-policy",
+                "compact",
+                "--dir",
+                path(&first),
+                "--out",
+                path(&again),
+                "--checkpoint",
+                "0",
+            ],
             "",
         ));
         let read = run_python(&p.py, &[script("read_partition.py").to_str().expect("utf-8"), path(&again)]);
@@ -383,7 +397,17 @@ fn formats_are_never_mistaken_for_each_other_and_damage_is_named() {
         );
     }
     let out = logcompact(
-        &["compact", "--format", "kafka", "--dir", path(&damaged), "--out", path(&tmp.path().join("out"))],
+        &[
+            "compact",
+            "--format",
+            "kafka",
+            "--cleanup-policy",
+            "compact",
+            "--dir",
+            path(&damaged),
+            "--out",
+            path(&tmp.path().join("out")),
+        ],
         "",
     );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -394,12 +418,35 @@ fn formats_are_never_mistaken_for_each_other_and_damage_is_named() {
     // missing.
     let source = contents(&kafka_dir);
     for out in [kafka_dir.join("sub"), kafka_dir.join("sub").join("deeper"), kafka_dir.join("x").join("..").join("y")] {
-        let run = logcompact(&["compact", "--format", "kafka", "--dir", path(&kafka_dir), "--out", path(&out)], "");
+        let run = logcompact(
+            &[
+                "compact",
+                "--format",
+                "kafka",
+                "--cleanup-policy",
+                "compact",
+                "--dir",
+                path(&kafka_dir),
+                "--out",
+                path(&out),
+            ],
+            "",
+        );
         assert_eq!(run.status.code(), Some(2), "{}: {}", out.display(), stderr(&run));
         assert!(stderr(&run).contains("inside the source partition"), "{}", stderr(&run));
     }
     let run = logcompact(
-        &["compact", "--format", "kafka", "--dir", path(&kafka_dir), "--out", path(&tmp.path().join("no").join("out"))],
+        &[
+            "compact",
+            "--format",
+            "kafka",
+            "--cleanup-policy",
+            "compact",
+            "--dir",
+            path(&kafka_dir),
+            "--out",
+            path(&tmp.path().join("no").join("out")),
+        ],
         "",
     );
     assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
@@ -414,7 +461,10 @@ fn formats_are_never_mistaken_for_each_other_and_damage_is_named() {
     }
     std::fs::create_dir(stray.join("lost+found")).expect("mkdir");
     let out = tmp.path().join("stray-out");
-    let run = logcompact(&["compact", "--format", "kafka", "--dir", path(&stray), "--out", path(&out)], "");
+    let run = logcompact(
+        &["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&stray), "--out", path(&out)],
+        "",
+    );
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
     assert!(!out.join("lost+found").exists());
 

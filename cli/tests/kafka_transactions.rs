@@ -97,7 +97,10 @@ fn a_hanging_transaction_is_found_and_aborted_data_goes_below_the_lso() {
             expected = py.as_deref().map(|py| latest(&read_committed(py, &dir, lso).0));
         }
         let untouched = tail_from(&dir, 17);
-        let out = logcompact(&["compact", "--format", "kafka", "--dir", path(&dir), "--until-clean"], "");
+        let out = logcompact(
+            &["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&dir), "--until-clean"],
+            "",
+        );
         assert!(out.status.success(), "{}", stderr(&out));
         let check = logcompact(&["check", "--format", "kafka", "--dir", path(&dir)], "");
         assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
@@ -262,7 +265,10 @@ fn librdkafka_s_transactional_partitions_are_compacted_by_kafka_s_rules() {
                 .max()
                 .expect("a segment holds the LSO");
             let untouched = tail_from(dir, lso_segment);
-            let out = logcompact(&["compact", "--format", "kafka", "--dir", path(dir), "--until-clean"], "");
+            let out = logcompact(
+                &["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(dir), "--until-clean"],
+                "",
+            );
             assert!(out.status.success(), "{}", stderr(&out));
             let check = logcompact(&["check", "--format", "kafka", "--dir", path(dir)], "");
             assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));

@@ -66,7 +66,15 @@ impl Job {
         let mut c = Command::new(bin());
         match self {
             Job::Compact => {
-                c.args(["compact", "--format", "kafka", "--dir", path(&root.join(PARTITIONS[0]))]);
+                c.args([
+                    "compact",
+                    "--format",
+                    "kafka",
+                    "--cleanup-policy",
+                    "compact",
+                    "--dir",
+                    path(&root.join(PARTITIONS[0])),
+                ]);
                 c.args(["--dedupe-buffer", BUFFER, "--until-clean", "--json"]);
             }
             Job::Clean => {
@@ -273,7 +281,17 @@ fn a_compaction_to_out_killed_at_any_moment_leaves_no_target_and_a_rerun_starts_
         }
         let compact = |target: &Path| {
             let mut c = Command::new(bin());
-            c.args(["compact", "--format", format, "--dir", path(&src), "--out", path(target)]);
+            c.args([
+                "compact",
+                "--format",
+                format,
+                "--cleanup-policy",
+                "compact",
+                "--dir",
+                path(&src),
+                "--out",
+                path(target),
+            ]);
             c.args(["--dedupe-buffer", BUFFER, "--until-clean", "--json"]);
             c
         };

@@ -123,7 +123,7 @@ fn it_is_recognised_by_the_raft_layers_files_under_any_name() {
     let plain = tmp.path().join("orders-0");
     kafka_partition(&plain, 10, 3, 2, 10);
     metadata_files(&plain, false, false);
-    let out = logcompact(&["compact", "--format", "kafka", "--dir", path(&plain)], "");
+    let out = logcompact(&["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&plain)], "");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 

@@ -511,7 +511,8 @@ fn a_delete_topic_is_never_compacted_and_its_unkeyed_records_are_never_dropped_u
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("cleanup.policy is delete (broker: topic config"), "{}", stderr(&out));
     assert_eq!(tree(&part), before);
-    // A copy where no metadata is found: compacted as asked, but its records without a key are kept unless
+    // A copy where no metadata is found: nothing says the topic is compacted, so nothing is compacted on a
+    // guess; --cleanup-policy compact asks for it, and its records without a key are then kept unless
     // --drop-invalid says otherwise.
     let copy = tmp.path().join("elsewhere").join("unkeyed-delete-0");
     std::fs::create_dir_all(copy.parent().expect("parent")).expect("mkdir");
@@ -519,10 +520,14 @@ fn a_delete_topic_is_never_compacted_and_its_unkeyed_records_are_never_dropped_u
     let copied = tree(&copy);
     let out = logcompact(&["compact", "--format", "kafka", "--dir", path(&copy), "--until-clean"], "");
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("nothing here says whether topic unkeyed-delete is compacted"), "{}", stderr(&out));
+    assert_eq!(tree(&copy), copied, "nothing was changed");
+    let asked = ["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&copy), "--until-clean"];
+    let out = logcompact(&asked, "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("without a key") && stderr(&out).contains("--drop-invalid"), "{}", stderr(&out));
     assert_eq!(tree(&copy), copied, "nothing was changed");
-    let out =
-        logcompact(&["compact", "--format", "kafka", "--dir", path(&copy), "--until-clean", "--drop-invalid"], "");
+    let out = logcompact(&[&asked[..], &["--drop-invalid"]].concat(), "");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 

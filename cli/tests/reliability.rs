@@ -431,7 +431,7 @@ fn the_offset_space_ends_with_an_error_before_a_byte_is_written() {
     assert_eq!(code(&out), Some(3), "{}", stderr(&out));
     assert!(stderr(&out).contains("offset space exhausted"), "{}", stderr(&out));
     assert!(!dir.join(&unusable).exists(), "no segment named 2^63 - 1");
-    for args in [vec!["dump"], vec!["check"], vec!["compact"], vec!["roll"]] {
+    for args in [vec!["dump"], vec!["check"], vec!["compact", "--cleanup-policy", "compact"], vec!["roll"]] {
         let mut all = args.clone();
         all.extend(["--format", "kafka", "--dir", path(&dir)]);
         let out = logcompact(&all, "");
@@ -583,7 +583,17 @@ fn parallel_kafka_compactions_to_targets_with_dots_in_their_names_never_share_fi
             .iter()
             .map(|out| {
                 Command::new(bin())
-                    .args(["compact", "--format", "kafka", "--dir", path(&src), "--out", path(out)])
+                    .args([
+                        "compact",
+                        "--format",
+                        "kafka",
+                        "--cleanup-policy",
+                        "compact",
+                        "--dir",
+                        path(&src),
+                        "--out",
+                        path(out),
+                    ])
                     .args(["--dedupe-buffer", "8000", "--until-clean"])
                     .stdout(Stdio::null())
                     .stderr(Stdio::piped())
@@ -616,7 +626,17 @@ fn a_second_kafka_compaction_to_the_same_target_is_refused() {
         let children: Vec<_> = (0..2)
             .map(|_| {
                 Command::new(bin())
-                    .args(["compact", "--format", "kafka", "--dir", path(&src), "--out", path(&out)])
+                    .args([
+                        "compact",
+                        "--format",
+                        "kafka",
+                        "--cleanup-policy",
+                        "compact",
+                        "--dir",
+                        path(&src),
+                        "--out",
+                        path(&out),
+                    ])
                     .args(["--dedupe-buffer", "8000", "--until-clean"])
                     .stdout(Stdio::null())
                     .stderr(Stdio::piped())
@@ -678,7 +698,14 @@ fn a_kafka_swap_no_cleaning_pass_could_have_written_is_refused_and_nothing_chang
         let want = common::kafka_records(&dir);
         std::fs::write(dir.join(&swap), &bytes).expect("write");
         let before = contents(&dir);
-        for args in [vec!["dump"], vec!["check"], vec!["analyze"], vec!["compact"], vec!["compact", "--until-clean"]] {
+        let compact = ["compact", "--cleanup-policy", "compact"];
+        for args in [
+            vec!["dump"],
+            vec!["check"],
+            vec!["analyze"],
+            compact.to_vec(),
+            [&compact[..], &["--until-clean"]].concat(),
+        ] {
             let mut all = args.clone();
             all.extend(["--format", "kafka", "--dir", path(&dir)]);
             let out = logcompact(&all, "");
@@ -712,7 +739,7 @@ fn a_pending_kafka_swap_a_pass_could_have_written_is_listed_by_check_and_complet
         "{}",
         stderr(&check)
     );
-    let out = logcompact(&["compact", "--format", "kafka", "--dir", path(&dir)], "");
+    let out = logcompact(&["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&dir)], "");
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
     assert!(!dir.join(&swap).exists());
     let after = common::kafka_records(&dir);
@@ -776,7 +803,8 @@ fn a_bad_broker_checkpoint_is_one_exit_code_for_every_command_and_named() {
         }
         let before = contents(&part);
         for cmd in ["check", "analyze", "advise", "compact"] {
-            let out = logcompact(&[cmd, "--format", "kafka", "--dir", path(&part)], "");
+            let policy: &[&str] = if cmd == "compact" { &["--cleanup-policy", "compact"] } else { &[] };
+            let out = logcompact(&[&[cmd, "--format", "kafka", "--dir", path(&part)][..], policy].concat(), "");
             assert_eq!(code(&out), Some(want), "{what}: {cmd}: {}", stderr(&out));
             let err = stderr(&out);
             assert!(err.contains("cleaner-offset-checkpoint"), "{what}: {cmd} names the file: {err}");
@@ -797,9 +825,9 @@ fn messages_say_what_holds_a_partition_back_and_what_to_do() {
     // An open transaction holds the last stable offset: the lag (0 ms) was blamed.
     let part = tmp.path().join("logs").join("orders-0");
     common::transactions::write_partition(&part, true);
-    let first = logcompact(&["compact", "--format", "kafka", "--dir", path(&part)], "");
+    let first = logcompact(&["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&part)], "");
     assert_eq!(code(&first), Some(0), "{}", stderr(&first));
-    let again = logcompact(&["compact", "--format", "kafka", "--dir", path(&part)], "");
+    let again = logcompact(&["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&part)], "");
     assert_eq!(code(&again), Some(0), "{}", stderr(&again));
     assert!(stderr(&again).contains("open transaction(s) hold the last stable offset"), "{}", stderr(&again));
     assert!(!stderr(&again).contains("min.compaction.lag.ms"), "{}", stderr(&again));
@@ -827,7 +855,8 @@ fn messages_say_what_holds_a_partition_back_and_what_to_do() {
     std::fs::create_dir(kafka.join(format!("{SEG0}.swap"))).expect("mkdir");
     for (format, dir) in [("native", &native), ("kafka", &kafka)] {
         for cmd in ["check", "compact"] {
-            let out = logcompact(&[cmd, "--format", format, "--dir", path(dir)], "");
+            let policy: &[&str] = if cmd == "compact" { &["--cleanup-policy", "compact"] } else { &[] };
+            let out = logcompact(&[&[cmd, "--format", format, "--dir", path(dir)][..], policy].concat(), "");
             assert_eq!(code(&out), Some(1), "{format} {cmd}: {}", stderr(&out));
             assert!(stderr(&out).contains("move it out of the directory by hand"), "{format} {cmd}: {}", stderr(&out));
             assert!(!stderr(&out).contains("repair would drop"), "{format} {cmd}: {}", stderr(&out));

@@ -105,6 +105,9 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
         ));
     }
     let c = cleaner_config(&a.map, &a.buffer, a.copy_threads)?;
+    // The metadata log is refused for what it is before its topic's settings are asked about.
+    storage_file::refuse_metadata_log(&a.dir)
+        .map_err(|source| Failure::from_open(&logcompact::OpenError::Store { dir: a.dir.clone(), source }))?;
     if let Some(ms) = a.delete_retention_ms.filter(|ms| *ms < 0) {
         return Err(Failure::Usage(format!("--delete-retention-ms {ms} is negative")));
     }
@@ -119,26 +122,46 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
     let (resolved, layers) =
         logcompact::datadir::settings_of(&a.dir, format, a.config.as_deref(), &flags, &a.broker.source())
             .map_err(|e| Failure::from_data_dir(&e))?;
-    let policy_from = resolved.sources.get("cleanup.policy").cloned().unwrap_or_default();
-    let known = policy_from != "default" && policy_from != "Kafka's default for a topic";
+    // Known: the topic's own settings give the policy (the broker's metadata, saved settings, a settings file),
+    // not Kafka's default for a topic (delete); judged without this command's --cleanup-policy, which says what
+    // to do, not what the topic is.
+    let topic = topic_of(&a.dir);
+    let mut own_layers = layers.clone();
+    own_layers.flags.remove("cleanup.policy");
+    let own = own_layers.resolve_all(&topic).map_err(|e| Failure::Usage(e.to_string()))?;
+    let policy_from = own.sources.get("cleanup.policy").cloned().unwrap_or_default();
+    let known = !["default", "Kafka's default for a topic"].contains(&policy_from.as_str());
     let mut drop_invalid = a.drop_invalid;
     if format == log_core::Format::Kafka {
-        if !resolved.settings.cleanup_policy.compacts() && known {
+        if !resolved.settings.cleanup_policy.compacts() && (known || a.cleanup_policy.is_some()) {
             return Err(Failure::Usage(format!(
                 "{}: {}; give --cleanup-policy compact to compact it anyway",
                 a.dir.display(),
-                layers.why_left_alone(&topic_of(&a.dir))
+                layers.why_left_alone(&topic)
             )));
         }
-        if known {
+        if known && own.settings.cleanup_policy.compacts() {
             // Kafka's cleaner drops records without a key in a compacted topic.
             drop_invalid = true;
-        } else {
+        } else if a.cleanup_policy.is_none() {
+            // Compacting a `delete` topic loses every record but each key's latest: never on a guess.
             let why = layers.broker_notice.clone().unwrap_or_default();
+            return Err(Failure::Usage(format!(
+                "{}: nothing here says whether topic {} is compacted ({why}); compacting a delete topic loses its \
+                 older records: give --cleanup-policy compact if the broker compacts it (records without a key are \
+                 then kept unless --drop-invalid), or let its settings be read (--metadata-dir, --config)",
+                a.dir.display(),
+                topic
+            )));
+        } else {
+            let theirs = if known {
+                format!("its own cleanup.policy does not compact ({policy_from})")
+            } else {
+                "nothing here gives its cleanup.policy".into()
+            };
             crate::out::diag!(
-                "note: nothing here gives topic {}'s cleanup.policy ({why}): compacting as asked, with Kafka's defaults \
-                 for what no flag gives; records without a key are kept unless --drop-invalid",
-                topic_of(&a.dir)
+                "note: compacting topic {topic} as --cleanup-policy says ({theirs}); Kafka's defaults for what no \
+                 flag gives; records without a key are kept unless --drop-invalid"
             );
         }
     }
