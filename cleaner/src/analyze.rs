@@ -71,6 +71,10 @@ pub struct Analysis {
     /// Kafka: the partition's transactions (the last stable offset, open transactions, aborted data).
     #[serde(flatten)]
     pub transactions: Transactions,
+    /// The largest record of a compressed batch by its decoded size, which Kafka bounds by the topic's
+    /// `max.decompressed.message.bytes` (its cleaner fails a partition holding a larger one); `None` when no
+    /// batch is compressed.
+    pub largest_compressed_record: Option<log_core::check::RecordSize>,
     /// What a pass leaves alone, and why.
     pub notes: Vec<String>,
 }
@@ -233,6 +237,7 @@ pub fn analyze(
         torn_tail_bytes: log.recovery_report().truncated_tail.as_ref().map_or(0, |t| t.bytes),
         dirty: crate::advise::from_log(log, budget)?,
         transactions: transactions(&snapshot, clock.now_ms())?,
+        largest_compressed_record: None,
         notes: Vec::new(),
     };
     let mut scratch = Vec::new();
@@ -253,9 +258,15 @@ pub fn analyze(
                 a.last_offset = Some(b.last_offset);
                 let corrupt =
                     |kind| log_core::Error::Corrupt { segment: name.to_owned(), position: placed.position, kind };
+                let compressed = b.is_compressed();
                 for rec in b.records(&mut scratch).map_err(corrupt)? {
                     let rec = rec.map_err(corrupt)?;
                     a.records += 1;
+                    let bytes = rec.body_bytes as u64;
+                    if compressed && a.largest_compressed_record.as_ref().is_none_or(|l| bytes > l.bytes) {
+                        let largest = log_core::check::RecordSize { file: name.to_owned(), offset: rec.offset, bytes };
+                        a.largest_compressed_record = Some(largest);
+                    }
                     match rec.key {
                         Some(_) => a.keyed_records += 1,
                         None => a.unkeyed_records += 1,
@@ -285,6 +296,22 @@ pub fn analyze(
     let config =
         CleanerConfig { map: MapKind::FullKey, dedupe_buffer_bytes: DRY_RUN_BYTES, ..CleanerConfig::default() };
     let mut cleaner = Cleaner::new(config, clock)?;
+    // A record over the topic's bound fails Kafka's cleaner (and ours): said, and the dry run shows what a pass
+    // would do were the bound raised.
+    let limit = options.max_decompressed_message_bytes;
+    let mut options = options;
+    if let Some(largest) = a.largest_compressed_record.as_ref().filter(|l| l.bytes > limit) {
+        a.notes.push(format!(
+            "the largest record of a compressed batch, at offset {} in {}, is {} decoded, over the topic's \
+             max.decompressed.message.bytes ({} bytes): Kafka's cleaner fails this partition and marks it \
+             uncleanable, and compact refuses it; the figures below are those of a pass with the bound raised",
+            largest.offset,
+            largest.file,
+            log_core::human::bytes(largest.bytes),
+            limit
+        ));
+        options.max_decompressed_message_bytes = largest.bytes;
+    }
     let (stats, dry) = cleaner.dry_run(log, options)?;
     let regrouped: u64 = snapshot.closed().iter().filter(|s| s.base() < stats.end_offset).map(|s| s.size()).sum();
     a.records_after_compaction = a.records - (stats.pass2.records_read - stats.pass2.records_kept);

@@ -1,10 +1,10 @@
 //! `analyze --dir`: prints what `cleaner::analyze` finds on a log of either format, as text or JSON.
 
 use clap::Args;
-use cleaner::PassOptions;
 use cleaner::advise::Budget;
 use log_core::Format;
 use logcompact::analyze::{AnalyzeError, AnalyzeRequest};
+use logcompact::datadir::settings::Resolved;
 use logcompact::size;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,9 +24,9 @@ pub struct AnalyzeArgs {
     /// of logs): a row a log, most reclaimable bytes first, with whether Kafka's cleaner would pick it now.
     #[arg(long, value_name = "DIR", conflicts_with = "checkpoint")]
     data_dir: Option<PathBuf>,
-    /// With --data-dir: a settings file (Kafka's names, a [section] per topic or log), over the settings an
-    /// earlier `clean` saved.
-    #[arg(long, value_name = "FILE", requires = "data_dir")]
+    /// A settings file (Kafka's names, a [section] per topic or log), over the broker's metadata and the
+    /// settings an earlier `clean` saved: the delete horizon, compaction lag and record bound the dry run takes.
+    #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     #[command(flatten)]
     broker: BrokerArgs,
@@ -55,14 +55,19 @@ pub fn run(a: &AnalyzeArgs) -> Result<(), Failure> {
     match (&a.dir, &a.data_dir) {
         (Some(dir), _) => {
             crate::mistakes::one_log(dir, a.format.into(), "analyze", Some("analyze"))?;
+            // The topic's settings as `compact` and `clean` resolve them: the dry run is the pass they would run.
+            let (resolved, layers) =
+                logcompact::datadir::settings_of(dir, a.format.into(), a.config.as_deref(), &[], &a.broker.source())
+                    .map_err(|e| Failure::from_data_dir(&e))?;
+            tell_broker_notice(&layers);
             let req = AnalyzeRequest {
                 dir: dir.clone(),
                 format: a.format.into(),
                 checkpoint: a.checkpoint,
                 budget,
-                options: PassOptions::default(),
+                options: resolved.settings.pass_options(false),
             };
-            analyze(&req, a.json)
+            analyze(&req, &resolved, a.json)
         }
         (None, Some(data_dir)) => {
             crate::mistakes::data_dir(data_dir, a.format.into(), "analyze", "analyze")?;
@@ -80,7 +85,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<(), Failure> {
 ///
 /// # Errors
 /// As opening the log; [`Failure::Corruption`] for damage.
-fn analyze(req: &AnalyzeRequest, json: bool) -> Result<(), Failure> {
+fn analyze(req: &AnalyzeRequest, resolved: &Resolved, json: bool) -> Result<(), Failure> {
     let dir = &req.dir;
     let found = logcompact::analyze::analyze(req).map_err(|e| analyze_failure(dir, e))?;
     let a = &found.analysis;
@@ -88,7 +93,15 @@ fn analyze(req: &AnalyzeRequest, json: bool) -> Result<(), Failure> {
     let mut out = QuietPipe::new(std::io::stdout().lock());
     let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));
     if json {
-        let value = serde_json::to_value(&found).map_err(|e| Failure::Runtime(e.to_string()))?;
+        let mut value = serde_json::to_value(&found).map_err(|e| Failure::Runtime(e.to_string()))?;
+        let settings: serde_json::Map<String, serde_json::Value> = resolved
+            .sources
+            .iter()
+            .map(|(name, source)| {
+                (name.clone(), serde_json::json!({"value": resolved.settings.get(name), "source": source}))
+            })
+            .collect();
+        value["settings"] = serde_json::Value::Object(settings);
         let text = serde_json::to_string_pretty(&value).map_err(|e| Failure::Runtime(e.to_string()))?;
         return writeln!(out, "{text}").map_err(failed);
     }
@@ -137,6 +150,7 @@ fn analyze(req: &AnalyzeRequest, json: bool) -> Result<(), Failure> {
             a.dirty_ratio * 100.0
         ),
         format!("dirty section: {} records, {} keyed, {keys}", a.dirty.dirty_records, a.dirty.keyed_records),
+        format!("settings: {}", resolved.given()),
         format!(
             "a full compaction now keeps {} records in {} and reclaims {} ({:.1}%)",
             a.records_after_compaction,
@@ -145,7 +159,21 @@ fn analyze(req: &AnalyzeRequest, json: bool) -> Result<(), Failure> {
             if a.bytes == 0 { 0.0 } else { a.bytes_reclaimed as f64 * 100.0 / a.bytes as f64 }
         ),
     ];
-    for l in lines.iter().chain(&a.notes) {
+    let policy = (!resolved.settings.cleanup_policy.compacts()).then(|| {
+        let from = resolved.sources.get("cleanup.policy").map_or("default", String::as_str);
+        if ["default", "Kafka's default for a topic"].contains(&from) {
+            "nothing here gives this topic's cleanup.policy (Kafka's default is delete, which is never compacted; \
+             --metadata-dir or --config give the topic's own): the figures are what a compaction would do"
+                .to_owned()
+        } else {
+            format!(
+                "cleanup.policy is {} ({from}): Kafka's cleaner never compacts this topic; the figures are what a \
+                 compaction would do",
+                resolved.settings.cleanup_policy.name()
+            )
+        }
+    });
+    for l in lines.iter().chain(&a.notes).chain(&policy) {
         writeln!(out, "{l}").map_err(failed)?;
     }
     for t in &a.transactions.open_transactions {

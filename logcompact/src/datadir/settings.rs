@@ -250,6 +250,20 @@ pub struct Resolved {
     pub sources: BTreeMap<String, String>,
 }
 
+impl Resolved {
+    /// The settings something gave (not a default), each as `name = value (where from)`, `; ` between them; what
+    /// a command that used them prints, so that an operator sees which of the topic's settings it ran with.
+    pub fn given(&self) -> String {
+        let given: Vec<String> = self
+            .sources
+            .iter()
+            .filter(|(_, source)| source.as_str() != "default")
+            .map(|(setting, source)| format!("{setting} = {} ({source})", self.settings.get(setting)))
+            .collect();
+        if given.is_empty() { "all defaults".to_owned() } else { given.join("; ") }
+    }
+}
+
 /// The layers of settings of one run (see the module docs).
 #[derive(Debug, Clone, Default)]
 pub struct Layers {

@@ -1,0 +1,54 @@
+//! `analyze --dir` runs its dry run with the topic's own settings, resolved as `compact` and `clean` resolve
+//! them, says which it used and where each came from, and predicts a record Kafka's cleaner would fail on.
+
+mod common;
+use common::{logcompact, path, stderr, stdout};
+
+#[test]
+fn analyze_takes_the_topics_settings_says_where_from_and_predicts_the_record_bound() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let log_dir = tmp.path().join("kafka-logs");
+    let part = log_dir.join("orders-0");
+    let spec = common::PartitionSpec {
+        keys: 20,
+        segments: 3,
+        batches: 10,
+        per_batch: 5,
+        tombstone_every: 0,
+        mixed_codecs: true,
+    };
+    common::write_kafka_partition(&part, &spec);
+    let conf = tmp.path().join("topics.conf");
+    std::fs::write(
+        &conf,
+        "[orders]\ncleanup.policy = compact\ndelete.retention.ms = 3600000\nmax.decompressed.message.bytes = 10\n",
+    )
+    .expect("settings");
+    let before = common::contents(&part);
+    let out = logcompact(&["analyze", "--format", "kafka", "--dir", path(&part), "--config", path(&conf)], "");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    let settings = text.lines().find(|l| l.starts_with("settings: ")).expect("a settings line");
+    assert!(settings.contains("delete.retention.ms = 3600000 ("), "{settings}");
+    assert!(settings.contains("cleanup.policy = compact ("), "{settings}");
+    assert!(
+        text.contains("over the topic's max.decompressed.message.bytes (10 bytes): Kafka's cleaner fails"),
+        "{text}"
+    );
+    assert!(text.contains("a full compaction now keeps"), "the dry run still ran: {text}");
+    // JSON: each setting with its value and source, the largest record of a compressed batch.
+    let out =
+        logcompact(&["analyze", "--format", "kafka", "--dir", path(&part), "--config", path(&conf), "--json"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["settings"]["delete.retention.ms"]["value"], "3600000", "{v}");
+    assert!(v["settings"]["delete.retention.ms"]["source"].as_str().is_some_and(|s| s != "default"), "{v}");
+    assert!(v["largest_compressed_record"]["bytes"].as_u64() > Some(10), "{v}");
+    // Without the settings: nothing says the topic is compacted, and the analysis says so.
+    let out = logcompact(&["analyze", "--format", "kafka", "--dir", path(&part)], "");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.contains("nothing here gives this topic's cleanup.policy"), "{text}");
+    assert!(!text.contains("max.decompressed.message.bytes ("), "the default bound holds every record: {text}");
+    assert_eq!(common::contents(&part), before, "analyze changed nothing");
+}
