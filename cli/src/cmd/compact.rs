@@ -260,5 +260,31 @@ fn compact(
     if !done.checkpoint_saved {
         crate::out::diag!("note: {}: the cleaner checkpoint is {}", dir.display(), done.checkpoint_source);
     }
+    if let (None, logcompact::CompactOutcome::Cleaned(passes)) = (&request.out, &done.outcome) {
+        record_passes(&dir, request.format, passes);
+    }
     Ok(())
+}
+
+/// Records in-place passes in the data directory's status file, so that `status` counts them beside `clean`'s
+/// (a warning when it cannot: the status is a report, the passes are done).
+fn record_passes(dir: &Path, format: log_core::Format, passes: &[cleaner::CleanStats]) {
+    let Some(last) = passes.last() else { return };
+    let full = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let (Some(data_dir), Some(name)) = (full.parent(), full.file_name()) else { return };
+    let ended_ms = log_core::now_ms();
+    let recorded = logcompact::datadir::status_file::record_compaction(
+        data_dir,
+        &name.to_string_lossy(),
+        format,
+        passes.len() as u64,
+        ended_ms,
+        last.total_seconds,
+    );
+    if let Err(e) = recorded {
+        crate::out::diag!(
+            "warning: the passes are done, but {} could not record them: {e}",
+            logcompact::datadir::status_file::path(data_dir).display()
+        );
+    }
 }

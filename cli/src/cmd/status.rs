@@ -71,6 +71,13 @@ pub fn table(status: &ManagerStatus, file: Option<(&StatusFile, bool)>) -> Strin
     let mut s = String::new();
     let g = &status.gauges;
     match file {
+        Some((f, _)) if f.mode == "compact" => {
+            let _ = writeln!(
+                s,
+                "cleaner gauges (none: no `logcompact clean` has run here; the passes counted below are \
+                 `logcompact compact`'s):"
+            );
+        }
         Some((f, alive)) => {
             let how = match (f.running, alive) {
                 (_, true) => "running",

@@ -513,6 +513,9 @@ impl Snapshot {
             running,
             status,
             sources,
+            // Filled from the file this one replaces (status_file::write).
+            passes_before: BTreeMap::new(),
+            last_compactions: BTreeMap::new(),
         }
     }
 }
@@ -627,6 +630,10 @@ pub fn status(data_dir: &Path, format: Format, layers: &Layers) -> Result<Status
             }
         };
         let d = log.dirty_section(now, settings.min_compaction_lag_ms);
+        let cleaned =
+            last.and_then(|l| Some(status_file::LastPass { ended_ms: l.last_clean_ms?, secs: l.last_clean_secs? }));
+        let compacted = recorded.as_ref().and_then(|r| r.last_compactions.get(&f.name)).copied();
+        let last_pass = cleaned.into_iter().chain(compacted).max_by_key(|p| p.ended_ms);
         let state = match last {
             _ if !settings.cleanup_policy.compacts() => LogState::NotCompacted,
             Some(l) if running || l.state == LogState::Uncleanable => l.state,
@@ -641,9 +648,11 @@ pub fn status(data_dir: &Path, format: Format, layers: &Layers) -> Result<Status
             held_back_bytes: d.too_young_bytes + d.active_bytes,
             min_cleanable_dirty_ratio: settings.min_cleanable_dirty_ratio,
             compaction_delay_ms: d.compaction_delay_ms(now, settings.max_compaction_lag_ms),
-            passes: last.map_or(0, |l| l.passes),
-            last_clean_ms: last.and_then(|l| l.last_clean_ms),
-            last_clean_secs: last.and_then(|l| l.last_clean_secs),
+            // `clean`'s passes of this run and of earlier ones, and `compact`'s; the later of their last passes.
+            passes: last.map_or(0, |l| l.passes)
+                + recorded.as_ref().and_then(|r| r.passes_before.get(&f.name)).copied().unwrap_or(0),
+            last_clean_ms: last_pass.map(|p| p.ended_ms),
+            last_clean_secs: last_pass.map(|p| p.secs),
             last_error: last.and_then(|l| l.last_error.clone()),
             last_error_is_corruption: last.is_some_and(|l| l.last_error_is_corruption),
             failures: last.map_or(0, |l| l.failures),

@@ -38,6 +38,22 @@ pub struct StatusFile {
     /// Per log, where each of its settings came from.
     #[serde(default)]
     pub sources: BTreeMap<String, BTreeMap<String, String>>,
+    /// Per log, the passes made on it before this run: by earlier `clean` runs and by `compact` (which records
+    /// its passes here, [`record_compaction`]). `status` counts these and this run's together.
+    #[serde(default)]
+    pub passes_before: BTreeMap<String, u64>,
+    /// Per log, the last pass `compact` made on it.
+    #[serde(default)]
+    pub last_compactions: BTreeMap<String, LastPass>,
+}
+
+/// When a pass ended and how long it took.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LastPass {
+    /// When it ended (ms since the epoch).
+    pub ended_ms: i64,
+    /// Seconds it took.
+    pub secs: f64,
 }
 
 impl StatusFile {
@@ -75,7 +91,21 @@ pub fn write(data_dir: &Path, file: &StatusFile) -> std::io::Result<()> {
                 log.last_clean_secs = old.last_clean_secs;
             }
         }
+        // Passes outlive their run too: a file of this same run carries the count it began with; one of an
+        // earlier run (or of `compact`) adds its own passes to it.
+        file.passes_before = previous.passes_before.clone();
+        file.last_compactions = previous.last_compactions.clone();
+        if (previous.pid, previous.pid_start) != (file.pid, file.pid_start) {
+            for log in &previous.status.logs {
+                *file.passes_before.entry(log.name.clone()).or_default() += log.passes;
+            }
+        }
     }
+    store(data_dir, &file)
+}
+
+/// Writes `file` as it is (a temporary file renamed over the old one).
+fn store(data_dir: &Path, file: &StatusFile) -> std::io::Result<()> {
     let text = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?;
     let tmp = data_dir.join(format!("{STATUS_FILE}.tmp"));
     let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path(data_dir)));
@@ -84,6 +114,58 @@ pub fn write(data_dir: &Path, file: &StatusFile) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// What [`record_compaction`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// The passes are in the status file.
+    Recorded,
+    /// A live `clean` run keeps the file: it is left to that run (which rewrites it as it goes).
+    LeftToLiveRun,
+    /// The directory is not a data directory this project keeps a status in (no status file yet, and not a
+    /// broker's log directory): nothing written there.
+    NotADataDirectory,
+}
+
+/// Records `passes` made by `compact` on the log `name` of `data_dir`, the last ending at `ended_ms` after
+/// `secs` seconds, so that `status` counts them beside `clean`'s. Written where a status file already is or
+/// in a broker's log directory (one holding `meta.properties`), never elsewhere: a log compacted outside any
+/// data directory leaves no file beside it.
+///
+/// # Errors
+/// The I/O error, or an unreadable status file (left as it is), for a warning: the status is a report.
+pub fn record_compaction(
+    data_dir: &Path,
+    name: &str,
+    format: log_core::Format,
+    passes: u64,
+    ended_ms: i64,
+    secs: f64,
+) -> std::io::Result<Recorded> {
+    let previous = read(data_dir).map_err(std::io::Error::other)?;
+    let mut file = match previous {
+        Some(f) if f.writer_alive() => return Ok(Recorded::LeftToLiveRun),
+        Some(f) => f,
+        None if data_dir.join("meta.properties").is_file() => StatusFile {
+            version: VERSION,
+            pid: std::process::id(),
+            pid_start: start_time(std::process::id()),
+            mode: "compact".into(),
+            format,
+            started_ms: ended_ms,
+            running: false,
+            status: ManagerStatus { at_ms: ended_ms, policy: "-".into(), ..ManagerStatus::default() },
+            sources: BTreeMap::new(),
+            passes_before: BTreeMap::new(),
+            last_compactions: BTreeMap::new(),
+        },
+        None => return Ok(Recorded::NotADataDirectory),
+    };
+    *file.passes_before.entry(name.to_owned()).or_default() += passes;
+    file.last_compactions.insert(name.to_owned(), LastPass { ended_ms, secs });
+    store(data_dir, &file)?;
+    Ok(Recorded::Recorded)
 }
 
 /// Reads the status file of `data_dir`: `Ok(None)` when there is none.
@@ -141,6 +223,8 @@ mod tests {
             running: true,
             status: ManagerStatus::default(),
             sources: BTreeMap::new(),
+            passes_before: BTreeMap::new(),
+            last_compactions: BTreeMap::new(),
         };
         assert!(file(me, Some(mine)).writer_alive());
         assert!(!file(me, Some(mine + 1)).writer_alive(), "another process under a reused id");
