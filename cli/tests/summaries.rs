@@ -37,6 +37,8 @@ fn gen_compact_and_check_speak_to_a_person_and_json_to_a_program() {
     // 200 records of about 150 bytes: kibibytes, never "0.0 MiB".
     assert!(done.contains(" KiB (") && !done.contains("0.0 MiB"), "{done}");
     assert!(done.contains(" records removed (0 tombstones among them)"), "{done}");
+    // The settings the passes ran with, and where each came from (only defaults here).
+    assert!(lines.contains(&"settings: all defaults"), "{text}");
     let next = lines.last().expect("a next step");
     assert!(next.starts_with("next: the active segment's ") && next.contains("`logcompact roll --dir "), "{next}");
 

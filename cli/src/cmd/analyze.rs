@@ -312,10 +312,20 @@ fn analyze_data_dir(
         )
         .map_err(failed)?;
     }
+    let left_alone = found.logs.iter().filter(|r| !r.compacted).count();
+    let apart = if left_alone == 0 {
+        String::new()
+    } else {
+        format!(
+            "; not counted: {} the cleaner leaves alone (not compacted), where a compaction would reclaim {}",
+            count(left_alone as u64, "log", "logs"),
+            bytes(found.not_compacted_reclaimable_bytes)
+        )
+    };
     writeln!(
         out,
-        "total: {} logs, {}, {} reclaimable ({:.1}%)",
-        found.logs.len(),
+        "total: {}, {}, {} reclaimable by the cleaner ({:.1}%){apart}",
+        count(found.logs.len() as u64, "log", "logs"),
         bytes(found.total_bytes),
         bytes(found.total_reclaimable_bytes),
         if found.total_bytes == 0 {

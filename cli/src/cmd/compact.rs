@@ -184,7 +184,7 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
         checkpoint: a.checkpoint,
         out: a.out.clone(),
     };
-    compact(&c, a.clock.clock()?, &request, a.json)
+    compact(&c, a.clock.clock()?, &request, &resolved.given(), a.json)
 }
 
 /// The topic of the Kafka partition directory `dir` (its name when it is none).
@@ -202,6 +202,7 @@ fn compact(
     config: &CleanerConfig,
     clock: Arc<dyn cleaner::Clock>,
     request: &logcompact::CompactRequest,
+    settings: &str,
     json: bool,
 ) -> Result<(), Failure> {
     let dir = request.out.as_deref().unwrap_or(&request.dir).to_path_buf();
@@ -250,9 +251,12 @@ fn compact(
     }
     let done = result.map_err(|e| Failure::from_compact(&e))?;
     match &done.outcome {
-        logcompact::CompactOutcome::NothingDone(why) => crate::out::diag!("{}: {why}", dir.display()),
+        logcompact::CompactOutcome::NothingDone(why) => {
+            crate::out::diag!("{}: {why} (settings: {settings})", dir.display());
+        }
         logcompact::CompactOutcome::Cleaned(passes) if !json => {
             let text = crate::compact_summary::summary(&done, passes, request.format);
+            crate::out::print_line(&format!("settings: {settings}"))?;
             crate::out::print_line(&text)?;
         }
         logcompact::CompactOutcome::Cleaned(_) => {}

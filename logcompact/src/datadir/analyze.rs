@@ -28,6 +28,9 @@ pub struct LogRow {
     pub dirty_ratio: f64,
     /// Bytes a full compaction now would reclaim.
     pub reclaimable_bytes: u64,
+    /// Whether the cleaner takes this log at all (its `cleanup.policy` compacts): only such logs count in the
+    /// totals' reclaimable bytes.
+    pub compacted: bool,
     /// Distinct keys of the dirty section (an estimate beyond 16M keys).
     pub distinct_keys: u64,
     /// True when `distinct_keys` was counted exactly.
@@ -58,8 +61,11 @@ pub struct DirAnalysis {
     pub logs: Vec<LogRow>,
     /// Bytes of all the logs.
     pub total_bytes: u64,
-    /// Bytes compacting all of them would reclaim.
+    /// Bytes compacting the logs the cleaner takes would reclaim (a `delete` topic's are not counted).
     pub total_reclaimable_bytes: u64,
+    /// Bytes a compaction would reclaim from the logs the cleaner leaves alone (their policy is `delete`): shown
+    /// apart, never in the total.
+    pub not_compacted_reclaimable_bytes: u64,
     /// Logs that could not be read, with why.
     pub unreadable: Vec<(String, String)>,
     /// Directories passed over, with why.
@@ -108,13 +114,19 @@ pub fn analyze_dir(
         };
         let section = opened.log.dirty_section(now, lag);
         let (cleanable_now, reason) = verdict(settings.as_ref(), &section, now, &f.settings_name);
+        let compacted = settings.as_ref().is_some_and(|s| s.cleanup_policy.compacts());
         out.total_bytes += a.bytes;
-        out.total_reclaimable_bytes += a.bytes_reclaimed;
+        if compacted {
+            out.total_reclaimable_bytes += a.bytes_reclaimed;
+        } else {
+            out.not_compacted_reclaimable_bytes += a.bytes_reclaimed;
+        }
         out.logs.push(LogRow {
             log: f.name.clone(),
             bytes: a.bytes,
             dirty_ratio: a.dirty_ratio,
             reclaimable_bytes: a.bytes_reclaimed,
+            compacted,
             distinct_keys: a.dirty.distinct.keys,
             distinct_keys_exact: a.dirty.distinct.exact,
             buffer_bytes_for_one_pass: a
@@ -134,7 +146,13 @@ pub fn analyze_dir(
     if out.logs.is_empty() && out.unreadable.is_empty() {
         return Err(DataDirError::NoLogs { dir: data_dir.to_path_buf(), what: "analyze", left_alone: 0 });
     }
-    out.logs.sort_by(|a, b| b.reclaimable_bytes.cmp(&a.reclaimable_bytes).then_with(|| a.log.cmp(&b.log)));
+    // The logs the cleaner takes first, most reclaimable first; those it leaves alone after them.
+    out.logs.sort_by(|a, b| {
+        b.compacted
+            .cmp(&a.compacted)
+            .then_with(|| b.reclaimable_bytes.cmp(&a.reclaimable_bytes))
+            .then_with(|| a.log.cmp(&b.log))
+    });
     Ok(out)
 }
 
