@@ -33,7 +33,7 @@ pub fn summary(thread: Option<usize>, log: &str, stats: &CleanStats, passes: u64
         "{who}: cleaned log {log} (dirty section: offsets {}, map {}, pass {passes}{})",
         log_core::human::offsets_until(stats.first_dirty_offset, stats.end_offset),
         stats.map,
-        if stats.map_full { "; the map filled: more passes follow" } else { "" }
+        if stats.map_full { "; the map filled: the rest of the dirty section is left to a later pass" } else { "" }
     );
     let _ = writeln!(s, "    {} of log processed in {} ({})", bytes(read), duration(total), rate(read, total));
     let _ = writeln!(
