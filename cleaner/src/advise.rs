@@ -272,15 +272,29 @@ impl Replay {
 /// As [`from_counts`]; [`Error::OutOfMemory`] when a map's budget cannot be mapped; [`Error::Log`] when the
 /// log cannot be read (corruption names the file and position).
 pub fn from_log(log: &Log, budget: Budget) -> Result<LogAdvice> {
+    from_log_until(log, budget, log.active_base())
+}
+
+/// As [`from_log`] for the dirty section a pass would take: the records below `end` (a pass's first
+/// uncleanable offset, which `min.compaction.lag.ms` and open transactions may hold below the active
+/// segment: [`log_core::DirtySection::first_uncleanable_offset`]).
+///
+/// # Errors
+/// As [`from_log`].
+pub fn from_log_until(log: &Log, budget: Budget, end: u64) -> Result<LogAdvice> {
     let checkpoint = log.cleaner_checkpoint();
-    // The dirty section ends at the active segment: its offsets bound the keys a replay maps.
-    let mut tally = DirtyKeys::bounded(budget, checkpoint, log.active_base())?;
+    // The dirty section ends at the active segment at most: its offsets bound the keys a replay maps.
+    let end = end.min(log.active_base());
+    let mut tally = DirtyKeys::bounded(budget, checkpoint, end)?;
     let snapshot = log.snapshot();
     // Kafka: aborted batches are never mapped, and nothing at or past the last stable offset is cleanable.
     let txns = snapshot.transactions()?;
     let mut scratch = Vec::new();
     let mut buf: Vec<(Option<&'static [u8]>, u64, u64)> = Vec::new();
-    for segment in snapshot.closed().iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint)) {
+    let stop = end.min(txns.last_stable_offset);
+    let dirty =
+        snapshot.closed().iter().filter(|s| s.base() < stop && s.last_offset().is_some_and(|l| l >= checkpoint));
+    for segment in dirty {
         let mut scan = segment.scan_from(checkpoint, true);
         while let Some(window) = scan.next_window()? {
             let mut run: Vec<(Option<&[u8]>, u64, u64)> = crate::pass1::recycle(std::mem::take(&mut buf));
@@ -288,7 +302,7 @@ pub fn from_log(log: &Log, budget: Budget) -> Result<LogAdvice> {
                 let placed = item?;
                 let batch = placed.batch;
                 if batch.last_offset < checkpoint
-                    || batch.base_offset >= txns.last_stable_offset
+                    || batch.base_offset >= stop
                     || !crate::keep::mapped_by_pass1(&batch, &txns)
                 {
                     continue;
@@ -303,7 +317,7 @@ pub fn from_log(log: &Log, budget: Budget) -> Result<LogAdvice> {
                 if let Some(records) = batch.records_in_place() {
                     for rec in records.map_err(corrupt)? {
                         let rec = rec.map_err(corrupt)?;
-                        if rec.offset >= checkpoint {
+                        if (checkpoint..stop).contains(&rec.offset) {
                             run.push((rec.key, rec.offset, per));
                         }
                     }
@@ -314,7 +328,7 @@ pub fn from_log(log: &Log, budget: Budget) -> Result<LogAdvice> {
                     let mut own = Vec::with_capacity(crate::map::BATCH);
                     for rec in batch.records(&mut scratch).map_err(corrupt)? {
                         let rec = rec.map_err(corrupt)?;
-                        if rec.offset >= checkpoint {
+                        if (checkpoint..stop).contains(&rec.offset) {
                             own.push((rec.key, rec.offset, per));
                             if own.len() == crate::map::BATCH {
                                 tally.add_all(own.drain(..))?;

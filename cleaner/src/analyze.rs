@@ -235,7 +235,9 @@ pub fn analyze(
         bytes_after_compaction: 0,
         bytes_reclaimed: 0,
         torn_tail_bytes: log.recovery_report().truncated_tail.as_ref().map_or(0, |t| t.bytes),
-        dirty: crate::advise::from_log(log, budget)?,
+        // The keys of the section a pass would take (min.compaction.lag.ms and open transactions may hold
+        // part of the closed segments back).
+        dirty: crate::advise::from_log_until(log, budget, section.first_uncleanable_offset)?,
         transactions: transactions(&snapshot, clock.now_ms())?,
         largest_compressed_record: None,
         notes: Vec::new(),

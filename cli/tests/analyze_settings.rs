@@ -52,3 +52,31 @@ fn analyze_takes_the_topics_settings_says_where_from_and_predicts_the_record_bou
     assert!(!text.contains("max.decompressed.message.bytes ("), "the default bound holds every record: {text}");
     assert_eq!(common::contents(&part), before, "analyze changed nothing");
 }
+
+#[test]
+fn advise_sizes_the_section_a_pass_would_take_under_the_topics_lag() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let part = tmp.path().join("kafka-logs").join("orders-0");
+    common::kafka_partition(&part, 50, 4, 3, 20);
+    let dirty_records = |extra: &[&str]| {
+        let mut args = vec!["advise", "--format", "kafka", "--dir", path(&part), "--json"];
+        args.extend_from_slice(extra);
+        let out = logcompact(&args, "");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        rows[0]["dirty_records"].as_u64().expect("dirty_records")
+    };
+    // Three closed segments of 60 records each, all dirty.
+    assert_eq!(dirty_records(&[]), 180);
+    // A lag longer than the records' age holds every segment back: a pass would take nothing, and the advice
+    // sizes nothing.
+    let conf = tmp.path().join("topics.conf");
+    std::fs::write(&conf, "[orders]\nmin.compaction.lag.ms = 9000000000000000\n").expect("settings");
+    assert_eq!(dirty_records(&["--config", path(&conf)]), 0);
+    let out = logcompact(&["advise", "--format", "kafka", "--dir", path(&part), "--config", path(&conf)], "");
+    let text = stdout(&out);
+    assert!(text.starts_with("settings: ") && text.contains("min.compaction.lag.ms = 9000000000000000 ("), "{text}");
+    // Settings name a partition: with counts they are refused, never ignored.
+    let out = logcompact(&["advise", "--keys", "1000", "--metadata-dir", path(tmp.path())], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

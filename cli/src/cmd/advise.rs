@@ -4,12 +4,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use cleaner::advise::{Budget, KeyCount, LogAdvice, MapAdvice, from_counts, from_log};
+use cleaner::advise::{Budget, KeyCount, LogAdvice, MapAdvice, from_counts, from_log_until};
 use log_core::human::{bytes, duration};
 use logcompact::size;
 use serde::Serialize;
 
-use crate::args::{BufferArgs, FormatArg, ThreadsArgs};
+use crate::args::{BrokerArgs, BufferArgs, FormatArg, ThreadsArgs, tell_broker_notice};
 use crate::failure::Failure;
 use crate::out::QuietPipe;
 
@@ -35,6 +35,12 @@ pub struct AdviseArgs {
     /// directory).
     #[arg(long, value_name = "OFFSET", conflicts_with = "keys", value_parser = size::parse_count, allow_hyphen_values = true)]
     checkpoint: Option<u64>,
+    /// A settings file (with --dir; Kafka's names, a [section] per topic or log), over the broker's metadata
+    /// and the settings an earlier `clean` saved: its min.compaction.lag.ms bounds the dirty section a pass takes.
+    #[arg(long, value_name = "FILE", requires = "dir")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    broker: BrokerArgs,
     #[command(flatten)]
     threads: ThreadsArgs,
     #[command(flatten)]
@@ -54,7 +60,23 @@ pub fn run(a: &AdviseArgs) -> Result<(), Failure> {
         (Some(dir), _) => {
             let format = a.format.unwrap_or_default().into();
             crate::mistakes::one_log(dir, format, "advise", None)?;
-            Source::Dir(dir, format, a.checkpoint)
+            // The topic's settings as a pass resolves them: the lag bounds the section the pass would map.
+            let (resolved, layers) =
+                logcompact::datadir::settings_of(dir, format, a.config.as_deref(), &[], &a.broker.source())
+                    .map_err(|e| Failure::from_data_dir(&e))?;
+            tell_broker_notice(&layers);
+            Source::Dir {
+                dir,
+                format,
+                checkpoint: a.checkpoint,
+                lag_ms: resolved.settings.min_compaction_lag_ms,
+                settings: resolved.given(),
+            }
+        }
+        (None, Some(_)) if a.broker.metadata_dir.is_some() || a.broker.broker_config.is_some() => {
+            return Err(Failure::Usage(
+                "--metadata-dir and --broker-config give a partition's settings: they go with --dir, not --keys".into(),
+            ));
         }
         (None, Some(keys)) => Source::Counts { keys, key_bytes: a.key_bytes.unwrap_or(16), records: a.records },
         (None, None) => return Err(Failure::Usage("give --keys N or --dir DIR".into())),
@@ -74,8 +96,19 @@ pub enum Source<'a> {
         /// Records over which the keys are spread, if known.
         records: Option<u64>,
     },
-    /// The dirty section of the log in a directory, of a format, from a first dirty offset if given.
-    Dir(&'a Path, log_core::Format, Option<u64>),
+    /// The dirty section of the log in a directory, as a pass would take it.
+    Dir {
+        /// The log's directory.
+        dir: &'a Path,
+        /// Its format.
+        format: log_core::Format,
+        /// The first dirty offset, if given (else the cleaner checkpoint).
+        checkpoint: Option<u64>,
+        /// Its `min.compaction.lag.ms`: records younger than this end the section.
+        lag_ms: i64,
+        /// The settings used, with where each came from ([`logcompact::datadir::settings::Resolved::given`]).
+        settings: String,
+    },
 }
 
 /// One line of `--json`: a map's advice, with how the keys were counted.
@@ -100,12 +133,18 @@ fn advise(source: Source<'_>, budget: Budget, as_json: bool) -> Result<(), Failu
             let maps = from_counts(keys, key_bytes, records, budget).map_err(bad)?;
             (maps, KeyCount { keys, exact: true, relative_error: 0.0 }, None)
         }
-        Source::Dir(dir, format, checkpoint) => {
+        Source::Dir { dir, format, checkpoint, lag_ms, settings } => {
             let opened = logcompact::open_read_only(dir, format).map_err(|e| Failure::from_open(&e))?;
             if let Some(c) = checkpoint {
                 logcompact::dir::start_dirty_at(&opened.log, c).map_err(|e| Failure::Usage(e.to_string()))?;
             }
-            let advice = from_log(&opened.log, budget).map_err(bad)?;
+            let end = opened.log.dirty_section(log_core::now_ms(), lag_ms).first_uncleanable_offset;
+            let advice = from_log_until(&opened.log, budget, end).map_err(bad)?;
+            if !as_json {
+                let mut out = QuietPipe::new(std::io::stdout().lock());
+                writeln!(out, "settings: {settings}")
+                    .map_err(|e| Failure::Runtime(format!("cannot write output: {e}")))?;
+            }
             (advice.maps.clone(), advice.distinct, Some(advice))
         }
     };
