@@ -12,7 +12,7 @@ use cleaner::manager::{LogState, ManagerStatus};
 use logcompact::Format;
 use logcompact::datadir::{
     self,
-    settings::Layers,
+    settings::{Layers, Resolved},
     status_file::{self, StatusFile},
 };
 
@@ -182,15 +182,11 @@ fn status(data_dir: &Path, format: Format, layers: &Layers, json: bool) -> Resul
 
 /// Where each log's settings came from, the settings a default left out.
 fn sources(report: &datadir::StatusReport) -> String {
-    let mut s = String::from("\nsettings (where each came from; the others are defaults):");
+    let mut s = String::from("\nsettings (where each came from):");
     for l in &report.status.logs {
         let Some(from) = report.sources.get(&l.name) else { continue };
-        let given: Vec<String> = from
-            .iter()
-            .filter(|(_, source)| source.as_str() != "default")
-            .map(|(setting, source)| format!("{setting} = {} ({source})", l.settings.get(setting)))
-            .collect();
-        let _ = write!(s, "\n  {:<20} {}", l.name, if given.is_empty() { "-".to_owned() } else { given.join("; ") });
+        let resolved = Resolved { settings: l.settings.clone(), sources: from.clone() };
+        let _ = write!(s, "\n  {:<20} {}", l.name, resolved.given());
     }
     s
 }

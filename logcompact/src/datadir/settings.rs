@@ -251,16 +251,28 @@ pub struct Resolved {
 }
 
 impl Resolved {
-    /// The settings something gave (not a default), each as `name = value (where from)`, `; ` between them; what
-    /// a command that used them prints, so that an operator sees which of the topic's settings it ran with.
+    /// The settings something gave (not a default: neither this project's nor Kafka's), grouped by where they
+    /// came from: `name = value, name = value (where from); ...; the rest defaults`, or `all defaults` when
+    /// nothing gave any.
+    /// What a command that used them prints, so that an operator sees which of the topic's settings it ran
+    /// with, in a line.
     pub fn given(&self) -> String {
-        let given: Vec<String> = self
-            .sources
-            .iter()
-            .filter(|(_, source)| source.as_str() != "default")
-            .map(|(setting, source)| format!("{setting} = {} ({source})", self.settings.get(setting)))
-            .collect();
-        if given.is_empty() { "all defaults".to_owned() } else { given.join("; ") }
+        let mut by_source: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for (setting, source) in &self.sources {
+            if source == "default"
+                || source.ends_with("Kafka's default")
+                || source.ends_with("Kafka's default for a topic")
+            {
+                continue;
+            }
+            by_source.entry(source).or_default().push(format!("{setting} = {}", self.settings.get(setting)));
+        }
+        if by_source.is_empty() {
+            return "all defaults".to_owned();
+        }
+        let groups: Vec<String> =
+            by_source.into_iter().map(|(source, set)| format!("{} ({source})", set.join(", "))).collect();
+        format!("{}; the rest defaults", groups.join("; "))
     }
 }
 
