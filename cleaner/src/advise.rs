@@ -18,6 +18,7 @@
 
 use hashbrown::HashSet;
 use log_core::Log;
+use log_core::progress::{Meter, Tally};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -265,13 +266,16 @@ impl Replay {
     }
 }
 
+/// The stage a [`Meter`] shows while [`from_log`] reads the dirty section.
+pub const STAGE_ADVISE: &str = "dirty keys";
+
 /// Advice for the dirty section of `log` (from the cleaner checkpoint to the active segment), read once
-/// without changing anything.
+/// without changing anything, counted on `meter` (a stage of the dirty segments' bytes) when given.
 ///
 /// # Errors
 /// As [`from_counts`]; [`Error::OutOfMemory`] when a map's budget cannot be mapped; [`Error::Log`] when the
 /// log cannot be read (corruption names the file and position).
-pub fn from_log(log: &Log, budget: Budget) -> Result<LogAdvice> {
+pub fn from_log(log: &Log, budget: Budget, meter: Option<&Meter>) -> Result<LogAdvice> {
     let checkpoint = log.cleaner_checkpoint();
     // The dirty section ends at the active segment: its offsets bound the keys a replay maps.
     let mut tally = DirtyKeys::bounded(budget, checkpoint, log.active_base())?;
@@ -280,13 +284,19 @@ pub fn from_log(log: &Log, budget: Budget) -> Result<LogAdvice> {
     let txns = snapshot.transactions()?;
     let mut scratch = Vec::new();
     let mut buf: Vec<(Option<&'static [u8]>, u64, u64)> = Vec::new();
-    for segment in snapshot.closed().iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint)) {
+    let dirty = || snapshot.closed().iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint));
+    if let Some(m) = meter {
+        m.begin(STAGE_ADVISE, Some(dirty().map(|s| s.size()).sum()));
+    }
+    let mut read = Tally::of(meter);
+    for segment in dirty() {
         let mut scan = segment.scan_from(checkpoint, true);
         while let Some(window) = scan.next_window()? {
             let mut run: Vec<(Option<&[u8]>, u64, u64)> = crate::pass1::recycle(std::mem::take(&mut buf));
             for item in window.batches() {
                 let placed = item?;
                 let batch = placed.batch;
+                read.add(batch.len() as u64, batch.record_count);
                 if batch.last_offset < checkpoint
                     || batch.base_offset >= txns.last_stable_offset
                     || !crate::keep::mapped_by_pass1(&batch, &txns)

@@ -2,16 +2,19 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::Args;
 use cleaner::advise::{Budget, KeyCount, LogAdvice, MapAdvice, from_counts, from_log};
 use log_core::human::{bytes, duration};
+use logcompact::progress::Meter;
 use logcompact::size;
 use serde::Serialize;
 
 use crate::args::{BufferArgs, FormatArg, ThreadsArgs};
 use crate::failure::Failure;
 use crate::out::QuietPipe;
+use crate::progress::Reporter;
 
 /// `advise`'s arguments.
 #[derive(Debug, Args)]
@@ -105,7 +108,11 @@ fn advise(source: Source<'_>, budget: Budget, as_json: bool) -> Result<(), Failu
             if let Some(c) = checkpoint {
                 logcompact::dir::start_dirty_at(&opened.log, c).map_err(|e| Failure::Usage(e.to_string()))?;
             }
-            let advice = from_log(&opened.log, budget).map_err(bad)?;
+            let meter = Arc::new(Meter::staged());
+            let progress = Reporter::start("advise", Arc::clone(&meter));
+            let advice = from_log(&opened.log, budget, Some(&meter));
+            progress.finish();
+            let advice = advice.map_err(bad)?;
             (advice.maps.clone(), advice.distinct, Some(advice))
         }
     };
