@@ -18,6 +18,7 @@
 
 use hashbrown::HashSet;
 use log_core::Log;
+use log_core::progress::{Meter, Tally};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -265,14 +266,17 @@ impl Replay {
     }
 }
 
+/// The stage a [`Meter`] shows while [`from_log`] reads the dirty section.
+pub const STAGE_ADVISE: &str = "dirty keys";
+
 /// Advice for the dirty section of `log` (from the cleaner checkpoint to the active segment), read once
-/// without changing anything.
+/// without changing anything, counted on `meter` (a stage of the dirty segments' bytes) when given.
 ///
 /// # Errors
 /// As [`from_counts`]; [`Error::OutOfMemory`] when a map's budget cannot be mapped; [`Error::Log`] when the
 /// log cannot be read (corruption names the file and position).
-pub fn from_log(log: &Log, budget: Budget) -> Result<LogAdvice> {
-    from_log_until(log, budget, log.active_base())
+pub fn from_log(log: &Log, budget: Budget, meter: Option<&Meter>) -> Result<LogAdvice> {
+    from_log_until(log, budget, log.active_base(), meter)
 }
 
 /// As [`from_log`] for the dirty section a pass would take: the records below `end` (a pass's first
@@ -281,7 +285,7 @@ pub fn from_log(log: &Log, budget: Budget) -> Result<LogAdvice> {
 ///
 /// # Errors
 /// As [`from_log`].
-pub fn from_log_until(log: &Log, budget: Budget, end: u64) -> Result<LogAdvice> {
+pub fn from_log_until(log: &Log, budget: Budget, end: u64, meter: Option<&Meter>) -> Result<LogAdvice> {
     let checkpoint = log.cleaner_checkpoint();
     // The dirty section ends at the active segment at most: its offsets bound the keys a replay maps.
     let end = end.min(log.active_base());
@@ -293,14 +297,19 @@ pub fn from_log_until(log: &Log, budget: Budget, end: u64) -> Result<LogAdvice> 
     let mut buf: Vec<(Option<&'static [u8]>, u64, u64)> = Vec::new();
     let stop = end.min(txns.last_stable_offset);
     let dirty =
-        snapshot.closed().iter().filter(|s| s.base() < stop && s.last_offset().is_some_and(|l| l >= checkpoint));
-    for segment in dirty {
+        || snapshot.closed().iter().filter(|s| s.base() < stop && s.last_offset().is_some_and(|l| l >= checkpoint));
+    if let Some(m) = meter {
+        m.begin(STAGE_ADVISE, Some(dirty().map(|s| s.size()).sum()));
+    }
+    let mut read = Tally::of(meter);
+    for segment in dirty() {
         let mut scan = segment.scan_from(checkpoint, true);
         while let Some(window) = scan.next_window()? {
             let mut run: Vec<(Option<&[u8]>, u64, u64)> = crate::pass1::recycle(std::mem::take(&mut buf));
             for item in window.batches() {
                 let placed = item?;
                 let batch = placed.batch;
+                read.add(batch.len() as u64, batch.record_count);
                 if batch.last_offset < checkpoint
                     || batch.base_offset >= stop
                     || !crate::keep::mapped_by_pass1(&batch, &txns)

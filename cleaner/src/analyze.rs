@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use log_core::progress::{Meter, Tally};
 use log_core::{Format, Log, SegmentScan};
 use serde::Serialize;
 
@@ -191,12 +192,16 @@ fn transactions(snapshot: &log_core::LogSnapshot, now_ms: i64) -> Result<Transac
     })
 }
 
+/// The stage a [`Meter`] shows while [`analyze`] counts every batch.
+pub const STAGE_COUNT: &str = "counting";
+
 /// The most memory the dry run's exact map takes.
 pub const DRY_RUN_BYTES: usize = 1 << 30;
 
 /// Analyzes `log` (open read-only, or not): one scan for the counts, one read of the dirty section for the
 /// keys (each map replayed in `budget`), and a dry run of a full compaction with an exact map of at most
-/// [`DRY_RUN_BYTES`] (beyond, a first pass's figures, said in the notes).
+/// [`DRY_RUN_BYTES`] (beyond, a first pass's figures, said in the notes); each read a stage of `meter` when
+/// given ([`crate::advise::STAGE_ADVISE`], [`STAGE_COUNT`], then the dry run's two passes).
 ///
 /// # Errors
 /// [`crate::Error::Log`] for damage (file and byte named); as [`crate::advise::from_counts`] for a bad budget.
@@ -206,6 +211,7 @@ pub fn analyze(
     budget: Budget,
     options: PassOptions,
     clock: Arc<dyn Clock>,
+    meter: Option<&Arc<Meter>>,
 ) -> Result<Analysis> {
     let snapshot = log.snapshot();
     let checkpoint = log.cleaner_checkpoint();
@@ -237,17 +243,22 @@ pub fn analyze(
         torn_tail_bytes: log.recovery_report().truncated_tail.as_ref().map_or(0, |t| t.bytes),
         // The keys of the section a pass would take (min.compaction.lag.ms and open transactions may hold
         // part of the closed segments back).
-        dirty: crate::advise::from_log_until(log, budget, section.first_uncleanable_offset)?,
+        dirty: crate::advise::from_log_until(log, budget, section.first_uncleanable_offset, meter.map(|m| &**m))?,
         transactions: transactions(&snapshot, clock.now_ms())?,
         largest_compressed_record: None,
         notes: Vec::new(),
     };
     let mut scratch = Vec::new();
+    if let Some(m) = meter {
+        m.begin(STAGE_COUNT, Some(a.bytes));
+    }
+    let mut read = Tally::of(meter.map(|m| &**m));
     let mut count = |mut scan: SegmentScan<'_>, name: &str| -> Result<()> {
         while let Some(window) = scan.next_window()? {
             for item in window.batches() {
                 let placed = item?;
                 let b = placed.batch;
+                read.add(b.len() as u64, b.record_count);
                 a.batches += 1;
                 if let Some(h) = b.kafka_header() {
                     let codec = h.compression().map_or("unknown", log_core::kafka::Compression::name);
@@ -293,6 +304,7 @@ pub fn analyze(
     count(active, snapshot.active_name())?;
     // The counts' decompression buffer goes before the dry run takes its own.
     drop(scratch);
+    drop(read);
     // The dry run: an exact map, mapped lazily (nothing is touched for keys that are not there), bounded so
     // that the analysis' memory does not grow with the partition.
     let config =
@@ -313,6 +325,9 @@ pub fn analyze(
             limit
         ));
         options.max_decompressed_message_bytes = largest.bytes;
+    }
+    if let Some(m) = meter {
+        cleaner.report_to(Arc::clone(m));
     }
     let (stats, dry) = cleaner.dry_run(log, options)?;
     let regrouped: u64 = snapshot.closed().iter().filter(|s| s.base() < stats.end_offset).map(|s| s.size()).sum();

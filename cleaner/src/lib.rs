@@ -53,7 +53,7 @@ pub use config::{
 };
 pub use error::{Error, Result};
 pub use map::{CompactMap, FullKeyMap, MapFull, MapKind, MapStats, OffsetMap, Probes, SkimpyMap};
-pub use pass::{Cleaner, DryRun, Grouping, PassOptions, Phase, Progress, ProgressFn};
+pub use pass::{Cleaner, DryRun, Grouping, PassOptions, STAGE_COPY, STAGE_MAP};
 pub use settings::{CleanupPolicy, DEFAULT_DELETE_RETENTION_MS, DEFAULT_MIN_CLEANABLE_DIRTY_RATIO, LogSettings};
 pub use stats::{CleanStats, Pass1Stats, Pass2Stats};
 pub use throttle::Throttler;

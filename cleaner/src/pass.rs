@@ -1,11 +1,12 @@
 //! One cleaning pass: Kafka's two passes over the closed segments of a log, inside one cleaning transaction
 //! of the log ([`log_core::Cleaning`]).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use log_core::kafka::txn::TxnState;
+use log_core::progress::{Meter, Tally};
 use log_core::{Cleaning, Log, Replacement, SealedSegment};
 
 use crate::clock::Clock;
@@ -76,42 +77,27 @@ impl PassOptions {
     }
 }
 
-/// Which of the two passes a [`Progress`] report is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    /// Building the offset map.
-    Map,
-    /// Re-copying segments.
-    Copy,
-}
-
-/// A progress report, sent after each segment of pass 1 and each group of pass 2.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Progress {
-    /// The pass.
-    pub phase: Phase,
-    /// Segment bytes done in this phase (never more than `bytes_total`).
-    pub bytes_done: u64,
-    /// Segment bytes this phase may read at most.
-    pub bytes_total: u64,
-}
-
-/// A progress callback.
-pub type ProgressFn = Box<dyn FnMut(Progress) + Send>;
+/// The stage a pass's [`Meter`] shows while pass 1 maps the dirty section.
+pub const STAGE_MAP: &str = "pass 1 (offset map)";
+/// The stage a pass's [`Meter`] shows while pass 2 copies.
+pub const STAGE_COPY: &str = "pass 2 (copy)";
 
 /// Bytes a thread reads between two looks at the stop flag and two charges to the I/O throttle.
 const PACE_BYTES: u64 = 256 << 10;
 
-/// A thread's stop flag and throttle, consulted every [`PACE_BYTES`].
+/// A thread's stop flag and throttle, consulted every [`PACE_BYTES`], and its progress tally.
 pub(crate) struct Pace<'a> {
     abort: Option<&'a AtomicBool>,
     throttle: Option<&'a Throttler>,
     pending: u64,
+    tally: Tally<'a>,
 }
 
 impl Pace<'_> {
+    /// `bytes` holding `records` read.
     #[inline]
-    pub(crate) fn step(&mut self, bytes: u64) -> Result<()> {
+    pub(crate) fn step(&mut self, bytes: u64, records: u64) -> Result<()> {
+        self.tally.add(bytes, records);
         self.pending += bytes;
         if self.pending < PACE_BYTES {
             return Ok(());
@@ -134,6 +120,7 @@ impl Pace<'_> {
             t.charge(self.pending);
         }
         self.pending = 0;
+        self.tally.flush();
     }
 }
 
@@ -172,7 +159,7 @@ pub struct Cleaner {
     strategy: Strategy,
     config: CleanerConfig,
     clock: Arc<dyn Clock>,
-    progress: Option<Mutex<ProgressFn>>,
+    meter: Option<Arc<Meter>>,
     abort: Option<Arc<AtomicBool>>,
     throttle: Option<Arc<Throttler>>,
 }
@@ -199,7 +186,7 @@ impl Cleaner {
         } else {
             Strategy::Map(config.build_map()?)
         };
-        Ok(Cleaner { strategy, config, clock, progress: None, abort: None, throttle: None })
+        Ok(Cleaner { strategy, config, clock, meter: None, abort: None, throttle: None })
     }
 
     /// "Now" by this cleaner's clock, in ms since the Unix epoch: what a pass stamps delete horizons from and
@@ -211,12 +198,13 @@ impl Cleaner {
     /// A one-thread cleaner over a map built elsewhere (a test's, say).
     pub fn with_map(map: Box<dyn OffsetMap>, config: CleanerConfig, clock: Arc<dyn Clock>) -> Self {
         let config = CleanerConfig { threads: 1, ..config };
-        Cleaner { strategy: Strategy::Map(map), config, clock, progress: None, abort: None, throttle: None }
+        Cleaner { strategy: Strategy::Map(map), config, clock, meter: None, abort: None, throttle: None }
     }
 
-    /// Calls `f` after each segment of pass 1 and each group of pass 2 (for progress bars).
-    pub fn on_progress(&mut self, f: impl FnMut(Progress) + Send + 'static) {
-        self.progress = Some(Mutex::new(Box::new(f)));
+    /// Counts the bytes and records every pass reads on `meter` (shared with a reporter, or other cleaners),
+    /// each half of a pass a stage ([`STAGE_MAP`], [`STAGE_COPY`]) of the bytes it may read.
+    pub fn report_to(&mut self, meter: Arc<Meter>) {
+        self.meter = Some(meter);
     }
 
     /// Stops a running pass (before its commit, leaving the log unchanged, with [`Error::Aborted`]) once
@@ -250,11 +238,15 @@ impl Cleaner {
     }
 
     fn pace(&self) -> Pace<'_> {
-        Pace { abort: self.abort.as_deref(), throttle: self.throttle.as_deref(), pending: 0 }
+        let tally = Tally::of(self.meter.as_deref());
+        Pace { abort: self.abort.as_deref(), throttle: self.throttle.as_deref(), pending: 0, tally }
     }
 
-    fn report(&self, phase: Phase, bytes_done: u64, bytes_total: u64) {
-        send(&self.progress, phase, bytes_done, bytes_total);
+    /// Starts the stage `name` of `bytes` on the meter, if any.
+    fn begin(&self, name: &str, bytes: u64) {
+        if let Some(m) = &self.meter {
+            m.begin(name, Some(bytes));
+        }
     }
 
     /// One pass over `log`, waiting for any other pass on it to finish first. See [`Cleaner::clean_in`].
@@ -445,6 +437,7 @@ impl Cleaner {
         let recopy = end_offset.min(section.first_uncleanable_base);
         let groups = log_core::cleaning::plan_groups(log.format(), snapshot.closed(), recopy, max_bytes);
         let cx = CopyContext { judge, lookup: self.lookup(stale.as_ref()), txns: &txns };
+        self.begin(STAGE_COPY, groups.iter().flatten().map(|s| s.size()).sum());
         let mut counts = CopyCounts::default();
         let mut bufs = Buffers::default();
         let mut pace = self.pace();
@@ -470,22 +463,24 @@ impl Cleaner {
         let Bounds { checkpoint, limit, first_uncleanable_base } = bounds;
         let end = first_uncleanable_base.min(limit);
         let started = Instant::now();
-        let Cleaner { strategy, abort, throttle, progress, .. } = self;
-        let mut pace = Pace { abort: abort.as_deref(), throttle: throttle.as_deref(), pending: 0 };
+        let Cleaner { strategy, abort, throttle, meter, .. } = self;
+        let meter = meter.as_deref();
+        let tally = Tally::of(meter);
+        let mut pace = Pace { abort: abort.as_deref(), throttle: throttle.as_deref(), pending: 0, tally };
         let (end_offset, stale) = match strategy {
             Strategy::Map(map) => {
                 let dirty = dirty_segments(closed, checkpoint, end);
-                (build_map(&mut **map, &dirty, checkpoint, limit, txns, &mut pace, progress, stats)?, None)
+                if let Some(m) = meter {
+                    m.begin(STAGE_MAP, Some(dirty.iter().map(|s| s.size()).sum()));
+                }
+                (build_map(&mut **map, &dirty, checkpoint, limit, txns, &mut pace, stats)?, None)
             }
             Strategy::External(external) => {
                 let below: Vec<Arc<SealedSegment>> = closed.iter().filter(|s| s.base() < end).cloned().collect();
-                let total: u64 = below.iter().map(|s| s.size()).sum();
-                let mut done = 0;
-                let mut on_segment = |s: &SealedSegment| {
-                    done += s.size();
-                    send(progress, Phase::Map, done, total);
-                };
-                let mapped = external.map(&below, checkpoint, limit, txns, &mut pace, &mut on_segment)?;
+                if let Some(m) = meter {
+                    m.begin(STAGE_MAP, Some(below.iter().map(|s| s.size()).sum()));
+                }
+                let mapped = external.map(&below, checkpoint, limit, txns, &mut pace)?;
                 stats.pass1.records_read = mapped.scanned.records;
                 stats.pass1.bytes_read = mapped.scanned.bytes;
                 (limit, Some(mapped.stale))
@@ -514,10 +509,9 @@ impl Cleaner {
         groups: &[Vec<Arc<SealedSegment>>],
         cx: &CopyContext<'_>,
     ) -> Result<(Vec<Replacement>, CopyCounts)> {
-        let total: u64 = groups.iter().flatten().map(|s| s.size()).sum();
+        self.begin(STAGE_COPY, groups.iter().flatten().map(|s| s.size()).sum());
         let threads = self.config.threads.min(groups.len()).max(1);
         let next = AtomicUsize::new(0);
-        let done = AtomicU64::new(0);
         let work = || -> Result<ThreadCopies> {
             let mut out = Vec::new();
             let mut counts = CopyCounts::default();
@@ -529,8 +523,6 @@ impl Cleaner {
                 if let Some(r) = copy_group(cleaning, group, cx, &mut bufs, &mut counts, &mut pace)? {
                     out.push((i, r));
                 }
-                let bytes: u64 = group.iter().map(|s| s.size()).sum();
-                self.report(Phase::Copy, done.fetch_add(bytes, Ordering::Relaxed) + bytes, total);
             }
             pace.settle();
             Ok((out, counts))
@@ -587,19 +579,12 @@ fn build_map(
     limit: u64,
     txns: &TxnState,
     pace: &mut Pace<'_>,
-    progress: &Option<Mutex<ProgressFn>>,
     stats: &mut CleanStats,
 ) -> Result<u64> {
-    let total: u64 = dirty.iter().map(|s| s.size()).sum();
     // The dirty section's offsets bound the keys it can map: a map sized for them, not for its budget.
     map.begin_bounded(checkpoint, limit.saturating_sub(checkpoint));
-    let mut done = 0;
     let mut put = |run: &mut Vec<(&[u8], u64)>| put_run(map, run);
-    let mut on_segment = |s: &SealedSegment| {
-        done += s.size();
-        send(progress, Phase::Map, done, total);
-    };
-    let (end, scanned) = map_dirty(dirty, checkpoint, limit, txns, pace, &mut put, &mut on_segment)?;
+    let (end, scanned) = map_dirty(dirty, checkpoint, limit, txns, pace, &mut put)?;
     stats.pass1.records_read = scanned.records;
     stats.pass1.bytes_read = scanned.bytes;
     stats.map_full = end.is_some_and(|e| e < limit);
@@ -642,14 +627,6 @@ pub struct DryRun {
 
 /// What one pass-2 thread copied: replacements by group index, and its counts.
 type ThreadCopies = (Vec<(usize, Replacement)>, CopyCounts);
-
-/// Sends a progress report (never more done than the total).
-fn send(progress: &Option<Mutex<ProgressFn>>, phase: Phase, bytes_done: u64, bytes_total: u64) {
-    if let Some(f) = progress {
-        let mut f = f.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        f(Progress { phase, bytes_done: bytes_done.min(bytes_total), bytes_total });
-    }
-}
 
 /// The closed segments pass 1 reads: those holding offsets at or above the checkpoint, based below `limit`.
 fn dirty_segments(closed: &[Arc<SealedSegment>], checkpoint: u64, limit: u64) -> Vec<Arc<SealedSegment>> {

@@ -28,8 +28,8 @@ pub(crate) struct Scanned {
 /// offset) and verifies it before anything is committed, so a damaged batch still fails the pass, having
 /// changed nothing; each batch is checksummed once per pass instead of twice.
 ///
-/// Returns the offset of the first key refused (the pass's end offset), if any, and what was read;
-/// `on_segment` is called after each segment (progress).
+/// Returns the offset of the first key refused (the pass's end offset), if any, and what was read (counted on
+/// `pace`'s progress tally as it is read).
 ///
 /// Generic over the per-run hand-off, so that it is inlined into the scan.
 pub(crate) fn map_dirty<P>(
@@ -39,7 +39,6 @@ pub(crate) fn map_dirty<P>(
     txns: &TxnState,
     pace: &mut Pace<'_>,
     put: &mut P,
-    on_segment: &mut dyn FnMut(&SealedSegment),
 ) -> Result<(Option<u64>, Scanned)>
 where
     P: for<'k> FnMut(&mut Vec<(&'k [u8], u64)>) -> Option<u64> + ?Sized,
@@ -65,7 +64,7 @@ where
                     }
                     scanned.records += 1;
                     scanned.bytes += len;
-                    pace.step(len)?;
+                    pace.step(len, 1)?;
                     let Some(key) = rec.key else { continue };
                     run.push((key, rec.offset));
                     if run.len() == BATCH {
@@ -87,7 +86,7 @@ where
                 }
                 scanned.records += batch.record_count;
                 scanned.bytes += batch.len() as u64;
-                pace.step(batch.len() as u64)?;
+                pace.step(batch.len() as u64, batch.record_count)?;
                 if !mapped_by_pass1(&batch, txns) {
                     continue;
                 }
@@ -142,7 +141,6 @@ where
                 return Ok((Some(r), scanned));
             }
         }
-        on_segment(segment);
     }
     Ok((None, scanned))
 }

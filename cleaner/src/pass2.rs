@@ -183,7 +183,7 @@ pub(crate) fn copy_segments<O: CopyOutput>(
                 counts.batches_read += 1;
                 counts.records_read += batch.record_count;
                 counts.bytes_read += batch.len() as u64;
-                pace.step(batch.len() as u64)?;
+                pace.step(batch.len() as u64, batch.record_count)?;
                 if kept_whole(&batch, &cx.judge) {
                     settle(copy, &mut pending, &mut records, cx, bufs, counts)?;
                     keys = 0;
@@ -261,7 +261,7 @@ fn copy_singles<'w, O: CopyOutput>(
             counts.batches_read += 1;
             counts.records_read += 1;
             counts.bytes_read += frame.bytes.len() as u64;
-            pace.step(frame.bytes.len() as u64)?;
+            pace.step(frame.bytes.len() as u64, 1)?;
             run.push(frame);
             if run.len() == BATCH {
                 break;

@@ -134,7 +134,7 @@ pub fn open_fuzzed_kafka_dir(data: &[u8]) {
         }
         let budget = cleaner::advise::Budget { total_bytes: 1 << 16, threads: 1, load_factor: 0.9 };
         let clock = Arc::new(cleaner::ManualClock::new(1_000));
-        let _ = cleaner::analyze::analyze(&log, "fuzz".into(), budget, cleaner::PassOptions::default(), clock);
+        let _ = cleaner::analyze::analyze(&log, "fuzz".into(), budget, cleaner::PassOptions::default(), clock, None);
     }
     let checked = log_core::check::check_kafka(Arc::clone(&dyn_store), checkpoint());
     let _ = log_core::repair::plan_kafka(&*store);

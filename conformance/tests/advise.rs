@@ -55,7 +55,8 @@ fn passes_predicted_from_a_log_are_the_passes_taken_for_every_map() {
         let distinct: HashSet<Vec<u8>> =
             log.snapshot().reader(0).map(|r| r.expect("read").key.expect("keyed")).collect();
         for budget in [2u64 << 10, 6 << 10, 20 << 10, 1 << 20] {
-            let advice = from_log(&log, Budget { total_bytes: budget, threads: 1, load_factor: 0.9 }).expect("advice");
+            let advice =
+                from_log(&log, Budget { total_bytes: budget, threads: 1, load_factor: 0.9 }, None).expect("advice");
             assert_eq!(advice.distinct.keys, distinct.len() as u64);
             assert!(advice.distinct.exact);
             assert_eq!(advice.dirty_records, records);

@@ -15,9 +15,10 @@ use std::fmt;
 
 use crate::error::Error;
 use crate::log::Log;
+use crate::progress::{Meter, Tally};
 
-pub use crate::format::kafka::check::check_kafka;
-pub use crate::format::native::check::check_store;
+pub use crate::format::kafka::check::{check_kafka, check_kafka_counted};
+pub use crate::format::native::check::{check_store, check_store_counted};
 
 /// What a check saw when it found no problem.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -143,14 +144,22 @@ impl From<Error> for Problem {
     }
 }
 
-/// Scans every batch and record of every segment of `log` (opened read-only), checksums included.
-pub(crate) fn check_log(log: &Log, mut report: CheckReport) -> Result<CheckReport, Problem> {
+/// The stage a [`Meter`] shows while a check reads a log.
+pub const STAGE: &str = "";
+
+/// Scans every batch and record of every segment of `log` (opened read-only), checksums included, counting
+/// what it reads on `meter`.
+pub(crate) fn check_log(log: &Log, mut report: CheckReport, meter: Option<&Meter>) -> Result<CheckReport, Problem> {
     report.notices.extend(pending_notices(log));
     report.other_files.extend(log.recovery_report().ignored_files.iter().cloned());
     let snapshot = log.snapshot();
+    if let Some(m) = meter {
+        m.begin(STAGE, Some(snapshot.closed().iter().map(|s| s.size()).sum::<u64>() + snapshot.active_len()));
+    }
+    let mut read = Tally::of(meter);
     let mut scratch = Vec::new();
     for segment in snapshot.closed() {
-        scan_segment(segment.scan(), segment.name(), segment.base(), &mut scratch, &mut report)?;
+        scan_segment(segment.scan(), segment.name(), segment.base(), &mut scratch, &mut report, &mut read)?;
         report.segments += 1;
         report.records += segment.summary().records;
         report.bytes += segment.size();
@@ -165,7 +174,7 @@ pub(crate) fn check_log(log: &Log, mut report: CheckReport) -> Result<CheckRepor
         snapshot.active_len(),
         true,
     );
-    scan_segment(active, snapshot.active_name(), snapshot.active_base(), &mut scratch, &mut report)?;
+    scan_segment(active, snapshot.active_name(), snapshot.active_base(), &mut scratch, &mut report, &mut read)?;
     report.segments += 1;
     report.records += snapshot.active_records_count();
     report.bytes += snapshot.active_len();
@@ -180,12 +189,14 @@ fn scan_segment(
     base: u64,
     scratch: &mut Vec<u8>,
     report: &mut CheckReport,
+    read: &mut Tally<'_>,
 ) -> Result<(), Problem> {
     let mut previous: Option<u64> = None;
     while let Some(window) = scan.next_window()? {
         for item in window.batches() {
             let placed = item?;
             let b = placed.batch;
+            read.add(b.len() as u64, b.record_count);
             if previous.is_some_and(|p| b.base_offset <= p) || b.base_offset < base {
                 let what =
                     format!("offset {} does not follow {previous:?} in a segment based at {base}", b.base_offset);

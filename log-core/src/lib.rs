@@ -39,6 +39,7 @@ mod log;
 pub mod names;
 mod open;
 mod options;
+pub mod progress;
 mod reader;
 pub mod record;
 pub mod repair;

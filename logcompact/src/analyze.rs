@@ -12,6 +12,7 @@ use cleaner::advise::Budget;
 use cleaner::analyze::Analysis;
 use cleaner::{PassOptions, SystemClock};
 use log_core::Format;
+use log_core::progress::Meter;
 use serde::Serialize;
 
 use crate::consumer_offsets::GroupSummary;
@@ -30,6 +31,8 @@ pub struct AnalyzeRequest {
     pub budget: Budget,
     /// The topic's settings a pass would take (the dry run's delete horizon and compaction lag).
     pub options: PassOptions,
+    /// Where the reads are counted, each a stage ([`cleaner::analyze::analyze`]), for a progress reporter.
+    pub meter: Option<Arc<Meter>>,
 }
 
 /// A log's analysis.
@@ -92,11 +95,11 @@ pub fn analyze(req: &AnalyzeRequest) -> Result<LogAnalysis, AnalyzeError> {
             _ => format!("the log's start (no cleaner checkpoint in {})", opened.checkpoint_source),
         },
     };
-    analyze_opened(&opened, req.format, source, req.budget, req.options)
+    analyze_opened(&opened, req.format, source, req.budget, req.options, req.meter.as_ref())
 }
 
 /// Analyses an opened log, `checkpoint_source` saying where its first dirty offset came from, and enriches it
-/// from its directory.
+/// from its directory; its reads counted on `meter` when given.
 ///
 /// # Errors
 /// [`AnalyzeError::Cleaner`] and [`AnalyzeError::Log`] for damage or a bad budget.
@@ -106,10 +109,12 @@ pub fn analyze_opened(
     checkpoint_source: String,
     budget: Budget,
     options: PassOptions,
+    meter: Option<&Arc<Meter>>,
 ) -> Result<LogAnalysis, AnalyzeError> {
     let dir = &opened.dir;
-    let mut a = cleaner::analyze::analyze(&opened.log, checkpoint_source, budget, options, Arc::new(SystemClock))
-        .map_err(|source| AnalyzeError::Cleaner { dir: dir.clone(), source })?;
+    let mut a =
+        cleaner::analyze::analyze(&opened.log, checkpoint_source, budget, options, Arc::new(SystemClock), meter)
+            .map_err(|source| AnalyzeError::Cleaner { dir: dir.clone(), source })?;
     let offsets_topic = enrich_transactions(&mut a, dir, format);
     // Kafka's group coordinator's partition: each group's live keys and tombstones.
     let consumer_groups = if offsets_topic {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use log_core::check::{CheckReport, Problem, ProblemClass};
+use log_core::progress::Meter;
 use log_core::{Format, SegmentStore};
 use serde::Serialize;
 
@@ -44,14 +45,20 @@ pub enum CheckError {
 /// # Errors
 /// [`CheckError`]: the directory cannot be opened, or the first problem found.
 pub fn check(dir: &Path, format: Format) -> Result<CheckReport, CheckError> {
-    check_limited(dir, format, None)
+    check_limited(dir, format, None, None)
 }
 
-/// [`check`] with every read of the directory's files waiting on `rate` when one is given.
+/// [`check`] with every read of the directory's files waiting on `rate` when one is given, and counted on
+/// `meter` when one is given.
 ///
 /// # Errors
 /// As [`check`].
-pub fn check_limited(dir: &Path, format: Format, rate: Option<&Arc<ReadRate>>) -> Result<CheckReport, CheckError> {
+pub fn check_limited(
+    dir: &Path,
+    format: Format,
+    rate: Option<&Arc<ReadRate>>,
+    meter: Option<&Meter>,
+) -> Result<CheckReport, CheckError> {
     let store_error = |source| CheckError::Store { dir: dir.to_path_buf(), source };
     let problem = |problem| CheckError::Problem { dir: dir.to_path_buf(), problem };
     let limited = |store: Arc<dyn SegmentStore>| -> Arc<dyn SegmentStore> {
@@ -63,11 +70,11 @@ pub fn check_limited(dir: &Path, format: Format, rate: Option<&Arc<ReadRate>>) -
     match format {
         Format::Native => {
             let store = storage_file::FileStore::open_read_only(dir).map_err(store_error)?;
-            log_core::check::check_store(limited(Arc::new(store))).map_err(problem)
+            log_core::check::check_store_counted(limited(Arc::new(store)), meter).map_err(problem)
         }
         Format::Kafka => {
             let stores = storage_file::kafka::open_read_only(dir).map_err(store_error)?;
-            log_core::check::check_kafka(limited(stores.partition), stores.checkpoint).map_err(problem)
+            log_core::check::check_kafka_counted(limited(stores.partition), stores.checkpoint, meter).map_err(problem)
         }
     }
 }
@@ -121,6 +128,8 @@ pub struct DirCheckOptions {
     pub broker: BrokerSource,
     /// A settings file whose sections override the broker's (as `clean --config`).
     pub config: Option<PathBuf>,
+    /// Where the logs done and the bytes and records read are counted (a [`Meter::running_total`]).
+    pub meter: Option<Arc<Meter>>,
 }
 
 /// One log's line of a data directory's check.
@@ -224,6 +233,9 @@ pub fn check_data_dir(
         }
     };
     let mut checked = DirCheck { logs: Vec::with_capacity(dirs.len()), ignored, settings_note };
+    if let Some(m) = &options.meter {
+        m.set_items("logs", Some(dirs.len() as u64));
+    }
     for (name, dir) in dirs {
         let mut verdict = check_one(&dir, format, options);
         if let (LogVerdict::Intact { report }, Some(layers)) = (&mut verdict, &layers) {
@@ -233,6 +245,9 @@ pub fn check_data_dir(
             }
         }
         let line = LogCheck { name, verdict };
+        if let Some(m) = &options.meter {
+            m.item_done();
+        }
         each(&line);
         checked.logs.push(line);
     }
@@ -248,7 +263,7 @@ fn check_one(dir: &Path, format: Format, options: &DirCheckOptions) -> LogVerdic
             Err(e) => return LogVerdict::Unchecked { reason: format!("cannot be listed: {e}") },
         }
     }
-    match check_limited(dir, format, options.rate.as_ref()) {
+    match check_limited(dir, format, options.rate.as_ref(), options.meter.as_deref()) {
         Ok(report) => LogVerdict::Intact { report },
         Err(CheckError::Problem { problem, .. })
             if matches!(problem.class, ProblemClass::Corruption | ProblemClass::UnusableName) =>

@@ -74,7 +74,7 @@ pub enum GenerateError {
 
 /// Appends `workload` to the native log in `dir` (created if missing) with `config`, timestamps 1 ms apart
 /// ending now (never in the future, where `min.compaction.lag.ms` would hold them), calling `progress` with the
-/// records appended so far; syncs before returning. Everything is checked before a byte is allocated or
+/// records and bytes appended so far (every 4096 records); syncs before returning. Everything is checked before a byte is allocated or
 /// written.
 ///
 /// # Errors
@@ -83,7 +83,7 @@ pub fn generate(
     dir: &Path,
     workload: Workload,
     config: LogConfig,
-    progress: impl FnMut(u64),
+    mut progress: impl FnMut(u64, u64),
 ) -> Result<Generated, GenerateError> {
     if workload.keys == 0 {
         return Err(GenerateError::NoKeys);
@@ -99,11 +99,13 @@ pub fn generate(
     let failed = |what| move |source| GenerateError::Log { dir: dir.to_path_buf(), what, source: Box::new(source) };
     let started = Instant::now();
     let base_timestamp = log_core::now_ms().saturating_sub(i64::try_from(workload.records).unwrap_or(i64::MAX));
-    let tombstones = workload.append_to(log, base_timestamp, progress).map_err(failed("cannot append"))?;
+    let before = size(log);
+    let appended = |n| progress(n, size(log).saturating_sub(before));
+    let tombstones = workload.append_to(log, base_timestamp, appended).map_err(failed("cannot append"))?;
     log.sync().map_err(failed("cannot sync the log"))?;
     let seconds = started.elapsed().as_secs_f64();
     let snapshot = log.snapshot();
-    let bytes = snapshot.closed().iter().map(|s| s.size()).sum::<u64>() + snapshot.active_len();
+    let bytes = size(log);
     Ok(Generated {
         records: workload.records,
         tombstones,
@@ -116,4 +118,10 @@ pub fn generate(
         active_records: log.dirty_section(log_core::now_ms(), 0).active_records,
         recovery,
     })
+}
+
+/// The bytes of every segment of `log`.
+fn size(log: &log_core::Log) -> u64 {
+    let snapshot = log.snapshot();
+    snapshot.closed().iter().map(|s| s.size()).sum::<u64>() + snapshot.active_len()
 }

@@ -65,6 +65,8 @@ pub use cleaner::summary::summary;
 pub use cleaner::{CleanStats, Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions, SystemClock};
 pub use compact::{CompactError, CompactOutcome, CompactRequest, Compaction, compact, compact_observed};
 pub use dir::{OpenError, OpenedLog, open_or_create, open_read_only, open_records_only, open_writable};
+/// Progress of a long read or write: a [`progress::Meter`] the commands count on and a reporter reads.
+pub use log_core::progress;
 pub use log_core::{Format, Log, LogConfig, Record};
 pub use recovery::describe_recovery;
 pub use repair::{RepairError, Repaired, repair};

@@ -196,9 +196,15 @@ fn run(a: &Args) -> Result<(), String> {
     let budget = Budget { total_bytes: 128 << 20, threads: 1, load_factor: 0.9 };
     let t = Instant::now();
     let opened = logcompact::open_read_only(&src, Format::Kafka).map_err(|e| e.to_string())?;
-    let analysis =
-        cleaner::analyze::analyze(&opened.log, "none".into(), budget, PassOptions::default(), Arc::new(SystemClock))
-            .map_err(|e| e.to_string())?;
+    let analysis = cleaner::analyze::analyze(
+        &opened.log,
+        "none".into(),
+        budget,
+        PassOptions::default(),
+        Arc::new(SystemClock),
+        None,
+    )
+    .map_err(|e| e.to_string())?;
     let s = t.elapsed().as_secs_f64();
     drop(opened);
     println!(

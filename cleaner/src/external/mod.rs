@@ -85,7 +85,6 @@ impl External {
         limit: u64,
         txns: &TxnState,
         pace: &mut Pace<'_>,
-        on_segment: &mut dyn FnMut(&SealedSegment),
     ) -> Result<Mapped> {
         let start = segments.first().map_or(limit, |s| s.base()).min(limit);
         let dir = self.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
@@ -107,7 +106,7 @@ impl External {
                     if batch.base_offset >= limit {
                         break;
                     }
-                    pace.step(batch.len() as u64)?;
+                    pace.step(batch.len() as u64, batch.record_count)?;
                     scanned.records += batch.record_count;
                     scanned.bytes += batch.len() as u64;
                     if batch.is_control() {
@@ -125,7 +124,6 @@ impl External {
                     }
                 }
             }
-            on_segment(segment);
         }
         let merged = runs.finish(&mut stale).map_err(spill_error)?;
         self.stats = MapStats {

@@ -412,6 +412,14 @@ impl CleanerManager {
         Ok(CleanerManager { shared, cleaners: Mutex::new(cleaners) })
     }
 
+    /// Counts the bytes and records every thread's passes read on `meter` (a
+    /// [`log_core::progress::Meter::running_total`], since the threads' passes run side by side).
+    pub fn report_to(&self, meter: &Arc<log_core::progress::Meter>) {
+        for c in self.cleaners.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter_mut() {
+            c.report_to(Arc::clone(meter));
+        }
+    }
+
     /// Calls `f` with every [`Event`] (from the cleaner threads, sometimes while the manager's state is
     /// locked: `f` must not call back into the manager).
     pub fn on_event(&self, f: impl Fn(&Event) + Send + Sync + 'static) {

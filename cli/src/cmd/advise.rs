@@ -2,16 +2,19 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::Args;
 use cleaner::advise::{Budget, KeyCount, LogAdvice, MapAdvice, from_counts, from_log_until};
 use log_core::human::{bytes, duration};
+use logcompact::progress::Meter;
 use logcompact::size;
 use serde::Serialize;
 
 use crate::args::{BrokerArgs, BufferArgs, FormatArg, ThreadsArgs, tell_broker_notice};
 use crate::failure::Failure;
 use crate::out::QuietPipe;
+use crate::progress::Reporter;
 
 /// `advise`'s arguments.
 #[derive(Debug, Args)]
@@ -139,7 +142,11 @@ fn advise(source: Source<'_>, budget: Budget, as_json: bool) -> Result<(), Failu
                 logcompact::dir::start_dirty_at(&opened.log, c).map_err(|e| Failure::Usage(e.to_string()))?;
             }
             let end = opened.log.dirty_section(log_core::now_ms(), lag_ms).first_uncleanable_offset;
-            let advice = from_log_until(&opened.log, budget, end).map_err(bad)?;
+            let meter = Arc::new(Meter::staged());
+            let progress = Reporter::start("advise", Arc::clone(&meter));
+            let advice = from_log_until(&opened.log, budget, end, Some(&meter));
+            progress.finish();
+            let advice = advice.map_err(bad)?;
             if !as_json {
                 let mut out = QuietPipe::new(std::io::stdout().lock());
                 writeln!(out, "settings: {settings}")

@@ -5,13 +5,16 @@ use cleaner::advise::Budget;
 use log_core::Format;
 use logcompact::analyze::{AnalyzeError, AnalyzeRequest};
 use logcompact::datadir::settings::Resolved;
+use logcompact::progress::Meter;
 use logcompact::size;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::args::{BrokerArgs, BufferArgs, FormatArg, ThreadsArgs, tell_broker_notice};
 use crate::failure::Failure;
 use crate::out::QuietPipe;
+use crate::progress::Reporter;
 use log_core::human::{bytes, count};
 
 /// `analyze`'s arguments.
@@ -66,6 +69,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<(), Failure> {
                 checkpoint: a.checkpoint,
                 budget,
                 options: resolved.settings.pass_options(false),
+                meter: Some(Arc::new(Meter::staged())),
             };
             analyze(&req, &resolved, a.json)
         }
@@ -87,7 +91,10 @@ pub fn run(a: &AnalyzeArgs) -> Result<(), Failure> {
 /// As opening the log; [`Failure::Corruption`] for damage.
 fn analyze(req: &AnalyzeRequest, resolved: &Resolved, json: bool) -> Result<(), Failure> {
     let dir = &req.dir;
-    let found = logcompact::analyze::analyze(req).map_err(|e| analyze_failure(dir, e))?;
+    let progress = req.meter.as_ref().map(|m| Reporter::start("analyze", Arc::clone(m)));
+    let found = logcompact::analyze::analyze(req);
+    drop(progress);
+    let found = found.map_err(|e| analyze_failure(dir, e))?;
     let a = &found.analysis;
     let groups = &found.consumer_groups;
     let mut out = QuietPipe::new(std::io::stdout().lock());
@@ -265,17 +272,10 @@ fn analyze_data_dir(
     json: bool,
 ) -> Result<(), Failure> {
     use logcompact::datadir;
-    let bar = crate::progress::bar(0, "logs", false);
-    let progress = {
-        let bar = bar.clone();
-        move |done: usize, total: usize, name: &str| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-            bar.set_message(name.to_owned());
-        }
-    };
-    let found = datadir::analyze::analyze_dir(data_dir, format, layers, budget, &progress);
-    bar.finish_and_clear();
+    let meter = Arc::new(Meter::running_total());
+    let progress = Reporter::start("analyze", Arc::clone(&meter));
+    let found = datadir::analyze::analyze_dir(data_dir, format, layers, budget, Some(&meter));
+    progress.finish();
     let found = found.map_err(|e| Failure::from_data_dir(&e))?;
     for (name, why) in &found.unreadable {
         crate::out::diag!("cannot read {name}: {why}");

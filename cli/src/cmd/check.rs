@@ -14,6 +14,7 @@ use crate::args::{BrokerArgs, FormatArg};
 use crate::failure::Failure;
 use crate::hints::format_flag;
 use crate::out::{QuietPipe, print_json, print_line, write_failed};
+use crate::progress::{self, Reporter};
 
 /// `check`'s arguments.
 #[derive(Debug, Args)]
@@ -87,20 +88,29 @@ pub fn run(a: &CheckArgs) -> Result<(), Failure> {
 /// read; as listing the directory.
 fn check_data_dir(data_dir: &Path, a: &CheckArgs, rate: Option<Arc<ReadRate>>) -> Result<(), Failure> {
     let format: log_core::Format = a.format.into();
-    let options =
-        DirCheckOptions { modified_since: a.modified_since, rate, broker: a.broker.source(), config: a.config.clone() };
+    let meter = Arc::new(logcompact::progress::Meter::running_total());
+    let options = DirCheckOptions {
+        modified_since: a.modified_since,
+        rate,
+        broker: a.broker.source(),
+        config: a.config.clone(),
+        meter: Some(Arc::clone(&meter)),
+    };
+    let progress = Reporter::start("check", meter);
     let mut out = QuietPipe::new(std::io::stdout().lock());
     let mut failed_write = None;
     let mut each = |line: &LogCheck| {
         if a.json {
             return;
         }
-        if let Err(e) = writeln!(out, "{}", log_line(line)).and_then(|()| out.flush()) {
+        let written = progress.suspend(|| writeln!(out, "{}", log_line(line)).and_then(|()| out.flush()));
+        if let Err(e) = written {
             failed_write.get_or_insert(e);
         }
     };
-    let checked = logcompact::check::check_data_dir(data_dir, format, &options, &mut each)
-        .map_err(|e| Failure::from_data_dir(&e))?;
+    let checked = logcompact::check::check_data_dir(data_dir, format, &options, &mut each);
+    progress.finish();
+    let checked = checked.map_err(|e| Failure::from_data_dir(&e))?;
     if let Some(e) = failed_write {
         return Err(write_failed(e));
     }
@@ -184,7 +194,10 @@ fn log_line(line: &LogCheck) -> String {
 /// [`Failure::Corruption`] naming the file and position of the first problem; [`Failure::Usage`] for a
 /// directory that holds no log of this format.
 fn check(dir: &Path, rate: Option<&Arc<ReadRate>>, json: bool) -> Result<(), Failure> {
-    match logcompact::check::check_limited(dir, log_core::Format::Native, rate) {
+    let checked = progress::during("check", true, |m| {
+        logcompact::check::check_limited(dir, log_core::Format::Native, rate, Some(m))
+    });
+    match checked {
         Ok(report) => {
             for n in &report.notices {
                 crate::out::diag!("notice: {}: {}", shown(dir, &n.file), n.what);
@@ -202,7 +215,10 @@ fn check(dir: &Path, rate: Option<&Arc<ReadRate>>, json: bool) -> Result<(), Fai
 /// # Errors
 /// As opening the partition; [`Failure::Corruption`] naming the file and byte of the first damaged batch.
 fn check_kafka(dir: &Path, rate: Option<&Arc<ReadRate>>, a: &CheckArgs) -> Result<(), Failure> {
-    match logcompact::check::check_limited(dir, log_core::Format::Kafka, rate) {
+    let checked = progress::during("check", true, |m| {
+        logcompact::check::check_limited(dir, log_core::Format::Kafka, rate, Some(m))
+    });
+    match checked {
         Ok(mut report) => {
             if let Some(note) =
                 logcompact::check::predict_for_partition(dir, &mut report, a.config.as_deref(), &a.broker.source())

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use clap::Args;
 use cleaner::manager::{Event, LogState, ManagerStatus};
@@ -16,7 +16,7 @@ use crate::args::{
 };
 use crate::failure::Failure;
 use crate::out::QuietPipe;
-use crate::progress;
+use crate::progress::{Pause, Reporter};
 
 /// `clean`'s arguments.
 #[derive(Debug, Args)]
@@ -139,20 +139,27 @@ fn clean(req: &CleanRequest, json: bool, metrics_addr: Option<&str>) -> Result<(
             Some(Arc::new(server))
         }
     };
-    // Every dirty log counts one pass to begin with; a partial pass adds one more.
-    let bar = progress::bar(0, "passes", false);
+    // Progress while an until-clean run lasts (a watch has no end to count towards): the bytes and records all
+    // threads read, and the passes, every dirty log counting one to begin with and a partial pass one more.
+    let meter = Arc::new(logcompact::progress::Meter::running_total());
+    let passes = Arc::new(Passes { meter: Arc::clone(&meter), expected: AtomicU64::new(0) });
+    let reporter = match req.mode {
+        cleaner::manager::Mode::UntilClean => Some(Reporter::start("clean", Arc::clone(&meter))),
+        cleaner::manager::Mode::Watch => None,
+    };
+    let bar = reporter.as_ref().map(Reporter::pause);
     let hooks = Hooks {
         on_start: {
-            let bar = bar.clone();
+            let passes = Arc::clone(&passes);
             Arc::new(move |status: &ManagerStatus| {
                 let cleanable = status.logs.iter().filter(|l| l.state == LogState::Idle && l.dirty_bytes > 0).count();
-                bar.set_length(cleanable as u64);
+                passes.expect(cleanable as u64);
             })
         },
-        on_event: listen(json, &bar),
+        on_event: listen(json, bar.clone(), &passes),
         on_notice: {
             let bar = bar.clone();
-            Arc::new(move |line: &str| bar.suspend(|| crate::out::diag!("{line}")))
+            Arc::new(move |line: &str| suspended(bar.as_ref(), || crate::out::diag!("{line}")))
         },
         on_status: {
             let metrics = metrics.clone();
@@ -164,10 +171,11 @@ fn clean(req: &CleanRequest, json: bool, metrics_addr: Option<&str>) -> Result<(
         },
         stop: Arc::new(AtomicBool::new(false)),
         retry: Arc::new(AtomicBool::new(false)),
+        meter: Some(meter),
     };
     register_signals(&hooks.stop, &hooks.retry)?;
     let finished = datadir::clean(req, &hooks).map_err(|e| Failure::from_data_dir(&e));
-    bar.finish_and_clear();
+    drop(reporter);
     let finished = finished?;
     for (name, why) in &finished.left_alone {
         crate::out::diag!("left alone: {name}: {why}");
@@ -191,22 +199,44 @@ fn clean(req: &CleanRequest, json: bool, metrics_addr: Option<&str>) -> Result<(
     Ok(())
 }
 
+/// The passes of an until-clean run, as its progress counts them.
+struct Passes {
+    meter: Arc<logcompact::progress::Meter>,
+    /// Passes expected in all: never fewer than those done.
+    expected: AtomicU64,
+}
+
+impl Passes {
+    /// Expects `more` passes more.
+    fn expect(&self, more: u64) {
+        let expected = self.expected.fetch_add(more, Ordering::Relaxed) + more;
+        self.meter.set_items("passes", Some(expected.max(self.meter.read().items)));
+    }
+
+    /// A pass done; `partial` when it left its log dirty (one more pass to come).
+    fn done(&self, partial: bool) {
+        self.meter.item_done();
+        self.expect(u64::from(partial));
+    }
+}
+
+/// Runs `f` with the progress line, if any, out of its way.
+fn suspended<R>(bar: Option<&Pause>, f: impl FnOnce() -> R) -> R {
+    match bar {
+        Some(r) => r.suspend(f),
+        None => f(),
+    }
+}
+
 /// Prints every event: the human summary of each pass (Kafka's cleaner log lines), or one JSON line.
-fn listen(json: bool, bar: &indicatif::ProgressBar) -> Arc<dyn Fn(&Event) + Send + Sync> {
-    let bar = bar.clone();
+fn listen(json: bool, bar: Option<Pause>, passes: &Arc<Passes>) -> Arc<dyn Fn(&Event) + Send + Sync> {
+    let passes = Arc::clone(passes);
     Arc::new(move |event: &Event| {
         if let Event::Cleaned { stats, .. } = event {
-            // A partial pass leaves its log dirty: one more pass to count. The total never trails the count.
-            if stats.map_full {
-                bar.inc_length(1);
-            }
-            bar.inc(1);
-            if bar.position() > bar.length().unwrap_or(0) {
-                bar.set_length(bar.position());
-            }
+            passes.done(stats.map_full);
         }
         let text = if json { json_event(event) } else { human_event(event) };
-        bar.suspend(|| {
+        suspended(bar.as_ref(), || {
             let mut out = QuietPipe::new(std::io::stdout().lock());
             let _ = writeln!(out, "{text}").and_then(|()| out.flush());
         });

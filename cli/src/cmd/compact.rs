@@ -5,14 +5,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
-use cleaner::{Cleaner, CleanerConfig, PassOptions, Phase};
+use cleaner::{Cleaner, CleanerConfig, PassOptions};
 use logcompact::size;
 
 use crate::args::{BrokerArgs, BufferArgs, ClockArgs, FormatArg, MapArgs, cleaner_config};
 use crate::backend::describe_recovery;
 use crate::failure::Failure;
 use crate::hints::many_passes_warning;
-use crate::progress;
+use crate::progress::Reporter;
 
 /// `compact`'s arguments.
 #[derive(Debug, Args)]
@@ -208,13 +208,9 @@ fn compact(
     let dir = request.out.as_deref().unwrap_or(&request.dir).to_path_buf();
     let mut cleaner =
         Cleaner::new(config.clone(), clock).map_err(|e| Failure::from_cleaner("cannot build the offset map", &e))?;
-    let bar = progress::bar(0, "map", true);
-    let shown = bar.clone();
-    cleaner.on_progress(move |p| {
-        shown.set_message(if p.phase == Phase::Map { "map" } else { "copy" });
-        shown.set_length(p.bytes_total);
-        shown.set_position(p.bytes_done);
-    });
+    let meter = Arc::new(log_core::progress::Meter::staged());
+    cleaner.report_to(Arc::clone(&meter));
+    let progress = Reporter::start("compact", meter);
     let mut warned = false;
     let mut pass = 0;
     let name = dir.display().to_string();
@@ -222,7 +218,7 @@ fn compact(
     let mut output_failed = None;
     let each = |stats: &cleaner::CleanStats| -> Result<(), cleaner::Error> {
         pass += 1;
-        let printed = bar.suspend(|| {
+        let printed = progress.suspend(|| {
             if json {
                 crate::out::print_json(stats)
             } else {
@@ -235,17 +231,18 @@ fn compact(
         }
         if let Some(passes) = stats.passes_needed().filter(|_| !warned) {
             warned = true;
-            bar.suspend(|| crate::out::diag!("{}", many_passes_warning(stats, passes, Some((&dir, request.format)))));
+            progress
+                .suspend(|| crate::out::diag!("{}", many_passes_warning(stats, passes, Some((&dir, request.format)))));
         }
         Ok(())
     };
     let opened = |r: &log_core::RecoveryReport| {
         for line in describe_recovery(r, true) {
-            bar.suspend(|| crate::out::diag!("{line}"));
+            progress.suspend(|| crate::out::diag!("{line}"));
         }
     };
     let result = logcompact::compact_observed(request, &mut cleaner, opened, each);
-    bar.finish_and_clear();
+    progress.finish();
     if let Some(f) = output_failed {
         return Err(f);
     }

@@ -1,6 +1,7 @@
 //! `logcompact gen`: appends a deterministic synthetic workload to the log in a directory.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::Args;
 use log_core::LogConfig;
@@ -8,10 +9,11 @@ use log_core::human::{bytes, count, duration};
 use log_core::workload::Workload;
 use logcompact::OpenError;
 use logcompact::generate::GenerateError;
+use logcompact::progress::Meter;
 use logcompact::size;
 
 use crate::failure::Failure;
-use crate::progress;
+use crate::progress::Reporter;
 
 /// `gen`'s arguments.
 #[derive(Debug, Args)]
@@ -62,9 +64,15 @@ pub fn run(a: &GenArgs) -> Result<(), Failure> {
 /// written); otherwise as the log fails.
 fn generate(dir: &Path, workload: Workload, config: LogConfig, json: bool) -> Result<(), Failure> {
     let segment_bytes = config.segment_bytes;
-    let bar = progress::bar(workload.records, "gen", false);
-    let done = logcompact::generate::generate(dir, workload, config, |n| bar.set_position(n));
-    bar.finish_and_clear();
+    let meter = Arc::new(Meter::staged());
+    meter.expect_records(workload.records);
+    let progress = Reporter::start_writing("gen", Arc::clone(&meter));
+    let (mut records, mut bytes_so_far) = (0, 0);
+    let done = logcompact::generate::generate(dir, workload, config, |n, b| {
+        meter.add(b.saturating_sub(bytes_so_far), n.saturating_sub(records));
+        (records, bytes_so_far) = (n.max(records), b.max(bytes_so_far));
+    });
+    progress.finish();
     let done = done.map_err(|e| match e {
         GenerateError::NoKeys | GenerateError::ValueTooLarge { .. } => Failure::Usage(e.to_string()),
         GenerateError::Config(c) => Failure::Usage(c.to_string()),

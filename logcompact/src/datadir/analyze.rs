@@ -7,10 +7,12 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use cleaner::advise::Budget;
 use cleaner::{LogSettings, PassOptions};
 use log_core::Format;
+use log_core::progress::Meter;
 use serde::Serialize;
 
 use super::settings::Layers;
@@ -73,7 +75,8 @@ pub struct DirAnalysis {
 }
 
 /// Analyses every log of `data_dir` (each opened read-only: no lock, nothing written) with the settings
-/// `layers` give it, `budget` for the buffer figures, calling `progress(done, total, name)` before each.
+/// `layers` give it, `budget` for the buffer figures, counting on `meter` (a
+/// [`Meter::running_total`]) the logs done and the bytes and records read.
 ///
 /// # Errors
 /// [`DataDirError::Unreadable`] when the directory cannot be listed, [`DataDirError::NoLogs`] when it holds no
@@ -83,13 +86,17 @@ pub fn analyze_dir(
     format: Format,
     layers: &Layers,
     budget: Budget,
-    progress: &dyn Fn(usize, usize, &str),
+    meter: Option<&Arc<Meter>>,
 ) -> Result<DirAnalysis, DataDirError> {
     let found = discover(data_dir, format)?;
     let mut out = DirAnalysis { ignored: found.ignored.clone(), ..DirAnalysis::default() };
     let now = log_core::now_ms();
-    for (i, f) in found.logs.iter().enumerate() {
-        progress(i, found.logs.len(), &f.name);
+    if let Some(m) = meter {
+        m.set_items("logs", Some(found.logs.len() as u64));
+    }
+    for f in &found.logs {
+        // Whatever becomes of it, the log is done when this iteration ends.
+        let _done = meter.map(|m| ItemDone(m));
         let resolved = layers.resolve(&f.settings_name)?;
         let opened = match open_read_only(&f.dir, format) {
             Ok(o) => o,
@@ -105,7 +112,7 @@ pub fn analyze_dir(
         let options = settings.as_ref().map_or_else(PassOptions::default, |s| s.pass_options(false));
         let lag = options.min_compaction_lag_ms;
         let source = opened.checkpoint_source.clone();
-        let (a, groups) = match crate::analyze::analyze_opened(&opened, format, source, budget, options) {
+        let (a, groups) = match crate::analyze::analyze_opened(&opened, format, source, budget, options, meter) {
             Ok(found) => (found.analysis, found.consumer_groups),
             Err(e) => {
                 out.unreadable.push((f.name.clone(), e.to_string()));
@@ -202,4 +209,13 @@ fn verdict(settings: Option<&LogSettings>, d: &log_core::DirtySection, now: i64,
             s.min_cleanable_dirty_ratio * 100.0
         ),
     )
+}
+
+/// Counts one item done on its meter when dropped, however its iteration ends.
+struct ItemDone<'a>(&'a Meter);
+
+impl Drop for ItemDone<'_> {
+    fn drop(&mut self) {
+        self.0.item_done();
+    }
 }

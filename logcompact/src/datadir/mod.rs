@@ -206,6 +206,9 @@ pub struct Hooks {
     pub stop: Arc<AtomicBool>,
     /// Set to make every uncleanable log due for a retry now (cleared when taken).
     pub retry: Arc<AtomicBool>,
+    /// Where every pass counts the bytes and records it reads (a [`log_core::progress::Meter::running_total`]:
+    /// the threads' passes run side by side).
+    pub meter: Option<Arc<log_core::progress::Meter>>,
 }
 
 impl Hooks {
@@ -218,6 +221,7 @@ impl Hooks {
             on_status: Arc::new(|_| {}),
             stop: Arc::new(AtomicBool::new(false)),
             retry: Arc::new(AtomicBool::new(false)),
+            meter: None,
         }
     }
 }
@@ -404,6 +408,9 @@ pub fn clean(req: &CleanRequest, hooks: &Hooks) -> Result<Finished, DataDirError
         None => Arc::new(SystemClock),
     };
     let manager = CleanerManager::with_policy(req.manager.clone(), clock, policy)?;
+    if let Some(meter) = &hooks.meter {
+        manager.report_to(meter);
+    }
     let events = Arc::clone(&hooks.on_event);
     manager.on_event(move |e| events(e));
     let mut left_alone = Vec::new();

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::check::{CheckReport, Problem, check_log, notice};
 use crate::config::LogConfig;
 use crate::log::Log;
+use crate::progress::Meter;
 use crate::storage::SegmentStore;
 
 /// As [`crate::check::check_store`] for the Kafka partition in `store` (its cleaner checkpoint in `checkpoint`): every
@@ -17,9 +18,21 @@ use crate::storage::SegmentStore;
 /// # Errors
 /// The first [`Problem`] found.
 pub fn check_kafka(store: Arc<dyn SegmentStore>, checkpoint: crate::CheckpointFile) -> Result<CheckReport, Problem> {
+    check_kafka_counted(store, checkpoint, None)
+}
+
+/// [`check_kafka`], counting the bytes and records read on `meter` (one stage, [`crate::check::STAGE`]).
+///
+/// # Errors
+/// As [`check_kafka`].
+pub fn check_kafka_counted(
+    store: Arc<dyn SegmentStore>,
+    checkpoint: crate::CheckpointFile,
+    meter: Option<&Meter>,
+) -> Result<CheckReport, Problem> {
     let log = Log::open_kafka_read_only(Arc::clone(&store), LogConfig::default(), checkpoint.clone())?;
     let report = CheckReport { checkpoint: checkpoint.read(&*store)?, ..CheckReport::default() };
-    let mut report = check_log(&log, report)?;
+    let mut report = check_log(&log, report, meter)?;
     check_txn_indexes(&log, &*store, &mut report)?;
     check_kafka_indexes(&log, &*store, &mut report);
     Ok(report)

@@ -9,6 +9,7 @@ use super::names::{FileKind, file_name};
 use crate::check::{CheckReport, Problem, check_log, notice};
 use crate::config::LogConfig;
 use crate::log::Log;
+use crate::progress::Meter;
 use crate::segment::SealedSegment;
 use crate::storage::SegmentStore;
 
@@ -20,6 +21,14 @@ use crate::storage::SegmentStore;
 /// # Errors
 /// The first [`Problem`] found.
 pub fn check_store(store: Arc<dyn SegmentStore>) -> Result<CheckReport, Problem> {
+    check_store_counted(store, None)
+}
+
+/// [`check_store`], counting the bytes and records read on `meter` (one stage, [`crate::check::STAGE`]).
+///
+/// # Errors
+/// As [`check_store`].
+pub fn check_store_counted(store: Arc<dyn SegmentStore>, meter: Option<&Meter>) -> Result<CheckReport, Problem> {
     let log = Log::open_read_only(Arc::clone(&store), LogConfig::default())?;
     let layout = Layout::scan(&*store)?;
     let mut report = CheckReport {
@@ -42,7 +51,7 @@ pub fn check_store(store: Arc<dyn SegmentStore>) -> Result<CheckReport, Problem>
             report.indexes_missing += 1;
         }
     }
-    check_log(&log, report)
+    check_log(&log, report, meter)
 }
 
 /// Why the hint `name` does not describe `segment` (which was fully scanned), if it does not.
