@@ -160,7 +160,7 @@ fn a_run_shorter_than_the_interval_prints_nothing_more() {
 }
 
 #[test]
-fn check_gen_and_clean_show_progress_too() {
+fn check_gen_repair_and_clean_show_progress_too() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("data");
     let dir = data.join("orders");
@@ -183,6 +183,14 @@ fn check_gen_and_clean_show_progress_too() {
     let checked = run(&["check", "--data-dir", path(&data)], Some("5"));
     let err = stderr(&checked);
     assert!(err.lines().any(|l| l.starts_with("check: 0 of 1 logs, ") && l.contains(" read, ")), "{err}");
+
+    // repair's plan reads every segment: its bytes counted against the log's.
+    let planned = run(&["repair", "--dir", path(&dir)], Some("5"));
+    let lines = progress_lines(&stderr(&planned), "repair", "read");
+    assert!(!lines.is_empty(), "{}", stderr(&planned));
+    assert_moves_forward(&lines);
+    assert!(lines.iter().all(|l| l.stage == "plan" && l.total.is_some()), "{lines:?}");
+    assert!(stdout(&planned).contains("nothing to repair"), "{}", stdout(&planned));
 
     let cleaned = run(&["clean", "--data-dir", path(&data), "--until-clean"], Some("5"));
     let err = stderr(&cleaned);

@@ -50,6 +50,7 @@ pub mod dump_log;
 pub mod generate;
 pub mod kraft;
 pub mod message_schema;
+pub mod metered;
 pub mod metrics;
 pub mod producer_snapshot;
 mod recovery;
@@ -69,4 +70,4 @@ pub use dir::{OpenError, OpenedLog, open_or_create, open_read_only, open_records
 pub use log_core::progress;
 pub use log_core::{Format, Log, LogConfig, Record};
 pub use recovery::describe_recovery;
-pub use repair::{RepairError, Repaired, repair};
+pub use repair::{RepairError, Repaired, repair, repair_metered};

@@ -3,11 +3,14 @@
 //! directory), followed by one writable open so that recovery finishes what it repairs on its own.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use log_core::progress::Meter;
 use log_core::repair::{RepairOutcome, RepairPlan};
-use log_core::{Format, LogConfig};
+use log_core::{Format, LogConfig, SegmentStore};
 
 use crate::dir::{OpenError, kafka_stores, native_store, open_read_only};
+use crate::metered::MeteredStore;
 
 /// Why a repair could not be planned or carried out.
 #[derive(Debug, thiserror::Error)]
@@ -48,16 +51,40 @@ pub struct Repaired {
 /// # Errors
 /// [`RepairError`]. A failure part-way leaves every segment old or new: running it again continues it.
 pub fn repair(dir: &Path, format: Format, apply: bool) -> Result<Repaired, RepairError> {
+    repair_metered(dir, format, apply, None)
+}
+
+/// As [`repair`], counting the bytes the plan reads on `meter` (its one stage's total: the log's segment
+/// files), for a progress line.
+///
+/// # Errors
+/// As [`repair`].
+pub fn repair_metered(
+    dir: &Path,
+    format: Format,
+    apply: bool,
+    meter: Option<&Arc<Meter>>,
+) -> Result<Repaired, RepairError> {
     let failed = |source| RepairError::Log { dir: dir.to_path_buf(), source };
+    // The plan's reads counted as they happen; the store is the same otherwise.
+    let metered = |store: Arc<dyn SegmentStore>| -> Arc<dyn SegmentStore> {
+        let Some(m) = meter else { return store };
+        let total = store
+            .list()
+            .unwrap_or_default()
+            .iter()
+            .filter(|n| n.ends_with(".log"))
+            .filter_map(|n| store.open(n).ok().map(|f| f.len()))
+            .sum();
+        m.begin("plan", Some(total));
+        Arc::new(MeteredStore::new(store, Arc::clone(m)))
+    };
     // Not even a plan: one that could never be applied would only mislead.
     storage_file::refuse_metadata_log(dir).map_err(|source| OpenError::Store { dir: dir.to_path_buf(), source })?;
     if !apply {
         let plan = match format {
-            Format::Native => {
-                let store = native_store(dir, false)?;
-                log_core::repair::plan(&*store)
-            }
-            Format::Kafka => log_core::repair::plan_kafka(&*kafka_stores(dir, false)?.partition),
+            Format::Native => log_core::repair::plan(&*metered(native_store(dir, false)?)),
+            Format::Kafka => log_core::repair::plan_kafka(&*metered(kafka_stores(dir, false)?.partition)),
         }
         .map_err(failed)?;
         let recovery = open_read_only(dir, format)
@@ -69,7 +96,7 @@ pub fn repair(dir: &Path, format: Format, apply: bool) -> Result<Repaired, Repai
     let (plan, outcome, reopen) = match format {
         Format::Native => {
             let store = native_store(dir, true)?;
-            let plan = log_core::repair::plan(&*store).map_err(failed)?;
+            let plan = log_core::repair::plan(&*metered(Arc::clone(&store))).map_err(failed)?;
             let outcome = log_core::repair::apply(&*store, &plan, stamp).map_err(failed)?;
             let reopen = plan
                 .cannot_fix
@@ -81,7 +108,7 @@ pub fn repair(dir: &Path, format: Format, apply: bool) -> Result<Repaired, Repai
         }
         Format::Kafka => {
             let stores = kafka_stores(dir, true)?;
-            let plan = log_core::repair::plan_kafka(&*stores.partition).map_err(failed)?;
+            let plan = log_core::repair::plan_kafka(&*metered(Arc::clone(&stores.partition))).map_err(failed)?;
             let outcome = log_core::repair::apply(&*stores.partition, &plan, stamp).map_err(failed)?;
             let reopen = plan
                 .cannot_fix

@@ -79,7 +79,11 @@ fn describe(action: &RepairAction) -> String {
 /// # Errors
 /// [`Failure::Corruption`] when something cannot be repaired; [`Failure::Runtime`] when the repair fails.
 fn repair(dir: &Path, format: log_core::Format, apply: bool, as_json: bool) -> Result<(), Failure> {
-    let done = logcompact::repair(dir, format, apply).map_err(|e| match e {
+    let meter = std::sync::Arc::new(logcompact::progress::Meter::staged());
+    let progress = crate::progress::Reporter::start("repair", std::sync::Arc::clone(&meter));
+    let done = logcompact::repair_metered(dir, format, apply, Some(&meter));
+    progress.finish();
+    let done = done.map_err(|e| match e {
         logcompact::RepairError::Open(o) => Failure::from_open(&o),
         logcompact::RepairError::Log { source, .. } => {
             Failure::from_log(&format!("{}: repair failed", dir.display()), &source)
