@@ -57,6 +57,11 @@ pub fn run(a: &StatusArgs) -> Result<(), Failure> {
     status(&a.data_dir, a.format.into(), &layers, a.json)
 }
 
+/// The width of the log column: the longest name, at least 20.
+fn name_width(logs: &[cleaner::manager::LogStatus]) -> usize {
+    logs.iter().map(|l| l.name.chars().count()).max().unwrap_or(0).max(20)
+}
+
 fn state_name(s: LogState) -> &'static str {
     match s {
         LogState::Idle => "idle",
@@ -115,8 +120,17 @@ pub fn table(status: &ManagerStatus, file: Option<(&StatusFile, bool)>) -> Strin
     }
     let _ = writeln!(
         s,
-        "\n{:<20} {:<13} {:>11} {:>9} {:>10} {:>10} {:>10} {:>6}  {:<20}  last error",
-        "log", "state", "dirty ratio", "min ratio", "dirty", "clean", "other", "passes", "last clean"
+        "\n{:<w$} {:<13} {:>11} {:>9} {:>10} {:>10} {:>10} {:>6}  {:<20}  last error",
+        "log",
+        "state",
+        "dirty ratio",
+        "min ratio",
+        "dirty",
+        "clean",
+        "other",
+        "passes",
+        "last clean",
+        w = name_width(&status.logs)
     );
     for l in &status.logs {
         let last = l.last_clean_ms.map_or_else(|| "-".to_owned(), status_file::utc);
@@ -127,7 +141,7 @@ pub fn table(status: &ManagerStatus, file: Option<(&StatusFile, bool)>) -> Strin
         };
         let _ = writeln!(
             s,
-            "{:<20} {:<13} {:>10.1}% {:>8.0}% {:>10} {:>10} {:>10} {:>6}  {:<20}  {error}",
+            "{:<w$} {:<13} {:>10.1}% {:>8.0}% {:>10} {:>10} {:>10} {:>6}  {:<20}  {error}",
             l.name,
             state_name(l.state),
             100.0 * l.dirty_ratio,
@@ -136,7 +150,8 @@ pub fn table(status: &ManagerStatus, file: Option<(&StatusFile, bool)>) -> Strin
             bytes(l.clean_bytes),
             bytes(l.held_back_bytes),
             l.passes,
-            last
+            last,
+            w = name_width(&status.logs)
         );
     }
     let _ = write!(
@@ -186,7 +201,7 @@ fn sources(report: &datadir::StatusReport) -> String {
     for l in &report.status.logs {
         let Some(from) = report.sources.get(&l.name) else { continue };
         let resolved = Resolved { settings: l.settings.clone(), sources: from.clone() };
-        let _ = write!(s, "\n  {:<20} {}", l.name, resolved.given());
+        let _ = write!(s, "\n  {:<w$} {}", l.name, resolved.given(), w = name_width(&report.status.logs));
     }
     s
 }
