@@ -135,6 +135,11 @@ impl Meter {
         stage.items_total = total;
     }
 
+    /// The bytes of all the work, when known ahead (a running total's logs together), whatever the stage.
+    pub fn set_bytes_total(&self, total: Option<u64>) {
+        self.stage().bytes_total = total;
+    }
+
     /// Names the work on a [`Meter::running_total`] (which otherwise ignores stages).
     pub fn name(&self, name: &str) {
         let mut stage = self.stage();

@@ -235,6 +235,10 @@ pub fn check_data_dir(
     let mut checked = DirCheck { logs: Vec::with_capacity(dirs.len()), ignored, settings_note };
     if let Some(m) = &options.meter {
         m.set_items("logs", Some(dirs.len() as u64));
+        // The bytes of the logs to be read (those a time leaves out are not): the time left goes by them.
+        let to_read = |dir: &Path| options.modified_since.is_none_or(|since| changed_since(dir, since).unwrap_or(true));
+        let total = dirs.iter().filter(|(_, d)| to_read(d)).map(|(_, d)| crate::dir::segment_bytes(d)).sum();
+        m.set_bytes_total(Some(total));
     }
     for (name, dir) in dirs {
         let mut verdict = check_one(&dir, format, options);

@@ -319,3 +319,16 @@ pub fn checkpoint_place(format: Format) -> &'static str {
 pub fn kafka_checkpoint(dir: &Path) -> CheckpointFile {
     storage_file::kafka::open_read_only(dir).map_or(CheckpointFile::Memory, |s| s.checkpoint)
 }
+
+/// The bytes of the segment files (`*.log`) in `dir`, read from its listing and the files' sizes (nothing is
+/// opened): what reading the log costs, for a progress total. A directory that cannot be listed counts 0.
+pub fn segment_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
+}

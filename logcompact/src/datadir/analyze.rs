@@ -93,6 +93,7 @@ pub fn analyze_dir(
     let now = log_core::now_ms();
     if let Some(m) = meter {
         m.set_items("logs", Some(found.logs.len() as u64));
+        m.set_bytes_total(Some(found.logs.iter().map(|f| crate::dir::segment_bytes(&f.dir)).sum()));
     }
     for f in &found.logs {
         // Whatever becomes of it, the log is done when this iteration ends.
