@@ -1,7 +1,9 @@
-//! Opening a log. The writable open finishes or undoes an interrupted cleaning swap, loads and validates the
-//! segments and cuts a torn tail off the active segment. The read-only open does the same in memory only:
-//! it writes, creates and removes nothing, takes no lock, and returns what the next writable open would
-//! repair as its [`RecoveryReport`].
+//! Opening a log: the back half both formats share. Each format's front half (the native one in
+//! [`crate::format::native::open`], Kafka's in [`crate::kafka::recovery`]) finishes or undoes an interrupted
+//! cleaning swap and lists the live segments; the back half here loads and validates them, cuts a torn tail
+//! off the active segment and places the checkpoint. A read-only open does the same in memory only: it
+//! writes, creates and removes nothing, takes no lock, and returns what the next writable open would repair
+//! as its [`RecoveryReport`].
 
 use std::collections::BTreeMap;
 use std::io;
@@ -13,9 +15,7 @@ use crate::config::LogConfig;
 use crate::error::{CorruptKind, Error, Result};
 use crate::format::Format;
 use crate::format::native::names::{FileKind, file_name};
-use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges, prove_swaps, swap_range};
 use crate::log::{Active, CheckpointReset, Inner, Log, RecoveryReport};
-use crate::names::CHECKPOINT_TMP_FILE;
 use crate::segment::SealedSegment;
 use crate::storage::{Segment, SegmentStore};
 use crate::tail;
@@ -30,93 +30,6 @@ pub(crate) fn delete_if_exists(store: &dyn SegmentStore, name: &str) -> Result<(
 
 pub(crate) fn sync_dir(store: &dyn SegmentStore) -> Result<()> {
     store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY))
-}
-
-/// Completes or rolls back a cleaning swap that a crash interrupted (the rules of [`PendingSwap`]).
-///
-/// Every `.swap` to be completed is validated first ([`load_swap`]), so a damaged or foreign `.swap` never
-/// replaces a good segment: the open fails naming it and nothing is changed. `.deleted` files are always
-/// garbage.
-pub(crate) fn recover_swap(
-    store: &dyn SegmentStore,
-    layout: &Layout,
-    config: &LogConfig,
-    report: &mut RecoveryReport,
-) -> Result<()> {
-    let mut changed = false;
-    let mut gone: Vec<String> = Vec::new();
-    match layout.pending_swap() {
-        PendingSwap::None => {}
-        PendingSwap::RollBack => {
-            // The `.swap` files go first, durably, so that a crash half-way through the rollback can never
-            // leave `.swap` files without the `.cleaned` ones that mark the swap uncommitted.
-            for names in [&layout.swaps, &layout.cleaned] {
-                for name in names.values() {
-                    delete_if_exists(store, name)?;
-                    report.cleaned_files_discarded += 1;
-                }
-                sync_dir(store)?;
-            }
-        }
-        PendingSwap::Complete => {
-            let markers = marker_ranges(store, layout);
-            let mut validated = BTreeMap::new();
-            for (&base, name) in &layout.swaps {
-                let content = load_swap(store, layout, &markers, base, name, config.index_interval_bytes)?;
-                validated.insert(base, (name.clone(), content));
-            }
-            for effect in prove_swaps(store, layout, &markers, &validated) {
-                report.pending_swaps.push(effect?);
-            }
-            let ranges: Vec<(u64, u64)> =
-                validated.iter().map(|(&b, (_, c))| swap_range(layout, &markers, b, c)).collect();
-            // The segments the swap replaces are renamed `.deleted` (as the pass itself does) and the swap's
-            // segments take their names; its markers go only once that is durable, and the `.deleted` files
-            // last: a crash at any step leaves every replaced segment for the next open's proof.
-            for (&b, log) in &layout.logs {
-                if ranges.iter().any(|&(from, to)| (from..to).contains(&b)) {
-                    let deleted = file_name(b, FileKind::Deleted);
-                    store.rename(log, &deleted).map_err(Error::io("rename", log))?;
-                    delete_if_exists(store, &file_name(b, FileKind::Index))?;
-                    gone.push(deleted);
-                }
-            }
-            for (&base, (name, content)) in &validated {
-                if let SwapContent::Segment(_) = content {
-                    store.rename(name, &file_name(base, FileKind::Log)).map_err(Error::io("rename", name))?;
-                    delete_if_exists(store, &file_name(base, FileKind::Index))?;
-                }
-                report.swaps_completed += 1;
-            }
-            sync_dir(store)?;
-            for (name, content) in validated.values() {
-                if let SwapContent::Removed { .. } = content {
-                    delete_if_exists(store, name)?;
-                }
-            }
-            changed = true;
-        }
-    }
-    if changed {
-        sync_dir(store)?;
-    }
-    for name in layout.deleted.values() {
-        delete_if_exists(store, name)?;
-        report.stray_files_removed += 1;
-        changed = true;
-    }
-    for name in &gone {
-        delete_if_exists(store, name)?;
-    }
-    if layout.checkpoint_tmp {
-        delete_if_exists(store, CHECKPOINT_TMP_FILE)?;
-        report.stray_files_removed += 1;
-        changed = true;
-    }
-    if changed {
-        sync_dir(store)?;
-    }
-    Ok(())
 }
 
 /// One segment to load: its base and its file.
@@ -242,77 +155,8 @@ pub(crate) struct Parts {
     pub(crate) report: RecoveryReport,
 }
 
-/// Refuses a store whose names the log cannot use, or that holds another format.
-fn usable(store: &dyn SegmentStore, layout: &Layout) -> Result<()> {
-    layout.check_usable()?;
-    match layout.foreign_format(store) {
-        Some(found) => Err(Error::NotALog { found }),
-        None => Ok(()),
-    }
-}
-
 /// Attempts of a read-only open before it gives up on a log that keeps changing.
 const READ_ONLY_ATTEMPTS: u32 = 50;
-
-impl Log {
-    /// Opens the log kept in `store` for reading and writing, creating it when the store holds no segment.
-    ///
-    /// Recovery: an interrupted cleaning swap is completed (after validating every `.swap`) or rolled back; a
-    /// closed segment whose `.lcindex` hint checks out is trusted without a full scan (its checksums are
-    /// verified on every read and cleaning pass), any other is scanned and validated (a bad frame there is an
-    /// error naming the file and position: nothing is skipped); a torn tail of the active segment (a bad
-    /// region with no valid record after it, all a torn write can leave) is cut back to the last whole record
-    /// and reported in [`Log::recovery_report`]; a bad frame with valid records after it is corruption and
-    /// nothing is cut. Empty closed segments are removed. A checkpoint past the end of the log is reset to
-    /// its start.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`]; [`Error::UnusableName`] for a segment-like name the log cannot use;
-    /// [`Error::NotALog`] for a store holding another format (a Kafka partition); [`Error::Corrupt`] or
-    /// [`Error::CorruptNotTorn`] naming file and position; [`Error::BadCheckpoint`]; [`Error::Io`].
-    pub fn open(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log> {
-        config.validate()?;
-        if store.is_read_only() {
-            return Err(Error::ReadOnly);
-        }
-        let mut report = RecoveryReport::default();
-        let layout = Layout::scan(&*store)?;
-        usable(&*store, &layout)?;
-        recover_swap(&*store, &layout, &config, &mut report)?;
-        let layout = Layout::scan(&*store)?;
-        // A hint without its segment, or one for the active segment (which has none), is left over.
-        let active_base = layout.logs.last_key_value().map(|(&b, _)| b);
-        for (&base, name) in &layout.hints {
-            if !layout.logs.contains_key(&base) || Some(base) == active_base {
-                delete_if_exists(&*store, name)?;
-                report.stray_files_removed += 1;
-            }
-        }
-        open_back_half(Format::Native, CheckpointFile::Own, store, config, layout.logs, report)
-    }
-
-    /// Opens the log kept in `store` for reading only: nothing is written, created, cut or removed and no lock
-    /// is taken, so this works on a read-only store and beside a running writer or cleaning pass.
-    ///
-    /// It sees the log as the next writable open would leave it, without doing the work: an interrupted
-    /// swap is resolved in memory (a `.swap` to complete is validated and read in place of its segment), a
-    /// torn tail is left out of the view, hints that do not check out are not rewritten (the segment is
-    /// scanned instead). [`Log::recovery_report`] tells what that open would repair. Every write fails with
-    /// [`Error::ReadOnly`].
-    ///
-    /// Consistency without a lock: after loading, the names are listed again and every segment's file
-    /// identity compared with the file loaded; if a cleaning swap or a roll changed anything in between, the
-    /// load is retried, so the view is the log as it was at one instant.
-    ///
-    /// # Errors
-    /// [`Error::NotALog`] when the store holds no segment or another format; otherwise as [`Log::open`], and
-    /// [`Error::Changing`] if the log never held still.
-    pub fn open_read_only(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log> {
-        config.validate()?;
-        retry_read_only(|| load_read_only(&store, &config))
-            .map(|parts| build(Format::Native, CheckpointFile::Own, Arc::clone(&store), config.clone(), parts, true))
-    }
-}
 
 /// The back half of every writable open, for both formats, once the front half (the format's own) has
 /// finished or rolled back an interrupted swap and listed the live segments `logs` (base -> name): creates the
@@ -422,94 +266,4 @@ pub(crate) fn retry_read_only(mut attempt: impl FnMut() -> Result<Option<Parts>>
         std::thread::sleep(std::time::Duration::from_millis(u64::from(n.min(20))));
     }
     Err(Error::Changing { attempts: READ_ONLY_ATTEMPTS })
-}
-
-/// One attempt of a read-only open: `Ok(None)` when the log changed while it was being loaded.
-fn load_read_only(store: &Arc<dyn SegmentStore>, config: &LogConfig) -> Result<Option<Parts>> {
-    let store_ref: &dyn SegmentStore = &**store;
-    let layout = Layout::scan(store_ref)?;
-    usable(store_ref, &layout)?;
-    let mut report = RecoveryReport::default();
-    let mut names: BTreeMap<u64, (String, Option<SealedSegment>)> =
-        layout.logs.iter().map(|(&b, n)| (b, (n.clone(), None))).collect();
-    match layout.pending_swap() {
-        PendingSwap::None => {}
-        PendingSwap::RollBack => report.cleaned_files_discarded = layout.cleaned.len() + layout.swaps.len(),
-        PendingSwap::Complete => {
-            let markers = marker_ranges(store_ref, &layout);
-            let mut validated = BTreeMap::new();
-            for (&base, name) in &layout.swaps {
-                let content = load_swap(store_ref, &layout, &markers, base, name, config.index_interval_bytes)?;
-                validated.insert(base, (name.clone(), content));
-            }
-            for effect in prove_swaps(store_ref, &layout, &markers, &validated) {
-                report.pending_swaps.push(effect?);
-            }
-            for (base, (name, content)) in validated {
-                match content {
-                    SwapContent::Removed { end } => names.retain(|&b, _| !(base..end).contains(&b)),
-                    SwapContent::Segment(s) => {
-                        names.insert(base, (name, Some(*s)));
-                    }
-                }
-                report.swaps_completed += 1;
-            }
-        }
-    }
-    let last_log = layout.logs.last_key_value().map(|(&b, _)| b);
-    let stray_hints = layout.hints.keys().filter(|&&b| !layout.logs.contains_key(&b) || Some(b) == last_log).count();
-    report.stray_files_removed = layout.deleted.len() + usize::from(layout.checkpoint_tmp) + stray_hints;
-    let Some((active_base, (active_name, active_loaded))) = names.pop_last() else {
-        return Err(Error::NotALog { found: layout.describe() });
-    };
-    let mut sources = Vec::with_capacity(names.len());
-    for (base, (name, loaded)) in names {
-        let file = match &loaded {
-            Some(s) => Arc::clone(s.file()),
-            None => store.open(&name).map_err(Error::io("open", &name))?,
-        };
-        sources.push(Source { base, name, file, loaded });
-    }
-    let (closed, previous) = load_closed(Format::Native, store_ref, sources, config, false, &mut report)?;
-    if let Some(prev) = previous.filter(|&p| p >= active_base) {
-        let kind = CorruptKind::OffsetBelowBase { base: active_base, found: prev };
-        return Err(Error::Corrupt { segment: active_name, position: 0, kind });
-    }
-    let file = match &active_loaded {
-        Some(s) => Arc::clone(s.file()),
-        None => store.open(&active_name).map_err(Error::io("open", &active_name))?,
-    };
-    let (summary, torn) =
-        tail::scan_active(Format::Native, active_base, &active_name, &file, previous, config.index_interval_bytes)?;
-    let frozen_len = torn.as_ref().map_or(file.len(), |t| t.position);
-    report.truncated_tail = torn;
-    let next_offset = summary.summary.last_offset.map_or(active_base, |l| l + 1);
-    let log_start = closed.first().map_or(active_base, |s| s.base());
-    let checkpoint =
-        checkpoint_within(&CheckpointFile::Own, store_ref, log_start, active_base, next_offset, &mut report)?;
-    // Did anything change while we loaded? Every file we hold must still be the one under its name, and the
-    // names must resolve to the same segments.
-    let again = Layout::scan(store_ref)?;
-    let same_files = closed
-        .iter()
-        .map(|s| (s.name(), s.file()))
-        .chain(std::iter::once((active_name.as_str(), &file)))
-        .all(|(name, f)| store.file_id(name).is_ok_and(|id| id == f.file_id()));
-    if !same_files || !same_up_to(&again, &layout, active_base) {
-        return Ok(None);
-    }
-    let active = Active { base: active_base, name: active_name, file, summary, frozen_len: Some(frozen_len) };
-    Ok(Some(Parts { closed, active, next_offset, checkpoint, report }))
-}
-
-/// True when two listings agree on everything up to the segment based at `active_base`: a roll after the
-/// first listing (a new active segment, the old one's hint) leaves the loaded view a consistent prefix.
-fn same_up_to(now: &Layout, then: &Layout, active_base: u64) -> bool {
-    let upto =
-        |m: &BTreeMap<u64, String>, limit: u64| m.range(..limit).map(|(&b, n)| (b, n.clone())).collect::<Vec<_>>();
-    upto(&now.logs, active_base + 1) == upto(&then.logs, active_base + 1)
-        && upto(&now.hints, active_base) == upto(&then.hints, active_base)
-        && now.cleaned == then.cleaned
-        && now.swaps == then.swaps
-        && now.unusable == then.unusable
 }

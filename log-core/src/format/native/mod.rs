@@ -10,5 +10,6 @@ pub(crate) mod commit;
 pub(crate) mod hint;
 pub mod layout;
 pub mod names;
+pub(crate) mod open;
 pub mod removal;
 pub(crate) mod repair;

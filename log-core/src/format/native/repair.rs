@@ -200,7 +200,7 @@ pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
     // 2. A pending swap is finished as the next open would finish it (every `.swap` left is valid now).
     let layout = Layout::scan(store)?;
     let mut report = crate::log::RecoveryReport::default();
-    crate::open::recover_swap(store, &layout, &crate::LogConfig::default(), &mut report)?;
+    crate::format::native::open::recover_swap(store, &layout, &crate::LogConfig::default(), &mut report)?;
     // 3. Damaged ranges are cut, one segment at a time, each replaced atomically.
     for action in &plan.actions {
         let RepairAction::CutRanges { segment, ranges, active, .. } = action else { continue };
