@@ -207,6 +207,12 @@ impl Cleaner {
         self.meter = Some(meter);
     }
 
+    /// The meter the passes count on, if any: what a caller doing work of its own before them (a copy) counts on too.
+    #[must_use]
+    pub fn meter(&self) -> Option<&Arc<Meter>> {
+        self.meter.as_ref()
+    }
+
     /// Stops a running pass (before its commit, leaving the log unchanged, with [`Error::Aborted`]) once
     /// `flag` is set.
     pub fn stop_when(&mut self, flag: Arc<AtomicBool>) {

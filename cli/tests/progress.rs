@@ -195,6 +195,12 @@ fn check_gen_repair_and_clean_show_progress_too() {
     assert!(lines.iter().all(|l| l.stage == "plan" && l.total.is_some()), "{lines:?}");
     assert!(stdout(&planned).contains("nothing to repair"), "{}", stdout(&planned));
 
+    // compact --out: the copy it makes first is counted too, then the passes on the copy.
+    let copy = tmp.path().join("copy");
+    let copied = run(&["compact", "--dir", path(&dir), "--out", path(&copy)], Some("5"));
+    let lines = progress_lines(&stderr(&copied), "compact", "read");
+    assert!(lines.iter().any(|l| l.stage == "copy for --out" && l.total.is_some()), "{lines:?}");
+
     let cleaned = run(&["clean", "--data-dir", path(&data), "--until-clean"], Some("5"));
     let err = stderr(&cleaned);
     assert!(err.lines().any(|l| l.starts_with("clean: 0 of 1 passes, ") && l.contains(" records, ")), "{err}");

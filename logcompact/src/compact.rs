@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use cleaner::{CleanStats, Cleaner, PassOptions};
 use log_core::{DirtySection, Format, Log, LogConfig, RecoveryReport};
 
-use crate::copy::{CopyError, copy_beside, place};
+use crate::copy::{CopyError, copy_beside_metered, place};
 use crate::dir::{OpenError, OpenedLog, open_writable, open_writable_copy_as};
 
 /// What to compact, and how.
@@ -167,7 +167,7 @@ pub fn compact_observed(
     // once every pass is done: a run killed at any moment leaves no target, and the next run starts over.
     let (dir, checkpoint) = match &req.out {
         Some(out) => {
-            let unplaced = copy_beside(&req.dir, req.format, out)?;
+            let unplaced = copy_beside_metered(&req.dir, req.format, out, cleaner.meter().map(|m| &**m))?;
             (unplaced.temp, Some(req.checkpoint.unwrap_or(unplaced.copied.checkpoint)))
         }
         None => (req.dir.clone(), req.checkpoint),

@@ -9,6 +9,7 @@
 //! and which the next run on the target removes once that process is gone (a rerun starts over). Two runs on
 //! one target cannot both win: the rename of the second fails once the target holds the first's copy.
 
+use log_core::progress::Meter;
 use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -147,6 +148,22 @@ fn remove_stale_copies(target: &Path) {
 /// # Errors
 /// [`CopyError`]; the temporary directory is removed then.
 pub fn copy_beside(source: &Path, format: Format, target: &Path) -> Result<Unplaced, CopyError> {
+    copy_beside_metered(source, format, target, None)
+}
+
+/// The stage a [`Meter`] shows while [`copy_beside_metered`] copies the segments.
+pub const STAGE_COPY: &str = "copy for --out";
+
+/// As [`copy_beside`], counting the segment bytes copied on `meter` (a stage of the log's segment bytes).
+///
+/// # Errors
+/// As [`copy_beside`].
+pub fn copy_beside_metered(
+    source: &Path,
+    format: Format,
+    target: &Path,
+    meter: Option<&Meter>,
+) -> Result<Unplaced, CopyError> {
     check_target(source, format, target)?;
     // A copy of the metadata log would be a cleaned metadata log one rename away from the broker's.
     storage_file::refuse_metadata_log(source)
@@ -165,10 +182,15 @@ pub fn copy_beside(source: &Path, format: Format, target: &Path) -> Result<Unpla
             }
             Format::Kafka => kafka_name(base, SegmentFile::Log, Stage::Live),
         };
-        for s in snapshot.closed() {
-            bytes += write_from(s.source(), s.size(), &temp.join(live(s.base())))?;
+        if let Some(m) = meter {
+            let total = snapshot.closed().iter().map(|s| s.size()).sum::<u64>() + snapshot.active_len();
+            m.begin(STAGE_COPY, Some(total));
         }
-        bytes += write_from(snapshot.active_source(), snapshot.active_len(), &temp.join(live(snapshot.active_base())))?;
+        for s in snapshot.closed() {
+            bytes += write_from(s.source(), s.size(), &temp.join(live(s.base())), meter)?;
+        }
+        let active = temp.join(live(snapshot.active_base()));
+        bytes += write_from(snapshot.active_source(), snapshot.active_len(), &active, meter)?;
         match format {
             Format::Native => {
                 // Hints are rebuilt by the copy's first open; the checkpoint goes with the records.
@@ -244,8 +266,8 @@ fn copy_kafka_files(source: &Path, temp: &Path, snapshot: &log_core::LogSnapshot
     Ok(())
 }
 
-/// Writes the first `len` bytes of `source` to `path`, synced; returns `len`.
-fn write_from(source: &SegmentSource, len: u64, path: &Path) -> Result<u64, CopyError> {
+/// Writes the first `len` bytes of `source` to `path`, synced, counting them on `meter`; returns `len`.
+fn write_from(source: &SegmentSource, len: u64, path: &Path, meter: Option<&Meter>) -> Result<u64, CopyError> {
     let mut out = fs::File::create(path).map_err(io_at(path))?;
     let mut buf = vec![0u8; (1 << 20).min(usize::try_from(len).unwrap_or(usize::MAX)).max(1)];
     let mut at = 0;
@@ -254,6 +276,9 @@ fn write_from(source: &SegmentSource, len: u64, path: &Path) -> Result<u64, Copy
         source.read_at(at, &mut buf[..n]).map_err(io_at(path))?;
         out.write_all(&buf[..n]).map_err(io_at(path))?;
         at += n as u64;
+        if let Some(m) = meter {
+            m.add(n as u64, 0);
+        }
     }
     out.sync_all().map_err(io_at(path))?;
     Ok(len)
