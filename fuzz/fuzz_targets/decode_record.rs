@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use log_core::codec::{EncodeFields, FRAME_HEADER_BYTES, decode, encode};
+use log_core::codec::{FRAME_HEADER_BYTES, decode, encode_ref_with_horizon};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else { return };
@@ -17,16 +17,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let Ok((rec, len)) = decode(&frame) else { return };
     assert!(len <= frame.len());
-    let fields = EncodeFields {
-        offset: rec.offset,
-        timestamp: rec.timestamp,
-        key: rec.key,
-        value: rec.value,
-        delete_horizon: rec.delete_horizon,
-    };
     let mut out = Vec::new();
     // A frame whose body sits at the limit without a horizon cannot be re-encoded (8 bytes stay reserved).
-    if encode(&fields, rec.headers(), &mut out).is_ok() {
+    if encode_ref_with_horizon(&rec, rec.delete_horizon, &mut out).is_ok() {
         assert_eq!(&out[..], &frame[..len], "decode then encode changed the frame");
     }
 });
