@@ -354,3 +354,23 @@ fn a_topic_whose_policy_nothing_gives_is_not_compacted_on_a_guess() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains("as --cleanup-policy says"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_cleanup_policy_an_earlier_clean_saved_is_an_instruction_not_the_topics_own_setting() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let log_dir = tmp.path().join("kafka-logs");
+    common::kafka_partition(&log_dir.join("orders-0"), 50, 4, 3, 20);
+    let out = logcompact(
+        &["clean", "--format", "kafka", "--data-dir", path(&log_dir), "--until-clean", "--cleanup-policy", "compact"],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // A partition the saved flag covers: compacted as that flag asked, said so, and records without a key would be
+    // kept (the topic's own policy is still unknown: only the broker's metadata or a settings file gives it).
+    let later = log_dir.join("orders-1");
+    common::kafka_partition(&later, 50, 4, 3, 20);
+    let out = logcompact(&["compact", "--format", "kafka", "--dir", path(&later), "--until-clean"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("as the saved --cleanup-policy says"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("nothing here gives its cleanup.policy"), "{}", stderr(&out));
+}

@@ -126,14 +126,17 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
     // not Kafka's default for a topic (delete); judged without this command's --cleanup-policy, which says what
     // to do, not what the topic is.
     let topic = topic_of(&a.dir);
+    // A --cleanup-policy an earlier `clean` saved is such an instruction too, not the topic's own setting.
     let mut own_layers = layers.clone();
     own_layers.flags.remove("cleanup.policy");
+    let saved_ask = own_layers.saved.flags.remove("cleanup.policy");
+    let asked = a.cleanup_policy.is_some() || saved_ask.is_some();
     let own = own_layers.resolve_all(&topic).map_err(|e| Failure::Usage(e.to_string()))?;
     let policy_from = own.sources.get("cleanup.policy").cloned().unwrap_or_default();
     let known = !["default", "Kafka's default for a topic"].contains(&policy_from.as_str());
     let mut drop_invalid = a.drop_invalid;
     if format == log_core::Format::Kafka {
-        if !resolved.settings.cleanup_policy.compacts() && (known || a.cleanup_policy.is_some()) {
+        if !resolved.settings.cleanup_policy.compacts() && (known || asked) {
             return Err(Failure::Usage(format!(
                 "{}: {}; give --cleanup-policy compact to compact it anyway",
                 a.dir.display(),
@@ -143,7 +146,7 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
         if known && own.settings.cleanup_policy.compacts() {
             // Kafka's cleaner drops records without a key in a compacted topic.
             drop_invalid = true;
-        } else if a.cleanup_policy.is_none() {
+        } else if !asked {
             // Compacting a `delete` topic loses every record but each key's latest: never on a guess.
             let why = layers.broker_notice.clone().unwrap_or_default();
             return Err(Failure::Usage(format!(
@@ -159,9 +162,10 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
             } else {
                 "nothing here gives its cleanup.policy".into()
             };
+            let flag = if a.cleanup_policy.is_some() { "--cleanup-policy" } else { "the saved --cleanup-policy" };
             crate::out::diag!(
-                "note: compacting topic {topic} as --cleanup-policy says ({theirs}); Kafka's defaults for what no \
-                 flag gives; records without a key are kept unless --drop-invalid"
+                "note: compacting topic {topic} as {flag} says ({theirs}); Kafka's defaults for what no flag gives; \
+                 records without a key are kept unless --drop-invalid"
             );
         }
     }
