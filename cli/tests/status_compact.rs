@@ -79,3 +79,66 @@ fn a_log_compacted_outside_a_data_directory_leaves_no_status_file_beside_it() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!tmp.path().join("cleaner-status.json").exists(), "nothing written beside the partition");
 }
+
+/// Each log's `passes` in `status --json` of the native data directory `dir`.
+fn passes_of(dir: &std::path::Path) -> std::collections::BTreeMap<String, u64> {
+    let out = logcompact(&["status", "--data-dir", path(dir), "--json"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
+    let logs = json["status"]["logs"].as_array().expect("logs");
+    logs.iter().map(|l| (l["name"].as_str().expect("name").to_owned(), l["passes"].as_u64().expect("passes"))).collect()
+}
+
+#[test]
+fn compacts_running_side_by_side_in_one_data_directory_lose_none_of_each_others_passes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    let names: Vec<String> = (0..6).map(|i| format!("log{i}")).collect();
+    let append = |name: &str, seed: u32| {
+        let seed = seed.to_string();
+        let log = dir.join(name);
+        let args = ["gen", "--dir", path(&log), "--records", "2000", "--keys", "40", "--segment-bytes", "16KiB"];
+        let out = logcompact(&[&args[..], &["--seed", &seed]].concat(), "");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    };
+    for name in &names {
+        append(name, 1);
+    }
+    let out = logcompact(&["clean", "--data-dir", path(&dir), "--until-clean"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let before = passes_of(&dir);
+    let rounds = 3;
+    for round in 0..rounds {
+        for name in &names {
+            append(name, 2 + round);
+        }
+        // One pass each, all at once: every one reads, changes and renames the same status file.
+        let children: Vec<_> = names
+            .iter()
+            .map(|name| {
+                std::process::Command::new(common::bin())
+                    .args(["compact", "--dir", path(&dir.join(name))])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("spawn")
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().expect("wait");
+            assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(out.stderr.is_empty(), "no warning: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    let after = passes_of(&dir);
+    for name in &names {
+        assert_eq!(after[name], before[name] + u64::from(rounds), "{name}: {before:?} -> {after:?}");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .expect("read_dir")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

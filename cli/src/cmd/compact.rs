@@ -220,8 +220,11 @@ fn compact(
     let name = dir.display().to_string();
     // A failure to print stops the passes; it is what the command reports.
     let mut output_failed = None;
+    // The passes made so far, so that those before a failing one are still counted in the status.
+    let mut made: Vec<cleaner::CleanStats> = Vec::new();
     let each = |stats: &cleaner::CleanStats| -> Result<(), cleaner::Error> {
         pass += 1;
+        made.push(stats.clone());
         let printed = progress.suspend(|| {
             if json {
                 crate::out::print_json(stats)
@@ -247,6 +250,9 @@ fn compact(
     };
     let result = logcompact::compact_observed(request, &mut cleaner, opened, each);
     progress.finish();
+    if result.is_err() && request.out.is_none() {
+        record_passes(&dir, request.format, &made);
+    }
     if let Some(f) = output_failed {
         return Err(f);
     }
@@ -286,6 +292,13 @@ fn record_passes(dir: &Path, format: log_core::Format, passes: &[cleaner::CleanS
         ended_ms,
         last.total_seconds,
     );
+    if let Ok(logcompact::datadir::status_file::Recorded::LeftToLiveRun) = recorded {
+        crate::out::diag!(
+            "note: a running `logcompact clean` keeps {}: these {} pass(es) are not counted there",
+            logcompact::datadir::status_file::path(data_dir).display(),
+            passes.len()
+        );
+    }
     if let Err(e) = recorded {
         crate::out::diag!(
             "warning: the passes are done, but {} could not record them: {e}",

@@ -84,7 +84,8 @@ pub fn write(data_dir: &Path, file: &StatusFile) -> std::io::Result<()> {
     // A log's last clean outlives the run that did it: a later run that has not cleaned it yet keeps the
     // time (and duration) of the last clean the file recorded.
     let mut file = file.clone();
-    if let Ok(Some(previous)) = read(data_dir) {
+    // An unreadable file is left as it is (its counts are not ours to drop): the caller warns.
+    if let Some(previous) = read(data_dir).map_err(std::io::Error::other)? {
         for log in file.status.logs.iter_mut().filter(|l| l.last_clean_ms.is_none()) {
             if let Some(old) = previous.status.logs.iter().find(|o| o.name == log.name) {
                 log.last_clean_ms = old.last_clean_ms;
@@ -95,7 +96,7 @@ pub fn write(data_dir: &Path, file: &StatusFile) -> std::io::Result<()> {
         // earlier run (or of `compact`) adds its own passes to it.
         file.passes_before = previous.passes_before.clone();
         file.last_compactions = previous.last_compactions.clone();
-        if (previous.pid, previous.pid_start) != (file.pid, file.pid_start) {
+        if (previous.pid, previous.pid_start, previous.started_ms) != (file.pid, file.pid_start, file.started_ms) {
             for log in &previous.status.logs {
                 *file.passes_before.entry(log.name.clone()).or_default() += log.passes;
             }
@@ -128,13 +129,22 @@ pub enum Recorded {
     NotADataDirectory,
 }
 
+/// How long [`record_compaction`] waits for another process's hold on the data directory (another `compact`
+/// recording its passes takes milliseconds) before it gives up with a warning.
+const RECORD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Records `passes` made by `compact` on the log `name` of `data_dir`, the last ending at `ended_ms` after
 /// `secs` seconds, so that `status` counts them beside `clean`'s. Written where a status file already is or
 /// in a broker's log directory (one holding `meta.properties`), never elsewhere: a log compacted outside any
 /// data directory leaves no file beside it.
 ///
+/// The read, the change and the rename happen under an exclusive `flock` on `data_dir` itself (the lock a
+/// native `clean` holds for its whole run), so two `compact` runs on logs of one data directory never lose
+/// each other's counts; a live `clean` keeps the file ([`Recorded::LeftToLiveRun`]).
+///
 /// # Errors
-/// The I/O error, or an unreadable status file (left as it is), for a warning: the status is a report.
+/// The I/O error, a data directory held past [`RECORD_WAIT`], or an unreadable status file (left as it is),
+/// for a warning: the status is a report.
 pub fn record_compaction(
     data_dir: &Path,
     name: &str,
@@ -143,6 +153,26 @@ pub fn record_compaction(
     ended_ms: i64,
     secs: f64,
 ) -> std::io::Result<Recorded> {
+    let held = std::fs::File::open(data_dir)?;
+    let deadline = std::time::Instant::now() + RECORD_WAIT;
+    loop {
+        match held.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) => {
+                if matches!(read(data_dir), Ok(Some(f)) if f.writer_alive()) {
+                    return Ok(Recorded::LeftToLiveRun);
+                }
+                if std::time::Instant::now() >= deadline {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::WouldBlock,
+                        format!("another process has held {} for {} s", data_dir.display(), RECORD_WAIT.as_secs()),
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+    }
     let previous = read(data_dir).map_err(std::io::Error::other)?;
     let mut file = match previous {
         Some(f) if f.writer_alive() => return Ok(Recorded::LeftToLiveRun),
@@ -233,5 +263,28 @@ mod tests {
         let pid = child.id();
         child.wait().expect("wait");
         assert!(!file(pid, None).writer_alive());
+    }
+
+    #[test]
+    fn an_unreadable_status_file_is_left_as_it_is_never_written_over() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(path(dir.path()), b"{ not json").expect("write");
+        let file = StatusFile {
+            version: VERSION,
+            pid: std::process::id(),
+            pid_start: None,
+            mode: "once".into(),
+            format: log_core::Format::Native,
+            started_ms: 0,
+            running: false,
+            status: ManagerStatus::default(),
+            sources: BTreeMap::new(),
+            passes_before: BTreeMap::new(),
+            last_compactions: BTreeMap::new(),
+        };
+        assert!(write(dir.path(), &file).is_err(), "the caller warns");
+        let recorded = record_compaction(dir.path(), "log", log_core::Format::Native, 1, 0, 0.1);
+        assert!(recorded.is_err(), "the caller warns");
+        assert_eq!(std::fs::read(path(dir.path())).expect("read"), b"{ not json", "its counts are kept");
     }
 }
