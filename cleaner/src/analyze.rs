@@ -73,8 +73,8 @@ pub struct Analysis {
     #[serde(flatten)]
     pub transactions: Transactions,
     /// The largest record of a compressed batch by its decoded size, which Kafka bounds by the topic's
-    /// `max.decompressed.message.bytes` (its cleaner fails a partition holding a larger one); `None` when no
-    /// batch is compressed.
+    /// `max.decompressed.message.bytes` (its cleaner fails a partition holding a larger one), among the records
+    /// a pass would decode now (below the first uncleanable offset); `None` when none of them is compressed.
     pub largest_compressed_record: Option<log_core::check::RecordSize>,
     /// What a pass leaves alone, and why.
     pub notes: Vec<String>,
@@ -198,6 +198,22 @@ pub const STAGE_COUNT: &str = "counting";
 /// The most memory the dry run's exact map takes.
 pub const DRY_RUN_BYTES: usize = 1 << 30;
 
+/// About the bytes [`analyze`] reads of `log` with `options` at `now_ms`, for a meter's total where several
+/// logs share one: the count scan reads the whole log; where anything is dirty, the key replay and the dry
+/// run's first pass read the dirty section and its second pass the closed segments up to it. An upper bound
+/// where the dry run's map fills (its pass then stops early).
+#[must_use]
+pub fn bytes_to_read(log: &Log, options: &PassOptions, now_ms: i64) -> u64 {
+    let snapshot = log.snapshot();
+    let all = snapshot.closed().iter().map(|s| s.size()).sum::<u64>() + snapshot.active_len();
+    let section =
+        log_core::DirtySection::of(&snapshot, log.cleaner_checkpoint(), now_ms, options.min_compaction_lag_ms);
+    if section.dirty_bytes == 0 {
+        return all;
+    }
+    all + section.clean_bytes + 3 * section.dirty_bytes
+}
+
 /// Analyzes `log` (open read-only, or not): one scan for the counts, one read of the dirty section for the
 /// keys (each map replayed in `budget`), and a dry run of a full compaction with an exact map of at most
 /// [`DRY_RUN_BYTES`] (beyond, a first pass's figures, said in the notes); each read a stage of `meter` when
@@ -276,7 +292,10 @@ pub fn analyze(
                     let rec = rec.map_err(corrupt)?;
                     a.records += 1;
                     let bytes = rec.body_bytes as u64;
-                    if compressed && a.largest_compressed_record.as_ref().is_none_or(|l| bytes > l.bytes) {
+                    // Only what a pass now decodes: a record at or past the first uncleanable offset (the active
+                    // segment's, one held back) fails no pass yet.
+                    let cleanable = rec.offset < section.first_uncleanable_offset;
+                    if compressed && cleanable && a.largest_compressed_record.as_ref().is_none_or(|l| bytes > l.bytes) {
                         let largest = log_core::check::RecordSize { file: name.to_owned(), offset: rec.offset, bytes };
                         a.largest_compressed_record = Some(largest);
                     }

@@ -80,3 +80,30 @@ fn advise_sizes_the_section_a_pass_would_take_under_the_topics_lag() {
     let out = logcompact(&["advise", "--keys", "1000", "--metadata-dir", path(tmp.path())], "");
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+#[test]
+fn a_large_record_no_pass_decodes_yet_fails_nothing() {
+    // Every compressed batch in the active segment: no pass reads it until it is sealed.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let part = tmp.path().join("kafka-logs").join("orders-0");
+    let spec = common::PartitionSpec {
+        keys: 20,
+        segments: 1,
+        batches: 10,
+        per_batch: 5,
+        tombstone_every: 0,
+        mixed_codecs: true,
+    };
+    common::write_kafka_partition(&part, &spec);
+    let conf = tmp.path().join("topics.conf");
+    std::fs::write(&conf, "[orders]\ncleanup.policy = compact\nmax.decompressed.message.bytes = 10\n")
+        .expect("settings");
+    let args = ["analyze", "--format", "kafka", "--dir", path(&part), "--config", path(&conf)];
+    let out = logcompact(&args, "");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(!text.contains("max.decompressed.message.bytes ("), "{text}");
+    let out = logcompact(&[&args[..], &["--json"]].concat(), "");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(v["largest_compressed_record"].is_null(), "{v}");
+}

@@ -187,6 +187,19 @@ fn check_gen_repair_and_clean_show_progress_too() {
         |l: &str| l.split_once(" logs, ").is_some_and(|(_, rest)| rest.contains(" of ") && rest.contains(" read, "));
     assert!(err.lines().any(|l| l.starts_with("check: 0 of 1 logs, ") && of_bytes(l) && l.contains(" left")), "{err}");
 
+    // analyze reads a data directory's logs several times (counts, keys, a dry run): its total is what it
+    // reads, so the line is not stuck at the total while most of the work is still to do.
+    let analyzed = run(&["analyze", "--format", "native", "--data-dir", path(&data)], Some("5"));
+    let err = stderr(&analyzed);
+    let read: Vec<(f64, f64)> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("analyze: ")?.split(", ").find(|p| p.ends_with(" read")))
+        .filter_map(|p| p.strip_suffix(" read")?.split_once(" of ").map(|(d, t)| (size(d), size(t))))
+        .collect();
+    assert!(read.len() >= 3, "{err}");
+    let at_total = read.iter().filter(|(done, total)| done >= total).count();
+    assert!(at_total <= 1, "{at_total} of {} lines at their total: {err}", read.len());
+
     // repair's plan reads every segment: its bytes counted against the log's.
     let planned = run(&["repair", "--dir", path(&dir)], Some("5"));
     let lines = progress_lines(&stderr(&planned), "repair", "read");

@@ -91,19 +91,31 @@ pub fn analyze_dir(
     let found = discover(data_dir, format)?;
     let mut out = DirAnalysis { ignored: found.ignored.clone(), ..DirAnalysis::default() };
     let now = log_core::now_ms();
+    // The bytes to read: until a log is opened, the most its analysis can read (four times its segment bytes:
+    // all of it dirty), then what it reads of it (the count scan, and the key replay and dry run of its dirty
+    // section), so that the total only comes down as the logs are opened.
+    let mut sizes: Vec<u64> = found.logs.iter().map(|f| crate::dir::segment_bytes(&f.dir).saturating_mul(4)).collect();
+    let set_total = |sizes: &[u64]| {
+        if let Some(m) = meter {
+            m.set_bytes_total(Some(sizes.iter().sum()));
+        }
+    };
     if let Some(m) = meter {
         m.set_items("logs", Some(found.logs.len() as u64));
-        m.set_bytes_total(Some(found.logs.iter().map(|f| crate::dir::segment_bytes(&f.dir)).sum()));
     }
-    for f in &found.logs {
+    set_total(&sizes);
+    for (i, f) in found.logs.iter().enumerate() {
         // Whatever becomes of it, the log is done when this iteration ends.
         let _done = meter.map(|m| ItemDone(m));
         let resolved = layers.resolve(&f.settings_name)?;
         let opened = match open_read_only(&f.dir, format) {
             Ok(o) => o,
-            Err(OpenError::NotALog { .. }) => continue,
             Err(e) => {
-                out.unreadable.push((f.name.clone(), e.to_string()));
+                sizes[i] = 0;
+                set_total(&sizes);
+                if !matches!(e, OpenError::NotALog { .. }) {
+                    out.unreadable.push((f.name.clone(), e.to_string()));
+                }
                 continue;
             }
         };
@@ -111,6 +123,8 @@ pub fn analyze_dir(
         // The pass the cleaner would run, with every setting of the topic (its max.decompressed.message.bytes
         // included: a record over it shows here as the pass's failure).
         let options = settings.as_ref().map_or_else(PassOptions::default, |s| s.pass_options(false));
+        sizes[i] = cleaner::analyze::bytes_to_read(&opened.log, &options, now);
+        set_total(&sizes);
         let lag = options.min_compaction_lag_ms;
         let source = opened.checkpoint_source.clone();
         let (a, groups) = match crate::analyze::analyze_opened(&opened, format, source, budget, options, meter) {
