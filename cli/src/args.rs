@@ -166,12 +166,24 @@ pub struct BrokerArgs {
 }
 
 impl BrokerArgs {
-    /// Where the library looks for the broker's settings.
-    pub fn source(&self) -> logcompact::datadir::BrokerSource {
-        logcompact::datadir::BrokerSource {
+    /// Where the library looks for the broker's settings of logs of `format`.
+    ///
+    /// # Errors
+    /// [`Failure::Usage`] for either flag with the native format, which has no broker to read (never ignored).
+    pub fn source(&self, format: log_core::Format) -> Result<logcompact::datadir::BrokerSource, Failure> {
+        let given =
+            [("--metadata-dir", self.metadata_dir.is_some()), ("--broker-config", self.broker_config.is_some())];
+        if format == log_core::Format::Native
+            && let Some((flag, _)) = given.iter().find(|(_, set)| *set)
+        {
+            return Err(Failure::Usage(format!(
+                "{flag} reads a Kafka broker's settings of its topics: it goes with --format kafka"
+            )));
+        }
+        Ok(logcompact::datadir::BrokerSource {
             metadata_dir: self.metadata_dir.clone(),
             server_properties: self.broker_config.clone(),
-        }
+        })
     }
 }
 

@@ -54,6 +54,13 @@ fn flags_that_cannot_apply_are_refused_naming_them_and_change_nothing() {
             "at least 0",
         ),
         (vec!["clean", "--data-dir", path(&data), "--until-clean", "--backoff-ms", "5000"], "--backoff-ms"),
+        // A broker's settings with the native format: there is no broker to read.
+        (vec!["compact", "--dir", n, "--metadata-dir", k], "--metadata-dir reads a Kafka broker's settings"),
+        (vec!["advise", "--dir", n, "--broker-config", k], "--broker-config reads a Kafka broker's settings"),
+        (vec!["analyze", "--format", "native", "--dir", n, "--metadata-dir", k], "--metadata-dir reads"),
+        (vec!["analyze", "--format", "native", "--data-dir", path(&data), "--metadata-dir", k], "--metadata-dir reads"),
+        (vec!["status", "--data-dir", path(&data), "--metadata-dir", k], "--metadata-dir reads"),
+        (vec!["clean", "--data-dir", path(&data), "--until-clean", "--broker-config", k], "--broker-config reads"),
         // Kafka's segment.bytes is an int: a 3 GiB segment would get negative index positions.
         (
             vec!["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", k, "--segment-bytes", "3GiB"],

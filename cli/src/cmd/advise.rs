@@ -65,7 +65,7 @@ pub fn run(a: &AdviseArgs) -> Result<(), Failure> {
             crate::mistakes::one_log(dir, format, "advise", None)?;
             // The topic's settings as a pass resolves them: the lag bounds the section the pass would map.
             let (resolved, layers) =
-                logcompact::datadir::settings_of(dir, format, a.config.as_deref(), &[], &a.broker.source())
+                logcompact::datadir::settings_of(dir, format, a.config.as_deref(), &[], &a.broker.source(format)?)
                     .map_err(|e| Failure::from_data_dir(&e))?;
             tell_broker_notice(&layers);
             Source::Dir {

@@ -92,7 +92,7 @@ fn check_data_dir(data_dir: &Path, a: &CheckArgs, rate: Option<Arc<ReadRate>>) -
     let options = DirCheckOptions {
         modified_since: a.modified_since,
         rate,
-        broker: a.broker.source(),
+        broker: a.broker.source(format)?,
         config: a.config.clone(),
         meter: Some(Arc::clone(&meter)),
     };
@@ -220,9 +220,12 @@ fn check_kafka(dir: &Path, rate: Option<&Arc<ReadRate>>, a: &CheckArgs) -> Resul
     });
     match checked {
         Ok(mut report) => {
-            if let Some(note) =
-                logcompact::check::predict_for_partition(dir, &mut report, a.config.as_deref(), &a.broker.source())
-            {
+            if let Some(note) = logcompact::check::predict_for_partition(
+                dir,
+                &mut report,
+                a.config.as_deref(),
+                &a.broker.source(log_core::Format::Kafka)?,
+            ) {
                 crate::out::diag!("note: {note}");
             }
             for n in &report.notices {

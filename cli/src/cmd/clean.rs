@@ -103,9 +103,14 @@ pub fn run(a: &CleanArgs) -> Result<(), Failure> {
         return Err(Failure::Usage("--now-ms fixes the clock, so it goes with --until-clean, not --watch".into()));
     }
     let format = a.format.into();
-    let layers =
-        logcompact::datadir::layers(&a.data_dir, format, a.config.as_deref(), &a.settings.flags(), &a.broker.source())
-            .map_err(|e| Failure::from_data_dir(&e))?;
+    let layers = logcompact::datadir::layers(
+        &a.data_dir,
+        format,
+        a.config.as_deref(),
+        &a.settings.flags(),
+        &a.broker.source(format)?,
+    )
+    .map_err(|e| Failure::from_data_dir(&e))?;
     tell_broker_notice(&layers);
     let request = CleanRequest {
         data_dir: a.data_dir.clone(),

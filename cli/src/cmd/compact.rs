@@ -120,7 +120,7 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
     ];
     let flags: Vec<(&str, String, &str)> = given.into_iter().filter_map(|(s, v, f)| v.map(|v| (s, v, f))).collect();
     let (resolved, layers) =
-        logcompact::datadir::settings_of(&a.dir, format, a.config.as_deref(), &flags, &a.broker.source())
+        logcompact::datadir::settings_of(&a.dir, format, a.config.as_deref(), &flags, &a.broker.source(format)?)
             .map_err(|e| Failure::from_data_dir(&e))?;
     // Known: the topic's own settings give the policy (the broker's metadata, saved settings, a settings file),
     // not Kafka's default for a topic (delete); judged without this command's --cleanup-policy, which says what

@@ -50,9 +50,14 @@ pub struct StatusArgs {
 /// As [`status`].
 pub fn run(a: &StatusArgs) -> Result<(), Failure> {
     crate::mistakes::data_dir(&a.data_dir, a.format.into(), "status", "analyze")?;
-    let layers =
-        datadir::layers(&a.data_dir, a.format.into(), a.config.as_deref(), &a.settings.flags(), &a.broker.source())
-            .map_err(|e| Failure::from_data_dir(&e))?;
+    let layers = datadir::layers(
+        &a.data_dir,
+        a.format.into(),
+        a.config.as_deref(),
+        &a.settings.flags(),
+        &a.broker.source(a.format.into())?,
+    )
+    .map_err(|e| Failure::from_data_dir(&e))?;
     tell_broker_notice(&layers);
     status(&a.data_dir, a.format.into(), &layers, a.json)
 }
