@@ -82,6 +82,12 @@ fn a_log_directory_at_a_glance_sorted_by_what_compaction_reclaims() {
         total.contains("reclaimable by the cleaner") && total.contains("not counted: 1 log the cleaner leaves alone"),
         "{total}"
     );
+    // Its share is of the compacted logs' bytes, not of the delete topic's too.
+    let compacted: u64 = rows.iter().filter(|r| r["compacted"] == true).map(|r| r["bytes"].as_u64().unwrap_or(0)).sum();
+    let reclaimable: u64 =
+        rows.iter().filter(|r| r["compacted"] == true).map(|r| r["reclaimable_bytes"].as_u64().unwrap_or(0)).sum();
+    let share = format!("({:.1}% of the ", reclaimable as f64 * 100.0 / compacted as f64);
+    assert!(total.contains(&share), "{share} in {total}");
     // --checkpoint names one log's offset: it cannot apply to a directory of them.
     let refused = logcompact(&["analyze", "--data-dir", path(&root), "--checkpoint", "3"], "");
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));

@@ -332,17 +332,17 @@ fn analyze_data_dir(
             bytes(found.not_compacted_reclaimable_bytes)
         )
     };
+    // The share is of the logs the cleaner takes: those it leaves alone reclaim nothing.
+    let compacted_bytes: u64 = found.logs.iter().filter(|r| r.compacted).map(|r| r.bytes).sum();
+    let share =
+        if compacted_bytes == 0 { 0.0 } else { found.total_reclaimable_bytes as f64 * 100.0 / compacted_bytes as f64 };
+    let of = if left_alone == 0 { String::new() } else { format!(" of the {} compacted", bytes(compacted_bytes)) };
     writeln!(
         out,
-        "total: {}, {}, {} reclaimable by the cleaner ({:.1}%){apart}",
+        "total: {}, {}, {} reclaimable by the cleaner ({share:.1}%{of}){apart}",
         count(found.logs.len() as u64, "log", "logs"),
         bytes(found.total_bytes),
         bytes(found.total_reclaimable_bytes),
-        if found.total_bytes == 0 {
-            0.0
-        } else {
-            found.total_reclaimable_bytes as f64 * 100.0 / found.total_bytes as f64
-        }
     )
     .map_err(failed)
 }
