@@ -41,6 +41,7 @@ pub mod map;
 mod pass;
 mod pass1;
 mod pass2;
+mod pass2_split;
 pub mod settings;
 mod stats;
 pub mod summary;

@@ -516,6 +516,10 @@ impl Cleaner {
         cx: &CopyContext<'_>,
     ) -> Result<(Vec<Replacement>, CopyCounts)> {
         self.begin(STAGE_COPY, groups.iter().flatten().map(|s| s.size()).sum());
+        if self.config.threads > 1 && groups.len() < self.config.threads {
+            // Fewer groups than threads: each group's segments are judged on all of them, one group at a time.
+            return self.copy_groups_split(cleaning, groups, cx);
+        }
         let threads = self.config.threads.min(groups.len()).max(1);
         let next = AtomicUsize::new(0);
         let work = || -> Result<ThreadCopies> {
@@ -553,6 +557,27 @@ impl Cleaner {
         }
         all.sort_by_key(|(i, _)| *i);
         Ok((all.into_iter().map(|(_, r)| r).collect(), counts))
+    }
+
+    /// Pass 2 over every group in turn, each on all the cleaner's threads
+    /// ([`crate::pass2_split::copy_group_split`]). Returns the replacements in base order.
+    fn copy_groups_split(
+        &self,
+        cleaning: &Cleaning<'_>,
+        groups: &[Vec<Arc<SealedSegment>>],
+        cx: &CopyContext<'_>,
+    ) -> Result<(Vec<Replacement>, CopyCounts)> {
+        let mut all = Vec::new();
+        let mut counts = CopyCounts::default();
+        let mut bufs = Buffers::default();
+        let pace = || self.pace();
+        for group in groups {
+            let threads = self.config.threads;
+            let copied =
+                crate::pass2_split::copy_group_split(cleaning, group, threads, cx, &mut bufs, &mut counts, &pace)?;
+            all.extend(copied);
+        }
+        Ok((all, counts))
     }
 
     fn record_map_stats(&self, stats: &mut CleanStats, gets: Probes) {

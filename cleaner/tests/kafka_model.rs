@@ -392,6 +392,7 @@ proptest! {
         checkpoint_share in 0u8..3,
         merge_segments in any::<bool>(),
         young_from in prop::option::weighted(0.3, 0i64..3000),
+        threads in 1usize..4,
     ) {
         // min.compaction.lag.ms such that batches written after `young_from` ms are too young to clean.
         let lag = young_from.map_or(0, |y| NOW - (1_700_000_000_000 + y));
@@ -405,7 +406,8 @@ proptest! {
         let config = LogConfig { segment_bytes: 1 << 30, ..LogConfig::default() };
         let log = Log::open_kafka(Arc::clone(&source), config, CheckpointFile::Memory).expect("open");
         log.set_cleaner_checkpoint(first_dirty as u64);
-        let cleaner_config = CleanerConfig { map, dedupe_buffer_bytes: buffer, ..CleanerConfig::default() };
+        // Several threads: a group's segments are judged on all of them and written in order by one.
+        let cleaner_config = CleanerConfig { map, dedupe_buffer_bytes: buffer, threads, ..CleanerConfig::default() };
         let mut cleaner = Cleaner::new(cleaner_config, Arc::new(ManualClock::new(NOW))).expect("map");
         let options = PassOptions {
             delete_retention_ms: RETENTION,

@@ -264,13 +264,18 @@ fn append(log: &Log, model: &mut Model, key: Option<u8>, value: Option<u8>) {
 
 /// A cleaner with `map` in the smallest budget that holds `keys` keys of the model's one-byte keys.
 pub fn cleaner_for(map: MapKind, keys: usize, clock: &Arc<ManualClock>) -> Cleaner {
+    cleaner_on_threads(map, keys, clock, 1)
+}
+
+/// [`cleaner_for`] with `threads` copy threads (each group's segments judged on all of them).
+pub fn cleaner_on_threads(map: MapKind, keys: usize, clock: &Arc<ManualClock>, threads: usize) -> Cleaner {
     // The external pass holds any number of keys: its buffer is as many entries as the others hold keys (16
     // at least), so that small ones spill a run every few records.
     let bytes = match map {
         MapKind::External => keys.max(16) * cleaner::external::ENTRY_BYTES,
         _ => map.bytes_for(keys, 0.9, 1),
     };
-    let config = CleanerConfig { map, dedupe_buffer_bytes: bytes, ..CleanerConfig::default() };
+    let config = CleanerConfig { map, dedupe_buffer_bytes: bytes, threads, ..CleanerConfig::default() };
     Cleaner::new(config, Arc::clone(clock) as Arc<dyn cleaner::Clock>).expect("the budget holds the keys")
 }
 
@@ -280,6 +285,20 @@ pub fn cleaner_for(map: MapKind, keys: usize, clock: &Arc<ManualClock>) -> Clean
 /// # Panics
 /// When the log and the model disagree.
 pub fn run(harness: &dyn Harness, map: MapKind, ops: &[Op], segment_bytes: u64) -> Vec<Vec<(u64, Vec<MRec>)>> {
+    run_on_threads(harness, map, ops, segment_bytes, 1)
+}
+
+/// [`run`] with a cleaner of `threads` copy threads.
+///
+/// # Panics
+/// When the log and the model disagree.
+pub fn run_on_threads(
+    harness: &dyn Harness,
+    map: MapKind,
+    ops: &[Op],
+    segment_bytes: u64,
+    threads: usize,
+) -> Vec<Vec<(u64, Vec<MRec>)>> {
     let config = LogConfig { segment_bytes, index_interval_bytes: 64, sync: SyncPolicy::EveryAppend };
     let mut fixture = harness.fixture();
     let mut log = fixture.open_log(config.clone()).expect("open");
@@ -302,7 +321,7 @@ pub fn run(harness: &dyn Harness, map: MapKind, ops: &[Op], segment_bytes: u64) 
                 model.roll();
             }
             Op::Compact { purge, keys } => {
-                let mut cleaner = cleaner_for(map, keys, &clock);
+                let mut cleaner = cleaner_on_threads(map, keys, &clock, threads);
                 let capacity = cleaner.capacity();
                 let mut before = system_segments(&log);
                 let mut sizes = segment_sizes(&log);
@@ -370,8 +389,9 @@ pub fn run(harness: &dyn Harness, map: MapKind, ops: &[Op], segment_bytes: u64) 
     states
 }
 
-/// Runs `ops` with every map and checks that they leave the same log after every step, partial passes
-/// included (they hold the same number of keys, and the model's keys cannot collide in any of them); then
+/// Runs `ops` with every map (the first also with two copy threads) and checks that they leave the same log
+/// after every step, partial passes included (they hold the same number of keys, and the model's keys cannot
+/// collide in any of them); then
 /// with the external pass, which the model follows pass by pass as it follows the maps (its passes are never
 /// partial, so its log may differ from theirs between passes that theirs split).
 ///
@@ -384,6 +404,11 @@ pub fn run_every_map(harness: &dyn Harness, ops: &[Op], segment_bytes: u64) {
         for (i, (a, b)) in runs[0].1.iter().zip(states).enumerate() {
             assert_eq!(a, b, "{} and {map} differ after step {i} ({:?})", runs[0].0, ops[i]);
         }
+    }
+    // Two copy threads: a group's segments judged on both, written in order by one; the same log.
+    let split = run_on_threads(harness, runs[0].0, ops, segment_bytes, 2);
+    for (i, (a, b)) in runs[0].1.iter().zip(&split).enumerate() {
+        assert_eq!(a, b, "{} on two threads differs after step {i} ({:?})", runs[0].0, ops[i]);
     }
 }
 

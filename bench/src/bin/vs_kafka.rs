@@ -7,6 +7,8 @@
 //!
 //! `cargo run --release -p bench --bin vs-kafka -- [--records 2M] [--keys 250k] [--codecs none,lz4,gzip,zstd]
 //! [--maps compact,skimpy] [--dedupe-buffer 128MiB] [--segment-bytes 64MiB] [--rounds 2] [--threads 1] [--dir D] [--json]`
+//! (`--write-only --dir D`: only writes the partitions, `D/vs-<codec>/vs-0`, and keeps them: to profile a pass on
+//! them without Java).
 //!
 //! The partitions are written by `bench::kafka::write_partition` (100 records a batch of 16-byte keys and
 //! 100-byte values, about 12 KiB as a producer's default 16 KiB batches are, 1% tombstones), compressed as Kafka
@@ -24,8 +26,10 @@ const USAGE: &str = "vs-kafka: Kafka 4.4's own cleaner against ours, on the same
 
 usage: vs-kafka [--records 2M] [--keys 250k] [--codecs none,lz4,gzip,zstd,snappy] [--maps compact,skimpy]
                 [--dedupe-buffer 128MiB] [--segment-bytes 64MiB] [--rounds 2] [--threads 1] [--dir D] [--json]
+       vs-kafka --write-only --dir D [--records ...] [--keys ...] [--codecs ...] [--segment-bytes ...]
 
 --threads is ours: a pass's groups of segments copied in parallel (Kafka's cleaner runs a log on one thread).
+--write-only writes the partitions (D/vs-<codec>/vs-0) and keeps them, running no cleaner (no Java needed).
 
 Needs Java 17 and Maven (Kafka's jars are resolved from Maven Central into target/ once). Writes its partitions
 and copies under D (default: a new temporary directory), which it removes at the end.";
@@ -44,6 +48,7 @@ struct Args {
     threads: usize,
     dir: Option<PathBuf>,
     json: bool,
+    write_only: bool,
 }
 
 fn codec(name: &str) -> Result<Compression, String> {
@@ -62,6 +67,7 @@ fn parse() -> Result<Args, String> {
         threads: 1,
         dir: None,
         json: false,
+        write_only: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -72,6 +78,10 @@ fn parse() -> Result<Args, String> {
             }
             "--json" => {
                 a.json = true;
+                continue;
+            }
+            "--write-only" => {
+                a.write_only = true;
                 continue;
             }
             _ => {}
@@ -110,7 +120,23 @@ fn mib(b: u64) -> f64 {
     b as f64 / f64::from(1 << 20)
 }
 
+/// Writes each codec's partition under `dir` and keeps it.
+fn write_only(a: &Args, dir: &std::path::Path) -> Result<(), String> {
+    let keys = bench::Keys::new(usize::try_from(a.keys).map_err(|e| e.to_string())?, 16, 1);
+    for &codec in &a.codecs {
+        let target = dir.join(format!("vs-{}", codec.name())).join("vs-0");
+        let store = storage_file::FileStore::open(&target).map_err(|e| e.to_string())?;
+        bench::kafka::write_partition(&store, &keys, a.records, u64::MAX, codec, a.segment_bytes, 1)?;
+        println!("{}", target.display());
+    }
+    Ok(())
+}
+
 fn run(a: &Args) -> Result<(), String> {
+    if a.write_only {
+        let dir = a.dir.as_ref().ok_or("--write-only needs --dir: the partitions are kept there")?;
+        return write_only(a, dir);
+    }
     let kafka = kafka_interop::Kafka::get().ok_or("LOGCOMPACT_SKIP_KAFKA is set: there is no Kafka to run")?;
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let root = a.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
