@@ -236,8 +236,13 @@ mod tests {
 
     /// Cleans `log` until clean on `threads` threads; the passes' statistics.
     fn clean(log: &Log, threads: usize) -> Vec<crate::CleanStats> {
+        clean_in(log, threads, 1 << 20)
+    }
+
+    /// Cleans `log` until clean on `threads` threads with a map of `buffer` bytes; the passes' statistics.
+    fn clean_in(log: &Log, threads: usize, buffer: usize) -> Vec<crate::CleanStats> {
         let config =
-            CleanerConfig { map: MapKind::Compact, dedupe_buffer_bytes: 1 << 20, threads, ..CleanerConfig::default() };
+            CleanerConfig { map: MapKind::Compact, dedupe_buffer_bytes: buffer, threads, ..CleanerConfig::default() };
         let mut cleaner = crate::Cleaner::new(config, Arc::new(ManualClock::new(NOW))).expect("cleaner");
         let mut passes = Vec::new();
         let options = PassOptions { delete_retention_ms: 0, ..PassOptions::default() };
@@ -379,6 +384,24 @@ mod tests {
         assert_eq!(sizes(&split(&segs(2), 8)), vec![1, 1]);
         assert_eq!(sizes(&split(&segs(9), 1)), vec![9]);
         assert!(split(&[], 2).is_empty());
+    }
+
+    #[test]
+    fn passes_whose_map_fills_end_where_they_end_on_one_thread() {
+        // A map of about 12 keys: every pass stops at a refused key, inside a unit pass 1 reads ahead.
+        let buffer = MapKind::Compact.bytes_for(12, 0.9, 1);
+        for make in [native_log as fn() -> (Arc<dyn SegmentStore>, Log), kafka_log] {
+            let (one_store, one) = make();
+            let one_passes = clean_in(&one, 1, buffer);
+            assert!(one_passes.len() > 2 && one_passes[0].map_full, "{} passes", one_passes.len());
+            for threads in [2, 3] {
+                let (store, log) = make();
+                let passes = clean_in(&log, threads, buffer);
+                let ends = |p: &[crate::CleanStats]| p.iter().map(|s| s.end_offset).collect::<Vec<_>>();
+                assert_eq!(ends(&passes), ends(&one_passes), "{threads} threads");
+                assert_eq!(files(&*store), files(&*one_store), "{threads} threads");
+            }
+        }
     }
 
     #[test]
