@@ -35,7 +35,9 @@ fn bench_passes(c: &mut Criterion) {
         let prepared = Arc::new(storage_mem::MemStore::new());
         let config = LogConfig { segment_bytes: 16 << 20, ..LogConfig::default() };
         let bytes = {
-            let log = Log::open(Arc::clone(&prepared) as Arc<dyn SegmentStore>, config.clone()).expect("open");
+            let log =
+                Log::open(Arc::clone(&prepared) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config.clone()))
+                    .expect("open");
             workload.append_to(&log, 1_000, |_| {}).expect("append");
             log.roll().expect("roll");
             log.snapshot().closed().iter().map(|s| s.size()).sum::<u64>()
@@ -56,7 +58,7 @@ fn bench_passes(c: &mut Criterion) {
                                     _ => Arc::new(storage_file::FileStore::open(tmp.path()).expect("dir")),
                                 };
                                 copy_store(&*prepared, &*store);
-                                let log = Log::open(store, config.clone()).expect("open");
+                                let log = Log::open(store, log_core::OpenOptions::new(config.clone())).expect("open");
                                 let budget = map.bytes_for(keys as usize / divisor, 0.9, 16);
                                 let cc = CleanerConfig { map, dedupe_buffer_bytes: budget, ..CleanerConfig::default() };
                                 let mut cleaner = Cleaner::new(cc, Arc::new(SystemClock)).expect("map");

@@ -297,7 +297,7 @@ pub fn copy_store(from: &dyn SegmentStore, to: &dyn SegmentStore) -> Result<(), 
 /// The log's error, as text.
 pub fn open(store: Arc<dyn SegmentStore>, segment_bytes: u64) -> Result<Log, String> {
     let config = LogConfig { segment_bytes, ..LogConfig::default() };
-    Log::open_kafka(store, config, CheckpointFile::Memory).map_err(|e| e.to_string())
+    Log::open(store, log_core::OpenOptions::kafka(config, CheckpointFile::Memory)).map_err(|e| e.to_string())
 }
 
 /// Compacts the partition in `store` in place until clean with `map` in a buffer of `buffer` bytes, the clock

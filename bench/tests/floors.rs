@@ -34,7 +34,9 @@ fn clean_until_clean(log: &Log, map: MapKind) {
 fn the_native_floor_writes_the_records_a_pass_keeps_with_their_index() {
     let segment_bytes = 64 << 10;
     let store: Arc<dyn SegmentStore> = Arc::new(storage_mem::MemStore::new());
-    let log = Log::open(Arc::clone(&store), LogConfig { segment_bytes, ..LogConfig::default() }).expect("open");
+    let log =
+        Log::open(Arc::clone(&store), log_core::OpenOptions::new(LogConfig { segment_bytes, ..LogConfig::default() }))
+            .expect("open");
     let workload = Workload { records: 20_000, keys: 2_000, value_bytes: 50, tombstone_fraction: 0.0, seed: 3 };
     workload.append_to(&log, 1_000, |_| {}).expect("append");
     log.roll().expect("roll");
@@ -43,9 +45,9 @@ fn the_native_floor_writes_the_records_a_pass_keeps_with_their_index() {
     assert_eq!(floor.kept, 2_000, "a record a key");
     assert!(floor.files > 1, "a file a group");
     clean_until_clean(&log, MapKind::Compact);
-    let written = Log::open_read_only(
+    let written = Log::open(
         Arc::new(storage_file::FileStore::open(out.path()).expect("store")),
-        LogConfig { segment_bytes, ..LogConfig::default() },
+        log_core::OpenOptions::new(LogConfig { segment_bytes, ..LogConfig::default() }).read_only(true),
     )
     .expect("the floor's output opens as a native log");
     assert_eq!(records(&written), records(&log));
@@ -88,10 +90,10 @@ fn the_kafka_floors_write_the_records_a_pass_keeps() {
             1_800_000_000_000,
         )
         .expect("compact");
-        let written = Log::open_kafka_read_only(
+        let written = Log::open(
             Arc::new(storage_file::FileStore::open(&out).expect("store")),
-            LogConfig { segment_bytes, ..LogConfig::default() },
-            CheckpointFile::Memory,
+            log_core::OpenOptions::kafka(LogConfig { segment_bytes, ..LogConfig::default() }, CheckpointFile::Memory)
+                .read_only(true),
         )
         .expect("the floor's output opens as a Kafka partition");
         assert_eq!(records(&written), records(&compacted), "{codec:?} {recompress:?}");

@@ -12,9 +12,9 @@
 //! ```
 //! use std::sync::Arc;
 //! use cleaner::{Cleaner, CleanerConfig, MapKind, PassOptions, SystemClock};
-//! use log_core::{Log, LogConfig};
+//! use log_core::{Log, LogConfig, OpenOptions};
 //!
-//! let log = Log::open(Arc::new(storage_mem::MemStore::new()), LogConfig::default())?;
+//! let log = Log::open(Arc::new(storage_mem::MemStore::new()), OpenOptions::new(LogConfig::default()))?;
 //! log.put(b"p", b"1")?;
 //! log.put(b"p", b"2")?;
 //! log.roll()?;

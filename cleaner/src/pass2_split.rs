@@ -258,8 +258,11 @@ mod tests {
     /// A native log of small segments: 3000 records over 40 keys, every 7th a tombstone.
     fn native_log() -> (Arc<dyn SegmentStore>, Log) {
         let store: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-        let log =
-            Log::open(Arc::clone(&store), LogConfig { segment_bytes: 4096, ..LogConfig::default() }).expect("open");
+        let log = Log::open(
+            Arc::clone(&store),
+            log_core::OpenOptions::new(LogConfig { segment_bytes: 4096, ..LogConfig::default() }),
+        )
+        .expect("open");
         for i in 0u64..3000 {
             let key = format!("key-{}", (i * 7919) % 40);
             let value = format!("value-{i}");
@@ -275,8 +278,11 @@ mod tests {
         log.roll().expect("roll");
         drop(log);
         // Reopened with room for them all in one output: one group, as a first clean of a partition is.
-        let log = Log::open(Arc::clone(&store), LogConfig { segment_bytes: 1 << 20, ..LogConfig::default() })
-            .expect("reopen");
+        let log = Log::open(
+            Arc::clone(&store),
+            log_core::OpenOptions::new(LogConfig { segment_bytes: 1 << 20, ..LogConfig::default() }),
+        )
+        .expect("reopen");
         (store, log)
     }
 
@@ -342,7 +348,9 @@ mod tests {
             file.seal().expect("seal");
         }
         store.create(&name(offset as u64, SegmentFile::Log, Stage::Live)).expect("active");
-        let log = Log::open_kafka(Arc::clone(&store), LogConfig::default(), CheckpointFile::Memory).expect("open");
+        let log =
+            Log::open(Arc::clone(&store), log_core::OpenOptions::kafka(LogConfig::default(), CheckpointFile::Memory))
+                .expect("open");
         (store, log)
     }
 

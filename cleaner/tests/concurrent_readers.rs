@@ -22,8 +22,11 @@ fn view(records: &[Record]) -> BTreeMap<Vec<u8>, Vec<u8>> {
 #[test]
 fn readers_during_passes_see_old_or_new_never_a_mix() {
     let log = Arc::new(
-        Log::open(Arc::new(storage_mem::MemStore::new()), LogConfig { segment_bytes: 2048, ..LogConfig::default() })
-            .expect("open"),
+        Log::open(
+            Arc::new(storage_mem::MemStore::new()),
+            log_core::OpenOptions::new(LogConfig { segment_bytes: 2048, ..LogConfig::default() }),
+        )
+        .expect("open"),
     );
     for i in 0..3000u32 {
         let key = format!("k{}", i % 97);

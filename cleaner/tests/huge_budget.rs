@@ -26,7 +26,9 @@ fn a_budget_of_terabytes_on_a_small_log_is_address_space_for_every_map() {
     let spill = tempfile::tempdir().expect("tempdir");
     for map in MapKind::WITH_EXTERNAL {
         for budget in [1usize << 40, 64 << 40] {
-            let log = Log::open(Arc::new(storage_mem::MemStore::new()), LogConfig::default()).expect("open");
+            let log =
+                Log::open(Arc::new(storage_mem::MemStore::new()), log_core::OpenOptions::new(LogConfig::default()))
+                    .expect("open");
             for (k, v) in [(b"a", b"1"), (b"b", b"1"), (b"a", b"2")] {
                 log.put(k, v).expect("put");
             }

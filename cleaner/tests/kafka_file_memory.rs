@@ -52,10 +52,12 @@ fn a_pass_over_a_large_kafka_partition_holds_a_window_of_it() {
     let mut cleaner = Cleaner::new(config, Arc::new(SystemClock)).expect("cleaner");
     let before = status_kib("RssFile:");
     let ((stats, bytes), peak) = peak_kib_during("RssFile:", || {
-        let log = Log::open_kafka(
+        let log = Log::open(
             store,
-            LogConfig { segment_bytes: 32 << 20, ..LogConfig::default() },
-            CheckpointFile::Memory,
+            log_core::OpenOptions::kafka(
+                LogConfig { segment_bytes: 32 << 20, ..LogConfig::default() },
+                CheckpointFile::Memory,
+            ),
         )
         .expect("open");
         let bytes: u64 = log.snapshot().closed().iter().map(|s| s.size()).sum();

@@ -404,7 +404,7 @@ proptest! {
         let (want, whole_bases) = reference(&batches, &seg_of, first_dirty, lag);
         let buffer = if small_buffer { map.bytes_for(3, 0.9, 2) } else { 1 << 20 };
         let config = LogConfig { segment_bytes: 1 << 30, ..LogConfig::default() };
-        let log = Log::open_kafka(Arc::clone(&source), config, CheckpointFile::Memory).expect("open");
+        let log = Log::open(Arc::clone(&source), log_core::OpenOptions::kafka(config, CheckpointFile::Memory)).expect("open");
         log.set_cleaner_checkpoint(first_dirty as u64);
         // Several threads: a group's segments are judged on all of them and written in order by one.
         let cleaner_config = CleanerConfig { map, dedupe_buffer_bytes: buffer, threads, ..CleanerConfig::default() };

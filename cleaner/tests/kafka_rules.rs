@@ -89,7 +89,8 @@ fn write_txn_index(store: &Arc<dyn SegmentStore>, entry: AbortedTxn) {
 
 /// `(base offset, last offset, records, producer id)` of every batch after one full pass.
 fn after_a_pass(store: Arc<dyn SegmentStore>) -> Vec<(i64, i64, i32, i64)> {
-    let log = Log::open_kafka(store, LogConfig::default(), CheckpointFile::Memory).expect("open");
+    let log =
+        Log::open(store, log_core::OpenOptions::kafka(LogConfig::default(), CheckpointFile::Memory)).expect("open");
     let config = CleanerConfig { map: MapKind::FullKey, dedupe_buffer_bytes: 1 << 20, ..CleanerConfig::default() };
     let mut cleaner = Cleaner::new(config, Arc::new(ManualClock::new(5_000))).expect("cleaner");
     cleaner.clean(&log, PassOptions::default()).expect("pass");
@@ -184,7 +185,8 @@ fn an_open_transaction_holds_the_cleaner_at_its_first_offset() {
         Spec { base: 3, producer: None, keys: &["a"], kind: Plain },
         Spec { base: 4, producer: None, keys: &["a"], kind: Plain },
     ]);
-    let log = Log::open_kafka(Arc::clone(&store), LogConfig::default(), CheckpointFile::Memory).expect("open");
+    let log = Log::open(Arc::clone(&store), log_core::OpenOptions::kafka(LogConfig::default(), CheckpointFile::Memory))
+        .expect("open");
     let section = log.dirty_section(5_000, 0);
     assert_eq!((section.last_stable_offset, section.first_uncleanable_offset), (Some(2), 2));
     drop(log);
@@ -200,7 +202,8 @@ fn an_open_transaction_holds_the_cleaner_at_its_first_offset() {
 type Seen = (Vec<(i64, i32, Option<i64>)>, Vec<(i64, i64, i64)>);
 
 fn after_passes(store: &Arc<dyn SegmentStore>, clocks: &[i64]) -> Vec<Seen> {
-    let log = Log::open_kafka(Arc::clone(store), LogConfig::default(), CheckpointFile::Memory).expect("open");
+    let log = Log::open(Arc::clone(store), log_core::OpenOptions::kafka(LogConfig::default(), CheckpointFile::Memory))
+        .expect("open");
     let mut out = Vec::new();
     for &now in clocks {
         let config = CleanerConfig { map: MapKind::FullKey, dedupe_buffer_bytes: 1 << 20, ..CleanerConfig::default() };
@@ -290,7 +293,8 @@ fn a_txnindex_that_disagrees_with_the_markers_is_damage_and_nothing_is_cleaned()
     // An entry for a transaction of producer 51, which wrote no marker.
     write_txn_index(&store, AbortedTxn { producer_id: 51, first_offset: 0, last_offset: 1, last_stable_offset: 2 });
     let before: Vec<String> = store.list().expect("list");
-    let log = Log::open_kafka(Arc::clone(&store), LogConfig::default(), CheckpointFile::Memory).expect("open");
+    let log = Log::open(Arc::clone(&store), log_core::OpenOptions::kafka(LogConfig::default(), CheckpointFile::Memory))
+        .expect("open");
     let config = CleanerConfig { map: MapKind::FullKey, dedupe_buffer_bytes: 1 << 20, ..CleanerConfig::default() };
     let mut cleaner = Cleaner::new(config, Arc::new(ManualClock::new(5_000))).expect("cleaner");
     let e = cleaner.clean(&log, PassOptions::default()).expect_err("refused");
@@ -369,7 +373,9 @@ fn a_pass_stopped_by_a_full_map_before_an_aborted_transaction_never_drops_its_ma
             // Producer 5 wrote again: its aborted batch is not its last, so none of it need stay.
             Spec { base: 14, producer: Some((5, 1, 0)), keys: &["z"], kind: Plain },
         ]);
-        let log = Log::open_kafka(Arc::clone(&store), LogConfig::default(), CheckpointFile::Memory).expect("open");
+        let log =
+            Log::open(Arc::clone(&store), log_core::OpenOptions::kafka(LogConfig::default(), CheckpointFile::Memory))
+                .expect("open");
         let budget = map.bytes_for(3, 0.9, 1);
         let mut partial = false;
         let mut aborted_left = true;

@@ -20,7 +20,8 @@ fn resident_kib() -> u64 {
 #[test]
 fn an_8_gib_budget_on_a_three_record_log_touches_a_few_pages() {
     for map in MapKind::ALL {
-        let log = Log::open(Arc::new(storage_mem::MemStore::new()), LogConfig::default()).expect("open");
+        let log = Log::open(Arc::new(storage_mem::MemStore::new()), log_core::OpenOptions::new(LogConfig::default()))
+            .expect("open");
         log.put(b"a", b"1").expect("put");
         log.put(b"b", b"1").expect("put");
         log.put(b"a", b"2").expect("put");
@@ -45,7 +46,9 @@ fn a_16_gib_budget_on_100_thousand_keys_holds_what_the_keys_need() {
     // 100 thousand keys, every record dirty.
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Arc::new(storage_file::FileStore::open(dir.path()).expect("store"));
-    let log = Log::open(store, LogConfig { segment_bytes: 8 << 20, ..LogConfig::default() }).expect("open");
+    let log =
+        Log::open(store, log_core::OpenOptions::new(LogConfig { segment_bytes: 8 << 20, ..LogConfig::default() }))
+            .expect("open");
     let workload = log_core::workload::Workload {
         records: 400_000,
         keys: 100_000,
@@ -80,7 +83,9 @@ fn a_pass_over_a_large_file_log_holds_a_window_of_it() {
     // 160 MB of records in 32 MiB segments, every key written twice, all of it dirty.
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Arc::new(storage_file::FileStore::open(dir.path()).expect("store"));
-    let log = Log::open(store, LogConfig { segment_bytes: 32 << 20, ..LogConfig::default() }).expect("open");
+    let log =
+        Log::open(store, log_core::OpenOptions::new(LogConfig { segment_bytes: 32 << 20, ..LogConfig::default() }))
+            .expect("open");
     let workload = log_core::workload::Workload {
         records: 160_000,
         keys: 80_000,

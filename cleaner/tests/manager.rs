@@ -42,7 +42,7 @@ fn fill(log: &Log, keys: u32, copies: u32, ts: i64) {
 }
 
 fn new_log(keys: u32, copies: u32, ts: i64) -> Arc<Log> {
-    let log = Log::open(Arc::new(MemStore::new()), log_config()).expect("open");
+    let log = Log::open(Arc::new(MemStore::new()), log_core::OpenOptions::new(log_config())).expect("open");
     fill(&log, keys, copies, ts);
     Arc::new(log)
 }
@@ -133,11 +133,13 @@ fn a_failing_log_is_isolated_retried_after_reopening_and_then_waits_for_a_reques
     // A log whose store fails the pass's first rename (the commit): the failure poisons it.
     let mem: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
     let faults = Arc::new(FaultStore::new(Arc::clone(&mem)));
-    let flaky = Log::open(Arc::clone(&faults) as Arc<dyn SegmentStore>, log_config()).expect("open");
+    let flaky = Log::open(Arc::clone(&faults) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(log_config()))
+        .expect("open");
     fill(&flaky, 100, 3, NOW);
     faults.fail(Op::Rename, faults.count(Op::Rename));
     let reopen_store = Arc::clone(&mem);
-    let opener: cleaner::manager::Opener = Box::new(move || Ok(Log::open(Arc::clone(&reopen_store), log_config())?));
+    let opener: cleaner::manager::Opener =
+        Box::new(move || Ok(Log::open(Arc::clone(&reopen_store), log_core::OpenOptions::new(log_config()))?));
     manager.add_log("flaky", Arc::new(flaky), LogSettings::default(), Some(opener)).expect("add");
     for name in ["ok-1", "ok-2", "ok-3"] {
         manager.add_log(name, new_log(100, 3, NOW), LogSettings::default(), None).expect("add");
@@ -171,7 +173,7 @@ fn retries_are_bounded_then_wait_for_a_request() {
     // finds the damage when it verifies the frame.
     let store: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
     {
-        let log = Log::open(Arc::clone(&store), log_config()).expect("open");
+        let log = Log::open(Arc::clone(&store), log_core::OpenOptions::new(log_config())).expect("open");
         fill(&log, 100, 2, NOW);
     }
     let name = log_core::format::native::names::file_name(0, log_core::format::native::names::FileKind::Log);
@@ -184,7 +186,7 @@ fn retries_are_bounded_then_wait_for_a_request() {
     let file = store.create(&name).expect("create");
     file.append(&bytes).expect("write");
     file.sync().expect("sync");
-    let log = Log::open(Arc::clone(&store), log_config()).expect("the hint is trusted");
+    let log = Log::open(Arc::clone(&store), log_core::OpenOptions::new(log_config())).expect("the hint is trusted");
     manager.add_log("damaged", Arc::new(log), LogSettings::default(), None).expect("add");
     let mut waits = Vec::new();
     for _ in 0..5 {
@@ -293,7 +295,9 @@ fn a_stopped_watch_abandons_its_pass_and_changes_nothing() {
     let (go_tx, go_rx) = std::sync::mpsc::channel();
     let store =
         Arc::new(Gate { inner: MemStore::new(), entered: Mutex::new(Some(entered_tx)), go: Mutex::new(Some(go_rx)) });
-    let log = Arc::new(Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_config()).expect("open"));
+    let log = Arc::new(
+        Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(log_config())).expect("open"),
+    );
     fill(&log, 300, 3, NOW);
     let before: Vec<u64> = log.snapshot().reader(0).map(|r| r.expect("read").offset).collect();
     let manager = Arc::new(CleanerManager::new(config(1), Arc::new(ManualClock::new(NOW))).expect("manager"));
@@ -324,18 +328,19 @@ fn a_busy_detached_log_waits_without_failing_and_a_failed_open_keeps_its_error()
     let clock = Arc::new(ManualClock::new(NOW));
     let manager = CleanerManager::new(config(1), clock.clone()).expect("manager");
     let store: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-    fill(&Log::open(Arc::clone(&store), log_config()).expect("open"), 100, 3, NOW);
+    fill(&Log::open(Arc::clone(&store), log_core::OpenOptions::new(log_config())).expect("open"), 100, 3, NOW);
     let busy = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let (open_store, gate) = (Arc::clone(&store), Arc::clone(&busy));
     let open: cleaner::manager::Opener = Box::new(move || {
         if gate.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(cleaner::Error::Busy { holder: "another writer".into() });
         }
-        Ok(Log::open(Arc::clone(&open_store), log_config())?)
+        Ok(Log::open(Arc::clone(&open_store), log_core::OpenOptions::new(log_config()))?)
     });
     let peek_store = Arc::clone(&store);
-    let peek: cleaner::manager::Opener =
-        Box::new(move || Ok(Log::open_read_only(Arc::clone(&peek_store), log_config())?));
+    let peek: cleaner::manager::Opener = Box::new(move || {
+        Ok(Log::open(Arc::clone(&peek_store), log_core::OpenOptions::new(log_config()).read_only(true))?)
+    });
     manager.add_detached("shared", LogSettings::default(), open, peek).expect("add");
     let status = manager.run(Mode::UntilClean);
     let shared = &status.logs[0];

@@ -15,7 +15,11 @@ use storage_mem::MemStore;
 const NOW: i64 = 1_000_000_000;
 
 fn log(segment_bytes: u64) -> Log {
-    Log::open(Arc::new(MemStore::new()), LogConfig { segment_bytes, ..LogConfig::default() }).expect("open")
+    Log::open(
+        Arc::new(MemStore::new()),
+        log_core::OpenOptions::new(LogConfig { segment_bytes, ..LogConfig::default() }),
+    )
+    .expect("open")
 }
 
 fn append(log: &Log, key: &str, value: Option<&str>, timestamp: i64) {
@@ -89,7 +93,7 @@ fn the_delete_retention_is_the_pass_options() {
 #[test]
 fn a_stopped_pass_changes_nothing() {
     let store: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-    let log = Log::open(Arc::clone(&store), LogConfig::default()).expect("open");
+    let log = Log::open(Arc::clone(&store), log_core::OpenOptions::new(LogConfig::default())).expect("open");
     for i in 0..20_000u32 {
         append(&log, &format!("k{}", i % 100), Some("a value of some length to fill bytes"), NOW);
     }

@@ -43,7 +43,8 @@ pub use logcompact::describe_recovery;
 /// [`Failure::Corruption`] when stored data is damaged (nothing is changed then); [`Failure::Runtime`] when
 /// the log cannot be opened.
 pub fn open_log(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log, Failure> {
-    let log = Log::open(store, config).map_err(|e| Failure::from_log("cannot open the log", &e))?;
+    let log = Log::open(store, log_core::OpenOptions::new(config))
+        .map_err(|e| Failure::from_log("cannot open the log", &e))?;
     for line in describe_recovery(log.recovery_report(), true) {
         crate::out::diag!("{line}");
     }

@@ -233,7 +233,7 @@ fn dump_prints_one_escaped_record_a_line_that_no_value_can_forge() {
     let dir = tmp.path().join("log");
     {
         let store = std::sync::Arc::new(storage_file::FileStore::open(&dir).expect("store"));
-        let log = log_core::Log::open(store, log_core::LogConfig::default()).expect("open");
+        let log = log_core::Log::open(store, log_core::OpenOptions::new(log_core::LogConfig::default())).expect("open");
         log.put(b"plain", b"value").expect("put");
         // A value that would read as a second record and a tombstone if it were printed raw.
         log.put(b"k\"1", b"x\noffset=9 timestamp=0 key=\"k\" value=TOMBSTONE").expect("put");

@@ -146,7 +146,7 @@ fn readers_work_beside_a_writer_and_a_second_writer_is_locked_out() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("log");
     let store = std::sync::Arc::new(storage_file::FileStore::open(&dir).expect("lock the directory"));
-    let log = log_core::Log::open(store, log_core::LogConfig::default()).expect("open");
+    let log = log_core::Log::open(store, log_core::OpenOptions::new(log_core::LogConfig::default())).expect("open");
     log.put(b"a", b"1").expect("put");
     log.roll().expect("roll");
     log.put(b"b", b"2").expect("put");

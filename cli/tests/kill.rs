@@ -23,7 +23,8 @@ use common::{bin, path};
 /// The log in `dir`, read without changing anything.
 fn records(dir: &Path) -> Vec<Record> {
     let store = Arc::new(storage_file::FileStore::open_read_only(dir).expect("open read-only"));
-    let log = Log::open_read_only(store, LogConfig::default()).expect("readable after the kill");
+    let log = Log::open(store, log_core::OpenOptions::new(LogConfig::default()).read_only(true))
+        .expect("readable after the kill");
     log.snapshot().reader(0).collect::<Result<_, _>>().expect("readable")
 }
 

@@ -82,7 +82,8 @@ pub fn open_fuzzed_dir(data: &[u8]) {
     }
     let before = contents(&store);
     let dyn_store: Arc<dyn SegmentStore> = Arc::clone(&store) as Arc<dyn SegmentStore>;
-    if let Ok(log) = Log::open_read_only(Arc::clone(&dyn_store), LogConfig::default()) {
+    if let Ok(log) = Log::open(Arc::clone(&dyn_store), log_core::OpenOptions::new(LogConfig::default()).read_only(true))
+    {
         for r in log.snapshot().reader(0) {
             if r.is_err() {
                 break;
@@ -92,7 +93,7 @@ pub fn open_fuzzed_dir(data: &[u8]) {
     let checked = log_core::check::check_store(Arc::clone(&dyn_store));
     let _ = log_core::repair::plan(&*store);
     assert_eq!(contents(&store), before, "a command that reads changed the store");
-    if let Ok(log) = Log::open(Arc::clone(&dyn_store), LogConfig::default()) {
+    if let Ok(log) = Log::open(Arc::clone(&dyn_store), log_core::OpenOptions::new(LogConfig::default())) {
         let mut read = 0;
         for r in log.snapshot().reader(0) {
             if r.is_err() {

@@ -126,7 +126,10 @@ pub fn open_fuzzed_kafka_dir(data: &[u8]) {
         topic: "t".into(),
         partition: 0,
     };
-    if let Ok(log) = Log::open_kafka_read_only(Arc::clone(&dyn_store), LogConfig::default(), checkpoint()) {
+    if let Ok(log) = Log::open(
+        Arc::clone(&dyn_store),
+        log_core::OpenOptions::kafka(LogConfig::default(), checkpoint()).read_only(true),
+    ) {
         for r in log.snapshot().reader(0) {
             if r.is_err() {
                 break;
@@ -139,7 +142,8 @@ pub fn open_fuzzed_kafka_dir(data: &[u8]) {
     let checked = log_core::check::check_kafka(Arc::clone(&dyn_store), checkpoint());
     let _ = log_core::repair::plan_kafka(&*store);
     assert_eq!((contents(&store), contents(&log_dir)), before, "a command that reads changed the partition");
-    if let Ok(log) = Log::open_kafka(Arc::clone(&dyn_store), LogConfig::default(), checkpoint()) {
+    if let Ok(log) = Log::open(Arc::clone(&dyn_store), log_core::OpenOptions::kafka(LogConfig::default(), checkpoint()))
+    {
         drop(log);
         // A partition that checked out loses no record to a writable open.
         if let Ok(report) = checked

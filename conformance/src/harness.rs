@@ -45,8 +45,8 @@ pub trait Fixture {
     fn open_log(&mut self, config: LogConfig) -> log_core::Result<Log> {
         let store = self.open_store();
         match self.format() {
-            Format::Native => Log::open(store, config),
-            Format::Kafka => Log::open_kafka(store, config, self.checkpoint_file()),
+            Format::Native => Log::open(store, log_core::OpenOptions::new(config)),
+            Format::Kafka => Log::open(store, log_core::OpenOptions::kafka(config, self.checkpoint_file())),
         }
     }
     /// Opens the log kept here for reading only, through [`Fixture::reader_store`].
@@ -56,8 +56,10 @@ pub trait Fixture {
     fn open_reader(&self, config: LogConfig) -> log_core::Result<Log> {
         let store = self.reader_store();
         match self.format() {
-            Format::Native => Log::open_read_only(store, config),
-            Format::Kafka => Log::open_kafka_read_only(store, config, self.reader_checkpoint_file()),
+            Format::Native => Log::open(store, log_core::OpenOptions::new(config).read_only(true)),
+            Format::Kafka => {
+                Log::open(store, log_core::OpenOptions::kafka(config, self.reader_checkpoint_file()).read_only(true))
+            }
         }
     }
 }

@@ -330,10 +330,13 @@ pub fn read_only_opens_beside_running_passes(h: &dyn Harness, map: MapKind) {
         }));
         let reader_store = Arc::clone(&reader) as Arc<dyn SegmentStore>;
         let view = match fx.format() {
-            log_core::Format::Native => Log::open_read_only(reader_store, LogConfig::default()),
-            log_core::Format::Kafka => {
-                Log::open_kafka_read_only(reader_store, LogConfig::default(), fx.reader_checkpoint_file())
+            log_core::Format::Native => {
+                Log::open(reader_store, log_core::OpenOptions::new(LogConfig::default()).read_only(true))
             }
+            log_core::Format::Kafka => Log::open(
+                reader_store,
+                log_core::OpenOptions::kafka(LogConfig::default(), fx.reader_checkpoint_file()).read_only(true),
+            ),
         }
         .expect("a snapshot");
         assert!(view.is_read_only());

@@ -14,7 +14,7 @@ fn generated(records: u64, keys: u64, seed: u64) -> Arc<storage_mem::MemStore> {
     let store = Arc::new(storage_mem::MemStore::new());
     let log = Log::open(
         Arc::clone(&store) as Arc<dyn SegmentStore>,
-        LogConfig { segment_bytes: 64 << 10, ..LogConfig::default() },
+        log_core::OpenOptions::new(LogConfig { segment_bytes: 64 << 10, ..LogConfig::default() }),
     )
     .expect("open");
     Workload { records, keys, value_bytes: 20, tombstone_fraction: 0.05, seed }
@@ -37,7 +37,8 @@ fn copy(from: &storage_mem::MemStore) -> Arc<storage_mem::MemStore> {
 
 /// Passes the cleaner takes on a copy of `store` with `map` in `budget` bytes.
 fn real_passes(store: &storage_mem::MemStore, map: MapKind, budget: u64) -> u64 {
-    let log = Log::open(copy(store) as Arc<dyn SegmentStore>, LogConfig::default()).expect("open");
+    let log = Log::open(copy(store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(LogConfig::default()))
+        .expect("open");
     let config = CleanerConfig { map, dedupe_buffer_bytes: budget as usize, ..CleanerConfig::default() };
     let mut c = Cleaner::new(config, Arc::new(ManualClock::new(0))).expect("map");
     let mut passes = 1;
@@ -51,7 +52,11 @@ fn real_passes(store: &storage_mem::MemStore, map: MapKind, budget: u64) -> u64 
 fn passes_predicted_from_a_log_are_the_passes_taken_for_every_map() {
     for (records, keys, seed) in [(6000u64, 400u64, 1u64), (5000, 2500, 2), (3000, 40, 3)] {
         let store = generated(records, keys, seed);
-        let log = Log::open_read_only(Arc::clone(&store) as Arc<dyn SegmentStore>, LogConfig::default()).expect("open");
+        let log = Log::open(
+            Arc::clone(&store) as Arc<dyn SegmentStore>,
+            log_core::OpenOptions::new(LogConfig::default()).read_only(true),
+        )
+        .expect("open");
         let distinct: HashSet<Vec<u8>> =
             log.snapshot().reader(0).map(|r| r.expect("read").key.expect("keyed")).collect();
         for budget in [2u64 << 10, 6 << 10, 20 << 10, 1 << 20] {

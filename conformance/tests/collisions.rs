@@ -14,7 +14,8 @@ const KEYS: u32 = 2000;
 
 /// A log of `KEYS` distinct keys, one record each: every record is its key's latest.
 fn log() -> Log {
-    let log = Log::open(Arc::new(storage_mem::MemStore::new()), LogConfig::default()).expect("open");
+    let log = Log::open(Arc::new(storage_mem::MemStore::new()), log_core::OpenOptions::new(LogConfig::default()))
+        .expect("open");
     for i in 0..KEYS {
         log.put(format!("key-{i}").as_bytes(), format!("v{i}").as_bytes()).expect("put");
     }

@@ -30,7 +30,7 @@ fn open(store: &Arc<CrashStore>, sync: SyncPolicy) -> Result<Log, Error> {
 /// Opens with `segment_bytes`, which is also the most a group of cleaned segments merges into.
 fn open_with(store: &Arc<CrashStore>, sync: SyncPolicy, segment_bytes: u64) -> Result<Log, Error> {
     let config = LogConfig { segment_bytes, index_interval_bytes: 64, sync };
-    Log::open(Arc::clone(store) as Arc<dyn SegmentStore>, config)
+    Log::open(Arc::clone(store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config))
 }
 
 /// The intended value of offset `o` in the append run.

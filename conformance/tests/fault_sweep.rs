@@ -30,8 +30,8 @@ fn log_dir() -> CheckpointFile {
 /// Opens the log of `format` in `store` (a Kafka partition's checkpoint in `checkpoint`).
 fn open(format: Format, store: Arc<dyn SegmentStore>, checkpoint: &CheckpointFile) -> Result<Log, Error> {
     match format {
-        Format::Native => Log::open(store, config()),
-        Format::Kafka => Log::open_kafka(store, config(), checkpoint.clone()),
+        Format::Native => Log::open(store, log_core::OpenOptions::new(config())),
+        Format::Kafka => Log::open(store, log_core::OpenOptions::kafka(config(), checkpoint.clone())),
     }
 }
 

@@ -77,7 +77,10 @@ fn check_before_recovery(disk: &Disk, k: &dyn std::fmt::Display) -> log_core::ch
 
 fn open_with(disk: &Disk, sync: SyncPolicy, segment_bytes: u64) -> Result<Log, Error> {
     let config = LogConfig { segment_bytes, index_interval_bytes: 64, sync };
-    Log::open_kafka(Arc::clone(&disk.partition) as Arc<dyn SegmentStore>, config, disk.checkpoint())
+    Log::open(
+        Arc::clone(&disk.partition) as Arc<dyn SegmentStore>,
+        log_core::OpenOptions::kafka(config, disk.checkpoint()),
+    )
 }
 
 fn record(o: u64) -> (Vec<u8>, Option<Vec<u8>>) {

@@ -8,7 +8,7 @@ use conformance::scenarios::segments;
 use log_core::{Log, LogConfig};
 
 fn new_log() -> Log {
-    Log::open(Arc::new(storage_mem::MemStore::new()), LogConfig::default()).expect("open")
+    Log::open(Arc::new(storage_mem::MemStore::new()), log_core::OpenOptions::new(LogConfig::default())).expect("open")
 }
 
 fn cleaner_holding(map: MapKind, keys: usize, clock: &Arc<ManualClock>) -> Cleaner {

@@ -107,8 +107,11 @@ fn stress(harness: &dyn Harness, logs: usize, seconds: f64) {
     let mut subjects = Vec::new();
     for _ in 0..logs {
         let mut fixture = harness.fixture();
-        let log = Log::open(fixture.open_store(), LogConfig { segment_bytes: 16 << 10, ..LogConfig::default() })
-            .expect("open");
+        let log = Log::open(
+            fixture.open_store(),
+            log_core::OpenOptions::new(LogConfig { segment_bytes: 16 << 10, ..LogConfig::default() }),
+        )
+        .expect("open");
         subjects.push(Arc::new(Subject { log: Arc::new(log), latest: Mutex::new(BTreeMap::new()) }));
         fixtures.push(fixture);
     }

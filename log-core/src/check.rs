@@ -1,6 +1,6 @@
 //! `check`: a read-only verification of every file of a log, for operators (`logcompact check`).
 //!
-//! It opens the log with [`Log::open_read_only`] (so it changes nothing, takes no lock and works beside a
+//! It opens the log with [`Log::open`] read-only (so it changes nothing, takes no lock and works beside a
 //! running writer), then scans every frame of every segment whatever the hints say and verifies every hint
 //! against its segment. What it finds falls in two classes:
 //!

@@ -14,9 +14,9 @@
 //! # Example
 //! ```
 //! use std::sync::Arc;
-//! use log_core::{Log, LogConfig};
+//! use log_core::{Log, LogConfig, OpenOptions};
 //!
-//! let log = Log::open(Arc::new(storage_mem::MemStore::new()), LogConfig::default())?;
+//! let log = Log::open(Arc::new(storage_mem::MemStore::new()), OpenOptions::new(LogConfig::default()))?;
 //! let a = log.put(b"user-1", b"alice")?;
 //! log.roll()?;
 //! log.delete(b"user-1")?;

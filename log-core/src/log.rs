@@ -19,7 +19,7 @@ use crate::segment::{SealedSegment, Stamp, SummaryBuilder};
 use crate::storage::{Segment, SegmentStore};
 use crate::tail::TornTail;
 
-/// What [`Log::open`] repaired, or, for a log opened with [`Log::open_read_only`], what the next writable
+/// What [`Log::open`] repaired, or, for a log opened with [`Log::open`] read-only, what the next writable
 /// open will repair (nothing was changed then).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RecoveryReport {
@@ -119,7 +119,7 @@ pub struct Log {
     pub(crate) high_watermark: Option<u64>,
     pub(crate) inner: RwLock<Inner>,
     pub(crate) poisoned: AtomicBool,
-    /// Opened with [`Log::open_read_only`]: every write fails with [`Error::ReadOnly`].
+    /// Opened with [`Log::open`] read-only: every write fails with [`Error::ReadOnly`].
     pub(crate) read_only: bool,
     pub(crate) recovery: RecoveryReport,
     /// The one cleaning slot: serialises cleaning passes (see [`Log::begin_cleaning`]).
@@ -152,7 +152,7 @@ impl Log {
         Ok(())
     }
 
-    /// True for a log opened with [`Log::open_read_only`].
+    /// True for a log opened with [`Log::open`] read-only.
     pub fn is_read_only(&self) -> bool {
         self.read_only
     }

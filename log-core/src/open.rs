@@ -250,7 +250,7 @@ pub(crate) fn above_log_start(checkpoint: u64, recorded_log_start: Option<u64>, 
 }
 
 /// Runs `attempt` (a read-only load, `Ok(None)` when the log changed meanwhile) until it holds still, as
-/// [`Log::open_read_only`] describes.
+/// [`Log::open`] read-only describes.
 ///
 /// # Errors
 /// The attempt's error; [`Error::Changing`] if the log never held still.

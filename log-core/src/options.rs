@@ -1,7 +1,7 @@
 //! How a log is opened: its settings, the format of its segments, where its cleaner checkpoint lives and
-//! whether it may be written. [`Log::open_with`] takes them all, so a caller that serves both formats (a data
-//! directory, a command) opens any log through one call; [`Log::open`], [`Log::open_read_only`],
-//! [`Log::open_kafka`] and [`Log::open_kafka_read_only`] are the same opens with the options spelled out.
+//! whether it may be written. [`Log::open`] takes them all: a caller that serves both formats (a data
+//! directory, a command) opens any log through one call, and the format's own open (`format/native/open.rs`,
+//! `format/kafka/recovery.rs`) is chosen inside.
 
 use std::sync::Arc;
 
@@ -12,7 +12,7 @@ use crate::format::Format;
 use crate::log::Log;
 use crate::storage::SegmentStore;
 
-/// The options of [`Log::open_with`].
+/// The options of [`Log::open`].
 #[derive(Debug, Clone)]
 pub struct OpenOptions {
     /// The log's settings.
@@ -23,7 +23,7 @@ pub struct OpenOptions {
     /// broker's log directory, or nowhere.
     pub checkpoint: CheckpointFile,
     /// Open for reading only: nothing is written, created, cut or removed and no lock is taken (see
-    /// [`Log::open_read_only`]).
+    /// [`Log::open`]).
     pub read_only: bool,
 }
 
@@ -47,9 +47,11 @@ impl OpenOptions {
 }
 
 impl Log {
-    /// Opens the log in `store` as `options` say: writable (recovering it: see [`Log::open`] and
-    /// [`Log::open_kafka`]) or read-only (seeing it as recovery would leave it, changing nothing: see
-    /// [`Log::open_read_only`] and [`Log::open_kafka_read_only`]).
+    /// Opens the log in `store` as `options` say: writable, recovering it (a native log: an interrupted swap
+    /// completed or rolled back, a torn tail cut back to its last whole record, stray files removed; a Kafka
+    /// partition: a broker's recovery rules), or read-only, seeing it as that recovery would leave it while
+    /// changing nothing, taking no lock and (Kafka) mapping no file; [`Log::recovery_report`] says what was or
+    /// would be repaired.
     ///
     /// # Examples
     /// ```
@@ -57,10 +59,10 @@ impl Log {
     /// use log_core::{Log, LogConfig, OpenOptions};
     ///
     /// let store: Arc<dyn log_core::SegmentStore> = Arc::new(storage_mem::MemStore::new());
-    /// let log = Log::open_with(Arc::clone(&store), OpenOptions::new(LogConfig::default()))?;
+    /// let log = Log::open(Arc::clone(&store), OpenOptions::new(LogConfig::default()))?;
     /// log.put(b"k", b"v")?;
     /// drop(log);
-    /// let reader = Log::open_with(store, OpenOptions::new(LogConfig::default()).read_only(true))?;
+    /// let reader = Log::open(store, OpenOptions::new(LogConfig::default()).read_only(true))?;
     /// assert_eq!(reader.next_offset(), 1);
     /// # Ok::<(), log_core::Error>(())
     /// ```
@@ -68,7 +70,7 @@ impl Log {
     /// # Errors
     /// As the open the options name; [`Error::InvalidConfig`] for a native log whose checkpoint is asked to
     /// live anywhere but its own store.
-    pub fn open_with(store: Arc<dyn SegmentStore>, options: OpenOptions) -> Result<Log> {
+    pub fn open(store: Arc<dyn SegmentStore>, options: OpenOptions) -> Result<Log> {
         let OpenOptions { config, format, checkpoint, read_only } = options;
         if !format.checkpoint_placement_allowed(&checkpoint) {
             return Err(Error::InvalidConfig(format!(

@@ -9,7 +9,7 @@ use storage_mem::MemStore;
 use storage_mem::fault::{FaultStore, Op};
 
 fn log_on(store: Arc<dyn SegmentStore>, segment_bytes: u64) -> Log {
-    Log::open(store, LogConfig { segment_bytes, ..LogConfig::default() }).expect("open")
+    Log::open(store, log_core::OpenOptions::new(LogConfig { segment_bytes, ..LogConfig::default() })).expect("open")
 }
 
 /// Appends `n` records of key `k{i % keys}` stamped `ts(i)`, rolling after every `per_segment` but the last.

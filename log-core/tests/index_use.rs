@@ -14,7 +14,8 @@ fn config() -> LogConfig {
 }
 
 fn filled(store: &Arc<MemStore>, records: u32, roll: bool) -> Log {
-    let log = Log::open(Arc::clone(store) as Arc<dyn SegmentStore>, config()).expect("open");
+    let log =
+        Log::open(Arc::clone(store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config())).expect("open");
     for i in 0..records {
         log.put(format!("k{i}").as_bytes(), format!("value-{i:06}").as_bytes()).expect("put");
     }
@@ -38,7 +39,8 @@ fn a_read_in_a_closed_segment_starts_at_its_index_entry() {
     damaged[60] ^= 0xff; // inside the second record
     store.delete(&name).expect("delete");
     store.create(&name).expect("create").append(&damaged).expect("write");
-    let log = Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, config()).expect("the hint's cheap checks pass");
+    let log = Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config()))
+        .expect("the hint's cheap checks pass");
     assert!(log.read(1).is_err(), "the damaged record is found by a read that reaches it");
     assert_eq!(log.read(150).expect("seeks past the damage").map(|r| r.offset), Some(150));
     assert_eq!(log.snapshot().reader(190).count(), 10);
@@ -65,7 +67,8 @@ fn a_crafted_hint_with_a_valid_checksum_never_makes_a_read_skip_records() {
     bytes[body..].copy_from_slice(&crc.to_le_bytes());
     store.delete(&hint).expect("delete");
     store.create(&hint).expect("create").append(&bytes).expect("write");
-    let log = Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, config()).expect("open");
+    let log =
+        Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config())).expect("open");
     for target in previous + 1..actual {
         assert_eq!(log.read(target).expect("read").map(|r| r.offset), Some(target), "READ {target}");
     }
@@ -141,7 +144,8 @@ impl SegmentStore for Counting {
 #[test]
 fn a_read_in_the_active_segment_starts_at_its_index_entry() {
     let store = Arc::new(Counting::default());
-    let log = Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, config()).expect("open");
+    let log =
+        Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config())).expect("open");
     for i in 0..2000u32 {
         log.put(format!("k{i}").as_bytes(), format!("value-{i:06}").as_bytes()).expect("put");
     }

@@ -49,7 +49,10 @@ fn partition() -> Arc<MemStore> {
 }
 
 fn open_ro(store: &Arc<MemStore>, checkpoint: CheckpointFile) -> log_core::Result<Log> {
-    Log::open_kafka_read_only(Arc::clone(store) as Arc<dyn SegmentStore>, LogConfig::default(), checkpoint)
+    Log::open(
+        Arc::clone(store) as Arc<dyn SegmentStore>,
+        log_core::OpenOptions::kafka(LogConfig::default(), checkpoint).read_only(true),
+    )
 }
 
 #[test]
@@ -64,8 +67,10 @@ fn segment_names_a_broker_cannot_use_are_refused_not_skipped() {
         assert!(problem.to_string().contains(bad), "{bad}: {problem}");
         let plan = log_core::repair::plan_kafka(&*store).expect("plan");
         assert!(plan.cannot_fix.iter().any(|c| c.contains(bad)), "{bad}: {plan:?}");
-        let w =
-            Log::open_kafka(Arc::clone(&store) as Arc<dyn SegmentStore>, LogConfig::default(), CheckpointFile::Memory);
+        let w = Log::open(
+            Arc::clone(&store) as Arc<dyn SegmentStore>,
+            log_core::OpenOptions::kafka(LogConfig::default(), CheckpointFile::Memory),
+        );
         assert!(matches!(w, Err(Error::UnusableName { .. })), "{bad}: a writable open refuses it too");
     }
 }
@@ -123,7 +128,10 @@ fn the_brokers_log_start_and_high_watermark_bound_the_cleanable_range() {
     };
     for writable in [false, true] {
         let log = if writable {
-            Log::open_kafka(Arc::clone(&store) as Arc<dyn SegmentStore>, LogConfig::default(), checkpoint())
+            Log::open(
+                Arc::clone(&store) as Arc<dyn SegmentStore>,
+                log_core::OpenOptions::kafka(LogConfig::default(), checkpoint()),
+            )
         } else {
             open_ro(&store, checkpoint())
         }

@@ -8,7 +8,7 @@ use log_core::{AppendRecord, Error, Header, Log, LogConfig, SegmentStore};
 use storage_mem::MemStore;
 
 fn open(store: &Arc<MemStore>, config: LogConfig) -> Log {
-    Log::open(Arc::clone(store) as Arc<dyn SegmentStore>, config).expect("open")
+    Log::open(Arc::clone(store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config)).expect("open")
 }
 
 #[test]
@@ -131,6 +131,7 @@ fn a_checkpoint_beyond_the_active_segment_is_refused() -> Result<(), Error> {
 #[test]
 fn a_bad_configuration_is_a_typed_error() {
     let store: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-    let err = Log::open(store, LogConfig { segment_bytes: 0, ..LogConfig::default() }).expect_err("refused");
+    let err = Log::open(store, log_core::OpenOptions::new(LogConfig { segment_bytes: 0, ..LogConfig::default() }))
+        .expect_err("refused");
     assert!(matches!(err, Error::InvalidConfig(ref m) if m.contains("segment.bytes")), "{err}");
 }

@@ -1,4 +1,4 @@
-//! `Log::open_with`: one open for both formats, writable or read-only, the same log as the open it names; a
+//! `Log::open`: one open for both formats, writable or read-only, as `OpenOptions` say; a
 //! native log refuses a checkpoint kept anywhere but its own store.
 
 use std::sync::Arc;
@@ -27,17 +27,17 @@ fn both_formats_open_writable_then_read_only() {
     for (format, checkpoint) in [(Format::Native, CheckpointFile::Own), (Format::Kafka, CheckpointFile::Memory)] {
         let store: Arc<dyn SegmentStore> = Arc::new(storage_mem::MemStore::new());
         let options = OpenOptions { format, checkpoint, ..OpenOptions::new(LogConfig::default()) };
-        let log = Log::open_with(Arc::clone(&store), options.clone()).expect("opens");
+        let log = Log::open(Arc::clone(&store), options.clone()).expect("opens");
         assert_eq!(log.format(), format);
         fill(&log);
         let written = contents(&log);
         drop(log);
-        let reader = Log::open_with(Arc::clone(&store), options.clone().read_only(true)).expect("opens read-only");
+        let reader = Log::open(Arc::clone(&store), options.clone().read_only(true)).expect("opens read-only");
         assert_eq!(reader.format(), format);
         assert_eq!(contents(&reader), written, "{format:?}: the read-only open sees what was written");
         assert!(matches!(reader.put(b"c", b"3"), Err(Error::ReadOnly)), "{format:?}");
         drop(reader);
-        let again = Log::open_with(store, options).expect("reopens");
+        let again = Log::open(store, options).expect("reopens");
         assert_eq!((contents(&again), again.next_offset()), (written, 3), "{format:?}");
     }
 }
@@ -46,5 +46,5 @@ fn both_formats_open_writable_then_read_only() {
 fn a_native_log_keeps_its_own_checkpoint() {
     let store: Arc<dyn SegmentStore> = Arc::new(storage_mem::MemStore::new());
     let options = OpenOptions { checkpoint: CheckpointFile::Memory, ..OpenOptions::new(LogConfig::default()) };
-    assert!(matches!(Log::open_with(store, options), Err(Error::InvalidConfig(_))));
+    assert!(matches!(Log::open(store, options), Err(Error::InvalidConfig(_))));
 }

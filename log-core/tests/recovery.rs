@@ -11,7 +11,7 @@ use storage_mem::MemStore;
 fn open(store: &Arc<MemStore>) -> Result<Log, Error> {
     Log::open(
         Arc::clone(store) as Arc<dyn SegmentStore>,
-        LogConfig { index_interval_bytes: 16, ..LogConfig::default() },
+        log_core::OpenOptions::new(LogConfig { index_interval_bytes: 16, ..LogConfig::default() }),
     )
 }
 
@@ -205,7 +205,10 @@ fn a_flipped_byte_in_the_middle_of_the_active_segment_is_refused_and_nothing_is_
         other => panic!("expected a refusal, got {other:?}"),
     }
     assert_eq!(damaged.open(&active).expect("open").len(), bytes.len() as u64, "nothing was cut");
-    let read_only = Log::open_read_only(Arc::clone(&damaged) as Arc<dyn SegmentStore>, LogConfig::default());
+    let read_only = Log::open(
+        Arc::clone(&damaged) as Arc<dyn SegmentStore>,
+        log_core::OpenOptions::new(LogConfig::default()).read_only(true),
+    );
     assert!(matches!(read_only, Err(Error::CorruptNotTorn { .. })), "{read_only:?}");
 }
 

@@ -16,7 +16,8 @@ fn config() -> LogConfig {
 
 /// Three segments of 10 records (keys k0..k29), the last one active.
 fn three_segments(store: &Arc<CrashStore>) {
-    let log = Log::open(Arc::clone(store) as Arc<dyn SegmentStore>, config()).expect("open");
+    let log =
+        Log::open(Arc::clone(store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config())).expect("open");
     for i in 0..30u32 {
         log.put(format!("k{i}").as_bytes(), format!("v{i}").as_bytes()).expect("put");
         if i % 10 == 9 && i < 29 {
@@ -56,7 +57,8 @@ fn damage(store: &dyn SegmentStore, name: &str, nth: usize) -> (u64, u64) {
 }
 
 fn keys(store: &Arc<CrashStore>) -> BTreeMap<String, String> {
-    let log = Log::open(Arc::clone(store) as Arc<dyn SegmentStore>, config()).expect("opens after the repair");
+    let log = Log::open(Arc::clone(store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config()))
+        .expect("opens after the repair");
     log.snapshot()
         .reader(0)
         .map(|r| {
@@ -100,7 +102,8 @@ fn a_pending_removal_marker_is_not_damage() {
     three_segments(&store);
     // Every key of segment 0 gets a later record, so a pass may remove the segment (a marker removing the
     // latest record of a key is no pass's: `log_core::swap_proof`).
-    let log = Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, config()).expect("open");
+    let log =
+        Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config())).expect("open");
     for i in 0..10u32 {
         log.put(format!("k{i}").as_bytes(), format!("v{i}").as_bytes()).expect("put");
     }
@@ -186,7 +189,8 @@ fn a_grouped_swap_completes_into_one_segment() {
     for deleted in [false, true] {
         let store = Arc::new(CrashStore::new());
         grouped_swap(&store, deleted);
-        let log = Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, config()).expect("open completes the swap");
+        let log = Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config()))
+            .expect("open completes the swap");
         let bases: Vec<u64> = log.snapshot().closed().iter().map(|s| s.base()).collect();
         assert_eq!(bases, vec![0], "one merged segment (old segments deleted: {deleted})");
         assert_eq!(log.recovery_report().swaps_completed, 2);
@@ -205,7 +209,7 @@ fn a_marker_covering_another_swap_is_refused_and_nothing_changes() {
     write(&*store, &file_name(0, FileKind::Swap), &log_core::removal::encode(0, 20));
     write(&*store, &file_name(10, FileKind::Swap), &read(&*store, &file_name(10, FileKind::Log)));
     let before = store.list().expect("list");
-    match Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, config()) {
+    match Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config())) {
         Err(log_core::Error::Corrupt { segment, kind: log_core::CorruptKind::BadRemovalMarker(_), .. }) => {
             assert_eq!(segment, file_name(0, FileKind::Swap));
         }

@@ -19,7 +19,10 @@ fn config() -> LogConfig {
 }
 
 fn open(store: &Arc<CrashStore>) -> log_core::Result<Log> {
-    Log::open_kafka(Arc::clone(store) as Arc<dyn SegmentStore>, config(), CheckpointFile::Memory)
+    Log::open(
+        Arc::clone(store) as Arc<dyn SegmentStore>,
+        log_core::OpenOptions::kafka(config(), CheckpointFile::Memory),
+    )
 }
 
 /// Three segments of 10 records (keys k0..k29, each record a batch), the last one active.

@@ -91,14 +91,18 @@ pub fn open_read_only(dir: &Path, format: Format) -> Result<OpenedLog, OpenError
         Format::Native => {
             let store: Arc<dyn SegmentStore> =
                 Arc::new(storage_file::FileStore::open_read_only(dir).map_err(store_error(dir))?);
-            let log = Log::open_read_only(store, LogConfig::default()).map_err(log_error(dir))?;
+            let log = Log::open(store, log_core::OpenOptions::new(LogConfig::default()).read_only(true))
+                .map_err(log_error(dir))?;
             Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: log_core::names::CHECKPOINT_FILE.into() })
         }
         Format::Kafka => {
             let stores = storage_file::kafka::open_read_only(dir).map_err(store_error(dir))?;
             let source = stores.checkpoint.describe();
-            let log = Log::open_kafka_read_only(stores.partition, LogConfig::default(), stores.checkpoint)
-                .map_err(|e| kafka_error(dir, e))?;
+            let log = Log::open(
+                stores.partition,
+                log_core::OpenOptions::kafka(LogConfig::default(), stores.checkpoint).read_only(true),
+            )
+            .map_err(|e| kafka_error(dir, e))?;
             Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: source })
         }
     }
@@ -116,8 +120,11 @@ pub fn open_records_only(dir: &Path, format: Format) -> Result<OpenedLog, OpenEr
     }
     let stores = storage_file::kafka::open_read_only(dir).map_err(store_error(dir))?;
     let checkpoint = log_core::CheckpointFile::Memory;
-    let log = Log::open_kafka_read_only(stores.partition, LogConfig::default(), checkpoint.clone())
-        .map_err(|e| kafka_error(dir, e))?;
+    let log = Log::open(
+        stores.partition,
+        log_core::OpenOptions::kafka(LogConfig::default(), checkpoint.clone()).read_only(true),
+    )
+    .map_err(|e| kafka_error(dir, e))?;
     Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: checkpoint.describe() })
 }
 
@@ -142,7 +149,7 @@ pub fn open_or_create(dir: &Path, format: Format, config: LogConfig) -> Result<O
     match format {
         Format::Native => {
             let store: Arc<dyn SegmentStore> = Arc::new(storage_file::FileStore::open(dir).map_err(store_error(dir))?);
-            let log = Log::open(store, config).map_err(log_error(dir))?;
+            let log = Log::open(store, log_core::OpenOptions::new(config)).map_err(log_error(dir))?;
             Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: log_core::names::CHECKPOINT_FILE.into() })
         }
         Format::Kafka => {
@@ -152,7 +159,8 @@ pub fn open_or_create(dir: &Path, format: Format, config: LogConfig) -> Result<O
             })?;
             let stores = storage_file::kafka::open_writable(dir).map_err(store_error(dir))?;
             let source = stores.checkpoint.describe();
-            let log = Log::open_kafka(stores.partition, config, stores.checkpoint).map_err(|e| kafka_error(dir, e))?;
+            let log = Log::open(stores.partition, log_core::OpenOptions::kafka(config, stores.checkpoint))
+                .map_err(|e| kafka_error(dir, e))?;
             Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: source })
         }
     }
@@ -193,7 +201,7 @@ fn open_writable_as(
     match format {
         Format::Native => {
             let store = native_store(dir, true)?;
-            let log = Log::open(store, config).map_err(log_error(dir))?;
+            let log = Log::open(store, log_core::OpenOptions::new(config)).map_err(log_error(dir))?;
             Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: log_core::names::CHECKPOINT_FILE.into() })
         }
         Format::Kafka => {
@@ -202,7 +210,8 @@ fn open_writable_as(
                 None => kafka_stores(dir, true)?,
             };
             let source = stores.checkpoint.describe();
-            let log = Log::open_kafka(stores.partition, config, stores.checkpoint).map_err(|e| kafka_error(dir, e))?;
+            let log = Log::open(stores.partition, log_core::OpenOptions::kafka(config, stores.checkpoint))
+                .map_err(|e| kafka_error(dir, e))?;
             Ok(OpenedLog { log, dir: dir.to_path_buf(), checkpoint_source: source })
         }
     }

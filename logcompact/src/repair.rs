@@ -101,7 +101,7 @@ pub fn repair_metered(
             let reopen = plan
                 .cannot_fix
                 .is_empty()
-                .then(|| log_core::Log::open(store, LogConfig::default()))
+                .then(|| log_core::Log::open(store, log_core::OpenOptions::new(LogConfig::default())))
                 .transpose()
                 .map_err(failed)?;
             (plan, outcome, reopen)
@@ -113,7 +113,12 @@ pub fn repair_metered(
             let reopen = plan
                 .cannot_fix
                 .is_empty()
-                .then(|| log_core::Log::open_kafka(stores.partition, LogConfig::default(), stores.checkpoint))
+                .then(|| {
+                    log_core::Log::open(
+                        stores.partition,
+                        log_core::OpenOptions::kafka(LogConfig::default(), stores.checkpoint),
+                    )
+                })
                 .transpose()
                 .map_err(failed)?;
             (plan, outcome, reopen)

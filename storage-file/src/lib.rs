@@ -12,15 +12,15 @@
 //! # Example
 //! ```
 //! use std::sync::Arc;
-//! use log_core::{Log, LogConfig};
+//! use log_core::{Log, LogConfig, OpenOptions};
 //!
 //! let dir = tempfile::tempdir()?;
 //! {
-//!     let log = Log::open(Arc::new(storage_file::FileStore::open(dir.path())?), LogConfig::default())?;
+//!     let log = Log::open(Arc::new(storage_file::FileStore::open(dir.path())?), OpenOptions::new(LogConfig::default()))?;
 //!     log.put(b"k", b"v")?;
 //!     log.roll()?;
 //! }
-//! let log = Log::open(Arc::new(storage_file::FileStore::open(dir.path())?), LogConfig::default())?;
+//! let log = Log::open(Arc::new(storage_file::FileStore::open(dir.path())?), OpenOptions::new(LogConfig::default()))?;
 //! assert_eq!(log.read(0)?.and_then(|r| r.value), Some(b"v".to_vec()));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -57,7 +57,8 @@ peak resident memory above the built log's.",
         } else {
             Arc::new(storage_mem::MemStore::new())
         };
-        let log = Log::open(store, LogConfig { segment_bytes, ..LogConfig::default() }).expect("open");
+        let log = Log::open(store, log_core::OpenOptions::new(LogConfig { segment_bytes, ..LogConfig::default() }))
+            .expect("open");
         let built = Instant::now();
         workload.append_to(&log, 1_000, |_| {}).expect("append");
         log.roll().expect("roll");

@@ -51,7 +51,7 @@ fn parsed(flag: &str, value: &str, parse: fn(&str) -> Result<u64, String>) -> u6
 
 fn file_log(dir: &Path, sync: SyncPolicy) -> Log {
     let store = Arc::new(storage_file::FileStore::open(dir).expect("open directory"));
-    Log::open(store, LogConfig { sync, ..LogConfig::default() }).expect("open log")
+    Log::open(store, log_core::OpenOptions::new(LogConfig { sync, ..LogConfig::default() })).expect("open log")
 }
 
 fn clean(log: &Log) -> (f64, u64) {
@@ -168,7 +168,7 @@ Prints one JSON object.");
 
     // The same pass in memory.
     let mem: Arc<dyn SegmentStore> = Arc::new(storage_mem::MemStore::new());
-    let log = Log::open(mem, LogConfig::default()).expect("open");
+    let log = Log::open(mem, log_core::OpenOptions::new(LogConfig::default())).expect("open");
     workload.append_to(&log, 0, |_| {}).expect("append");
     log.roll().expect("roll");
     log.put(b"tail", &[7u8; 100]).expect("put");

@@ -379,8 +379,11 @@ fn prepare(config: &Config, keys: u64) -> Result<Prepared, ReportError> {
     } else {
         (Arc::new(storage_mem::MemStore::new()), None)
     };
-    let log = Log::open(Arc::clone(&store), LogConfig { segment_bytes: config.segment_bytes, ..LogConfig::default() })
-        .map_err(failed)?;
+    let log = Log::open(
+        Arc::clone(&store),
+        log_core::OpenOptions::new(LogConfig { segment_bytes: config.segment_bytes, ..LogConfig::default() }),
+    )
+    .map_err(failed)?;
     let records = keys * config.records_per_key;
     let workload = Workload {
         records,
@@ -444,8 +447,11 @@ fn run_once(
         _ => Arc::new(storage_file::FileStore::open(tmp.path()).map_err(|e| failed("directory", &e))?),
     };
     copy_store(&*prepared.store, &*store)?;
-    let log = Log::open(store, LogConfig { segment_bytes: config.segment_bytes, ..LogConfig::default() })
-        .map_err(|e| failed("open", &e))?;
+    let log = Log::open(
+        store,
+        log_core::OpenOptions::new(LogConfig { segment_bytes: config.segment_bytes, ..LogConfig::default() }),
+    )
+    .map_err(|e| failed("open", &e))?;
     // The floor writes where the pass writes: new files on the file backend (a directory of their own on the
     // same file system, removed before the pass), memory on the memory one.
     let floor = {

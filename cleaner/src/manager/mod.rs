@@ -23,7 +23,7 @@
 //!
 //! let manager = CleanerManager::new(ManagerConfig::default(), Arc::new(SystemClock))?;
 //! for name in ["orders", "users"] {
-//!     let log = Arc::new(Log::open(Arc::new(storage_mem::MemStore::new()), LogConfig::default())?);
+//!     let log = Arc::new(Log::open(Arc::new(storage_mem::MemStore::new()), log_core::OpenOptions::new(LogConfig::default()))?);
 //!     log.put(b"k", b"1")?;
 //!     log.put(b"k", b"2")?;
 //!     log.roll()?;

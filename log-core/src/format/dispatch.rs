@@ -24,7 +24,7 @@ impl Format {
     }
 
     /// Opens a log of this format by the format's recovery, writable or `read_only` (see
-    /// [`Log::open_with`]).
+    /// [`Log::open`]).
     ///
     /// # Errors
     /// As the format's open.
@@ -36,8 +36,8 @@ impl Format {
         read_only: bool,
     ) -> Result<Log> {
         match (self, read_only) {
-            (Format::Native, false) => Log::open(store, config),
-            (Format::Native, true) => Log::open_read_only(store, config),
+            (Format::Native, false) => Log::open_native(store, config),
+            (Format::Native, true) => Log::open_native_read_only(store, config),
             (Format::Kafka, false) => Log::open_kafka(store, config, checkpoint),
             (Format::Kafka, true) => Log::open_kafka_read_only(store, config, checkpoint),
         }

@@ -30,7 +30,10 @@ pub fn check_kafka_counted(
     checkpoint: crate::CheckpointFile,
     meter: Option<&Meter>,
 ) -> Result<CheckReport, Problem> {
-    let log = Log::open_kafka_read_only(Arc::clone(&store), LogConfig::default(), checkpoint.clone())?;
+    let log = Log::open(
+        Arc::clone(&store),
+        crate::OpenOptions::kafka(LogConfig::default(), checkpoint.clone()).read_only(true),
+    )?;
     let report = CheckReport { checkpoint: checkpoint.read(&*store)?, ..CheckReport::default() };
     let mut report = check_log(&log, report, meter)?;
     check_txn_indexes(&log, &*store, &mut report)?;

@@ -378,7 +378,11 @@ impl Log {
     /// # Errors
     /// [`Error::InvalidConfig`]; [`Error::UnusableName`]; [`Error::NotALog`] for a log of this project's own
     /// format; [`Error::Corrupt`] or [`Error::CorruptNotTorn`] naming file and position; [`Error::Io`].
-    pub fn open_kafka(store: Arc<dyn SegmentStore>, config: LogConfig, checkpoint: CheckpointFile) -> Result<Log> {
+    pub(crate) fn open_kafka(
+        store: Arc<dyn SegmentStore>,
+        config: LogConfig,
+        checkpoint: CheckpointFile,
+    ) -> Result<Log> {
         config.validate_for(Format::Kafka)?;
         if store.is_read_only() {
             return Err(Error::ReadOnly);
@@ -396,12 +400,12 @@ impl Log {
     /// lock is taken, and no file is mapped (a running broker may truncate any of them: a read of a file cut
     /// underneath is an error, never a signal). It sees the partition as the next writable open (or a broker's
     /// recovery) would leave it, and [`Log::recovery_report`] says what that would do. Consistency without a
-    /// lock is as [`Log::open_read_only`] gets it: names and file identities compared after loading.
+    /// lock is as [`Log::open`] read-only gets it: names and file identities compared after loading.
     ///
     /// # Errors
     /// [`Error::NotALog`] when the directory holds no segment or a native log; otherwise as
-    /// [`Log::open_kafka`], and [`Error::Changing`] if the directory never held still.
-    pub fn open_kafka_read_only(
+    /// the Kafka open, and [`Error::Changing`] if the directory never held still.
+    pub(crate) fn open_kafka_read_only(
         store: Arc<dyn SegmentStore>,
         config: LogConfig,
         checkpoint: CheckpointFile,

@@ -29,7 +29,7 @@ pub fn check_store(store: Arc<dyn SegmentStore>) -> Result<CheckReport, Problem>
 /// # Errors
 /// As [`check_store`].
 pub fn check_store_counted(store: Arc<dyn SegmentStore>, meter: Option<&Meter>) -> Result<CheckReport, Problem> {
-    let log = Log::open_read_only(Arc::clone(&store), LogConfig::default())?;
+    let log = Log::open(Arc::clone(&store), crate::OpenOptions::new(LogConfig::default()).read_only(true))?;
     let layout = Layout::scan(&*store)?;
     let mut report = CheckReport {
         checkpoint: crate::checkpoint::read_own(&*store)?,

@@ -132,7 +132,7 @@ impl Log {
     /// [`Error::InvalidConfig`]; [`Error::UnusableName`] for a segment-like name the log cannot use;
     /// [`Error::NotALog`] for a store holding another format (a Kafka partition); [`Error::Corrupt`] or
     /// [`Error::CorruptNotTorn`] naming file and position; [`Error::BadCheckpoint`]; [`Error::Io`].
-    pub fn open(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log> {
+    pub(crate) fn open_native(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log> {
         config.validate()?;
         if store.is_read_only() {
             return Err(Error::ReadOnly);
@@ -169,7 +169,7 @@ impl Log {
     /// # Errors
     /// [`Error::NotALog`] when the store holds no segment or another format; otherwise as [`Log::open`], and
     /// [`Error::Changing`] if the log never held still.
-    pub fn open_read_only(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log> {
+    pub(crate) fn open_native_read_only(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log> {
         config.validate()?;
         retry_read_only(|| load_read_only(&store, &config))
             .map(|parts| build(Format::Native, CheckpointFile::Own, Arc::clone(&store), config.clone(), parts, true))
