@@ -242,6 +242,77 @@ pub(crate) fn open_back_half(
     Ok(log)
 }
 
+/// What the front half of a read-only load hands the back half: the segments as the next writable open would
+/// leave them (base -> name, with the segment already loaded where the front half had to, a swap read in
+/// place of what it covers), what that open would repair so far, and where the checkpoint lives.
+pub(crate) struct ReadOnlyFront {
+    pub(crate) names: BTreeMap<u64, (String, Option<SealedSegment>)>,
+    pub(crate) report: RecoveryReport,
+    pub(crate) checkpoint: CheckpointFile,
+}
+
+/// The back half of every read-only load, for both formats: loads the closed segments (all but the last) and
+/// the active one without changing anything, leaves a torn tail out of the view, places the checkpoint within
+/// the log (and, for a broker's partition, at or above its recorded log start), then checks that the log held
+/// still: every file loaded is still the one under its name, and `unchanged` (the format's listing compared up
+/// to the active segment's base) says the names are the same. `Ok(None)` when anything changed (the caller
+/// tries again); `not_a_log` is the error for a store without a segment.
+///
+/// # Errors
+/// `not_a_log`; [`Error::Corrupt`] for offsets below the active segment's base, or damage;
+/// [`Error::BadCheckpoint`]; [`Error::Io`].
+pub(crate) fn read_only_back_half(
+    format: Format,
+    store: &Arc<dyn SegmentStore>,
+    config: &LogConfig,
+    front: ReadOnlyFront,
+    not_a_log: impl FnOnce() -> Error,
+    unchanged: impl FnOnce(u64) -> Result<bool>,
+) -> Result<Option<Parts>> {
+    let ReadOnlyFront { mut names, mut report, checkpoint } = front;
+    let store_ref: &dyn SegmentStore = &**store;
+    let Some((active_base, (active_name, active_loaded))) = names.pop_last() else {
+        return Err(not_a_log());
+    };
+    let mut sources = Vec::with_capacity(names.len());
+    for (base, (name, loaded)) in names {
+        let file = match &loaded {
+            Some(s) => Arc::clone(s.file()),
+            None => store.open(&name).map_err(Error::io("open", &name))?,
+        };
+        sources.push(Source { base, name, file, loaded });
+    }
+    let (closed, previous) = load_closed(format, store_ref, sources, config, false, &mut report)?;
+    if let Some(prev) = previous.filter(|&p| p >= active_base) {
+        let kind = CorruptKind::OffsetBelowBase { base: active_base, found: prev };
+        return Err(Error::Corrupt { segment: active_name, position: 0, kind });
+    }
+    let file: Arc<dyn Segment> = match &active_loaded {
+        Some(s) => Arc::clone(s.file()),
+        None => store.open(&active_name).map_err(Error::io("open", &active_name))?,
+    };
+    let (summary, torn) =
+        tail::scan_active(format, active_base, &active_name, &file, previous, config.index_interval_bytes)?;
+    let frozen_len = torn.as_ref().map_or(file.len(), |t| t.position);
+    report.truncated_tail = torn;
+    let next_offset = summary.summary.last_offset.map_or(active_base, |l| l + 1);
+    let log_start = closed.first().map_or(active_base, |s| s.base());
+    let checkpoint_at = checkpoint_within(&checkpoint, store_ref, log_start, active_base, next_offset, &mut report)?;
+    let checkpoint_at = above_log_start(checkpoint_at, checkpoint.broker_offsets()?.0, active_base);
+    // Did anything change while we loaded? Every file we hold must still be the one under its name, and the
+    // names must resolve to the same segments.
+    let same_files = closed
+        .iter()
+        .map(|s| (s.name(), s.file()))
+        .chain(std::iter::once((active_name.as_str(), &file)))
+        .all(|(name, f)| store.file_id(name).is_ok_and(|id| id == f.file_id()));
+    if !unchanged(active_base)? || !same_files {
+        return Ok(None);
+    }
+    let active = Active { base: active_base, name: active_name, file, summary, frozen_len: Some(frozen_len) };
+    Ok(Some(Parts { closed, active, next_offset, checkpoint: checkpoint_at, report }))
+}
+
 /// The cleaner checkpoint raised to the log start the broker recorded (`log-start-offset-checkpoint`), as
 /// Kafka's cleaner starts there when its checkpoint is below it: nothing below the log start is live. Never
 /// past the active segment.

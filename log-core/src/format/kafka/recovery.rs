@@ -30,13 +30,10 @@ use crate::checkpoint::CheckpointFile;
 use crate::config::LogConfig;
 use crate::error::{CorruptKind, Error, Result};
 use crate::format::Format;
-use crate::log::{Active, Log, RecoveryReport};
-use crate::open::{
-    Parts, Source, above_log_start, build, checkpoint_within, delete_if_exists, load_closed, open_back_half, sync_dir,
-};
+use crate::log::{Log, RecoveryReport};
+use crate::open::{Parts, ReadOnlyFront, build, delete_if_exists, open_back_half, read_only_back_half, sync_dir};
 use crate::segment::SealedSegment;
-use crate::storage::{Segment, SegmentStore};
-use crate::tail;
+use crate::storage::SegmentStore;
 
 /// The names of a partition directory, classified.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -420,14 +417,6 @@ impl Log {
     }
 }
 
-fn check_below(previous: Option<u64>, active_base: u64, active_name: &str) -> Result<()> {
-    if let Some(prev) = previous.filter(|&p| p >= active_base) {
-        let kind = CorruptKind::OffsetBelowBase { base: active_base, found: prev };
-        return Err(Error::Corrupt { segment: active_name.to_owned(), position: 0, kind });
-    }
-    Ok(())
-}
-
 /// One attempt of a read-only open: `Ok(None)` when the directory changed while it was being loaded.
 fn load_read_only(
     store: &Arc<dyn SegmentStore>,
@@ -451,48 +440,18 @@ fn load_read_only(
     for (b, s) in std::mem::take(&mut recovery.swapped) {
         names.insert(b, (s.name().to_owned(), Some(s)));
     }
-    let Some((active_base, (active_name, active_loaded))) = names.pop_last() else {
-        return Err(Error::NotALog { found: describe(&layout) });
+    let front = ReadOnlyFront { names, report, checkpoint: checkpoint.clone() };
+    let not_a_log = || Error::NotALog { found: describe(&layout) };
+    let unchanged = |active_base| {
+        let again = KafkaLayout::scan(store_ref)?;
+        Ok(again
+            .files(SegmentFile::Log, Stage::Live)
+            .range(..=active_base)
+            .eq(layout.files(SegmentFile::Log, Stage::Live).range(..=active_base))
+            && again.names_at(Stage::Swap) == layout.names_at(Stage::Swap)
+            && again.names_at(Stage::Cleaned) == layout.names_at(Stage::Cleaned))
     };
-    let mut sources = Vec::with_capacity(names.len());
-    for (base, (n, loaded)) in names {
-        let file = match &loaded {
-            Some(s) => Arc::clone(s.file()),
-            None => store.open(&n).map_err(Error::io("open", &n))?,
-        };
-        sources.push(Source { base, name: n, file, loaded });
-    }
-    let (closed, previous) = load_closed(Format::Kafka, store_ref, sources, config, false, &mut report)?;
-    check_below(previous, active_base, &active_name)?;
-    let file: Arc<dyn Segment> = match &active_loaded {
-        Some(s) => Arc::clone(s.file()),
-        None => store.open(&active_name).map_err(Error::io("open", &active_name))?,
-    };
-    let (summary, torn) =
-        tail::scan_active(Format::Kafka, active_base, &active_name, &file, previous, config.index_interval_bytes)?;
-    let frozen_len = torn.as_ref().map_or(file.len(), |t| t.position);
-    report.truncated_tail = torn;
-    let next_offset = summary.summary.last_offset.map_or(active_base, |l| l + 1);
-    let log_start = closed.first().map_or(active_base, |s| s.base());
-    let checkpoint_at = checkpoint_within(checkpoint, store_ref, log_start, active_base, next_offset, &mut report)?;
-    let checkpoint_at = above_log_start(checkpoint_at, checkpoint.broker_offsets()?.0, active_base);
-    let again = KafkaLayout::scan(store_ref)?;
-    let same_files = closed
-        .iter()
-        .map(|s| (s.name(), s.file()))
-        .chain(std::iter::once((active_name.as_str(), &file)))
-        .all(|(n, f)| store.file_id(n).is_ok_and(|id| id == f.file_id()));
-    let same_names = again
-        .files(SegmentFile::Log, Stage::Live)
-        .range(..=active_base)
-        .eq(layout.files(SegmentFile::Log, Stage::Live).range(..=active_base))
-        && again.names_at(Stage::Swap) == layout.names_at(Stage::Swap)
-        && again.names_at(Stage::Cleaned) == layout.names_at(Stage::Cleaned);
-    if !same_files || !same_names {
-        return Ok(None);
-    }
-    let active = Active { base: active_base, name: active_name, file, summary, frozen_len: Some(frozen_len) };
-    Ok(Some(Parts { closed, active, next_offset, checkpoint: checkpoint_at, report }))
+    read_only_back_half(Format::Kafka, store, config, front, not_a_log, unchanged)
 }
 
 /// What a directory without a segment holds, for the error.

@@ -7,18 +7,17 @@ use std::sync::Arc;
 
 use crate::checkpoint::CheckpointFile;
 use crate::config::LogConfig;
-use crate::error::{CorruptKind, Error, Result};
+use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::format::native::names::{FileKind, file_name};
 use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges, prove_swaps, swap_range};
-use crate::log::{Active, Log, RecoveryReport};
+use crate::log::{Log, RecoveryReport};
 use crate::names::CHECKPOINT_TMP_FILE;
 use crate::open::{
-    Parts, Source, build, checkpoint_within, delete_if_exists, load_closed, open_back_half, retry_read_only, sync_dir,
+    Parts, ReadOnlyFront, build, delete_if_exists, open_back_half, read_only_back_half, retry_read_only, sync_dir,
 };
 use crate::segment::SealedSegment;
 use crate::storage::SegmentStore;
-use crate::tail;
 
 /// Completes or rolls back a cleaning swap that a crash interrupted (the rules of [`PendingSwap`]).
 ///
@@ -211,47 +210,12 @@ fn load_read_only(store: &Arc<dyn SegmentStore>, config: &LogConfig) -> Result<O
     let last_log = layout.logs.last_key_value().map(|(&b, _)| b);
     let stray_hints = layout.hints.keys().filter(|&&b| !layout.logs.contains_key(&b) || Some(b) == last_log).count();
     report.stray_files_removed = layout.deleted.len() + usize::from(layout.checkpoint_tmp) + stray_hints;
-    let Some((active_base, (active_name, active_loaded))) = names.pop_last() else {
-        return Err(Error::NotALog { found: layout.describe() });
-    };
-    let mut sources = Vec::with_capacity(names.len());
-    for (base, (name, loaded)) in names {
-        let file = match &loaded {
-            Some(s) => Arc::clone(s.file()),
-            None => store.open(&name).map_err(Error::io("open", &name))?,
-        };
-        sources.push(Source { base, name, file, loaded });
-    }
-    let (closed, previous) = load_closed(Format::Native, store_ref, sources, config, false, &mut report)?;
-    if let Some(prev) = previous.filter(|&p| p >= active_base) {
-        let kind = CorruptKind::OffsetBelowBase { base: active_base, found: prev };
-        return Err(Error::Corrupt { segment: active_name, position: 0, kind });
-    }
-    let file = match &active_loaded {
-        Some(s) => Arc::clone(s.file()),
-        None => store.open(&active_name).map_err(Error::io("open", &active_name))?,
-    };
-    let (summary, torn) =
-        tail::scan_active(Format::Native, active_base, &active_name, &file, previous, config.index_interval_bytes)?;
-    let frozen_len = torn.as_ref().map_or(file.len(), |t| t.position);
-    report.truncated_tail = torn;
-    let next_offset = summary.summary.last_offset.map_or(active_base, |l| l + 1);
-    let log_start = closed.first().map_or(active_base, |s| s.base());
-    let checkpoint =
-        checkpoint_within(&CheckpointFile::Own, store_ref, log_start, active_base, next_offset, &mut report)?;
-    // Did anything change while we loaded? Every file we hold must still be the one under its name, and the
-    // names must resolve to the same segments.
-    let again = Layout::scan(store_ref)?;
-    let same_files = closed
-        .iter()
-        .map(|s| (s.name(), s.file()))
-        .chain(std::iter::once((active_name.as_str(), &file)))
-        .all(|(name, f)| store.file_id(name).is_ok_and(|id| id == f.file_id()));
-    if !same_files || !same_up_to(&again, &layout, active_base) {
-        return Ok(None);
-    }
-    let active = Active { base: active_base, name: active_name, file, summary, frozen_len: Some(frozen_len) };
-    Ok(Some(Parts { closed, active, next_offset, checkpoint, report }))
+    let front = ReadOnlyFront { names, report, checkpoint: CheckpointFile::Own };
+    let not_a_log = || Error::NotALog { found: layout.describe() };
+    // A roll after the first listing (a new active segment, the old one's hint) leaves the loaded view a
+    // consistent prefix.
+    let unchanged = |active_base| Ok(same_up_to(&Layout::scan(store_ref)?, &layout, active_base));
+    read_only_back_half(Format::Native, store, config, front, not_a_log, unchanged)
 }
 
 /// True when two listings agree on everything up to the segment based at `active_base`: a roll after the
