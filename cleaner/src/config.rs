@@ -30,8 +30,8 @@ pub struct CleanerConfig {
     #[serde(default)]
     pub spill_dir: Option<std::path::PathBuf>,
     /// Threads of one pass over one log (1, Kafka's way, unless asked): pass 2 copies groups of segments in
-    /// parallel, and where the groups are fewer than the threads judges each group's segments on all of them,
-    /// one thread writing the group's output in order; pass 1 reads the dirty section once into one map of the
+    /// parallel, and where a pass has one group judges its segments on all of them, one thread writing the
+    /// group's output in order; pass 1 reads the dirty section once into one map of the
     /// whole buffer (a map split between
     /// threads made every thread decode the whole section for its share of the keys: 1.28 times the time of
     /// one thread, measured).

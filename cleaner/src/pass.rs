@@ -516,8 +516,10 @@ impl Cleaner {
         cx: &CopyContext<'_>,
     ) -> Result<(Vec<Replacement>, CopyCounts)> {
         self.begin(STAGE_COPY, groups.iter().flatten().map(|s| s.size()).sum());
-        if self.config.threads > 1 && groups.len() < self.config.threads {
-            // Fewer groups than threads: each group's segments are judged on all of them, one group at a time.
+        if self.config.threads > 1 && groups.len() == 1 {
+            // One group (a partition's first clean, its segments merged into one output): its segments are
+            // judged on every thread. Several groups go to the threads whole, as before: splitting them one
+            // after another would leave a group of one segment on one thread.
             return self.copy_groups_split(cleaning, groups, cx);
         }
         let threads = self.config.threads.min(groups.len()).max(1);
@@ -559,7 +561,7 @@ impl Cleaner {
         Ok((all.into_iter().map(|(_, r)| r).collect(), counts))
     }
 
-    /// Pass 2 over every group in turn, each on all the cleaner's threads
+    /// Pass 2 over every group in turn (one, where it is called), each on all the cleaner's threads
     /// ([`crate::pass2_split::copy_group_split`]). Returns the replacements in base order.
     fn copy_groups_split(
         &self,

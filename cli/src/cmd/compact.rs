@@ -63,8 +63,8 @@ pub struct CompactArgs {
     #[arg(long, value_name = "R", default_value_t = 0.0, allow_hyphen_values = true)]
     min_cleanable_dirty_ratio: f64,
     /// Threads within one pass: pass 1 reads the dirty section once into one map of the whole buffer, pass 2
-    /// copies groups of segments on this many threads, a group's segments judged on several of them when the
-    /// groups are fewer (Kafka gives a log to one thread). Every count writes the same bytes.
+    /// copies groups of segments on this many threads, or judges a single group's segments on all of them
+    /// (Kafka gives a log to one thread). Every count writes the same bytes.
     #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
     copy_threads: u32,
     /// Not taken: `compact` cleans one log; see --copy-threads.

@@ -153,6 +153,10 @@ pub fn record_compaction(
     ended_ms: i64,
     secs: f64,
 ) -> std::io::Result<Recorded> {
+    // Nothing is locked where nothing would be written.
+    if !path(data_dir).exists() && !data_dir.join("meta.properties").is_file() {
+        return Ok(Recorded::NotADataDirectory);
+    }
     let held = std::fs::File::open(data_dir)?;
     let deadline = std::time::Instant::now() + RECORD_WAIT;
     loop {
