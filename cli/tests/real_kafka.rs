@@ -236,7 +236,6 @@ fn clean_command(data: &Path) -> std::process::Command {
 
 #[test]
 fn a_clean_killed_mid_run_leaves_what_the_broker_loads_without_a_warning() {
-    use std::io::BufRead;
     let Some(kafka) = Kafka::get() else { return };
     let f = fixture::main(kafka);
     // How many event lines a whole run prints (which partitions a run takes depends on the fixture's age: a
@@ -254,20 +253,8 @@ fn a_clean_killed_mid_run_leaves_what_the_broker_loads_without_a_warning() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let mut node = f.copy_to(tmp.path());
         let data = node.log_dirs()[1].clone();
-        let mut child = clean_command(&data).spawn().expect("spawn");
-        let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        for _ in 0..lines {
-            line.clear();
-            if out.read_line(&mut line).unwrap_or(0) == 0 {
-                break;
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(3 * moment));
-        let running = child.try_wait().expect("poll").is_none();
-        let _ = child.kill();
-        let _ = child.wait();
-        landed += usize::from(running);
+        let extra = std::time::Duration::from_millis(3 * moment);
+        landed += usize::from(common::kill::kill_after_lines(clean_command(&data), lines, extra));
         started(&mut node);
         let found = node.load_findings();
         assert!(found.failures.is_empty(), "moment {moment}: {:#?}", found.failures);

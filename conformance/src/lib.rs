@@ -2,7 +2,7 @@
 //! and the crash-simulating store. The model-based property test ([`model`]) and the scenarios
 //! ([`scenarios`]) are written once against [`Harness`]; `tests/` instantiates them per backend with
 //! [`conformance_tests!`], and `tests/crash_sweep.rs` crashes a cleaning pass and a run of appends at every
-//! sync point.
+//! sync point in either format ([`crash_sweep`], instantiated per format with [`crash_sweep_tests!`]).
 //!
 //! # Example
 //! ```
@@ -10,8 +10,8 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod crash_sweep;
 pub mod fuzz_dir;
-pub mod fuzz_kafka_dir;
 mod harness;
 pub mod model;
 pub mod scenarios;

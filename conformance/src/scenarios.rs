@@ -132,10 +132,7 @@ pub fn partial_passes_continue_after_restart(h: &dyn Harness, map: MapKind) {
 }
 
 fn check_ok(log: &Log) -> Result<log_core::check::CheckReport, log_core::check::Problem> {
-    match log.format() {
-        log_core::Format::Native => log_core::check::check_store(Arc::clone(log.store())),
-        log_core::Format::Kafka => log_core::check::check_kafka(Arc::clone(log.store()), log.checkpoint_file().clone()),
-    }
+    log_core::check::check(Arc::clone(log.store()), log.format(), log.checkpoint_file().clone(), None)
 }
 
 /// A torn tail of the active segment is cut back to the last whole record on open.

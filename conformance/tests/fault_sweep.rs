@@ -22,17 +22,21 @@ fn config() -> LogConfig {
     LogConfig { segment_bytes: 300, index_interval_bytes: 64, sync: SyncPolicy::OnRoll }
 }
 
-/// A partition's log directory.
-fn log_dir() -> CheckpointFile {
-    CheckpointFile::LogDir { dir: Arc::new(MemStore::new()), topic: "t".into(), partition: 0 }
+/// Where a log of `format` keeps its cleaner checkpoint: a native log in its own store, a Kafka partition in
+/// its log directory.
+fn log_dir(format: Format) -> CheckpointFile {
+    match format {
+        Format::Native => CheckpointFile::Own,
+        Format::Kafka => CheckpointFile::LogDir { dir: Arc::new(MemStore::new()), topic: "t".into(), partition: 0 },
+    }
 }
 
-/// Opens the log of `format` in `store` (a Kafka partition's checkpoint in `checkpoint`).
+/// Opens the log of `format` in `store`, its checkpoint in `checkpoint`.
 fn open(format: Format, store: Arc<dyn SegmentStore>, checkpoint: &CheckpointFile) -> Result<Log, Error> {
-    match format {
-        Format::Native => Log::open(store, log_core::OpenOptions::new(config())),
-        Format::Kafka => Log::open(store, log_core::OpenOptions::kafka(config(), checkpoint.clone())),
-    }
+    Log::open(
+        store,
+        log_core::OpenOptions { format, checkpoint: checkpoint.clone(), ..log_core::OpenOptions::new(config()) },
+    )
 }
 
 fn check(
@@ -40,10 +44,7 @@ fn check(
     store: Arc<dyn SegmentStore>,
     checkpoint: &CheckpointFile,
 ) -> Result<log_core::check::CheckReport, log_core::check::Problem> {
-    match format {
-        Format::Native => log_core::check::check_store(store),
-        Format::Kafka => log_core::check::check_kafka(store, checkpoint.clone()),
-    }
+    log_core::check::check(store, format, checkpoint.clone(), None)
 }
 
 fn pass(map: MapKind, log: &Log, clock: &Arc<ManualClock>, keys: usize, purge: bool) -> Result<bool, cleaner::Error> {
@@ -155,7 +156,7 @@ fn sweep_kafka(op: Op) -> u64 {
 
 fn sweep_with(format: Format, map: MapKind, op: Op) -> u64 {
     let clock = Arc::new(ManualClock::new(1_000_000));
-    let dry_dir = log_dir();
+    let dry_dir = log_dir(format);
     let dry = FaultStore::new(torn_start(format, &dry_dir).0);
     {
         let log = open(format, Arc::new(dry.clone()), &dry_dir).expect("open");
@@ -164,7 +165,7 @@ fn sweep_with(format: Format, map: MapKind, op: Op) -> u64 {
     let total = dry.count(op);
     eprintln!("{op:?} with {map} ({}): {total} operations, each failed once", format.name());
     for n in 0..total {
-        let dir = log_dir();
+        let dir = log_dir(format);
         let (mem, mut acked) = torn_start(format, &dir);
         let store = FaultStore::new(Arc::clone(&mem));
         store.fail(op, n);

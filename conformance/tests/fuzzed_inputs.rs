@@ -8,7 +8,7 @@ proptest! {
 
     #[test]
     fn prop_fuzzed_directories_open_without_harm(data in proptest::collection::vec(any::<u8>(), 0..600)) {
-        conformance::fuzz_dir::open_fuzzed_dir(&data);
+        conformance::fuzz_dir::open_fuzzed_dir(log_core::Format::Native, &data);
     }
 }
 
@@ -27,6 +27,6 @@ proptest! {
 
     #[test]
     fn prop_fuzzed_kafka_partitions_open_without_harm(data in proptest::collection::vec(any::<u8>(), 0..600)) {
-        conformance::fuzz_kafka_dir::open_fuzzed_kafka_dir(&data);
+        conformance::fuzz_dir::open_fuzzed_dir(log_core::Format::Kafka, &data);
     }
 }

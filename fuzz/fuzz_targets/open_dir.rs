@@ -3,4 +3,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| conformance::fuzz_dir::open_fuzzed_dir(data));
+fuzz_target!(|data: &[u8]| conformance::fuzz_dir::open_fuzzed_dir(log_core::Format::Native, data));

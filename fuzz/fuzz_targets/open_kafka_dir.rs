@@ -1,6 +1,6 @@
-//! Opening a fuzzed Kafka partition directory: see `conformance::fuzz_kafka_dir`.
+//! Opening a fuzzed Kafka partition directory: see `conformance::fuzz_dir`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| conformance::fuzz_kafka_dir::open_fuzzed_kafka_dir(data));
+fuzz_target!(|data: &[u8]| conformance::fuzz_dir::open_fuzzed_dir(log_core::Format::Kafka, data));

@@ -12,13 +12,34 @@
 //!   the end). A log with notices only is intact.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::error::Error;
 use crate::log::Log;
 use crate::progress::{Meter, Tally};
+use crate::storage::SegmentStore;
+use crate::{CheckpointFile, Format};
 
 pub use crate::format::kafka::check::{check_kafka, check_kafka_counted};
 pub use crate::format::native::check::{check_store, check_store_counted};
+
+/// Verifies every checksum and invariant of the log of `format` in `store`, its cleaner checkpoint in
+/// `checkpoint`, without changing anything, counting what it reads on `meter` when one is given: one entry for
+/// both formats ([`check_store`] and [`check_kafka`] are each format's). A native log keeps its checkpoint in
+/// its own store, so `checkpoint` must then be [`crate::CheckpointFile::Own`]: any other is a problem, never
+/// silently read elsewhere ([`Log::open`] refuses the same).
+///
+/// # Errors
+/// The first [`Problem`] found.
+pub fn check(
+    store: Arc<dyn SegmentStore>,
+    format: Format,
+    checkpoint: CheckpointFile,
+    meter: Option<&Meter>,
+) -> Result<CheckReport, Problem> {
+    format.require_checkpoint_placement(&checkpoint)?;
+    format.check(store, checkpoint, meter)
+}
 
 /// What a check saw when it found no problem.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::checkpoint::CheckpointFile;
 use crate::config::LogConfig;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::format::Format;
 use crate::log::Log;
 use crate::storage::SegmentStore;
@@ -68,18 +68,11 @@ impl Log {
     /// ```
     ///
     /// # Errors
-    /// As the open the options name; [`Error::InvalidConfig`] for a native log whose checkpoint is asked to
+    /// As the open the options name; [`crate::Error::InvalidConfig`] for a native log whose checkpoint is asked to
     /// live anywhere but its own store.
     pub fn open(store: Arc<dyn SegmentStore>, options: OpenOptions) -> Result<Log> {
         let OpenOptions { config, format, checkpoint, read_only } = options;
-        if !format.checkpoint_placement_allowed(&checkpoint) {
-            return Err(Error::InvalidConfig(format!(
-                "a {} log keeps its cleaner checkpoint in {}, not in {}",
-                format.name(),
-                CheckpointFile::Own.describe(),
-                checkpoint.describe()
-            )));
-        }
+        format.require_checkpoint_placement(&checkpoint)?;
         format.open(store, config, checkpoint, read_only)
     }
 }

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use log_core::check::{CheckReport, Problem, ProblemClass};
 use log_core::progress::Meter;
-use log_core::{Format, SegmentStore};
+use log_core::{CheckpointFile, Format, SegmentStore};
 use serde::Serialize;
 
 use crate::datadir::settings::Resolved;
@@ -67,16 +67,16 @@ pub fn check_limited(
             None => store,
         }
     };
-    match format {
+    let (store, checkpoint): (Arc<dyn SegmentStore>, _) = match format {
         Format::Native => {
-            let store = storage_file::FileStore::open_read_only(dir).map_err(store_error)?;
-            log_core::check::check_store_counted(limited(Arc::new(store)), meter).map_err(problem)
+            (Arc::new(storage_file::FileStore::open_read_only(dir).map_err(store_error)?), CheckpointFile::Own)
         }
         Format::Kafka => {
             let stores = storage_file::kafka::open_read_only(dir).map_err(store_error)?;
-            log_core::check::check_kafka_counted(limited(stores.partition), stores.checkpoint, meter).map_err(problem)
+            (stores.partition, stores.checkpoint)
         }
-    }
+    };
+    log_core::check::check(limited(store), format, checkpoint, meter).map_err(problem)
 }
 
 /// Adds to `report` a warning when its largest record of a compressed batch is over the topic's

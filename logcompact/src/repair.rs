@@ -82,11 +82,11 @@ pub fn repair_metered(
     // Not even a plan: one that could never be applied would only mislead.
     storage_file::refuse_metadata_log(dir).map_err(|source| OpenError::Store { dir: dir.to_path_buf(), source })?;
     if !apply {
-        let plan = match format {
-            Format::Native => log_core::repair::plan(&*metered(native_store(dir, false)?)),
-            Format::Kafka => log_core::repair::plan_kafka(&*metered(kafka_stores(dir, false)?.partition)),
-        }
-        .map_err(failed)?;
+        let store = match format {
+            Format::Native => native_store(dir, false)?,
+            Format::Kafka => kafka_stores(dir, false)?.partition,
+        };
+        let plan = log_core::repair::plan_for(format, &*metered(store), &LogConfig::default()).map_err(failed)?;
         let recovery = open_read_only(dir, format)
             .map(|o| crate::describe_recovery(o.log.recovery_report(), false))
             .unwrap_or_default();

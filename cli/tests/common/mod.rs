@@ -1,6 +1,7 @@
 //! Running the `logcompact` binary from tests.
 #![allow(dead_code)]
 
+pub mod kill;
 pub mod transactions;
 
 use std::collections::BTreeMap;

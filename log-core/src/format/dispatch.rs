@@ -14,13 +14,25 @@ use crate::storage::{SegmentSource, SegmentStore};
 use crate::txn::SegmentTxns;
 
 impl Format {
-    /// Whether a log of this format may keep its cleaner checkpoint in `checkpoint` (a native log keeps its own;
-    /// a Kafka partition's lives in its broker's log directory, or nowhere).
-    pub(crate) fn checkpoint_placement_allowed(self, checkpoint: &crate::CheckpointFile) -> bool {
-        match self {
+    /// Refuses a cleaner checkpoint in `checkpoint` unless a log of this format may keep it there (a native log
+    /// keeps its own; a Kafka partition's lives in its broker's log directory, or nowhere).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidConfig`] naming both places.
+    pub(crate) fn require_checkpoint_placement(self, checkpoint: &crate::CheckpointFile) -> Result<()> {
+        let allowed = match self {
             Format::Native => matches!(checkpoint, crate::CheckpointFile::Own),
             Format::Kafka => true,
+        };
+        if allowed {
+            return Ok(());
         }
+        Err(crate::Error::InvalidConfig(format!(
+            "a {} log keeps its cleaner checkpoint in {}, not in {}",
+            self.name(),
+            crate::CheckpointFile::Own.describe(),
+            checkpoint.describe()
+        )))
     }
 
     /// Opens a log of this format by the format's recovery, writable or `read_only` (see
@@ -167,6 +179,38 @@ impl Format {
                 i32::MAX
             )),
             Format::Native | Format::Kafka => None,
+        }
+    }
+
+    /// `check` of a log of this format in `store`, its cleaner checkpoint in `checkpoint` (see
+    /// [`crate::check::check`]).
+    ///
+    /// # Errors
+    /// The first problem found.
+    pub(crate) fn check(
+        self,
+        store: std::sync::Arc<dyn SegmentStore>,
+        checkpoint: crate::CheckpointFile,
+        meter: Option<&crate::progress::Meter>,
+    ) -> std::result::Result<crate::check::CheckReport, crate::check::Problem> {
+        match self {
+            Format::Native => native::check::check_store_counted(store, meter),
+            Format::Kafka => kafka::check::check_kafka_counted(store, checkpoint, meter),
+        }
+    }
+
+    /// The repair plan for a log of this format in `store` (see [`crate::repair::plan_for`]).
+    ///
+    /// # Errors
+    /// As the format's plan.
+    pub(crate) fn plan_repair(
+        self,
+        store: &dyn SegmentStore,
+        config: &crate::LogConfig,
+    ) -> Result<crate::repair::RepairPlan> {
+        match self {
+            Format::Native => native::repair::plan(store),
+            Format::Kafka => kafka::repair::plan_kafka_with(store, config),
         }
     }
 

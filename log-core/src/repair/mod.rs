@@ -32,6 +32,17 @@ use crate::storage::{Segment, SegmentStore};
 pub use crate::format::kafka::repair::{plan_kafka, plan_kafka_with};
 pub use crate::format::native::repair::plan;
 
+/// What a repair of the log of `format` in `store` would do, changing nothing: [`plan`] for a native log,
+/// [`plan_kafka_with`] for a Kafka partition. `config` gives the index interval of the indexes a repair
+/// rewrites (a Kafka segment's `.index` and `.timeindex`; a native log's hints are dropped instead, and its
+/// next open rebuilds them with the settings it is opened with).
+///
+/// # Errors
+/// As the format's plan: the store cannot be read, or holds no log of `format`.
+pub fn plan_for(format: Format, store: &dyn SegmentStore, config: &crate::LogConfig) -> Result<RepairPlan> {
+    format.plan_repair(store, config)
+}
+
 /// One thing a repair does.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
