@@ -10,7 +10,7 @@ use cleaner::{Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions};
 use log_core::kafka::files::{SegmentFile, Stage, name};
 use log_core::kafka::txn::AbortedTxn;
 use log_core::kafka::{Compression, RecordToWrite, new_header, write_batch};
-use log_core::{CheckpointFile, Log, LogConfig, SegmentStore};
+use log_core::{CheckpointFile, Format, Log, LogConfig, SegmentStore};
 use storage_mem::MemStore;
 
 /// One batch: its base offset, producer (id, epoch, base sequence) if any, and its records' keys.
@@ -300,15 +300,18 @@ fn a_txnindex_that_disagrees_with_the_markers_is_damage_and_nothing_is_cleaned()
     let e = cleaner.clean(&log, PassOptions::default()).expect_err("refused");
     assert!(e.to_string().contains("00000000000000000000.txnindex") && e.to_string().contains("entry 0"), "{e}");
     assert_eq!(store.list().expect("list"), before, "nothing changed");
-    let problem = log_core::check::check_kafka(Arc::clone(&store), CheckpointFile::Memory).expect_err("check finds it");
+    let problem = log_core::check::check(Arc::clone(&store), Format::Kafka, CheckpointFile::Memory, None)
+        .expect_err("check finds it");
     assert!(problem.to_string().contains("producer 51"), "{problem}");
     // Without the file, check says the aborted data's segment lacks one, and a pass writes it.
     store.delete(&name(0, SegmentFile::TxnIndex, Stage::Live)).expect("delete");
-    let report = log_core::check::check_kafka(Arc::clone(&store), CheckpointFile::Memory).expect("intact");
+    let report =
+        log_core::check::check(Arc::clone(&store), Format::Kafka, CheckpointFile::Memory, None).expect("intact");
     assert!(report.notices.iter().any(|n| n.file.ends_with(".txnindex") && n.what.contains("missing")), "{report:?}");
     cleaner.clean(&log, PassOptions::default()).expect("pass");
     assert!(store.open(&name(0, SegmentFile::TxnIndex, Stage::Live)).is_ok(), "the pass wrote the segment's index");
-    let report = log_core::check::check_kafka(Arc::clone(&store), CheckpointFile::Memory).expect("intact");
+    let report =
+        log_core::check::check(Arc::clone(&store), Format::Kafka, CheckpointFile::Memory, None).expect("intact");
     assert!(report.notices.is_empty(), "{report:?}");
 }
 
@@ -329,7 +332,7 @@ fn a_txnindex_entry_that_starts_later_narrows_the_aborted_transaction() {
         vec![(0, 0, 1, 70), (1, 1, 1, -1), (3, 3, 1, 70), (4, 4, 1, 70)],
         "the committed `a` stays; only the aborted batch goes"
     );
-    let report = log_core::check::check_kafka(store, CheckpointFile::Memory).expect("intact");
+    let report = log_core::check::check(store, Format::Kafka, CheckpointFile::Memory, None).expect("intact");
     assert!(report.notices.is_empty(), "{report:?}");
 }
 

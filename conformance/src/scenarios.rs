@@ -213,7 +213,9 @@ pub fn flipped_byte_is_found(h: &dyn Harness, map: MapKind) {
         bad[second as usize + 20] ^= 0x10;
         store.delete(&name).expect("delete");
         store.create(&name).expect("create").append(&bad).expect("write");
-        let problem = log_core::check::check_store(Arc::clone(&store)).expect_err("check must fail");
+        let problem =
+            log_core::check::check(Arc::clone(&store), log_core::Format::Native, log_core::CheckpointFile::Own, None)
+                .expect_err("check must fail");
         assert_eq!((problem.file.as_str(), problem.position), (name.as_str(), Some(second)), "on {}", h.name());
     }
     let log = fx.open_log(config).expect("a valid index hint spares the scan");

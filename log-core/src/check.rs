@@ -20,12 +20,9 @@ use crate::progress::{Meter, Tally};
 use crate::storage::SegmentStore;
 use crate::{CheckpointFile, Format};
 
-pub use crate::format::kafka::check::{check_kafka, check_kafka_counted};
-pub use crate::format::native::check::{check_store, check_store_counted};
-
 /// Verifies every checksum and invariant of the log of `format` in `store`, its cleaner checkpoint in
 /// `checkpoint`, without changing anything, counting what it reads on `meter` when one is given: one entry for
-/// both formats ([`check_store`] and [`check_kafka`] are each format's). A native log keeps its checkpoint in
+/// both formats, which each answer in their own module. A native log keeps its checkpoint in
 /// its own store, so `checkpoint` must then be [`crate::CheckpointFile::Own`]: any other is a problem, never
 /// silently read elsewhere ([`Log::open`] refuses the same).
 ///

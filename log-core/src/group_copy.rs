@@ -6,7 +6,6 @@ use std::sync::Arc;
 use crate::cleaning::{Cleaning, Replacement};
 use crate::error::{Error, ReplacementProblem, Result};
 use crate::format::Format;
-use crate::format::dispatch::write_output_indexes;
 use crate::segment::{SealedSegment, SegmentWriter, Stamp, SummaryBuilder};
 
 /// Builds the cleaned copy of a group as pass 2 walks its segments in order, batch by batch, calling
@@ -187,7 +186,7 @@ impl<'a> GroupCopy<'a> {
         };
         let (new, indexes) = log.check(writer.finish())?;
         if let Some(files) = indexes {
-            write_output_indexes(self.cleaning, &new, &files)?;
+            log.format().write_output_indexes(self.cleaning, &new, &files)?;
             return Ok(Some(Replacement { old, head: None, new: Some(new), tail: None }));
         }
         let head = self.marker(0, named)?;

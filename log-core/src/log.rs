@@ -8,9 +8,8 @@ use crate::checkpoint::CheckpointFile;
 use crate::config::{LogConfig, SyncPolicy};
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::format::dispatch::write_side_indexes;
-use crate::format::native::names::{FileKind, file_name};
-use crate::names::Stage;
+use crate::format::side_indexes::write_side_indexes;
+use crate::names::{SegmentFile, Stage};
 use crate::reader::LogSnapshot;
 pub use crate::record::AppendRecord;
 use crate::record::Record;
@@ -343,7 +342,7 @@ impl Log {
         inner.last_sync = Instant::now();
         let source = self.check(SegmentSource::of(&file).map_err(Error::io("map", &name)))?;
         let new_base = inner.next_offset;
-        let new_name = file_name(new_base, FileKind::Log);
+        let new_name = crate::names::name(new_base, SegmentFile::Log, Stage::Live);
         let builder = std::mem::replace(
             &mut inner.active.summary,
             SummaryBuilder::new(self.format, new_base, self.config.index_interval_bytes),

@@ -14,8 +14,8 @@ use crate::checkpoint::CheckpointFile;
 use crate::config::LogConfig;
 use crate::error::{CorruptKind, Error, Result};
 use crate::format::Format;
-use crate::format::native::names::{FileKind, file_name};
 use crate::log::{Active, CheckpointReset, Inner, Log, RecoveryReport};
+use crate::names::{SegmentFile, Stage, name};
 use crate::segment::SealedSegment;
 use crate::storage::{Segment, SegmentStore};
 use crate::tail;
@@ -58,7 +58,9 @@ pub(crate) fn load_closed(
         if file.is_empty() && format.empty_file_is_leftover() {
             if writable {
                 store.delete(&name).map_err(Error::io("delete", &name))?;
-                delete_if_exists(store, &file_name(base, FileKind::Index))?;
+                if let Some(hint) = format.hint_name(base) {
+                    delete_if_exists(store, &hint)?;
+                }
             }
             report.empty_segments_removed += 1;
             continue;
@@ -181,7 +183,7 @@ pub(crate) fn open_back_half(
     let (active_base, active_name) = match logs.pop_last() {
         Some(last) => last,
         None => {
-            let name = file_name(0, FileKind::Log);
+            let name = name(0, SegmentFile::Log, Stage::Live);
             store.create(&name).map_err(Error::io("create", &name))?;
             sync_dir(&*store)?;
             (0, name)
@@ -219,7 +221,7 @@ pub(crate) fn open_back_half(
             previous = segment.last_offset().or(previous);
             closed.push(Arc::new(segment));
         }
-        active_name = file_name(active_base, FileKind::Log);
+        active_name = name(active_base, SegmentFile::Log, Stage::Live);
         file = store.create(&active_name).map_err(Error::io("create", &active_name))?;
         sync_dir(&*store)?;
     }

@@ -6,10 +6,8 @@ use std::sync::Arc;
 use crate::error::{CorruptKind, Error, Result};
 use crate::format::Format;
 pub use crate::format::Stamp;
-use crate::format::dispatch::SideIndexes;
-pub use crate::format::kafka::index::KafkaIndexFiles;
-use crate::format::native::hint as index_file;
-use crate::format::native::names::{FileKind, file_name};
+pub use crate::format::side_indexes::SideIndexFiles;
+use crate::format::side_indexes::SideIndexes;
 use crate::index::OffsetIndex;
 use crate::scan::{SegmentScan, SegmentSource, batch_bytes_at};
 use crate::storage::{Segment, SegmentStore};
@@ -195,7 +193,7 @@ impl SealedSegment {
         file.seal().map_err(Error::io("seal", &name))?;
         let source = SegmentSource::of(&file).map_err(Error::io("map", &name))?;
         let len = file.len();
-        if let Some(summary) = index_file::read(store, base, &name, &source, len) {
+        if let Some(summary) = format.read_hint(store, base, &name, &source, len) {
             return Ok((
                 SealedSegment { base, name, format, file, source, data_len: len, summary, txns: Default::default() },
                 false,
@@ -220,18 +218,7 @@ impl SealedSegment {
     /// # Errors
     /// [`Error::Io`] naming the index file.
     pub fn write_hint(&self, store: &dyn SegmentStore) -> Result<()> {
-        if !self.format.keeps_hint() {
-            return Ok(());
-        }
-        let name = file_name(self.base, FileKind::Index);
-        match store.delete(&name) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io("delete", &name)(e)),
-            _ => {}
-        }
-        let file = store.create(&name).map_err(Error::io("create", &name))?;
-        file.append(&index_file::encode(self.base, self.size(), &self.summary)).map_err(Error::io("append", &name))?;
-        file.sync().map_err(Error::io("sync", &name))?;
-        file.seal().map_err(Error::io("seal", &name))
+        self.format.write_hint(store, self.base, self.size(), &self.summary)
     }
 
     pub(crate) fn from_parts(
@@ -526,7 +513,7 @@ impl SegmentWriter {
     ///
     /// # Errors
     /// [`Error::Io`] from the backend.
-    pub fn finish(mut self) -> Result<(SealedSegment, Option<KafkaIndexFiles>)> {
+    pub fn finish(mut self) -> Result<(SealedSegment, Option<SideIndexFiles>)> {
         self.flush()?;
         self.file.seal().map_err(Error::io("seal", &self.name))?;
         self.file.sync().map_err(Error::io("sync", &self.name))?;

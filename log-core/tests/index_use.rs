@@ -72,7 +72,13 @@ fn a_crafted_hint_with_a_valid_checksum_never_makes_a_read_skip_records() {
     for target in previous + 1..actual {
         assert_eq!(log.read(target).expect("read").map(|r| r.offset), Some(target), "READ {target}");
     }
-    let report = log_core::check::check_store(Arc::clone(&store) as Arc<dyn SegmentStore>).expect("intact");
+    let report = log_core::check::check(
+        Arc::clone(&store) as Arc<dyn SegmentStore>,
+        log_core::Format::Native,
+        log_core::CheckpointFile::Own,
+        None,
+    )
+    .expect("intact");
     assert!(report.notices.iter().any(|n| n.file == hint && n.what.contains("points at no such record")), "{report:?}");
 }
 

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use log_core::kafka::{Compression, RecordToWrite, new_header, write_batch};
-use log_core::{CheckpointFile, Error, Log, LogConfig, SegmentStore};
+use log_core::{CheckpointFile, Error, Format, Log, LogConfig, SegmentStore};
 use storage_mem::MemStore;
 
 fn write(store: &dyn SegmentStore, name: &str, bytes: &[u8]) {
@@ -63,9 +63,9 @@ fn segment_names_a_broker_cannot_use_are_refused_not_skipped() {
         let e = open_ro(&store, CheckpointFile::Memory).expect_err(bad);
         assert!(matches!(&e, Error::UnusableName { name, .. } if name == bad), "{bad}: {e}");
         let dyn_store = Arc::clone(&store) as Arc<dyn SegmentStore>;
-        let problem = log_core::check::check_kafka(dyn_store, CheckpointFile::Memory).expect_err(bad);
+        let problem = log_core::check::check(dyn_store, Format::Kafka, CheckpointFile::Memory, None).expect_err(bad);
         assert!(problem.to_string().contains(bad), "{bad}: {problem}");
-        let plan = log_core::repair::plan_kafka(&*store).expect("plan");
+        let plan = log_core::repair::plan_for(Format::Kafka, &*store, &LogConfig::default()).expect("plan");
         assert!(plan.cannot_fix.iter().any(|c| c.contains(bad)), "{bad}: {plan:?}");
         let w = Log::open(
             Arc::clone(&store) as Arc<dyn SegmentStore>,
@@ -87,8 +87,13 @@ fn a_record_whose_offset_lies_outside_its_batch_is_damage() {
     let read: Result<Vec<_>, _> = log.snapshot().reader(0).collect();
     let e = read.expect_err("the record at offset 19 is never read");
     assert!(e.is_corruption() && e.to_string().contains("outside its batch"), "{e}");
-    let problem = log_core::check::check_kafka(Arc::clone(&store) as Arc<dyn SegmentStore>, CheckpointFile::Memory)
-        .expect_err("check finds it");
+    let problem = log_core::check::check(
+        Arc::clone(&store) as Arc<dyn SegmentStore>,
+        Format::Kafka,
+        CheckpointFile::Memory,
+        None,
+    )
+    .expect_err("check finds it");
     assert!(problem.to_string().contains("00000000000000000010.log"), "{problem}");
 }
 
@@ -110,8 +115,8 @@ fn a_cleaner_checkpoint_past_the_end_is_reset_to_the_start_and_nothing_is_writte
     let mut text = vec![0; f.len() as usize];
     f.read_at(0, &mut text).expect("read");
     assert_eq!(text, b"0\n1\nt 0 999\n", "the read-only view wrote nothing");
-    let report =
-        log_core::check::check_kafka(Arc::clone(&store) as Arc<dyn SegmentStore>, checkpoint()).expect("intact");
+    let report = log_core::check::check(Arc::clone(&store) as Arc<dyn SegmentStore>, Format::Kafka, checkpoint(), None)
+        .expect("intact");
     assert!(report.notices.iter().any(|n| n.what.contains("past the end")), "{:?}", report.notices);
 }
 

@@ -96,7 +96,8 @@ pub fn repair_metered(
     let (plan, outcome, reopen) = match format {
         Format::Native => {
             let store = native_store(dir, true)?;
-            let plan = log_core::repair::plan(&*metered(Arc::clone(&store))).map_err(failed)?;
+            let plan = log_core::repair::plan_for(format, &*metered(Arc::clone(&store)), &LogConfig::default())
+                .map_err(failed)?;
             let outcome = log_core::repair::apply(&*store, &plan, stamp).map_err(failed)?;
             let reopen = plan
                 .cannot_fix
@@ -108,7 +109,9 @@ pub fn repair_metered(
         }
         Format::Kafka => {
             let stores = kafka_stores(dir, true)?;
-            let plan = log_core::repair::plan_kafka(&*metered(Arc::clone(&stores.partition))).map_err(failed)?;
+            let plan =
+                log_core::repair::plan_for(format, &*metered(Arc::clone(&stores.partition)), &LogConfig::default())
+                    .map_err(failed)?;
             let outcome = log_core::repair::apply(&*stores.partition, &plan, stamp).map_err(failed)?;
             let reopen = plan
                 .cannot_fix

@@ -3,8 +3,7 @@
 //! the swap proofs call these and never compare formats themselves; a third format adds an arm to each match
 //! here and its own module beside [`super::native`] and [`super::kafka`].
 
-use super::kafka::index::{KafkaIndexFiles, KafkaIndexes};
-use super::{Format, Stamp, kafka, native};
+use super::{Format, kafka, native};
 use crate::cleaning::Replacement;
 use crate::error::Result;
 use crate::log::Log;
@@ -62,6 +61,48 @@ impl Format {
         match self {
             Format::Native => true,
             Format::Kafka => false,
+        }
+    }
+
+    /// The name of the hint this format keeps beside the segment based at `base`, if it keeps one.
+    pub(crate) fn hint_name(self, base: u64) -> Option<String> {
+        match self {
+            Format::Native => Some(native::names::file_name(base, native::names::FileKind::Index)),
+            Format::Kafka => None,
+        }
+    }
+
+    /// The summary the hint beside the sealed segment `name` (based at `base`, `len` bytes of `source`) saved,
+    /// where this format keeps one and it is usable; `None` otherwise (the segment is then scanned).
+    pub(crate) fn read_hint(
+        self,
+        store: &dyn SegmentStore,
+        base: u64,
+        name: &str,
+        source: &crate::storage::SegmentSource,
+        len: u64,
+    ) -> Option<crate::segment::SegmentSummary> {
+        match self {
+            Format::Native => native::hint::read(store, base, name, source, len),
+            Format::Kafka => None,
+        }
+    }
+
+    /// Writes and syncs the hint of a sealed segment based at `base`, `len` bytes long, whose scan learned
+    /// `summary`, where this format keeps one (see [`Format::keeps_hint`]).
+    ///
+    /// # Errors
+    /// [`crate::Error::Io`] naming the hint.
+    pub(crate) fn write_hint(
+        self,
+        store: &dyn SegmentStore,
+        base: u64,
+        len: u64,
+        summary: &crate::segment::SegmentSummary,
+    ) -> Result<()> {
+        match self {
+            Format::Native => native::hint::write(store, base, len, summary),
+            Format::Kafka => Ok(()),
         }
     }
 
@@ -235,6 +276,23 @@ impl Format {
         }
     }
 
+    /// Writes what a cleaning pass keeps beside the output segment `new`, whose writer built `files` (the
+    /// output's side indexes and its transaction index), each under its `.cleaned` name and owned by `cleaning`.
+    ///
+    /// # Errors
+    /// [`crate::Error::Io`] naming the file; the pass's transaction state's error.
+    pub(crate) fn write_output_indexes(
+        self,
+        cleaning: &crate::cleaning::Cleaning<'_>,
+        new: &crate::segment::SealedSegment,
+        files: &super::side_indexes::SideIndexFiles,
+    ) -> Result<()> {
+        match self {
+            Format::Native => Ok(()),
+            Format::Kafka => kafka::output::write_output_files(cleaning, new, files),
+        }
+    }
+
     /// Commits a cleaning pass's replacements (and the checkpoint) by the format's swap protocol; `owned` are
     /// the names of the files the pass created.
     ///
@@ -252,56 +310,4 @@ impl Format {
             Format::Kafka => log.commit_kafka(replacements, checkpoint, owned),
         }
     }
-}
-
-/// The index files a segment writer builds beside the batches of its format, entry by entry (Kafka's `.index`
-/// and `.timeindex`; the native format builds none: its hint is written from the finished segment).
-#[derive(Debug, Clone)]
-pub(crate) struct SideIndexes(KafkaIndexes);
-
-impl SideIndexes {
-    /// The builder for a segment of `format` based at `base`, if the format keeps side indexes.
-    pub(crate) fn new(format: Format, base: u64, index_interval: u64) -> Option<SideIndexes> {
-        match format {
-            Format::Native => None,
-            Format::Kafka => Some(SideIndexes(KafkaIndexes::new(base, index_interval))),
-        }
-    }
-
-    /// Notes a batch written at byte `pos`, `len` bytes long.
-    #[inline]
-    pub(crate) fn on_batch(&mut self, stamp: &Stamp, pos: u64, len: u64) {
-        self.0.on_batch(stamp, pos, len);
-    }
-
-    /// The finished files' bytes.
-    pub(crate) fn finish(self) -> KafkaIndexFiles {
-        self.0.finish()
-    }
-}
-
-/// Writes a finished segment's side index files under `stage` (see [`SideIndexes`]).
-///
-/// # Errors
-/// [`crate::Error::Io`] naming the file.
-pub(crate) fn write_side_indexes(
-    store: &dyn SegmentStore,
-    base: u64,
-    files: &KafkaIndexFiles,
-    stage: Stage,
-) -> Result<()> {
-    kafka::files::write_indexes(store, base, files, stage)
-}
-
-/// Writes what a cleaning pass keeps beside the output segment `new`, whose writer built `files` (the output's
-/// side indexes and its transaction index), each under its `.cleaned` name and owned by `cleaning`.
-///
-/// # Errors
-/// [`crate::Error::Io`] naming the file; the pass's transaction state's error.
-pub(crate) fn write_output_indexes(
-    cleaning: &crate::cleaning::Cleaning<'_>,
-    new: &crate::segment::SealedSegment,
-    files: &KafkaIndexFiles,
-) -> Result<()> {
-    kafka::output::write_output_files(cleaning, new, files)
 }

@@ -8,6 +8,15 @@
 //!
 //! Everything above this module (segment scans, torn tails, the index, group copies, both cleaning passes,
 //! `check`, `dump`) works on [`BatchRef`]s and the [`RecordRef`]s inside them, whatever the format.
+//!
+//! Layering. The core's files (`log`, `reader`, `segment`, `scan`, `tail`, `cleaning`, `group_copy`, `open`,
+//! `check`, `repair`) ask a format what they need through methods of [`Format`] (its `dispatch` module, the
+//! one place that tells the formats apart) and hold a segment writer's side indexes through
+//! `side_indexes`; they never import a format's own modules. Each format's protocol (`native/`, `kafka/`:
+//! names, hints and indexes, recovery, commit, check, repair) imports the core below it, and the Kafka codec
+//! (`kafka/codec/`) imports nothing of the log. So the crate's module imports have no circle longer than two
+//! files (`log`/`reader`, `cleaning`/`group_copy`, `segment`/`scan`, and the two checkpoint files), and
+//! `check::check` and `repair::plan_for` are each one entry for both formats.
 #![allow(
     clippy::unnecessary_lazy_evaluations,
     reason = "a CorruptKind can hold a codec's message: built eagerly, every good frame would pay for dropping it"
@@ -17,6 +26,7 @@ pub mod checkpoint;
 pub(crate) mod dispatch;
 pub mod kafka;
 pub mod native;
+pub(crate) mod side_indexes;
 
 use serde::Serialize;
 

@@ -1,5 +1,5 @@
 //! `repair`: the one way stored records are ever dropped because they look damaged, and only on request, for
-//! a native log ([`plan`]) and a Kafka partition ([`plan_kafka`]) alike.
+//! a native log and a Kafka partition alike ([`plan_for`], each format answering in its own module).
 //!
 //! A plan reads the store (changing nothing) and lists what a repair would do: drop the damaged byte ranges
 //! of segments while keeping every valid batch around them, set aside a `.swap` that would replace segments
@@ -25,15 +25,11 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::scan::SegmentScan;
-use crate::segment::{KafkaIndexFiles, SegmentWriter, Stamp};
+use crate::segment::{SegmentWriter, SideIndexFiles, Stamp};
 use crate::storage::SegmentSource;
 use crate::storage::{Segment, SegmentStore};
 
-pub use crate::format::kafka::repair::{plan_kafka, plan_kafka_with};
-pub use crate::format::native::repair::plan;
-
-/// What a repair of the log of `format` in `store` would do, changing nothing: [`plan`] for a native log,
-/// [`plan_kafka_with`] for a Kafka partition. `config` gives the index interval of the indexes a repair
+/// What a repair of the log of `format` in `store` would do, changing nothing. `config` gives the index interval of the indexes a repair
 /// rewrites (a Kafka segment's `.index` and `.timeindex`; a native log's hints are dropped instead, and its
 /// next open rebuilds them with the settings it is opened with).
 ///
@@ -245,7 +241,7 @@ pub(crate) struct Rewrite<'a> {
 /// # Errors
 /// [`Error::Corrupt`] if a batch outside the ranges no longer reads (the segment changed since the plan);
 /// [`Error::Io`].
-pub(crate) fn rewrite_without(store: &dyn SegmentStore, r: &Rewrite<'_>) -> Result<(u64, Option<KafkaIndexFiles>)> {
+pub(crate) fn rewrite_without(store: &dyn SegmentStore, r: &Rewrite<'_>) -> Result<(u64, Option<SideIndexFiles>)> {
     let file = store.open(r.segment).map_err(Error::io("open", r.segment))?;
     let source = SegmentSource::Reads(file);
     delete_quietly(store, r.temp)?;

@@ -9,23 +9,16 @@ use crate::log::Log;
 use crate::progress::Meter;
 use crate::storage::SegmentStore;
 
-/// As [`crate::check::check_store`] for the Kafka partition in `store` (its cleaner checkpoint in `checkpoint`): every
+/// [`crate::check::check`] of the Kafka partition in `store` (its cleaner checkpoint in `checkpoint`): every
 /// batch's CRC, every record, the order of offsets, a pending swap, each `.txnindex` against the markers.
 /// Each closed segment's `.index` and `.timeindex` are checked as a broker's sanity check reads them (entries
 /// in order, inside their segment): one that fails is a notice, not a problem, since a broker rebuilds a
-/// damaged index when it loads it.
+/// damaged index when it loads it. Counts the bytes and records read on `meter` (one stage,
+/// [`crate::check::STAGE`]).
 ///
 /// # Errors
 /// The first [`Problem`] found.
-pub fn check_kafka(store: Arc<dyn SegmentStore>, checkpoint: crate::CheckpointFile) -> Result<CheckReport, Problem> {
-    check_kafka_counted(store, checkpoint, None)
-}
-
-/// [`check_kafka`], counting the bytes and records read on `meter` (one stage, [`crate::check::STAGE`]).
-///
-/// # Errors
-/// As [`check_kafka`].
-pub fn check_kafka_counted(
+pub(crate) fn check_kafka_counted(
     store: Arc<dyn SegmentStore>,
     checkpoint: crate::CheckpointFile,
     meter: Option<&Meter>,

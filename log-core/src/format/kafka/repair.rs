@@ -35,20 +35,12 @@ fn swap_named(e: &Error) -> Option<&str> {
     }
 }
 
-/// Lists what a repair of the Kafka partition in `store` would do, with Kafka's default `index.interval.bytes`.
-/// Reads only.
+/// Lists what a repair of the Kafka partition in `store` would do, rewriting indexes with `config`'s index
+/// interval. Reads only.
 ///
 /// # Errors
 /// [`Error::NotALog`] for a directory holding a native log; [`Error::Io`] when the store cannot be read.
-pub fn plan_kafka(store: &dyn SegmentStore) -> Result<RepairPlan> {
-    plan_kafka_with(store, &LogConfig::default())
-}
-
-/// As [`plan_kafka`], rewriting indexes with `config`'s index interval.
-///
-/// # Errors
-/// As [`plan_kafka`].
-pub fn plan_kafka_with(store: &dyn SegmentStore, config: &LogConfig) -> Result<RepairPlan> {
+pub(crate) fn plan_kafka_with(store: &dyn SegmentStore, config: &LogConfig) -> Result<RepairPlan> {
     let layout = KafkaLayout::scan(store)?;
     let mut plan = RepairPlan {
         format: Format::Kafka,

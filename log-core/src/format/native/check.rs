@@ -16,19 +16,11 @@ use crate::storage::SegmentStore;
 /// Verifies every checksum and invariant of the log in `store` without changing anything: frames decode and
 /// their CRCs match; offsets strictly increase within and across segments and never fall below the base in
 /// the file name; every hint matches its segment; a pending swap would complete with valid segments; the
-/// checkpoint parses.
+/// checkpoint parses. Counts the bytes and records read on `meter` (one stage, [`crate::check::STAGE`]).
 ///
 /// # Errors
 /// The first [`Problem`] found.
-pub fn check_store(store: Arc<dyn SegmentStore>) -> Result<CheckReport, Problem> {
-    check_store_counted(store, None)
-}
-
-/// [`check_store`], counting the bytes and records read on `meter` (one stage, [`crate::check::STAGE`]).
-///
-/// # Errors
-/// As [`check_store`].
-pub fn check_store_counted(store: Arc<dyn SegmentStore>, meter: Option<&Meter>) -> Result<CheckReport, Problem> {
+pub(crate) fn check_store_counted(store: Arc<dyn SegmentStore>, meter: Option<&Meter>) -> Result<CheckReport, Problem> {
     let log = Log::open(Arc::clone(&store), crate::OpenOptions::new(LogConfig::default()).read_only(true))?;
     let layout = Layout::scan(&*store)?;
     let mut report = CheckReport {

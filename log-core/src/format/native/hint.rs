@@ -12,6 +12,7 @@
 //! only when a segment may be cleaned (the compaction lags), never what a read or a pass keeps.
 
 use super::names::{FileKind, file_name};
+use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::index::OffsetIndex;
 use crate::scan::{SegmentScan, batch_bytes_at};
@@ -139,6 +140,25 @@ pub(crate) fn read(
     file.read_at(0, &mut raw).ok()?;
     let summary = decode(&raw, base, len).ok()?;
     hint_matches(&summary, base, name, source, len).then_some(summary)
+}
+
+/// Writes and syncs the `.lcindex` hint of the native segment based at `base`, `segment_len` bytes long, whose
+/// scan learned `summary` (its name becomes durable with the caller's next directory sync). A hint that is
+/// never written, or torn by a crash, is rebuilt on open, but a failed write or sync is still an error: the log
+/// treats every failed sync alike.
+///
+/// # Errors
+/// [`crate::Error::Io`] naming the hint.
+pub(crate) fn write(store: &dyn SegmentStore, base: u64, segment_len: u64, summary: &SegmentSummary) -> Result<()> {
+    let name = file_name(base, FileKind::Index);
+    match store.delete(&name) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io("delete", &name)(e)),
+        _ => {}
+    }
+    let file = store.create(&name).map_err(Error::io("create", &name))?;
+    file.append(&encode(base, segment_len, summary)).map_err(Error::io("append", &name))?;
+    file.sync().map_err(Error::io("sync", &name))?;
+    file.seal().map_err(Error::io("seal", &name))
 }
 
 /// The cheap part of trusting a hint (see [`read`]).

@@ -23,7 +23,7 @@ fn head(file: &Arc<dyn Segment>, name: &str, max: usize) -> Result<Vec<u8>> {
 ///
 /// # Errors
 /// [`Error::Io`] when the store cannot be read.
-pub fn plan(store: &dyn SegmentStore) -> Result<RepairPlan> {
+pub(crate) fn plan(store: &dyn SegmentStore) -> Result<RepairPlan> {
     let layout = Layout::scan(store)?;
     let mut plan = RepairPlan {
         format: Format::Native,
