@@ -301,7 +301,7 @@ impl<'a> Cleaning<'a> {
     }
 
     /// Swaps the replacements in and moves the checkpoint to `checkpoint` (the protocol:
-    /// [`crate::format::native::commit`]). After a successful commit nothing is abandoned; after a failed one, outputs that
+    /// `format/native/commit.rs`). After a successful commit nothing is abandoned; after a failed one, outputs that
     /// were not swapped in are removed as the transaction drops (unless the log is poisoned).
     ///
     /// # Errors

@@ -7,9 +7,12 @@
 //! offset returns the next record that exists. This crate knows no backend: it talks to storage only through
 //! [`SegmentStore`] and [`Segment`], implemented by `storage-mem` and `storage-file`.
 //!
-//! Modules: [`record`] (records), [`codec`] (the checksummed frame), [`storage`] (backend traits),
-//! [`names`] (file names), [`index`] (sparse offset index), [`segment`] (sealed segments, scans, writers),
-//! and the [`Log`] itself with its [`LogSnapshot`] readers and its cleaning transaction ([`Cleaning`]).
+//! The public surface: the [`Log`] itself with its [`OpenOptions`], its [`LogSnapshot`] readers and its cleaning
+//! transaction ([`Cleaning`]); records ([`Record`], [`RecordRef`]); sealed segments, scans and writers
+//! ([`SealedSegment`], [`SegmentScan`], [`SegmentWriter`]); [`storage`] (backend traits); [`format`](mod@format) (the
+//! segment-format seam, each format's own files under it: [`codec`], the checksummed frame; [`kafka`]);
+//! [`names`] (file names); [`check`], [`repair`]; [`progress`] and [`human`] for front ends. The rest (the
+//! sparse index, checksums, torn tails, transaction state) is internal.
 //!
 //! # Example
 //! ```
@@ -27,28 +30,28 @@
 #![deny(missing_docs)]
 
 pub mod check;
-pub mod checksum;
+mod checksum;
 pub mod cleaning;
 mod config;
 mod error;
 pub mod format;
 mod group_copy;
 pub mod human;
-pub mod index;
+mod index;
 mod log;
 pub mod names;
 mod open;
 mod options;
 pub mod progress;
 mod reader;
-pub mod record;
+mod record;
 pub mod repair;
-pub mod scan;
-pub mod segment;
+mod scan;
+mod segment;
 pub mod storage;
 pub mod swap_proof;
-pub mod tail;
-pub mod txn;
+mod tail;
+mod txn;
 pub mod workload;
 
 // The format wing's modules under the paths they had before it was gathered in `format/`.

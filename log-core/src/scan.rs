@@ -10,7 +10,6 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use crate::codec;
 use crate::error::{CorruptKind, Error, Result};
 use crate::format::{BatchRef, Format, LENGTH_PREFIX_BYTES};
 use crate::record::RecordRef;
@@ -368,6 +367,7 @@ impl Frame<'_> {
 /// position, then nothing.
 #[derive(Debug, Clone)]
 pub struct Frames<'w> {
+    format: Format,
     name: &'w str,
     verify: bool,
     bytes: &'w [u8],
@@ -383,6 +383,7 @@ impl<'w> Window<'w> {
     #[inline]
     pub fn frames(&self) -> Option<Frames<'w>> {
         self.format.frames_are_records().then_some(Frames {
+            format: self.format,
             name: self.name,
             verify: self.verify,
             bytes: self.bytes,
@@ -407,7 +408,7 @@ impl<'w> Iterator for Frames<'w> {
         if let Some(b) = &mut self.behind {
             b.passed(self.at);
         }
-        let decoded = if self.verify { codec::decode(rest) } else { codec::decode_unverified(rest) };
+        let decoded = self.format.decode_frame(rest, self.verify);
         match decoded {
             Ok((record, len)) => {
                 self.at += len;

@@ -503,7 +503,7 @@ impl SegmentWriter {
             self.file.truncate(0).map_err(Error::io("truncate", &self.name))?;
             self.written = 0;
         }
-        self.buffer.extend_from_slice(&crate::removal::encode(self.base, end));
+        self.format.encode_removal(self.base, end, &mut self.buffer);
         self.summary = SummaryBuilder::new(self.format, self.base, self.summary.summary.index.interval());
         self.finish().map(|(s, _)| s)
     }

@@ -298,7 +298,7 @@ impl std::fmt::Display for IndexDisagreement {
 /// segment stands for, else the first aborted transaction with data left whose marker the segment holds and
 /// which no entry covers (a broker would show its records to `read_committed` readers). `None` when they
 /// agree. An entry may start before the derived transaction (a pass removed its first batches) or after it
-/// (a cleaner removed the COMMIT marker of the producer's transaction before: [`verify_index_files`] then
+/// (a cleaner removed the COMMIT marker of the producer's transaction before: `verify_index_files` then
 /// narrows the transaction to the entry), and a transaction whose data is all gone needs no entry.
 pub fn index_disagreement(base: u64, end: u64, entries: &[AbortedTxn], txns: &TxnState) -> Option<IndexDisagreement> {
     let in_segment = |o: u64| (base..end).contains(&o);

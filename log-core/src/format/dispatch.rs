@@ -64,6 +64,16 @@ impl Format {
         }
     }
 
+    /// Appends to `out` the marker that stands for "the segment based at `base`, whose records all lay below
+    /// `end`, is removed" in a cleaning swap, where this format removes segments by marker (see
+    /// [`Format::removes_by_marker`]); a format that does not appends nothing.
+    pub(crate) fn encode_removal(self, base: u64, end: u64, out: &mut Vec<u8>) {
+        match self {
+            Format::Native => out.extend_from_slice(&native::removal::encode(base, end)),
+            Format::Kafka => {}
+        }
+    }
+
     /// The name of the hint this format keeps beside the segment based at `base`, if it keeps one.
     pub(crate) fn hint_name(self, base: u64) -> Option<String> {
         match self {

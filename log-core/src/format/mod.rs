@@ -89,6 +89,21 @@ impl Format {
         }
     }
 
+    /// Decodes the frame at the start of `bytes`, for a format whose batches are one record each (the
+    /// native format): its record and its length. With `verify`, its checksum is checked too.
+    ///
+    /// # Errors
+    /// [`CorruptKind`] saying what is wrong; [`CorruptKind::Malformed`] for a format whose batches hold
+    /// several records (read them with [`Format::parse`]).
+    #[inline]
+    pub fn decode_frame(self, bytes: &[u8], verify: bool) -> Result<(RecordRef<'_>, usize), CorruptKind> {
+        match self {
+            Format::Native if verify => codec::decode(bytes),
+            Format::Native => codec::decode_unverified(bytes),
+            Format::Kafka => Err(CorruptKind::Malformed("a Kafka batch is not one record: parse it")),
+        }
+    }
+
     /// Decodes the batch at the start of `bytes` (which may hold more after it). With `verify`, its checksum
     /// is checked too; without, every length is still checked against the bytes there (for a reader that
     /// verifies the same batches later, before acting on what it learned: the cleaner's pass 1). A Kafka

@@ -1,7 +1,7 @@
 //! The checkpoint files of a broker's log directory (`cleaner-offset-checkpoint`, `log-start-offset-checkpoint`,
 //! `replication-offset-checkpoint`, `recovery-point-offset-checkpoint`): one text format, a version line (`0`),
 //! an entry count, then one `topic partition offset` line per entry. A broker replaces them atomically (a
-//! temporary file, fsync, rename, directory fsync), and so does [`write`].
+//! temporary file, fsync, rename, directory fsync), and so does [`write()`].
 //!
 //! Reading is bounded ([`MAX_CHECKPOINT_BYTES`]) and strict as Kafka's reader is: a wrong version, a count that
 //! does not match the lines, or a line that does not parse is an error naming the file and line.

@@ -1,6 +1,6 @@
 //! Reading a Kafka segment's transactional facts from its batches, as a broker's segment recovery reads them:
 //! the walk reads batch headers only (61 bytes a batch), and the whole of a control batch, which is a record of
-//! a few bytes. The state they fold into is format-free ([`crate::txn`]).
+//! a few bytes. The state they fold into is format-free (the core's `txn` module).
 
 use std::collections::HashMap;
 

@@ -31,7 +31,7 @@ use crate::record::{Header, HeaderBytes, HeaderSplit, RecordRef};
 pub const FORMAT_VERSION: u8 = 1;
 /// Size of the frame header (length + CRC).
 pub const FRAME_HEADER_BYTES: usize = 8;
-/// Largest body a frame may carry ([`crate::record::MAX_RECORD_BYTES`]).
+/// Largest body a frame may carry (the record model's limit).
 pub const MAX_RECORD_BYTES: usize = crate::record::MAX_RECORD_BYTES;
 /// Smallest possible body: version, flags, offset, timestamp, header count.
 const MIN_BODY_BYTES: usize = 1 + 1 + 8 + 8 + 2;
