@@ -51,12 +51,20 @@ fn is_ident(c: char) -> bool {
 
 /// The paths of a use tree (`a::b::{c, d::{e, f as g}}`), each as its segments (an alias dropped).
 fn expand(tree: &str) -> Vec<ModPath> {
+    expand_named(tree).into_iter().map(|(path, _)| path).collect()
+}
+
+/// As [`expand`], each path with the name it is brought in under (its alias, else its last segment).
+fn expand_named(tree: &str) -> Vec<(ModPath, String)> {
     let tree = tree.trim();
     let Some(open) = tree.find('{') else {
-        let path = tree.split(" as ").next().unwrap_or("").trim();
+        let mut parts = tree.split(" as ");
+        let path = parts.next().unwrap_or("").trim();
         let segments: ModPath =
             path.split("::").map(str::trim).filter(|s| !s.is_empty() && *s != "self").map(str::to_owned).collect();
-        return if segments.is_empty() { Vec::new() } else { vec![segments] };
+        let Some(last) = segments.last().cloned() else { return Vec::new() };
+        let name = parts.next().map_or(last, |a| a.trim().to_owned());
+        return vec![(segments, name)];
     };
     let prefix: ModPath =
         tree[..open].split("::").map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
@@ -76,11 +84,13 @@ fn expand(tree: &str) -> Vec<ModPath> {
     items.push(&body[start..]);
     let mut out = Vec::new();
     for item in items {
-        for rest in expand(item) {
-            out.push(prefix.iter().cloned().chain(rest).collect());
+        for (rest, name) in expand_named(item) {
+            out.push((prefix.iter().cloned().chain(rest).collect(), name));
         }
-        if item.trim() == "self" {
-            out.push(prefix.clone());
+        if item.trim() == "self"
+            && let Some(last) = prefix.last()
+        {
+            out.push((prefix.clone(), last.clone()));
         }
     }
     out
@@ -186,10 +196,10 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
                 .trim_start()
                 .strip_prefix("as ")
                 .map(|r| r.chars().take_while(|&c| is_ident(c)).collect::<String>());
-            for path in expand(tree) {
+            for (path, name) in expand_named(tree) {
                 let name = match (&alias, tree.contains('{')) {
                     (Some(a), false) => a.clone(),
-                    _ => path.last().cloned().unwrap_or_default(),
+                    _ => name,
                 };
                 let source: ModPath = here.iter().cloned().chain(path).collect();
                 krate.reexports.insert((here.clone(), name), source);
@@ -341,4 +351,9 @@ fn the_check_sees_a_circle_when_there_is_one() {
         vec!["n".into(), "g".into(), "h".into()],
     ];
     assert_eq!(paths, want);
+    let named = expand_named("a::{b as c, d}");
+    assert_eq!(
+        named,
+        vec![(vec!["a".into(), "b".into()], "c".to_owned()), (vec!["a".into(), "d".into()], "d".to_owned())]
+    );
 }
