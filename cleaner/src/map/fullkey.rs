@@ -11,11 +11,16 @@
 //! one is built from the vector; a growth is priced as the new table, that vector and the arena together. So
 //! its bytes per key depend on key length: 16 + 1 bytes of entry per bucket at a load between 7/16 and 7/8,
 //! plus the key itself.
+//!
+//! A batch ([`OffsetMap::put_batch`], [`OffsetMap::get_batch`]) first walks every key's probe sequence
+//! without comparing, prefetching each candidate's bytes in the arena, then looks the keys up: the misses of
+//! a batch overlap instead of two a key (the table, then the arena) paid one after the other. The answers are
+//! those of one key at a time.
 
 use hashbrown::HashTable;
 
-use super::hash::{HashBits, xxh3_64};
-use super::{MapFull, MapKind, MapStats, OffsetMap, Probes};
+use super::hash::{HashBits, prefetch, xxh3_64};
+use super::{BATCH, MapFull, MapKind, MapStats, OffsetMap, Probes};
 
 #[derive(Debug, Clone, Copy)]
 struct Entry {
@@ -204,30 +209,23 @@ impl FullKeyMap {
         }
     }
 
-    /// Memory held: the table and the arena.
-    fn memory(&self) -> usize {
-        table_bytes(self.buckets) + self.arena.capacity()
-    }
-}
-
-impl OffsetMap for FullKeyMap {
-    fn kind(&self) -> MapKind {
-        MapKind::FullKey
-    }
-
-    fn begin(&mut self, _base_offset: u64) {
-        // Keep the memory (it was within budget) for the next pass; forget the keys.
-        self.table.clear();
-        self.arena.clear();
-        self.key_bytes_seen = (0, 0);
-        self.latest = None;
-        self.lookups = 0;
-        self.probes = 0;
+    /// Hashes a run of keys (at most [`BATCH`]) and walks each one's probe sequence without comparing keys,
+    /// asking for the arena's line of every candidate on the way. The walks do not depend on one another, so
+    /// the core overlaps their misses on the table; the lookups that follow find the table's lines and the
+    /// keys' bytes in the cache instead of missing twice, one miss after the other, a key.
+    fn hash_and_prefetch(&self, keys: &[&[u8]], hashes: &mut [u64; BATCH]) {
+        for (h, key) in hashes.iter_mut().zip(keys) {
+            *h = self.hash(key);
+            let _ = self.table.find(*h, |e| {
+                prefetch(&self.arena, e.start as usize);
+                false
+            });
+        }
     }
 
-    fn put(&mut self, key: &[u8], offset: u64) -> Result<(), MapFull> {
+    /// The put of a key whose hash is known.
+    fn put_hashed(&mut self, key: &[u8], hash: u64, offset: u64) -> Result<(), MapFull> {
         self.lookups += 1;
-        let hash = self.hash(key);
         let arena = &self.arena;
         let mut compared = 0u64;
         if let Some(e) = self.table.find_mut(hash, |e| {
@@ -266,15 +264,74 @@ impl OffsetMap for FullKeyMap {
         Ok(())
     }
 
-    fn get(&self, key: &[u8], probes: &mut Probes) -> Option<u64> {
+    /// The lookup of a key whose hash is known.
+    fn get_hashed(&self, key: &[u8], hash: u64, probes: &mut Probes) -> Option<u64> {
         probes.lookups += 1;
         let mut compared = 0u64;
-        let found = self.table.find(self.hash(key), |e| {
+        let found = self.table.find(hash, |e| {
             compared += 1;
             Self::key_of(&self.arena, e) == key
         });
         probes.probes += compared.max(1);
         found.map(|e| e.offset)
+    }
+
+    /// Memory held: the table and the arena.
+    fn memory(&self) -> usize {
+        table_bytes(self.buckets) + self.arena.capacity()
+    }
+}
+
+impl OffsetMap for FullKeyMap {
+    fn kind(&self) -> MapKind {
+        MapKind::FullKey
+    }
+
+    fn begin(&mut self, _base_offset: u64) {
+        // Keep the memory (it was within budget) for the next pass; forget the keys.
+        self.table.clear();
+        self.arena.clear();
+        self.key_bytes_seen = (0, 0);
+        self.latest = None;
+        self.lookups = 0;
+        self.probes = 0;
+    }
+
+    fn put(&mut self, key: &[u8], offset: u64) -> Result<(), MapFull> {
+        self.put_hashed(key, self.hash(key), offset)
+    }
+
+    fn put_batch(&mut self, batch: &[(&[u8], u64)]) -> usize {
+        let mut done = 0;
+        let mut hashes = [0u64; BATCH];
+        let mut keys: [&[u8]; BATCH] = [&[]; BATCH];
+        for run in batch.chunks(BATCH) {
+            for (k, &(key, _)) in keys.iter_mut().zip(run) {
+                *k = key;
+            }
+            self.hash_and_prefetch(&keys[..run.len()], &mut hashes);
+            for (&h, &(key, offset)) in hashes.iter().zip(run) {
+                if self.put_hashed(key, h, offset).is_err() {
+                    return done;
+                }
+                done += 1;
+            }
+        }
+        done
+    }
+
+    fn get(&self, key: &[u8], probes: &mut Probes) -> Option<u64> {
+        self.get_hashed(key, self.hash(key), probes)
+    }
+
+    fn get_batch(&self, keys: &[&[u8]], out: &mut [Option<u64>], probes: &mut Probes) {
+        let mut hashes = [0u64; BATCH];
+        for (run, out) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+            self.hash_and_prefetch(run, &mut hashes);
+            for ((&h, key), o) in hashes.iter().zip(run).zip(out.iter_mut()) {
+                *o = self.get_hashed(key, h, probes);
+            }
+        }
     }
 
     fn len(&self) -> usize {
@@ -374,5 +431,26 @@ mod tests {
         assert_eq!(m.put(b"k", 1), Err(MapFull));
         assert_eq!(FullKeyMap::capacity_for(40, 1), 0);
         assert!(FullKeyMap::capacity_for(table_bytes(4) + 3, 1) == 3);
+    }
+
+    #[test]
+    fn batches_give_the_same_answers_as_single_keys_and_stop_at_the_first_refused_key() {
+        // Keys repeated within and across runs, of several lengths, in a budget that refuses some.
+        let keys: Vec<Vec<u8>> = (0..3000u64).map(|i| key(i * 7919 % 1013, 4 + (i % 5) as usize * 9)).collect();
+        let pairs: Vec<(&[u8], u64)> = keys.iter().enumerate().map(|(i, k)| (&k[..], i as u64)).collect();
+        for budget in [64 << 10, 16 << 10] {
+            let (mut one, mut batched) =
+                (FullKeyMap::new(budget, HashBits::ALL), FullKeyMap::new(budget, HashBits::ALL));
+            let singly = pairs.iter().take_while(|&&(k, o)| one.put(k, o).is_ok()).count();
+            assert_eq!(batched.put_batch(&pairs), singly, "a budget of {budget} bytes");
+            let probe: Vec<Vec<u8>> = (0..1500u64).map(|i| key(i, 4 + (i % 5) as usize * 9)).collect();
+            let refs: Vec<&[u8]> = probe.iter().map(|k| &k[..]).collect();
+            let mut out = vec![None; refs.len()];
+            batched.get_batch(&refs, &mut out, &mut Probes::default());
+            for (k, got) in refs.iter().zip(&out) {
+                assert_eq!(*got, one.get(k, &mut Probes::default()), "{k:?}");
+            }
+            assert_eq!((one.len(), one.latest_offset()), (batched.len(), batched.latest_offset()));
+        }
     }
 }
