@@ -19,9 +19,7 @@ const WINDOW_ATTEMPTS: usize = DIGEST_BYTES - 4;
 /// lookups from walking the whole table.
 pub const MAX_ATTEMPTS: usize = WINDOW_ATTEMPTS + 1 + 4096;
 
-/// Attempts whose slots a batch prefetches for every key: at load 0.9 a lookup makes 2.2 attempts on
-/// average, each a random slot. Three measured ahead of two (2.23x against 2.32x the floor over a pass, 10M
-/// records over 1M keys in memory; 2.01x against 2.23x on files), two ahead of one (2.32x against 2.48x).
+/// Most attempts whose slots a batch prefetches for every key (see `SkimpyMap::attempts_to_prefetch`).
 const PREFETCHED_ATTEMPTS: usize = 3;
 
 /// An MD5 digest's 16 bytes read as a little-endian number: byte `i` of the digest is bits `8i..8i + 8`.
@@ -244,18 +242,30 @@ impl SkimpyMap {
     /// Hashes `keys` (at most [`BATCH`]) [`LANES`] at a time and prefetches the slots of each key's first
     /// attempts as soon as its lanes are hashed, so that the hashing of the next lanes hides their latency.
     fn hash_batch(&self, keys: &[&[u8]], out: &mut [Digest; BATCH]) {
+        let attempts = self.attempts_to_prefetch();
         for (chunk, digests) in keys.chunks(LANES).zip(out.chunks_mut(LANES)) {
             md5_lanes(chunk, digests);
             for d in digests.iter_mut().take(chunk.len()) {
                 *d = self.finish(*d);
-                if self.slots > 0 {
-                    // At load 0.9 about half the lookups go on to the second window, a slot as far away as
-                    // the first, and some to the third: their lines are asked for before any key probes.
-                    for attempt in 0..PREFETCHED_ATTEMPTS {
-                        prefetch(self.buf.bytes(), self.slot_of(*d, attempt) * SLOT_BYTES);
-                    }
+                for attempt in 0..attempts {
+                    prefetch(self.buf.bytes(), self.slot_of(*d, attempt) * SLOT_BYTES);
                 }
             }
+        }
+    }
+
+    /// How many of a key's first attempts a batch prefetches: as many as a lookup at the map's load is
+    /// likely to make. At load 0.9 a lookup makes 2.2 attempts on average, each a random slot, and three
+    /// prefetched measured ahead of two (2.23x against 2.32x the floor over a pass, 10M records over 1M keys
+    /// in memory; 2.01x against 2.23x on files) and two ahead of one (2.32x against 2.48x). In a table much
+    /// larger than its keys (a pass sizes it by its offsets, not knowing how many keys they hold) nearly every
+    /// lookup ends at its first attempt, and the extra lines only crowd out the ones needed.
+    fn attempts_to_prefetch(&self) -> usize {
+        let load = if self.slots == 0 { return 0 } else { self.entries as f64 / self.slots as f64 };
+        match load {
+            l if l < 0.3 => 1,
+            l if l < 0.6 => 2,
+            _ => PREFETCHED_ATTEMPTS,
         }
     }
 }
