@@ -65,8 +65,9 @@ impl SlotModulo {
 /// The map is full at `floor(slots × load_factor)` keys (Kafka's `log.cleaner.io.buffer.load.factor`), or
 /// when a new key finds no free slot within [`MAX_ATTEMPTS`].
 ///
-/// Batches ([`OffsetMap::put_batch`], [`OffsetMap::get_batch`]) hash eight keys at once with a multi-lane MD5
-/// and prefetch every key's first slot before probing any; the answers are the same as one key at a time.
+/// Batches ([`OffsetMap::put_batch`], [`OffsetMap::get_batch`]) hash sixteen keys at once with a multi-lane
+/// MD5 and prefetch the slots of every key's likely attempts before probing any; the answers are the same as
+/// one key at a time.
 pub struct SkimpyMap {
     buf: Table,
     /// Slots this pass uses: the budget's, or fewer when the pass said how many keys it may put.
