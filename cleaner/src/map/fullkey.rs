@@ -435,15 +435,18 @@ mod tests {
 
     #[test]
     fn batches_give_the_same_answers_as_single_keys_and_stop_at_the_first_refused_key() {
-        // Keys repeated within and across runs, of several lengths, in a budget that refuses some.
-        let keys: Vec<Vec<u8>> = (0..3000u64).map(|i| key(i * 7919 % 1013, 4 + (i % 5) as usize * 9)).collect();
+        // 1013 keys of several lengths (a key's length follows from its number), each put twice in a row (in
+        // one run) and again in later runs, in a budget that holds them all and two that refuse some.
+        let id_key = |id: u64| key(id, 4 + (id % 5) as usize * 9);
+        let keys: Vec<Vec<u8>> = (0..3000u64).map(|i| id_key(i / 2 * 7919 % 1013)).collect();
+        assert_eq!(keys.iter().collect::<std::collections::HashSet<_>>().len(), 1013);
         let pairs: Vec<(&[u8], u64)> = keys.iter().enumerate().map(|(i, k)| (&k[..], i as u64)).collect();
-        for budget in [64 << 10, 16 << 10] {
+        for budget in [1 << 20, 64 << 10, 16 << 10] {
             let (mut one, mut batched) =
                 (FullKeyMap::new(budget, HashBits::ALL), FullKeyMap::new(budget, HashBits::ALL));
             let singly = pairs.iter().take_while(|&&(k, o)| one.put(k, o).is_ok()).count();
             assert_eq!(batched.put_batch(&pairs), singly, "a budget of {budget} bytes");
-            let probe: Vec<Vec<u8>> = (0..1500u64).map(|i| key(i, 4 + (i % 5) as usize * 9)).collect();
+            let probe: Vec<Vec<u8>> = (0..1500u64).map(id_key).collect();
             let refs: Vec<&[u8]> = probe.iter().map(|k| &k[..]).collect();
             let mut out = vec![None; refs.len()];
             batched.get_batch(&refs, &mut out, &mut Probes::default());
@@ -451,6 +454,8 @@ mod tests {
                 assert_eq!(*got, one.get(k, &mut Probes::default()), "{k:?}");
             }
             assert_eq!((one.len(), one.latest_offset()), (batched.len(), batched.latest_offset()));
+            let (a, b) = (one.stats(), batched.stats());
+            assert_eq!((a.lookups, a.probes), (b.lookups, b.probes), "the puts are counted alike");
         }
     }
 }

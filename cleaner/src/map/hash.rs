@@ -3,7 +3,8 @@
 //! The `collision-test` feature adds [`HashBits`]: a map built with it keeps only a few bits of every hash,
 //! so that distinct keys collide often and tests can show what each map does with a collision.
 
-/// The 128-bit xxh3 hash of a key (4-5 ns for a 16-byte key on this project's machine; MD5 takes 155 ns, 48 ns in sixteen lanes).
+/// The 128-bit xxh3 hash of a key (4-5 ns for a 16-byte key on this project's machine; MD5 takes 155 ns, 48 ns
+/// in sixteen lanes).
 #[inline]
 pub fn xxh3_128(key: &[u8]) -> u128 {
     xxhash_rust::xxh3::xxh3_128(key)

@@ -240,8 +240,9 @@ impl SkimpyMap {
         }
     }
 
-    /// Hashes `keys` (at most [`BATCH`]) [`LANES`] at a time and prefetches the slots of each key's first
-    /// attempts as soon as its lanes are hashed, so that the hashing of the next lanes hides their latency.
+    /// Hashes `keys` (at most [`BATCH`]) [`LANES`] at a time and prefetches the slots of each key's likely
+    /// attempts before any key probes (with `BATCH == LANES`, one call of the lanes; were a batch longer, the
+    /// hashing of its later lanes would hide the latency of the earlier ones' lines).
     fn hash_batch(&self, keys: &[&[u8]], out: &mut [Digest; BATCH]) {
         let attempts = self.attempts_to_prefetch();
         for (chunk, digests) in keys.chunks(LANES).zip(out.chunks_mut(LANES)) {
@@ -430,7 +431,12 @@ mod tests {
                 assert_eq!(m.of(x), (u64::from(x) % d) as usize, "{x} % {d}");
             }
         }
-        assert_eq!(SlotModulo::new(1 << 33).of(u32::MAX), u32::MAX as usize);
+        // Divisors from 2^32 up leave every u32 as it is (where usize holds them).
+        for big in [1u64 << 32, 1 << 33] {
+            if let Ok(big) = usize::try_from(big) {
+                assert_eq!(SlotModulo::new(big).of(u32::MAX), u32::MAX as usize);
+            }
+        }
     }
 
     #[test]
