@@ -208,7 +208,6 @@ fn reference(
     // The first dirty closed segment (one reaching the first dirty offset) holding a batch younger than the
     // lag, and every segment after it, is not cleaned (Kafka's first uncleanable offset is that segment's base).
     let young_segment = young_segment(batches, seg_of, first_dirty, lag);
-    let uncleanable: Vec<bool> = seg_of.iter().map(|&s| young_segment.is_some_and(|y| s >= y)).collect();
     // Transactions: a producer's transactional batches open one at the first of them, its marker ends it. The
     // LSO is the first offset of the earliest one still open; nothing at or past it is cleaned.
     let mut open: BTreeMap<i64, i64> = BTreeMap::new();
@@ -232,7 +231,17 @@ fn reference(
     // is touched.
     let lso = open.values().min().copied().unwrap_or(i64::MAX);
     debug_assert_eq!(lso, last_stable_offset(batches));
-    let limit = lso.max(first_dirty);
+    // Kafka rounds the first uncleanable offset down to the base of the closed segment holding it: an LSO
+    // inside a closed segment leaves that segment, and every one after it, uncleaned.
+    let active_base = batches.iter().find(|(_, active, _)| *active).map_or(i64::MAX, |(h, _, _)| h.base_offset);
+    let lso_segment = (lso < active_base)
+        .then(|| batches.iter().zip(seg_of).filter(|((h, _, _), _)| h.base_offset <= lso).map(|(_, &s)| s).max())
+        .flatten();
+    let first_uncleanable = [young_segment, lso_segment].into_iter().flatten().min();
+    let uncleanable: Vec<bool> = seg_of.iter().map(|&s| first_uncleanable.is_some_and(|y| s >= y)).collect();
+    let lso_base = lso_segment
+        .and_then(|y| batches.iter().zip(seg_of).find(|(_, s)| **s == y).map(|((h, _, _), _)| h.base_offset));
+    let limit = lso_base.unwrap_or(lso).max(first_dirty);
     let is_aborted = |h: &BatchHeader| {
         h.is_transactional()
             && !h.is_control()
@@ -497,7 +506,7 @@ proptest! {
         let young_segment = young_segment(&batches, &seg_of, first_dirty, lag);
         let young = young_segment.map_or(0, |y| segments.len() - 1 - y);
         if merge_segments {
-            // Segments from the one at the last stable offset on are not cleaned either.
+            // Segments from the one holding the last stable offset on are not cleaned either.
             let lso = last_stable_offset(&batches);
             let closed_bases: std::collections::BTreeSet<i64> =
                 batches.iter().zip(&seg_of).filter(|((_, a, _), _)| !a).map(|((h, _, _), s)| (*s, h)).fold(
@@ -507,7 +516,9 @@ proptest! {
                         m
                     },
                 ).into_values().collect();
-            let held = closed_bases.iter().filter(|&&b| b >= lso).count();
+            // From the one holding the LSO (Kafka rounds the first uncleanable offset down to its base).
+            let from = if lso < active_base { closed_bases.range(..=lso).next_back().copied().unwrap_or(lso) } else { lso };
+            let held = closed_bases.iter().filter(|&&b| b >= from).count();
             prop_assert!(names.len() <= 2 + young + held, "{:?}", names);
         } else {
             let closed_with_records = segments.len() - 1;

@@ -84,7 +84,17 @@ impl DirtySection {
             section.last_stable_offset = Some(txns.last_stable_offset);
             section.open_transactions = txns.open.len();
             if txns.last_stable_offset < active_base {
-                section.first_uncleanable_offset = txns.last_stable_offset.max(checkpoint);
+                // As Kafka's cleaner does (`LogToClean`'s first uncleanable segment), the section ends at the
+                // base of the segment holding the LSO: that segment is neither mapped nor rewritten, though
+                // records before the LSO lie in it.
+                let holding = snapshot
+                    .closed()
+                    .iter()
+                    .rev()
+                    .find(|s| s.base() <= txns.last_stable_offset)
+                    .map_or(txns.last_stable_offset, |s| s.base());
+                section.first_uncleanable_offset = holding.max(checkpoint);
+                section.first_uncleanable_base = holding;
             }
         }
         let young_after = now_ms.saturating_sub(min_compaction_lag_ms.max(0));
@@ -98,7 +108,7 @@ impl DirtySection {
                 section.oldest_dirty_timestamp = Some(section.oldest_dirty_timestamp.map_or(t, |o| o.min(t)));
             }
             let too_young = min_compaction_lag_ms > 0 && summary.max_timestamp.is_some_and(|t| t > young_after);
-            if too_young && section.first_uncleanable_base == active_base {
+            if too_young && segment.base() < section.first_uncleanable_base {
                 section.first_uncleanable_offset = section.first_uncleanable_offset.min(segment.base().max(checkpoint));
                 section.first_uncleanable_base = segment.base();
             }
