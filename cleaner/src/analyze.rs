@@ -90,13 +90,15 @@ pub struct Transactions {
     pub open_transactions: Vec<OpenTransaction>,
     /// Aborted transactions (`.txnindex` entries, derived from the markers).
     pub aborted_transactions: u64,
-    /// Records of their data batches still in the partition (a compaction removes those below the LSO).
+    /// Records of their data batches still in the partition (a compaction removes those in the segments before
+    /// the one holding the LSO).
     pub aborted_records: u64,
     /// Bytes of those batches.
     pub aborted_bytes: u64,
     /// Transaction markers (control batches).
     pub markers: u64,
-    /// Their bytes (below the LSO, each goes once its transaction's data is gone and a delete horizon passed).
+    /// Their bytes (before the segment holding the LSO, each goes once its transaction's data is gone and a
+    /// delete horizon passed).
     pub marker_bytes: u64,
 }
 
@@ -364,8 +366,8 @@ pub fn analyze(
     }
     if let Some(oldest) = a.transactions.open_transactions.first() {
         a.notes.push(format!(
-            "{} open transaction(s) hold the last stable offset at {}: nothing at or past it is cleaned, and \
-             read_committed consumers stop there; the oldest (producer {}, epoch {}) began {} ago, holding back {} \
+            "{} open transaction(s) hold the last stable offset at {}: no segment from the one holding it on is \
+             cleaned, and read_committed consumers stop there; the oldest (producer {}, epoch {}) began {} ago, holding back {} \
              of closed segments",
             a.transactions.open_transactions.len(),
             oldest.first_offset,

@@ -22,8 +22,9 @@ pub(crate) struct Scanned {
 
 /// Maps the dirty section: every keyed record from `checkpoint` up to `limit` in `dirty`, handed to `put` in
 /// runs, leaving out Kafka's control batches and the batches of aborted transactions
-/// (`txns`), so that an aborted key never shadows a committed one. Nothing at or past `limit` (Kafka's last
-/// stable offset may lie inside a segment) is mapped: an open transaction's records may yet be aborted.
+/// (`txns`), so that an aborted key never shadows a committed one. Nothing at or past `limit` (the first
+/// uncleanable offset: a segment's base at or below Kafka's last stable offset, or the checkpoint) is mapped: an
+/// open transaction's records may yet be aborted.
 /// Checksums are not computed here: pass 2 reads every batch this pass reads (they all lie below the end
 /// offset) and verifies it before anything is committed, so a damaged batch still fails the pass, having
 /// changed nothing; each batch is checksummed once per pass instead of twice.

@@ -209,7 +209,8 @@ fn reference(
     // lag, and every segment after it, is not cleaned (Kafka's first uncleanable offset is that segment's base).
     let young_segment = young_segment(batches, seg_of, first_dirty, lag);
     // Transactions: a producer's transactional batches open one at the first of them, its marker ends it. The
-    // LSO is the first offset of the earliest one still open; nothing at or past it is cleaned.
+    // LSO is the first offset of the earliest one still open; nothing at or past it is cleaned (nor anything in
+    // the segment holding it: below).
     let mut open: BTreeMap<i64, i64> = BTreeMap::new();
     let mut aborted: Vec<(i64, i64, i64)> = Vec::new();
     for (h, _, _) in batches {

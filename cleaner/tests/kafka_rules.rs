@@ -33,9 +33,25 @@ use Kind::{Abort, Commit, Plain, Txn};
 
 /// Writes `closed` as one closed segment and an empty active segment after it.
 fn partition(closed: &[Spec]) -> Arc<dyn SegmentStore> {
+    partition_of_segments(&[closed])
+}
+
+/// Writes each of `segments` as a closed segment (the first based at 0, each next at the offset after the
+/// last record of the one before) and an empty active segment after them.
+fn partition_of_segments(segments: &[&[Spec]]) -> Arc<dyn SegmentStore> {
     let store: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-    let file = store.create(&name(0, SegmentFile::Log, Stage::Live)).expect("create");
     let mut next = 0;
+    for closed in segments {
+        next = write_closed_segment(&store, next, closed);
+    }
+    store.create(&name(next as u64, SegmentFile::Log, Stage::Live)).expect("active");
+    store
+}
+
+/// Writes `closed` as a sealed segment based at `base`; returns the offset after its last record.
+fn write_closed_segment(store: &Arc<dyn SegmentStore>, base: i64, closed: &[Spec]) -> i64 {
+    let file = store.create(&name(base as u64, SegmentFile::Log, Stage::Live)).expect("create");
+    let mut next = base;
     for b in closed {
         let marker = [0, 0, 0, u8::from(b.kind == Commit)];
         let keys: Vec<&[u8]> = match b.kind {
@@ -74,8 +90,7 @@ fn partition(closed: &[Spec]) -> Arc<dyn SegmentStore> {
     }
     file.sync().expect("sync");
     file.seal().expect("seal");
-    store.create(&name(next as u64, SegmentFile::Log, Stage::Live)).expect("active");
-    store
+    next
 }
 
 /// Writes the closed segment's `.txnindex` holding `entry`.
@@ -196,6 +211,41 @@ fn an_open_transaction_holds_the_cleaner_at_its_first_offset() {
         after_a_pass(store),
         vec![(0, 0, 1, -1), (1, 1, 1, -1), (2, 2, 1, 60), (3, 3, 1, -1), (4, 4, 1, -1)],
         "nothing goes: the segment holding the LSO is left as it is, offset 0 with it"
+    );
+}
+
+#[test]
+fn a_closed_segment_holding_the_last_stable_offset_is_neither_mapped_nor_rewritten() {
+    // The shape a broker writes when a transaction begins just before a roll: the LSO (4) lies inside the last
+    // closed segment (3-5), records before it included.
+    let store = partition_of_segments(&[
+        &[
+            Spec { base: 0, producer: None, keys: &["a"], kind: Plain },
+            Spec { base: 1, producer: None, keys: &["a"], kind: Plain },
+            Spec { base: 2, producer: None, keys: &["b"], kind: Plain },
+        ],
+        &[
+            Spec { base: 3, producer: None, keys: &["a"], kind: Plain },
+            Spec { base: 4, producer: Some((60, 0, 0)), keys: &["b"], kind: Txn },
+            Spec { base: 5, producer: None, keys: &["a"], kind: Plain },
+        ],
+    ]);
+    let log = Log::open(Arc::clone(&store), log_core::OpenOptions::kafka(LogConfig::default(), CheckpointFile::Memory))
+        .expect("open");
+    let section = log.dirty_section(5_000, 0);
+    assert_eq!(
+        (section.last_stable_offset, section.first_uncleanable_offset, section.first_uncleanable_base),
+        (Some(4), 3, 3),
+        "Kafka's LogToClean rounds the first uncleanable offset down to the base of the segment holding it"
+    );
+    assert!(section.held_by_last_stable_offset);
+    drop(log);
+    // Only offsets 0-2 are mapped: offset 0 goes; offset 1 stays, though offset 3 (before the LSO, in the held
+    // segment) supersedes it; the held segment is as it was.
+    assert_eq!(
+        after_a_pass(store),
+        vec![(1, 1, 1, -1), (2, 2, 1, -1), (3, 3, 1, -1), (4, 4, 1, 60), (5, 5, 1, -1)],
+        "the segment holding the LSO is neither mapped nor rewritten"
     );
 }
 

@@ -832,6 +832,25 @@ fn messages_say_what_holds_a_partition_back_and_what_to_do() {
     assert!(stderr(&again).contains("open transaction(s) hold the last stable offset"), "{}", stderr(&again));
     assert!(!stderr(&again).contains("min.compaction.lag.ms"), "{}", stderr(&again));
 
+    // The broker's high watermark (25) lies inside the second segment (20-39): as Kafka's cleaner, a pass takes
+    // the first segment only, leaves the one holding it as it was, and then says what holds it back.
+    let held = tmp.path().join("hw").join("orders-0");
+    common::kafka_partition(&held, 10, 3, 2, 10);
+    std::fs::write(tmp.path().join("hw").join("replication-offset-checkpoint"), "0\n1\norders 0 25\n").expect("write");
+    let second = format!("{:020}.log", 20);
+    let before = std::fs::read(held.join(&second)).expect("read");
+    for (run, says) in [(0, None), (1, Some("the high watermark at 25"))] {
+        let out =
+            logcompact(&["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", path(&held)], "");
+        assert_eq!(code(&out), Some(0), "run {run}: {}", stderr(&out));
+        assert_eq!(std::fs::read(held.join(&second)).expect("read"), before, "run {run}: the held segment");
+        if let Some(says) = says {
+            assert!(stderr(&out).contains(says), "{}", stderr(&out));
+            assert!(!stderr(&out).contains("min.compaction.lag.ms"), "{}", stderr(&out));
+        }
+    }
+    assert!(std::fs::metadata(held.join(SEG0)).expect("first segment").len() < before.len() as u64, "cleaned");
+
     // A partition whose checkpoint is kept in memory, and one of nothing but its active segment: "from none in
     // nowhere", and "the whole log is dirty" beside "dirty 0 B".
     let loose = tmp.path().join("loose");

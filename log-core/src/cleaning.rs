@@ -26,12 +26,19 @@ pub const MAX_GROUP_INDEX_ENTRIES: usize = (10 << 20) / 16;
 pub struct DirtySection {
     /// The cleaner checkpoint: the first offset no pass has been through.
     pub first_dirty_offset: u64,
-    /// The first offset a pass may not take: the active segment's base, or the base of the first dirty closed
-    /// segment holding a record younger than `min.compaction.lag.ms` (never below the checkpoint).
+    /// The first offset a pass may not take: the active segment's base, the base of the first dirty closed
+    /// segment holding a record younger than `min.compaction.lag.ms`, or (Kafka) the base of the closed segment
+    /// holding the last stable offset, whichever is lowest, never below the checkpoint. As Kafka's `LogToClean`
+    /// does, an offset inside a segment is rounded down to that segment's base: a pass never maps or rewrites
+    /// part of a segment.
     pub first_uncleanable_offset: u64,
-    /// The base of the first segment no pass may rewrite: the active segment, or that too young segment
-    /// (which may lie below the checkpoint, when the young records are in the segment holding it).
+    /// The base of the first segment no pass may rewrite: the active segment, or that too young segment or the
+    /// segment holding the last stable offset (which may lie below the checkpoint, when the segment holding the
+    /// checkpoint is the one held).
     pub first_uncleanable_base: u64,
+    /// Kafka: true when open transactions, not the active segment or `min.compaction.lag.ms`, end the section
+    /// (the last stable offset lies in a closed segment at or below every too young one).
+    pub held_by_last_stable_offset: bool,
     /// Bytes of the closed segments wholly below the checkpoint.
     pub clean_bytes: u64,
     /// Bytes of the closed segments a pass may take: from the one holding the checkpoint to the first
@@ -95,6 +102,7 @@ impl DirtySection {
                     .map_or(txns.last_stable_offset, |s| s.base());
                 section.first_uncleanable_offset = holding.max(checkpoint);
                 section.first_uncleanable_base = holding;
+                section.held_by_last_stable_offset = true;
             }
         }
         let young_after = now_ms.saturating_sub(min_compaction_lag_ms.max(0));
@@ -111,6 +119,7 @@ impl DirtySection {
             if too_young && segment.base() < section.first_uncleanable_base {
                 section.first_uncleanable_offset = section.first_uncleanable_offset.min(segment.base().max(checkpoint));
                 section.first_uncleanable_base = segment.base();
+                section.held_by_last_stable_offset = false;
             }
             if segment.base() < section.first_uncleanable_offset && section.first_uncleanable_offset > checkpoint {
                 section.dirty_bytes += segment.size();

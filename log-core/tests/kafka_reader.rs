@@ -143,8 +143,16 @@ fn the_brokers_log_start_and_high_watermark_bound_the_cleanable_range() {
         .expect("opens");
         assert_eq!(log.cleaner_checkpoint(), 3, "nothing below the log start is dirty");
         assert_eq!(log.snapshot().high_watermark(), Some(5));
+        // The high watermark (5) bounds the last stable offset; as Kafka's LogToClean, the first uncleanable
+        // offset is the base of the segment holding it (0), never below the first dirty offset (3): nothing is
+        // cleanable until the high watermark leaves that segment.
         let section = log.dirty_section(0, 0);
-        assert_eq!((section.first_dirty_offset, section.first_uncleanable_offset), (3, 5), "{section:?}");
+        assert_eq!(
+            (section.first_dirty_offset, section.first_uncleanable_offset, section.first_uncleanable_base),
+            (3, 3, 0),
+            "{section:?}"
+        );
+        assert!(!section.is_cleanable(), "{section:?}");
         assert_eq!(log.snapshot().transactions().expect("state").last_stable_offset, 5, "the LSO stops at the HW");
     }
     // Without the files (or the partition's lines), the segments bound it.

@@ -98,14 +98,20 @@ pub fn nothing_cleanable(log: &Log, d: &DirtySection, lag_ms: i64) -> Option<Str
              it (or write with a smaller --segment-bytes)",
             d.active_records
         )
-    } else if d.open_transactions > 0
-        && d.last_stable_offset.is_some_and(|l| l.max(d.first_dirty_offset) <= d.first_uncleanable_offset)
-    {
+    } else if d.open_transactions > 0 && d.held_by_last_stable_offset {
         // The last stable offset, not the lag, is what holds the section back.
         format!(
-            "nothing to clean: {} open transaction(s) hold the last stable offset at {}, and nothing at or past it is \
-             cleaned until they end (`logcompact analyze --format kafka` names them and the command that aborts one)",
+            "nothing to clean: {} open transaction(s) hold the last stable offset at {}, and no segment from the one \
+             holding it on is cleaned until they end (`logcompact analyze --format kafka` names them and the command that aborts one)",
             d.open_transactions,
+            d.last_stable_offset.unwrap_or(0)
+        )
+    } else if d.held_by_last_stable_offset {
+        // No transaction is open: the high watermark (replication-offset-checkpoint) bounds the last stable
+        // offset.
+        format!(
+            "nothing to clean: the high watermark at {} (replication-offset-checkpoint) holds the last stable \
+             offset, and no segment from the one holding it on is cleaned until the replicas have its records",
             d.last_stable_offset.unwrap_or(0)
         )
     } else if d.too_young_bytes > 0 {
