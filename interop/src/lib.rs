@@ -20,6 +20,7 @@
 //! assert!(node.load_findings().failures.is_empty());
 //! ```
 
+pub mod bench_partitions;
 pub mod fixture;
 mod node;
 mod setup;

@@ -78,7 +78,8 @@ fn main() -> ExitCode {
         },
     };
     let config = Config { child_exe: std::env::current_exe().ok(), ..Config::new(args.quick) };
-    let total = config.cells() + report::kafka::rows(&config);
+    let kafka_runs = report::kafka::reference(&config).is_ok_and(|(k, _)| k.is_some());
+    let total = config.cells() + report::kafka::rows(&config, kafka_runs);
     let bar = ProgressBar::new(total as u64);
     if let Ok(style) = ProgressStyle::with_template("{msg:>36} [{bar:40}] {pos}/{len} cells ({elapsed})") {
         bar.set_style(style.progress_chars("=> "));

@@ -12,7 +12,10 @@
 //!
 //! The partitions are written by `bench::kafka::write_partition` (100 records a batch of 16-byte keys and
 //! 100-byte values, about 12 KiB as a producer's default 16 KiB batches are, 1% tombstones), compressed as Kafka
-//! compresses them (the codecs are Kafka's byte for byte), so Kafka's cleaner reads them as its own.
+//! compresses them (the codecs are Kafka's byte for byte), so Kafka's cleaner reads them as its own; with
+//! `--broker`, by a real Kafka 4.4 broker from its Java producer (`kafka_interop::bench_partitions`: the default
+//! idempotent producer, 16-byte keys, 100-byte values of words, 1% tombstones; produced once for a size and
+//! cached under `target/kafka-interop/`).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -26,10 +29,13 @@ const USAGE: &str = "vs-kafka: Kafka 4.4's own cleaner against ours, on the same
 
 usage: vs-kafka [--records 2M] [--keys 250k] [--codecs none,lz4,gzip,zstd,snappy] [--maps compact,skimpy]
                 [--dedupe-buffer 128MiB] [--segment-bytes 64MiB] [--rounds 2] [--threads 1] [--dir D] [--json]
+                [--broker]
        vs-kafka --write-only --dir D [--records ...] [--keys ...] [--codecs ...] [--segment-bytes ...]
 
 --threads is ours: a pass's groups of segments copied in parallel (Kafka's cleaner runs a log on one thread).
 --write-only writes the partitions (D/vs-<codec>/vs-0) and keeps them, running no cleaner (no Java needed).
+--broker: the partitions are written by a real Kafka 4.4 broker from its Java producer (once for a size, cached
+under target/kafka-interop/) instead of by this project's writer.
 
 Needs Java 17 and Maven (Kafka's jars are resolved from Maven Central into target/ once). Writes its partitions
 and copies under D (default: a new temporary directory), which it removes at the end.";
@@ -49,6 +55,7 @@ struct Args {
     dir: Option<PathBuf>,
     json: bool,
     write_only: bool,
+    broker: bool,
 }
 
 fn codec(name: &str) -> Result<Compression, String> {
@@ -68,6 +75,7 @@ fn parse() -> Result<Args, String> {
         dir: None,
         json: false,
         write_only: false,
+        broker: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -82,6 +90,10 @@ fn parse() -> Result<Args, String> {
             }
             "--write-only" => {
                 a.write_only = true;
+                continue;
+            }
+            "--broker" => {
+                a.broker = true;
                 continue;
             }
             _ => {}
@@ -107,6 +119,9 @@ fn parse() -> Result<Args, String> {
     }
     if a.rounds == 0 {
         return Err("--rounds must be at least 1".into());
+    }
+    if a.broker && a.write_only {
+        return Err("--broker and --write-only: the broker's partitions are kept under target/kafka-interop/".into());
     }
     Ok(a)
 }
@@ -155,24 +170,42 @@ fn run(a: &Args) -> Result<(), String> {
         );
         println!("|---|---|---|---|---|---|---|---|");
     }
+    let broker = if a.broker {
+        let t = Instant::now();
+        let spec =
+            kafka_interop::bench_partitions::Spec { records: a.records, keys: a.keys, segment_bytes: a.segment_bytes };
+        let written = kafka_interop::bench_partitions::get(kafka, &spec).map_err(|e| e.to_string())?;
+        eprintln_quiet(&format!("the broker's partitions ready in {:.1} s", t.elapsed().as_secs_f64()));
+        Some(written)
+    } else {
+        None
+    };
     for &codec in &a.codecs {
-        let source = root.join(format!("vs-{}", codec.name())).join("vs-0");
-        {
-            let store = storage_file::FileStore::open(&source).map_err(|e| e.to_string())?;
-            let t = Instant::now();
-            bench::kafka::write_partition(&store, &keys, a.records, u64::MAX, codec, a.segment_bytes, 1)?;
-            eprintln!("{}: wrote {} records in {:.1} s", codec.name(), a.records, t.elapsed().as_secs_f64());
-        }
+        let (source, name) = match &broker {
+            Some(w) => {
+                let name = format!("bench-{}-0", codec.name());
+                let p = w.partitions.iter().find(|p| p.name == name).ok_or(format!("the broker wrote no {name}"))?;
+                (p.dir.clone(), name)
+            }
+            None => {
+                let source = root.join(format!("vs-{}", codec.name())).join("vs-0");
+                let store = storage_file::FileStore::open(&source).map_err(|e| e.to_string())?;
+                let t = Instant::now();
+                bench::kafka::write_partition(&store, &keys, a.records, u64::MAX, codec, a.segment_bytes, 1)?;
+                eprintln!("{}: wrote {} records in {:.1} s", codec.name(), a.records, t.elapsed().as_secs_f64());
+                (source, "vs-0".to_owned())
+            }
+        };
         let size = log_bytes(&source)?;
         let mut best: Vec<Option<Run>> = vec![None; a.maps.len() + 1];
         let mut identical = vec![true; a.maps.len()];
         for round in 0..a.rounds {
-            let kdir = root.join(format!("round-{round}-kafka")).join("vs-0");
+            let kdir = root.join(format!("round-{round}-kafka")).join(&name);
             copy(&source, &kdir)?;
             let k = bench::vs_kafka::kafka_clean(kafka, &kdir, &settings)?;
             let kfiles = segment_files(&kdir)?;
             for (i, &map) in a.maps.iter().enumerate() {
-                let odir = root.join(format!("round-{round}-{}", map.name())).join("vs-0");
+                let odir = root.join(format!("round-{round}-{}", map.name())).join(&name);
                 copy(&source, &odir)?;
                 let o = bench::vs_kafka::ours_in_child(&exe, &odir, map, &settings)?;
                 let ofiles = segment_files(&odir)?;
@@ -212,7 +245,9 @@ fn run(a: &Args) -> Result<(), String> {
                 );
             }
         }
-        let _ = std::fs::remove_dir_all(source.parent().unwrap_or(&source));
+        if broker.is_none() {
+            let _ = std::fs::remove_dir_all(source.parent().unwrap_or(&source));
+        }
     }
     Ok(())
 }

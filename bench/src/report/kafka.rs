@@ -155,6 +155,14 @@ struct Shape {
     keys: u64,
     source: Arc<dyn SegmentStore>,
     written: crate::kafka::Written,
+    /// The buffer shares its rows run at.
+    shares: &'static [f64],
+    /// The clock both cleaners are given: after every record's timestamp.
+    now_ms: i64,
+    /// The partition's segment size (its topic's `segment.bytes`), which both cleaners group segments by.
+    segment_bytes: u64,
+    /// Runs of each of its rows (each on a fresh copy, beside its floors).
+    repeats: usize,
 }
 
 fn shapes(config: &Config) -> Result<Vec<Shape>, ReportError> {
@@ -172,7 +180,17 @@ fn shapes(config: &Config) -> Result<Vec<Shape>, ReportError> {
             config.seed,
         )
         .map_err(failed)?;
-        out.push(Shape { name: "plain", codec, keys: config.kafka_keys, source, written });
+        out.push(Shape {
+            name: "plain",
+            codec,
+            keys: config.kafka_keys,
+            source,
+            written,
+            shares: SWEEP,
+            now_ms: NOW_MS,
+            segment_bytes: config.segment_bytes,
+            repeats: config.repeats,
+        });
     }
     let source: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
     let written = crate::kafka::write_transactional_partition(
@@ -183,7 +201,17 @@ fn shapes(config: &Config) -> Result<Vec<Shape>, ReportError> {
         config.seed,
     )
     .map_err(failed)?;
-    out.push(Shape { name: "transactions", codec: Compression::None, keys: config.kafka_keys, source, written });
+    out.push(Shape {
+        name: "transactions",
+        codec: Compression::None,
+        keys: config.kafka_keys,
+        source,
+        written,
+        shares: SWEEP,
+        now_ms: NOW_MS,
+        segment_bytes: config.segment_bytes,
+        repeats: config.repeats,
+    });
     // A group commits 20 partitions: groups for about a tenth of the plain shape's keys.
     let groups = (config.kafka_keys / 200).max(1);
     let source: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
@@ -195,37 +223,108 @@ fn shapes(config: &Config) -> Result<Vec<Shape>, ReportError> {
         config.seed,
     )
     .map_err(failed)?;
-    out.push(Shape { name: "consumer_offsets", codec: Compression::None, keys: groups * 21, source, written });
+    out.push(Shape {
+        name: "consumer_offsets",
+        codec: Compression::None,
+        keys: groups * 21,
+        source,
+        written,
+        shares: SWEEP,
+        now_ms: NOW_MS,
+        segment_bytes: config.segment_bytes,
+        repeats: config.repeats,
+    });
+    Ok(out)
+}
+
+/// The broker's partitions' segment size: eight bytes a record, so that a compressed partition too has several
+/// closed segments (the quick matrix's 200k records: 1.6 MB), at least Kafka's minimum (1 MiB) and at most the
+/// generated shapes' size.
+fn broker_segment_bytes(config: &Config) -> u64 {
+    config.kafka_records.saturating_mul(8).clamp(1 << 20, config.segment_bytes.max(1 << 20))
+}
+
+/// The buffer shares of the generated shapes' rows (of what the skimpy map needs for their keys).
+const SWEEP: &[f64] = &[1.0, 0.25];
+
+/// The partitions a real Kafka 4.4 broker wrote from its Java clients for `config`'s size (each codec, an
+/// exactly-once changelog, `__consumer_offsets`; produced once and cached, see
+/// `kafka_interop::bench_partitions`), each read into memory as a shape whose rows run at the full buffer.
+fn broker_shapes(
+    config: &Config,
+    kafka: &'static kafka_interop::Kafka,
+    scratch: &std::path::Path,
+) -> Result<Vec<Shape>, ReportError> {
+    let spec = kafka_interop::bench_partitions::Spec {
+        records: config.kafka_records,
+        keys: config.kafka_keys,
+        segment_bytes: broker_segment_bytes(config),
+    };
+    let written = kafka_interop::bench_partitions::get(kafka, &spec)
+        .map_err(|e| failed(format!("the broker's partitions: {e}")))?;
+    let mut out = Vec::new();
+    for p in &written.partitions {
+        let name = match p.shape.as_str() {
+            "plain" => "broker plain",
+            "transactions" => "broker transactions",
+            "consumer_offsets" => "broker consumer_offsets",
+            other => return Err(failed(format!("{}: an unknown shape '{other}'", p.name))),
+        };
+        let codec = [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd]
+            .into_iter()
+            .find(|c| c.name() == p.codec)
+            .ok_or_else(|| failed(format!("{}: an unknown codec '{}'", p.name, p.codec)))?;
+        // A copy: the cached node stays as the broker left it.
+        let copy = scratch.join("broker-copy").join(&p.name);
+        crate::vs_kafka::copy(&p.dir, &copy).map_err(failed)?;
+        let files = storage_file::FileStore::open(&copy).map_err(|e| failed(format!("{}: {e}", copy.display())))?;
+        let source: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
+        crate::kafka::copy_store(&files, &*source).map_err(failed)?;
+        drop(files);
+        let _ = std::fs::remove_dir_all(&copy);
+        let bytes = source
+            .list()
+            .map_err(|e| failed(e.to_string()))?
+            .iter()
+            .filter(|n| n.ends_with(".log"))
+            .map(|n| source.open(n).map(|f| f.len()).unwrap_or(0))
+            .sum();
+        out.push(Shape {
+            name,
+            codec,
+            keys: p.keys,
+            source,
+            written: crate::kafka::Written { records: p.records, bytes },
+            shares: &[1.0],
+            now_ms: NOW_MS.max(written.produced_ms.saturating_add(86_400_000)),
+            segment_bytes: spec.segment_bytes,
+            // As many as Kafka's cleaner runs: the broker's partitions are the report's largest Kafka rows.
+            repeats: config.kafka_cleaner_repeats.max(1),
+        });
+    }
     Ok(out)
 }
 
 /// The rows of one shape, map and buffer: every run's copy, floor and compaction.
 fn run_row(config: &Config, shape: &Shape, map: MapKind, buffer: usize, share: f64) -> Result<KafkaCell, ReportError> {
-    let mut runs = Vec::with_capacity(config.repeats);
-    for _ in 0..config.repeats.max(1) {
+    let mut runs = Vec::with_capacity(shape.repeats);
+    for _ in 0..shape.repeats.max(1) {
         let store: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
         crate::kafka::copy_store(&*shape.source, &*store).map_err(failed)?;
         // The floors: what a pass must do with its own parsing, writing into memory as the pass does here;
         // the codec floor recompresses what it rebuilds (the same as the other for uncompressed batches).
         let floor = {
-            let log = crate::kafka::open(Arc::clone(&store), config.segment_bytes).map_err(failed)?;
+            let log = crate::kafka::open(Arc::clone(&store), shape.segment_bytes).map_err(failed)?;
             let interval = log.config().index_interval_bytes;
             let floor =
-                |r| crate::bare::kafka_floor(&log, shape.keys as usize, Out::Memory, config.segment_bytes, interval, r);
+                |r| crate::bare::kafka_floor(&log, shape.keys as usize, Out::Memory, shape.segment_bytes, interval, r);
             let write = floor(Recompress::No);
             let codec = if shape.codec == Compression::None { write } else { floor(Recompress::Yes) };
             (write, codec)
         };
         let started = std::time::Instant::now();
         let (outcome, peak) = crate::rss::peak_during(|| {
-            crate::kafka::compact_until_clean(
-                store,
-                map,
-                buffer,
-                config.load_factor,
-                config.segment_bytes,
-                1_800_000_000_000,
-            )
+            crate::kafka::compact_until_clean(store, map, buffer, config.load_factor, shape.segment_bytes, shape.now_ms)
         });
         let (log, passes) = outcome.map_err(failed)?;
         let seconds = started.elapsed().as_secs_f64();
@@ -290,9 +389,15 @@ fn run_row(config: &Config, shape: &Shape, map: MapKind, buffer: usize, share: f
     })
 }
 
-/// Rows [`run`] makes for `config`.
-pub fn rows(config: &Config) -> usize {
-    if config.kafka_records == 0 { 0 } else { 4 * 2 * MapKind::WITH_EXTERNAL.len() }
+/// Rows [`run`] makes for `config`, with Kafka's own cleaner (and so the broker's partitions) where
+/// `kafka_runs`.
+pub fn rows(config: &Config, kafka_runs: bool) -> usize {
+    if config.kafka_records == 0 {
+        return 0;
+    }
+    // The generated shapes at two buffers; the broker's five codecs, changelog and offsets at one.
+    let broker = if kafka_runs && config.broker_partitions { 7 } else { 0 };
+    (4 * 2 + broker) * MapKind::WITH_EXTERNAL.len()
 }
 
 /// The clock both cleaners are given (after every record's timestamp).
@@ -331,7 +436,7 @@ struct OnFiles {
 
 /// Writes `shape` into `<scratch>/source/<topic>-0`.
 fn write_files(shape: &Shape, scratch: &std::path::Path) -> Result<std::path::PathBuf, ReportError> {
-    let topic = format!("{}-{}", shape.name.replace('_', "-"), shape.codec.name());
+    let topic = format!("{}-{}", shape.name.replace(['_', ' '], "-"), shape.codec.name());
     let dir = crate::vs_kafka::partition_dir(&scratch.join("source"), &topic);
     let store = storage_file::FileStore::open(&dir).map_err(|e| failed(format!("{}: {e}", dir.display())))?;
     crate::kafka::copy_store(&*shape.source, &store).map_err(failed)?;
@@ -426,21 +531,25 @@ pub fn run(config: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<(V
         return Ok((out, status));
     }
     let scratch = tempfile::tempdir().map_err(|e| failed(format!("a temporary directory: {e}")))?;
-    for shape in shapes(config)? {
+    let mut all = shapes(config)?;
+    if let Some(k) = kafka.filter(|_| config.broker_partitions) {
+        all.extend(broker_shapes(config, k, scratch.path())?);
+    }
+    for shape in all {
         let need = MapKind::Skimpy.bytes_for(shape.keys as usize, config.load_factor, config.key_bytes);
         let source = match kafka {
             Some(_) => Some(write_files(&shape, scratch.path())?),
             None => None,
         };
-        for share in [1.0, 0.25] {
+        for &share in shape.shares {
             let buffer = ((need as f64 * share).round() as usize).max(1 << 12);
             let on_files = match (kafka, &source) {
                 (Some(k), Some(src)) if config.kafka_cleaner_shares.contains(&share) => {
                     let settings = crate::vs_kafka::Settings {
                         buffer_bytes: buffer as u64,
-                        segment_bytes: config.segment_bytes,
+                        segment_bytes: shape.segment_bytes,
                         load_factor: config.load_factor,
-                        now_ms: NOW_MS,
+                        now_ms: shape.now_ms,
                         threads: 1,
                     };
                     Some(kafka_runs(k, src, scratch.path(), settings, config.kafka_cleaner_repeats)?)
@@ -452,8 +561,11 @@ pub fn run(config: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<(V
                 if let Some(on) = &on_files {
                     row.vs_kafka = Some(vs_kafka(config, on, map)?);
                 }
-                // Rows of one shape clean the same partition: the same records whatever the codec.
-                if let Some(first) = out.iter().find(|f| f.shape == row.shape && f.result_digest != row.result_digest) {
+                // Rows of one generated shape clean the same partition: the same records whatever the codec. A
+                // broker wrote each codec's partition with its own batches and segments: rows of one codec.
+                let same_partition =
+                    |f: &KafkaCell| f.shape == row.shape && (f.codec == row.codec || !row.shape.starts_with("broker"));
+                if let Some(first) = out.iter().find(|f| same_partition(f) && f.result_digest != row.result_digest) {
                     return Err(ReportError::Mismatch(format!(
                         "kafka {}/{}/{}/buffer {} left different records ({}) than {}/{}/buffer {} ({})",
                         row.shape,

@@ -186,7 +186,7 @@ pub fn render(report: &Report) -> String {
     if !report.kafka.is_empty() {
         let _ = writeln!(
             md,
-            "\n## Kafka partitions (magic 2 batches of 100 records, memory store)\n\n\
+            "\n## Kafka partitions (generated: magic 2 batches of 100 records; and written by a real broker; memory store)\n\n\
              Compacted until clean into Kafka's layout, each run beside its floors (what a pass must do with its own \
              parsing: batch headers and records read by their varints, compressed batches decompressed, keys in a bare \
              table, CRC-32Cs checked, a batch that keeps every record copied, one that keeps some rebuilt from its kept \
@@ -195,7 +195,12 @@ pub fn render(report: &Report) -> String {
              as a pass must: the same floor for uncompressed batches). Shapes: `plain` \
              (uniform keys), `transactions` (an exactly-once changelog: transactions of three batches ended by COMMIT \
              markers, one in 50 aborted), `consumer_offsets` (committed offsets of groups over partitions, group \
-             metadata, deleted offsets). Every row of one shape kept the same records.\n"
+             metadata, deleted offsets); every row of one of these shapes kept the same records. The `broker` shapes \
+             are partitions a real Kafka 4.4 broker wrote from its Java clients (kafka-interop's `BenchPartitions`: \
+             the same records a topic, 16-byte keys, 100-byte values of words, 1% tombstones; the default idempotent \
+             producer and its 16 KiB batches, one topic a codec; an exactly-once changelog of 500-record \
+             transactions, one in 20 aborted; `__consumer_offsets` from groups committing 20 partitions at a time), \
+             each read into memory; rows of one of them and one codec kept the same records.\n"
         );
         let _ = writeln!(
             md,

@@ -123,6 +123,10 @@ pub struct Config {
     /// The buffer shares the comparison with Kafka's cleaner runs at (of the Kafka rows' 1 and 0.25).
     #[serde(default)]
     pub kafka_cleaner_shares: Vec<f64>,
+    /// Kafka rows also on partitions a real Kafka 4.4 broker wrote from its Java clients (each codec, an
+    /// exactly-once changelog, `__consumer_offsets`), where Kafka's own cleaner runs.
+    #[serde(default)]
+    pub broker_partitions: bool,
     /// The binary that runs our side of the comparison with Kafka's cleaner in a child process (so that its
     /// peak resident memory is a whole process's, as the JVM's is): one that calls
     /// [`crate::vs_kafka::child_main`] when given [`crate::vs_kafka::CHILD_FLAG`]. `None`: measured in this
@@ -167,6 +171,7 @@ impl Config {
             // shape), which would take the full report past the 20 minutes it may hold a shared machine; the
             // Kafka rows still show what a quarter costs our maps beside their floors.
             kafka_cleaner_shares: vec![1.0],
+            broker_partitions: true,
             child_exe: None,
         }
     }
@@ -745,14 +750,15 @@ mod tests {
             repeats: 2,
             kafka_cleaner_repeats: 1,
             kafka_cleaner_shares: vec![1.0],
+            broker_partitions: false,
             ..Config::new(true)
         };
         let mut seen = 0;
         let report = run(&config, |_| seen += 1).expect("report");
-        assert_eq!(seen, config.cells() + kafka::rows(&config), "progress after every cell and row");
+        assert_eq!(seen, config.cells() + kafka::rows(&config, false), "progress after every cell and row");
         // Kafka rows: four shapes (two codecs of the plain one) x two buffers x four maps, the rows of one shape
         // keeping the same records.
-        assert_eq!(report.kafka.len(), kafka::rows(&config));
+        assert_eq!(report.kafka.len(), kafka::rows(&config, false));
         for shape in ["plain", "transactions", "consumer_offsets"] {
             let rows: Vec<_> = report.kafka.iter().filter(|k| k.shape == shape).collect();
             assert!(!rows.is_empty() && rows.iter().all(|k| k.result_digest == rows[0].result_digest), "{shape}");
