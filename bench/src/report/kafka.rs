@@ -238,10 +238,10 @@ fn shapes(config: &Config) -> Result<Vec<Shape>, ReportError> {
 }
 
 /// The broker's partitions' segment size: eight bytes a record, so that a compressed partition too has several
-/// closed segments (the quick matrix's 200k records: 1.6 MB), at least Kafka's minimum (1 MiB) and at most the
-/// generated shapes' size.
+/// closed segments, at least Kafka's minimum (1 MiB: the quick matrix's 30k records, kafka-interop's test's size)
+/// and at most the generated shapes' size (the full matrix's 2M records: 16 MiB).
 fn broker_segment_bytes(config: &Config) -> u64 {
-    config.kafka_records.saturating_mul(8).clamp(1 << 20, config.segment_bytes.max(1 << 20))
+    config.broker_records.saturating_mul(8).clamp(1 << 20, config.segment_bytes.max(1 << 20))
 }
 
 /// The buffer shares of the generated shapes' rows (of what the skimpy map needs for their keys).
@@ -256,8 +256,8 @@ fn broker_shapes(
     scratch: &std::path::Path,
 ) -> Result<Vec<Shape>, ReportError> {
     let spec = kafka_interop::bench_partitions::Spec {
-        records: config.kafka_records,
-        keys: config.kafka_keys,
+        records: config.broker_records,
+        keys: config.broker_keys,
         segment_bytes: broker_segment_bytes(config),
     };
     let written = kafka_interop::bench_partitions::get(kafka, &spec)
@@ -396,7 +396,7 @@ pub fn rows(config: &Config, kafka_runs: bool) -> usize {
         return 0;
     }
     // The generated shapes at two buffers; the broker's five codecs, changelog and offsets at one.
-    let broker = if kafka_runs && config.broker_partitions { 7 } else { 0 };
+    let broker = if kafka_runs && config.broker_partitions && config.broker_records > 0 { 7 } else { 0 };
     (4 * 2 + broker) * MapKind::WITH_EXTERNAL.len()
 }
 
@@ -532,7 +532,7 @@ pub fn run(config: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<(V
     }
     let scratch = tempfile::tempdir().map_err(|e| failed(format!("a temporary directory: {e}")))?;
     let mut all = shapes(config)?;
-    if let Some(k) = kafka.filter(|_| config.broker_partitions) {
+    if let Some(k) = kafka.filter(|_| config.broker_partitions && config.broker_records > 0) {
         all.extend(broker_shapes(config, k, scratch.path())?);
     }
     for shape in all {

@@ -127,6 +127,13 @@ pub struct Config {
     /// exactly-once changelog, `__consumer_offsets`), where Kafka's own cleaner runs.
     #[serde(default)]
     pub broker_partitions: bool,
+    /// Records of each partition the broker writes (the quick matrix's are the size kafka-interop's own test
+    /// writes, so that CI produces them once).
+    #[serde(default)]
+    pub broker_records: u64,
+    /// Distinct keys of those partitions.
+    #[serde(default)]
+    pub broker_keys: u64,
     /// The binary that runs our side of the comparison with Kafka's cleaner in a child process (so that its
     /// peak resident memory is a whole process's, as the JVM's is): one that calls
     /// [`crate::vs_kafka::child_main`] when given [`crate::vs_kafka::CHILD_FLAG`]. `None`: measured in this
@@ -164,7 +171,7 @@ impl Config {
             kafka_records: if quick { 200_000 } else { 2_000_000 },
             kafka_keys: if quick { 20_000 } else { 200_000 },
             file_only: if quick { vec![] } else { vec![4_000_000] },
-            repeats: 5,
+            repeats: if quick { 3 } else { 5 },
             kafka_cleaner_repeats: if quick { 2 } else { 3 },
             // The full buffer only: the quarter buffer takes Kafka's cleaner 35-332 passes (9 s on the quick
             // consumer_offsets shape, so minutes a run on the full matrix's ten times the records, three runs a
@@ -172,6 +179,8 @@ impl Config {
             // Kafka rows still show what a quarter costs our maps beside their floors.
             kafka_cleaner_shares: vec![1.0],
             broker_partitions: true,
+            broker_records: if quick { 30_000 } else { 2_000_000 },
+            broker_keys: if quick { 3_000 } else { 200_000 },
             child_exe: None,
         }
     }
