@@ -29,7 +29,8 @@ pub struct Spec {
     pub records: u64,
     /// Distinct keys (and a two-hundredth as many consumer groups, each committing 20 partitions).
     pub keys: u64,
-    /// The topics' `segment.bytes` (at least 1 MiB, Kafka's minimum).
+    /// The topics' segment size: their `segment.bytes`, or below Kafka's 1 MiB minimum for it, their
+    /// `internal.segment.bytes` (the setting Kafka's own tests use for small segments).
     pub segment_bytes: u64,
 }
 
@@ -94,7 +95,19 @@ fn produce(kafka: &'static Kafka, dir: &Path, spec: &Spec) -> Result<()> {
     node.start()?;
     let boot = node.bootstrap();
     let (records, keys, segment) = (spec.records.to_string(), spec.keys.to_string(), spec.segment_bytes.to_string());
-    let args = ["--bootstrap", &boot, "--records", &records, "--keys", &keys, "--segment-bytes", &segment];
+    let config = if spec.segment_bytes < 1 << 20 { "internal.segment.bytes" } else { "segment.bytes" };
+    let args = [
+        "--bootstrap",
+        &boot,
+        "--records",
+        &records,
+        "--keys",
+        &keys,
+        "--segment-bytes",
+        &segment,
+        "--segment-config",
+        config,
+    ];
     let summary = kafka.run_json("logcompact.interop.BenchPartitions", &args);
     let stopped = node.stop();
     let summary = summary?;
