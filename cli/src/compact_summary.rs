@@ -57,7 +57,19 @@ fn next_step(done: &Compaction, passes: &[CleanStats], format: log_core::Format)
         return format!("nothing: the log is empty now (its next offset is {})", done.next_offset);
     }
     let mut waiting = Vec::new();
-    if a.too_young_bytes > 0 {
+    if a.too_young_bytes > 0 && a.held_by_last_stable_offset {
+        // Every closed segment from the one holding the last stable offset on waits for it, whatever its age.
+        waiting.push(format!(
+            "{} of closed segments wait until the last stable offset ({}) moves past them: {}",
+            bytes(a.too_young_bytes),
+            a.last_stable_offset.unwrap_or(0),
+            if a.open_transactions > 0 {
+                "open transactions hold it (`logcompact analyze --format kafka` names them)"
+            } else {
+                "the broker's high watermark holds it until the replicas have the records"
+            }
+        ));
+    } else if a.too_young_bytes > 0 {
         waiting.push(format!(
             "{} of closed segments wait until their records are older than min.compaction.lag.ms",
             bytes(a.too_young_bytes)

@@ -2,9 +2,10 @@
 //! hanging (never ended) transaction. `analyze` finds the hanging one, its last stable offset and the
 //! `kafka-transactions.sh` command that aborts it; `compact` removes the aborted records of the segments before
 //! the one holding the LSO and keeps that segment and every later one as they were (Kafka's cleaner rounds its
-//! first uncleanable offset down to the base of the segment holding it), and writes `.txnindex` files a `read_committed` reader (kafka-python's
-//! batch reader with the broker's filtering) finds the same committed view in; `check` passes on the result.
-//! Run with and without the broker's `.txnindex` files in the source.
+//! first uncleanable offset down to the base of the segment holding it), and writes `.txnindex` files a
+//! `read_committed` reader (kafka-python's batch reader with the broker's filtering) finds the same committed view
+//! in; `check` passes on the result. Run with and without the broker's `.txnindex` files in the source (without
+//! them, the held segments, which no pass writes, read as they did).
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -133,8 +133,10 @@ fn load(dir: &Path) -> Result<Written> {
     let summary: Value = serde_json::from_str(&read("summary.json")?).map_err(|e| bad(format!("summary: {e}")))?;
     // The node's log directories (`data-0`, ...), read without starting it.
     let node: Vec<PathBuf> = (0..4).map(|i| dir.join("node").join(format!("data-{i}"))).collect();
+    let listed = summary["partitions"].as_array().filter(|a| !a.is_empty());
+    let listed = listed.ok_or_else(|| bad("summary.json lists no partitions".into()))?;
     let mut partitions = Vec::new();
-    for p in summary["partitions"].as_array().into_iter().flatten() {
+    for p in listed {
         let field = |k: &str| p[k].as_str().map(str::to_owned).ok_or_else(|| bad(format!("a partition without {k}")));
         let number = |k: &str| p[k].as_u64().ok_or_else(|| bad(format!("a partition without {k}")));
         let name = field("partition")?;

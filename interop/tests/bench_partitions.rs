@@ -24,12 +24,7 @@ fn the_broker_writes_every_benchmark_partition_with_its_records() {
         ]
     );
     for p in &written.partitions {
-        let logs = std::fs::read_dir(&p.dir)
-            .expect("list")
-            .filter(|e| e.as_ref().is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".log")))
-            .count();
-        assert!(logs >= 1, "{}: {logs} segments", p.name);
-        assert!(p.keys > 0, "{}", p.name);
+        assert!(p.keys >= spec.keys / 10, "{}: {} keys", p.name, p.keys);
         match p.shape.as_str() {
             // Every record sent is in the log.
             "plain" => assert_eq!(p.end_offset, spec.records, "{}", p.name),
@@ -39,9 +34,10 @@ fn the_broker_writes_every_benchmark_partition_with_its_records() {
             _ => assert!(p.end_offset > spec.records / 20 * 20, "{}: {}", p.name, p.end_offset),
         }
     }
-    // Even compressed, 30k records of about 130 bytes fill several 240 KB segments (below Kafka's 1 MiB minimum
-    // `segment.bytes`: `internal.segment.bytes`), so that a pass has closed segments to clean.
-    for p in &written.partitions[..5] {
+    // Even compressed, 30k records of about 130 bytes (1,500 offset commits of 20) fill several 240 KB segments
+    // (below Kafka's 1 MiB minimum `segment.bytes`: `internal.segment.bytes`), so that a pass has closed segments
+    // to clean.
+    for p in &written.partitions {
         let segments = std::fs::read_dir(&p.dir).expect("list").flatten();
         let logs = segments.filter(|e| e.file_name().to_string_lossy().ends_with(".log")).count();
         assert!(logs >= 3, "{}: {logs} segments", p.name);

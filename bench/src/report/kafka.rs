@@ -250,12 +250,11 @@ const SWEEP: &[f64] = &[1.0, 0.25];
 
 /// The partitions a real Kafka 4.4 broker wrote from its Java clients for `config`'s size (each codec, an
 /// exactly-once changelog, `__consumer_offsets`; produced once and cached, see
-/// `kafka_interop::bench_partitions`), each read into memory as a shape whose rows run at the full buffer.
-fn broker_shapes(
+/// `kafka_interop::bench_partitions`), and their segment size.
+fn broker_partitions(
     config: &Config,
     kafka: &'static kafka_interop::Kafka,
-    scratch: &std::path::Path,
-) -> Result<Vec<Shape>, ReportError> {
+) -> Result<(kafka_interop::bench_partitions::Written, u64), ReportError> {
     let spec = kafka_interop::bench_partitions::Spec {
         records: config.broker_records,
         keys: config.broker_keys,
@@ -263,47 +262,52 @@ fn broker_shapes(
     };
     let written = kafka_interop::bench_partitions::get(kafka, &spec)
         .map_err(|e| failed(format!("the broker's partitions: {e}")))?;
-    let mut out = Vec::new();
-    for p in &written.partitions {
-        let name = match p.shape.as_str() {
-            "plain" => "broker plain",
-            "transactions" => "broker transactions",
-            "consumer_offsets" => "broker consumer_offsets",
-            other => return Err(failed(format!("{}: an unknown shape '{other}'", p.name))),
-        };
-        let codec = [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd]
-            .into_iter()
-            .find(|c| c.name() == p.codec)
-            .ok_or_else(|| failed(format!("{}: an unknown codec '{}'", p.name, p.codec)))?;
-        // A copy: the cached node stays as the broker left it.
-        let copy = scratch.join("broker-copy").join(&p.name);
-        crate::vs_kafka::copy(&p.dir, &copy).map_err(failed)?;
-        let files = storage_file::FileStore::open(&copy).map_err(|e| failed(format!("{}: {e}", copy.display())))?;
-        let source: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-        crate::kafka::copy_store(&files, &*source).map_err(failed)?;
-        drop(files);
-        let _ = std::fs::remove_dir_all(&copy);
-        let bytes = source
-            .list()
-            .map_err(|e| failed(e.to_string()))?
-            .iter()
-            .filter(|n| n.ends_with(".log"))
-            .map(|n| source.open(n).map(|f| f.len()).unwrap_or(0))
-            .sum();
-        out.push(Shape {
-            name,
-            codec,
-            keys: p.keys,
-            source,
-            written: crate::kafka::Written { records: p.records, bytes },
-            shares: &[1.0],
-            now_ms: NOW_MS.max(written.produced_ms.saturating_add(86_400_000)),
-            segment_bytes: spec.segment_bytes,
-            // As many as Kafka's cleaner runs: the broker's partitions are the report's largest Kafka rows.
-            repeats: config.kafka_cleaner_repeats.max(1),
-        });
+    Ok((written, spec.segment_bytes))
+}
+
+/// One partition the broker wrote, read into memory as a shape whose rows run at the full buffer (one at a
+/// time: the full matrix's seven partitions hold about a gigabyte).
+fn broker_shape(
+    config: &Config,
+    p: &kafka_interop::bench_partitions::Partition,
+    produced_ms: i64,
+    segment_bytes: u64,
+    scratch: &std::path::Path,
+) -> Result<Shape, ReportError> {
+    let name = match p.shape.as_str() {
+        "plain" => "broker plain",
+        "transactions" => "broker transactions",
+        "consumer_offsets" => "broker consumer_offsets",
+        other => return Err(failed(format!("{}: an unknown shape '{other}'", p.name))),
+    };
+    let codec = [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd]
+        .into_iter()
+        .find(|c| c.name() == p.codec)
+        .ok_or_else(|| failed(format!("{}: an unknown codec '{}'", p.name, p.codec)))?;
+    // A copy: the cached node stays as the broker left it.
+    let copy = scratch.join("broker-copy").join(&p.name);
+    crate::vs_kafka::copy(&p.dir, &copy).map_err(failed)?;
+    let files = storage_file::FileStore::open(&copy).map_err(|e| failed(format!("{}: {e}", copy.display())))?;
+    let source: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
+    crate::kafka::copy_store(&files, &*source).map_err(failed)?;
+    drop(files);
+    let _ = std::fs::remove_dir_all(&copy);
+    let mut bytes = 0;
+    for n in source.list().map_err(|e| failed(e.to_string()))?.iter().filter(|n| n.ends_with(".log")) {
+        bytes += source.open(n).map_err(|e| failed(format!("{}/{n}: {e}", p.name)))?.len();
     }
-    Ok(out)
+    Ok(Shape {
+        name,
+        codec,
+        keys: p.keys,
+        source,
+        written: crate::kafka::Written { records: p.records, bytes },
+        shares: &[1.0],
+        now_ms: NOW_MS.max(produced_ms.saturating_add(86_400_000)),
+        segment_bytes,
+        // As many as Kafka's cleaner runs: the broker's partitions are the report's largest Kafka rows.
+        repeats: config.kafka_cleaner_repeats.max(1),
+    })
 }
 
 /// The rows of one shape, map and buffer: every run's copy, floor and compaction.
@@ -532,11 +536,22 @@ pub fn run(config: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<(V
         return Ok((out, status));
     }
     let scratch = tempfile::tempdir().map_err(|e| failed(format!("a temporary directory: {e}")))?;
-    let mut all = shapes(config)?;
-    if let Some(k) = kafka.filter(|_| config.broker_partitions && config.broker_records > 0) {
-        all.extend(broker_shapes(config, k, scratch.path())?);
+    // The generated shapes (written up front), then the broker's partitions, each read when its turn comes.
+    type Make<'a> = Box<dyn FnOnce() -> Result<Shape, ReportError> + 'a>;
+    let mut all: Vec<Make<'_>> = Vec::new();
+    for shape in shapes(config)? {
+        all.push(Box::new(move || Ok(shape)));
     }
-    for shape in all {
+    if let Some(k) = kafka.filter(|_| config.broker_partitions && config.broker_records > 0) {
+        let (written, segment_bytes) = broker_partitions(config, k)?;
+        let produced_ms = written.produced_ms;
+        let at = scratch.path();
+        for p in written.partitions {
+            all.push(Box::new(move || broker_shape(config, &p, produced_ms, segment_bytes, at)));
+        }
+    }
+    for make in all {
+        let shape = make()?;
         // The broker's shapes get 2% headroom: a buffer that holds the keys exactly ends Kafka's pass at the
         // first keyed record after the last new key, a second pass where ours takes one (the files then differ).
         let keys = if shape.name.starts_with("broker") { shape.keys + shape.keys / 50 + 1 } else { shape.keys };

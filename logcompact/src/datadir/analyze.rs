@@ -191,6 +191,12 @@ fn verdict(settings: Option<&LogSettings>, d: &log_core::DirtySection, now: i64,
                 "an open transaction holds the last stable offset at {}: nothing past it can be cleaned",
                 d.last_stable_offset.unwrap_or(0)
             )
+        } else if d.held_by_last_stable_offset && d.dirty_bytes == 0 {
+            format!(
+                "the broker's high watermark at {} holds the last stable offset: no segment from the one holding it \
+                 on can be cleaned",
+                d.last_stable_offset.unwrap_or(0)
+            )
         } else if d.too_young_bytes > 0 && d.dirty_bytes == 0 {
             format!("its dirty records are younger than min.compaction.lag.ms ({} ms)", s.min_compaction_lag_ms)
         } else if d.closed_segments == 0 || d.dirty_bytes == 0 {
