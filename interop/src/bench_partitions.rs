@@ -69,23 +69,7 @@ pub struct Written {
 pub fn get(kafka: &'static Kafka, spec: &Spec) -> Result<Written> {
     let key =
         format!("bench-{VERSION}-{:016x}-{}-{}-{}", kafka.sources_hash, spec.records, spec.keys, spec.segment_bytes);
-    let dir = kafka.work.join(format!("fixture-{key}"));
-    let lock_path = kafka.work.join("fixture-bench.lock");
-    let lock =
-        fs::File::create(&lock_path).map_err(|source| Error::Io { what: "create", path: lock_path.clone(), source })?;
-    lock.lock().map_err(|source| Error::Io { what: "lock", path: lock_path.clone(), source })?;
-    if !dir.join("ready").exists() {
-        let building = kafka.work.join(format!("fixture-{key}.building"));
-        let _ = fs::remove_dir_all(&building);
-        produce(kafka, &building, spec)?;
-        fs::write(building.join("ready"), b"").map_err(|source| Error::Io {
-            what: "write",
-            path: building.clone(),
-            source,
-        })?;
-        let _ = fs::remove_dir_all(&dir);
-        fs::rename(&building, &dir).map_err(|source| Error::Io { what: "rename", path: building.clone(), source })?;
-    }
+    let dir = crate::fixture::cached(kafka, &key, "bench", |building| produce(kafka, building, spec))?;
     load(&dir)
 }
 

@@ -70,15 +70,28 @@ pub fn transaction_version_1(kafka: &'static Kafka) -> &'static Fixture {
 /// The fixture `name`, produced unless a finished one is cached.
 fn get(kafka: &'static Kafka, name: &str, spec: &NodeSpec, fixture_args: &[&str]) -> Result<Fixture> {
     let key = format!("{name}-{VERSION}-{:016x}-{}", kafka.sources_hash, fixture_args.join("_"));
+    let dir = cached(kafka, &key, name, |building| produce(kafka, building, spec, fixture_args))?;
+    load(kafka, &dir)
+}
+
+/// The directory `fixture-<key>` under Kafka's work directory, made by `build` (into a `.building` directory
+/// renamed when done, `ready` written last) unless a finished one is there; `lock_name`'s lock held meanwhile, so
+/// that test processes build it once. The node's files name their directory: written anew by every copy's open.
+pub(crate) fn cached(
+    kafka: &Kafka,
+    key: &str,
+    lock_name: &str,
+    build: impl FnOnce(&Path) -> Result<()>,
+) -> Result<PathBuf> {
     let dir = kafka.work.join(format!("fixture-{key}"));
-    let lock_path = kafka.work.join(format!("fixture-{name}.lock"));
+    let lock_path = kafka.work.join(format!("fixture-{lock_name}.lock"));
     let lock =
         fs::File::create(&lock_path).map_err(|source| Error::Io { what: "create", path: lock_path.clone(), source })?;
     lock.lock().map_err(|source| Error::Io { what: "lock", path: lock_path.clone(), source })?;
     if !dir.join("ready").exists() {
         let building = kafka.work.join(format!("fixture-{key}.building"));
         let _ = fs::remove_dir_all(&building);
-        produce(kafka, &building, spec, fixture_args)?;
+        build(&building)?;
         fs::write(building.join("ready"), b"").map_err(|source| Error::Io {
             what: "write",
             path: building.clone(),
@@ -86,9 +99,8 @@ fn get(kafka: &'static Kafka, name: &str, spec: &NodeSpec, fixture_args: &[&str]
         })?;
         let _ = fs::remove_dir_all(&dir);
         fs::rename(&building, &dir).map_err(|source| Error::Io { what: "rename", path: building.clone(), source })?;
-        // The node's files name their directory: written anew by every copy's open.
     }
-    load(kafka, &dir)
+    Ok(dir)
 }
 
 fn read_json(path: &Path) -> Result<Value> {
