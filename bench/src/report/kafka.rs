@@ -138,6 +138,18 @@ pub struct VsKafka {
     pub identical: bool,
     /// The first file that differs, said in a line (empty when identical).
     pub difference: String,
+    /// The records Kafka's output holds (every offset, key and value, read back through our reader with the
+    /// `.txnindex` Kafka wrote) are this row's: always required (the report fails otherwise), recorded so that
+    /// a row whose files differ (several passes group segments and batches differently) still says it.
+    #[serde(default = "yes")]
+    pub same_records: bool,
+    /// Kafka's runs of this row (fewer below the full buffer, where Kafka's cleaner takes dozens of passes).
+    #[serde(default)]
+    pub kafka_runs: usize,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn plain() -> String {
@@ -437,6 +449,8 @@ struct OnFiles {
     runs: Vec<crate::vs_kafka::Run>,
     /// The first run's closed segment files.
     files: Vec<(String, Vec<u8>)>,
+    /// The first run's records (see [`crate::kafka::digest`]).
+    digest: String,
 }
 
 /// Writes `shape` into `<scratch>/source/<topic>-0`.
@@ -458,6 +472,7 @@ fn kafka_runs(
 ) -> Result<OnFiles, ReportError> {
     let mut runs = Vec::new();
     let mut files = Vec::new();
+    let mut digest = String::new();
     let name = source.file_name().unwrap_or_default();
     for i in 0..repeats.max(1) {
         let copy = scratch.join(format!("kafka-{i}")).join(name);
@@ -468,15 +483,29 @@ fn kafka_runs(
         );
         if i == 0 {
             files = crate::vs_kafka::segment_files(&copy).map_err(failed)?;
+            digest = records_on_files(&copy, settings.segment_bytes)?;
         }
         let _ = std::fs::remove_dir_all(copy.parent().unwrap_or(&copy));
     }
-    Ok(OnFiles { source: source.to_path_buf(), scratch: scratch.to_path_buf(), settings, runs, files })
+    Ok(OnFiles { source: source.to_path_buf(), scratch: scratch.to_path_buf(), settings, runs, files, digest })
+}
+
+/// The records of the partition in `dir` (read into memory first: the copy is Kafka's output, left as it wrote
+/// it).
+fn records_on_files(dir: &std::path::Path, segment_bytes: u64) -> Result<String, ReportError> {
+    let files = storage_file::FileStore::open(dir).map_err(|e| failed(format!("{}: {e}", dir.display())))?;
+    let store: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
+    crate::kafka::copy_store(&files, &*store).map_err(failed)?;
+    drop(files);
+    let log = crate::kafka::open(store, segment_bytes).map_err(failed)?;
+    let (digest, _) =
+        crate::kafka::digest(&log).map_err(|e| failed(format!("Kafka's output in {}: {e}", dir.display())))?;
+    Ok(digest)
 }
 
 /// Ours with `map` beside Kafka's runs: as many runs on fresh copies, measured in a child process
 /// (`config.child_exe`) or in this one.
-fn vs_kafka(config: &Config, on: &OnFiles, map: MapKind) -> Result<VsKafka, ReportError> {
+fn vs_kafka(config: &Config, on: &OnFiles, map: MapKind, digest: &str) -> Result<VsKafka, ReportError> {
     let name = on.source.file_name().unwrap_or_default();
     let mut runs = Vec::new();
     let (mut identical, mut difference) = (true, String::new());
@@ -520,6 +549,8 @@ fn vs_kafka(config: &Config, on: &OnFiles, map: MapKind) -> Result<VsKafka, Repo
         output_over_kafka: ours.bytes_after as f64 / k.bytes_after.max(1) as f64,
         identical,
         difference,
+        same_records: on.digest == digest,
+        kafka_runs: on.runs.len(),
     })
 }
 
@@ -564,6 +595,10 @@ pub fn run(config: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<(V
             let buffer = ((need as f64 * share).round() as usize).max(1 << 12);
             let on_files = match (kafka, &source) {
                 (Some(k), Some(src)) if config.kafka_cleaner_shares.contains(&share) => {
+                    // Below the full buffer Kafka's cleaner takes dozens of passes (each over the whole log):
+                    // fewer runs there.
+                    let repeats =
+                        if share >= 1.0 { config.kafka_cleaner_repeats } else { config.kafka_sweep_repeats.max(1) };
                     let settings = crate::vs_kafka::Settings {
                         buffer_bytes: buffer as u64,
                         segment_bytes: shape.segment_bytes,
@@ -571,14 +606,21 @@ pub fn run(config: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<(V
                         now_ms: shape.now_ms,
                         threads: 1,
                     };
-                    Some(kafka_runs(k, src, scratch.path(), settings, config.kafka_cleaner_repeats)?)
+                    Some(kafka_runs(k, src, scratch.path(), settings, repeats)?)
                 }
                 _ => None,
             };
             for map in MapKind::WITH_EXTERNAL {
                 let mut row = run_row(config, &shape, map, buffer, share)?;
                 if let Some(on) = &on_files {
-                    row.vs_kafka = Some(vs_kafka(config, on, map)?);
+                    let v = vs_kafka(config, on, map, &row.result_digest)?;
+                    if !v.same_records {
+                        return Err(ReportError::Mismatch(format!(
+                            "kafka {}/{}/{}/buffer {}: Kafka's own cleaner left different records ({}) than ours ({})",
+                            row.shape, row.codec, row.map, row.buffer_bytes, on.digest, row.result_digest
+                        )));
+                    }
+                    row.vs_kafka = Some(v);
                 }
                 // Rows of one generated shape clean the same partition: the same records whatever the codec. A
                 // broker wrote each codec's partition with its own batches and segments: rows of one codec.
