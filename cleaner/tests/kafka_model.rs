@@ -197,14 +197,15 @@ fn file_name(base: i64) -> String {
     name(base as u64, SegmentFile::Log, Stage::Live)
 }
 
-/// By Kafka's rules: the data records a compaction until clean keeps (markers are checked on their own), and
-/// the base offsets of the batches it copies whole.
+/// By Kafka's rules: the data records a compaction until clean keeps (markers are checked on their own), the
+/// base offsets of the batches it copies whole, and the first offset of what no pass touches (the base of the
+/// first uncleanable segment: too young, or holding the last stable offset; else the active segment's).
 fn reference(
     batches: &[(BatchHeader, bool, Vec<Rec>)],
     seg_of: &[usize],
     first_dirty: i64,
     lag: i64,
-) -> (Vec<Rec>, std::collections::BTreeSet<i64>) {
+) -> (Vec<Rec>, std::collections::BTreeSet<i64>, i64) {
     // The first dirty closed segment (one reaching the first dirty offset) holding a batch younger than the
     // lag, and every segment after it, is not cleaned (Kafka's first uncleanable offset is that segment's base).
     let young_segment = young_segment(batches, seg_of, first_dirty, lag);
@@ -240,8 +241,9 @@ fn reference(
         .flatten();
     let first_uncleanable = [young_segment, lso_segment].into_iter().flatten().min();
     let uncleanable: Vec<bool> = seg_of.iter().map(|&s| first_uncleanable.is_some_and(|y| s >= y)).collect();
-    let lso_base = lso_segment
-        .and_then(|y| batches.iter().zip(seg_of).find(|(_, s)| **s == y).map(|((h, _, _), _)| h.base_offset));
+    let base_of = |y: usize| batches.iter().zip(seg_of).find(|(_, s)| **s == y).map(|((h, _, _), _)| h.base_offset);
+    let lso_base = lso_segment.and_then(base_of);
+    let held_from = first_uncleanable.and_then(base_of).unwrap_or(active_base);
     let limit = lso_base.unwrap_or(lso).max(first_dirty);
     let is_aborted = |h: &BatchHeader| {
         h.is_transactional()
@@ -282,7 +284,7 @@ fn reference(
         .filter(|(i, (h, active, _))| whole(*i, h, *active))
         .map(|(_, (h, _, _))| h.base_offset)
         .collect();
-    (kept, whole_bases)
+    (kept, whole_bases, held_from)
 }
 
 /// Every `.txnindex` entry of the store: (segment base, producer, first offset, last offset).
@@ -411,7 +413,7 @@ proptest! {
         let end = batches.last().map_or(0, |(h, _, _)| h.last_offset());
         let first_dirty = end * i64::from(checkpoint_share) / 4;
         let seg_of: Vec<usize> = segments.iter().enumerate().flat_map(|(i, b)| std::iter::repeat_n(i, b.len())).collect();
-        let (want, whole_bases) = reference(&batches, &seg_of, first_dirty, lag);
+        let (want, whole_bases, held_from) = reference(&batches, &seg_of, first_dirty, lag);
         let buffer = if small_buffer { map.bytes_for(3, 0.9, 2) } else { 1 << 20 };
         let config = LogConfig { segment_bytes: 1 << 30, ..LogConfig::default() };
         let log = Log::open(Arc::clone(&source), log_core::OpenOptions::kafka(config, CheckpointFile::Memory)).expect("open");
@@ -442,8 +444,8 @@ proptest! {
         let (got, out_batches, out_markers) = read_all(&log);
         prop_assert_eq!(&got, &want);
         // Markers: each kept as it was, or stamped with this run's horizon (its transaction's data gone), or
-        // removed because its horizon had passed; one at or past the LSO is never touched.
-        let lso = last_stable_offset(&batches);
+        // removed because its horizon had passed; one in a segment no pass touches (from the one holding the
+        // LSO, or too young, on) is never removed.
         for (h, _, _) in batches.iter().filter(|(h, _, _)| h.is_control()) {
             let out = out_markers.iter().find(|m| m.0 == h.base_offset);
             match out {
@@ -452,7 +454,7 @@ proptest! {
                     "marker {} horizon {:?} from {:?}", h.base_offset, horizon, h.delete_horizon()
                 ),
                 None => prop_assert!(
-                    h.delete_horizon().is_some_and(|hz| NOW >= hz) && h.base_offset < lso,
+                    h.delete_horizon().is_some_and(|hz| NOW >= hz) && h.base_offset < held_from,
                     "marker {} removed before its horizon", h.base_offset
                 ),
             }
