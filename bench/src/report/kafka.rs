@@ -139,8 +139,9 @@ pub struct VsKafka {
     /// The first file that differs, said in a line (empty when identical).
     pub difference: String,
     /// The records Kafka's output holds (every offset, key and value, read back through our reader with the
-    /// `.txnindex` Kafka wrote) are this row's: required where both cleaners took one pass (the report fails
-    /// otherwise), recorded where either took several (see docs/kafka.md, "Several passes").
+    /// `.txnindex` Kafka wrote) are this row's: required (the report fails otherwise) but where either cleaner
+    /// took several passes over a transactional partition, recorded there (see docs/kafka.md, "Several
+    /// passes").
     #[serde(default = "yes")]
     pub same_records: bool,
     /// Kafka's runs of this row (fewer below the full buffer, where Kafka's cleaner takes dozens of passes).
@@ -150,6 +151,13 @@ pub struct VsKafka {
 
 fn yes() -> bool {
     true
+}
+
+/// True for a shape with transactions (the generated changelog, the broker's): where Kafka's cleaner takes
+/// several passes there, the records it keeps depend on where each pass started, which ours does not follow
+/// yet (docs/kafka.md, "Several passes"), so those rows need not leave Kafka's records.
+fn several_passes_may_differ(shape: &str) -> bool {
+    shape.ends_with("transactions")
 }
 
 fn plain() -> String {
@@ -614,10 +622,12 @@ pub fn run(config: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<(V
                 let mut row = run_row(config, &shape, map, buffer, share)?;
                 if let Some(on) = &on_files {
                     let v = vs_kafka(config, on, map, &row.result_digest)?;
-                    // Where both took one pass the records must be Kafka's. Over several passes they may not be
-                    // yet: Kafka's cleaning of the segment holding a pass's end offset differs from ours past
-                    // that offset (docs/kafka.md, "Several passes"); the row says so.
-                    if !v.same_records && v.passes == 1 && v.kafka_passes == 1 {
+                    // The records must be Kafka's, but on a transactional partition that either cleaner took
+                    // several passes over: Kafka's cleaning of the segment holding a pass's end offset differs
+                    // from ours past that offset (docs/kafka.md, "Several passes"); the row says so.
+                    if !v.same_records
+                        && (!several_passes_may_differ(&row.shape) || v.passes == 1 && v.kafka_passes == 1)
+                    {
                         return Err(ReportError::Mismatch(format!(
                             "kafka {}/{}/{}/buffer {}: Kafka's own cleaner left different records ({}) than ours ({})",
                             row.shape, row.codec, row.map, row.buffer_bytes, on.digest, row.result_digest

@@ -263,9 +263,9 @@ fn render_vs_kafka(report: &Report, md: &mut String) {
          ours. Peak RSS: the JVM's `VmHWM` against {}. Bytes a key: what the buffer holds a key in (Kafka's \
          `SkimpyOffsetMap`: 24-byte slots). *Output*: bytes of the closed segments' `.log` files after, ours over \
          Kafka's; *byte for byte*: every closed segment's `.log`, `.index`, `.timeindex` and `.txnindex` the same. \
-         Where both took one pass every row's records (offsets, keys, values, read back with Kafka's `.txnindex`) \
-         must be Kafka's (the report fails otherwise); over several passes a row says whether they are (see \
-         docs/kafka.md, \"Several passes\").\n",
+         Every row's records (offsets, keys, values, read back with Kafka's `.txnindex`) must be Kafka's (the \
+         report fails otherwise) but where either took several passes over a transactional partition: there a \
+         row says whether they are (see docs/kafka.md, \"Several passes\").\n",
         report.config.load_factor,
         report.config.kafka_cleaner_repeats,
         report.config.kafka_sweep_repeats.max(1),
