@@ -307,10 +307,7 @@ fn broker_shape(
     // A copy: the cached node stays as the broker left it.
     let copy = scratch.join("broker-copy").join(&p.name);
     crate::vs_kafka::copy(&p.dir, &copy).map_err(failed)?;
-    let files = storage_file::FileStore::open(&copy).map_err(|e| failed(format!("{}: {e}", copy.display())))?;
-    let source: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-    crate::kafka::copy_store(&files, &*source).map_err(failed)?;
-    drop(files);
+    let source = in_memory(&copy)?;
     let _ = std::fs::remove_dir_all(&copy);
     let mut bytes = 0;
     for n in source.list().map_err(|e| failed(e.to_string()))?.iter().filter(|n| n.ends_with(".log")) {
@@ -498,14 +495,17 @@ fn kafka_runs(
     Ok(OnFiles { source: source.to_path_buf(), scratch: scratch.to_path_buf(), settings, runs, files, digest })
 }
 
-/// The records of the partition in `dir` (read into memory first: the copy is Kafka's output, left as it wrote
-/// it).
-fn records_on_files(dir: &std::path::Path, segment_bytes: u64) -> Result<String, ReportError> {
+/// The partition directory `dir`'s files, copied into memory (opening a log there leaves `dir` as it is).
+fn in_memory(dir: &std::path::Path) -> Result<Arc<dyn SegmentStore>, ReportError> {
     let files = storage_file::FileStore::open(dir).map_err(|e| failed(format!("{}: {e}", dir.display())))?;
     let store: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
     crate::kafka::copy_store(&files, &*store).map_err(failed)?;
-    drop(files);
-    let log = crate::kafka::open(store, segment_bytes).map_err(failed)?;
+    Ok(store)
+}
+
+/// The records of the partition in `dir` (Kafka's output, read from a copy in memory).
+fn records_on_files(dir: &std::path::Path, segment_bytes: u64) -> Result<String, ReportError> {
+    let log = crate::kafka::open(in_memory(dir)?, segment_bytes).map_err(failed)?;
     let (digest, _) =
         crate::kafka::digest(&log).map_err(|e| failed(format!("Kafka's output in {}: {e}", dir.display())))?;
     Ok(digest)
