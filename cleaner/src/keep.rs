@@ -149,6 +149,41 @@ pub(crate) fn mapped_by_pass1(batch: &BatchRef<'_>, txns: &TxnState) -> bool {
     !batch.is_control() && !is_aborted(batch, txns)
 }
 
+/// Pass 1's transactional view from its first dirty offset on: [`mapped_by_pass1`], and, as Kafka's cleaner
+/// reads a pass that starts inside a segment, the transactional batches of the producers
+/// [`log_core::kafka::txn::producers_read_as_aborted`] names left unmapped until each one's next ABORT marker.
+pub(crate) struct Pass1Txns<'a> {
+    txns: &'a TxnState,
+    /// The pass's first dirty offset: batches before it were accounted for in `read_as_aborted`.
+    start: u64,
+    /// Producers read as aborted until their next ABORT marker (a few at most).
+    read_as_aborted: Vec<i64>,
+}
+
+impl<'a> Pass1Txns<'a> {
+    pub(crate) fn new(txns: &'a TxnState, start: u64, read_as_aborted: Vec<i64>) -> Self {
+        Pass1Txns { txns, start, read_as_aborted }
+    }
+
+    /// True when pass 1 maps `batch`'s keys; call it for every batch in offset order, control batches
+    /// included (an ABORT marker ends its producer's reading as aborted).
+    pub(crate) fn maps(&mut self, batch: &BatchRef<'_>) -> bool {
+        if !self.read_as_aborted.is_empty()
+            && batch.last_offset >= self.start
+            && let Some(producer) = batch.producer_id()
+        {
+            if batch.is_control() {
+                if self.txns.aborted_at(batch.base_offset).is_some() {
+                    self.read_as_aborted.retain(|&p| p != producer);
+                }
+            } else if batch.is_transactional() && self.read_as_aborted.contains(&producer) {
+                return false;
+            }
+        }
+        mapped_by_pass1(batch, self.txns)
+    }
+}
+
 /// True when a transaction marker may go (first stamped with a delete horizon, removed by a later pass once
 /// it has passed, as a tombstone is): no data batch of its transaction is left in the log (`txns`, from the
 /// pass's snapshot). Kafka's cleaner (`CleanedTransactionMetadata`) keeps a marker while the group being

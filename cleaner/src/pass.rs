@@ -13,6 +13,7 @@ use crate::clock::Clock;
 use crate::config::CleanerConfig;
 use crate::error::{Error, Result};
 use crate::external::{External, StaleSet};
+use crate::keep::Pass1Txns;
 use crate::keep::{CopyCounts, Judge};
 use crate::map::{MapKind, OffsetMap, Probes};
 use crate::pass1::map_dirty;
@@ -345,7 +346,9 @@ impl Cleaner {
         let txns = cleaning.transactions()?.clone();
         // Pass 1 maps only segments before the first one no pass may rewrite, and nothing past the LSO.
         let bounds = Bounds { checkpoint, limit, first_uncleanable_base: section.first_uncleanable_base };
-        let (end_offset, stale) = self.pass_one(closed, bounds, &txns, &mut stats)?;
+        let log = cleaning.log();
+        let read_as_aborted = read_as_aborted_at(&**log.store(), closed, checkpoint, log.config(), &txns)?;
+        let (end_offset, stale) = self.pass_one(closed, bounds, &txns, read_as_aborted, &mut stats)?;
         stats.end_offset = end_offset;
 
         let pass2 = Instant::now();
@@ -426,7 +429,8 @@ impl Cleaner {
         let mut txns = snapshot.transactions()?;
         log_core::kafka::txn::verify_index_files(&**log.store(), &snapshot, &mut txns)?;
         let bounds = Bounds { checkpoint, limit, first_uncleanable_base: section.first_uncleanable_base };
-        let (end_offset, stale) = self.pass_one(snapshot.closed(), bounds, &txns, &mut stats)?;
+        let read_as_aborted = read_as_aborted_at(&**log.store(), snapshot.closed(), checkpoint, log.config(), &txns)?;
+        let (end_offset, stale) = self.pass_one(snapshot.closed(), bounds, &txns, read_as_aborted, &mut stats)?;
         stats.end_offset = end_offset;
         let judge = Judge {
             end_offset,
@@ -464,10 +468,12 @@ impl Cleaner {
         closed: &[Arc<SealedSegment>],
         bounds: Bounds,
         txns: &TxnState,
+        read_as_aborted: Vec<i64>,
         stats: &mut CleanStats,
     ) -> Result<(u64, Option<StaleSet>)> {
         let Bounds { checkpoint, limit, first_uncleanable_base } = bounds;
         let end = first_uncleanable_base.min(limit);
+        let mut pass1_txns = Pass1Txns::new(txns, checkpoint, read_as_aborted);
         let started = Instant::now();
         let Cleaner { strategy, abort, throttle, meter, .. } = self;
         let meter = meter.as_deref();
@@ -479,14 +485,14 @@ impl Cleaner {
                 if let Some(m) = meter {
                     m.begin(STAGE_MAP, Some(dirty.iter().map(|s| s.size()).sum()));
                 }
-                (build_map(&mut **map, &dirty, checkpoint, limit, txns, &mut pace, stats)?, None)
+                (build_map(&mut **map, &dirty, checkpoint, limit, &mut pass1_txns, &mut pace, stats)?, None)
             }
             Strategy::External(external) => {
                 let below: Vec<Arc<SealedSegment>> = closed.iter().filter(|s| s.base() < end).cloned().collect();
                 if let Some(m) = meter {
                     m.begin(STAGE_MAP, Some(below.iter().map(|s| s.size()).sum()));
                 }
-                let mapped = external.map(&below, checkpoint, limit, txns, &mut pace)?;
+                let mapped = external.map(&below, checkpoint, limit, &mut pass1_txns, &mut pace)?;
                 stats.pass1.records_read = mapped.scanned.records;
                 stats.pass1.bytes_read = mapped.scanned.bytes;
                 (limit, Some(mapped.stale))
@@ -610,7 +616,7 @@ fn build_map(
     dirty: &[Arc<SealedSegment>],
     checkpoint: u64,
     limit: u64,
-    txns: &TxnState,
+    txns: &mut Pass1Txns<'_>,
     pace: &mut Pace<'_>,
     stats: &mut CleanStats,
 ) -> Result<u64> {
@@ -662,6 +668,19 @@ pub struct DryRun {
 type ThreadCopies = (Vec<(usize, Replacement)>, CopyCounts);
 
 /// The closed segments pass 1 reads: those holding offsets at or above the checkpoint, based below `limit`.
+/// The producers Kafka's cleaner reads as aborted from a pass's first dirty offset `checkpoint` (see
+/// [`log_core::kafka::txn::producers_read_as_aborted`]): from the closed segment holding it.
+fn read_as_aborted_at(
+    store: &dyn log_core::SegmentStore,
+    closed: &[Arc<SealedSegment>],
+    checkpoint: u64,
+    config: &log_core::LogConfig,
+    txns: &TxnState,
+) -> Result<Vec<i64>> {
+    let Some(segment) = closed.iter().rev().find(|s| s.base() <= checkpoint) else { return Ok(Vec::new()) };
+    Ok(log_core::kafka::txn::producers_read_as_aborted(store, segment, checkpoint, config.index_interval_bytes, txns)?)
+}
+
 fn dirty_segments(closed: &[Arc<SealedSegment>], checkpoint: u64, limit: u64) -> Vec<Arc<SealedSegment>> {
     closed.iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint) && s.base() < limit).cloned().collect()
 }

@@ -6,10 +6,8 @@ use std::sync::Arc;
 
 use log_core::{Placed, SealedSegment};
 
-use log_core::kafka::txn::TxnState;
-
 use crate::error::Result;
-use crate::keep::mapped_by_pass1;
+use crate::keep::Pass1Txns;
 use crate::map::BATCH;
 use crate::pass::Pace;
 
@@ -37,7 +35,7 @@ pub(crate) fn map_dirty<P>(
     dirty: &[Arc<SealedSegment>],
     checkpoint: u64,
     limit: u64,
-    txns: &TxnState,
+    txns: &mut Pass1Txns<'_>,
     pace: &mut Pace<'_>,
     put: &mut P,
 ) -> Result<(Option<u64>, Scanned)>
@@ -88,7 +86,7 @@ where
                 scanned.records += batch.record_count;
                 scanned.bytes += batch.len() as u64;
                 pace.step(batch.len() as u64, batch.record_count)?;
-                if !mapped_by_pass1(&batch, txns) {
+                if !txns.maps(&batch) {
                     continue;
                 }
                 let corrupt = |kind| log_core::Error::Corrupt { segment: segment.name().to_owned(), position, kind };

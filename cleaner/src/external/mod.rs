@@ -29,11 +29,10 @@ mod stale;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use log_core::kafka::txn::TxnState;
 use log_core::{Placed, SealedSegment};
 
 use crate::error::{Error, Result};
-use crate::keep::mapped_by_pass1;
+use crate::keep::Pass1Txns;
 use crate::map::{MapStats, Probes};
 use crate::pass::Pace;
 use crate::pass1::Scanned;
@@ -83,7 +82,7 @@ impl External {
         segments: &[Arc<SealedSegment>],
         checkpoint: u64,
         limit: u64,
-        txns: &TxnState,
+        txns: &mut Pass1Txns<'_>,
         pace: &mut Pace<'_>,
     ) -> Result<Mapped> {
         let start = segments.first().map_or(limit, |s| s.base()).min(limit);
@@ -109,10 +108,11 @@ impl External {
                     pace.step(batch.len() as u64, batch.record_count)?;
                     scanned.records += batch.record_count;
                     scanned.bytes += batch.len() as u64;
+                    // Every batch in order, markers included: a marker can end a producer's reading as aborted.
+                    let maps = txns.maps(&batch);
                     if batch.is_control() {
                         continue;
                     }
-                    let maps = mapped_by_pass1(&batch, txns);
                     let corrupt =
                         |kind| log_core::Error::Corrupt { segment: segment.name().to_owned(), position, kind };
                     for rec in batch.records(&mut scratch).map_err(corrupt)? {

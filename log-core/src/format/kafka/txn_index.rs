@@ -109,3 +109,111 @@ pub fn verify_index_files(
     }
     Ok(missing)
 }
+
+/// The producers whose batches Kafka's cleaner reads as aborted when a pass maps from `start`, an offset
+/// inside `segment` (a pass after one whose map filled: Kafka starts the next where the last ended), until
+/// each producer's next ABORT marker at or past `start`.
+///
+/// Kafka 4.4's `Cleaner.buildOffsetMap` collects the aborted transactions of the segment holding `start` and
+/// of every later one (`UnifiedLog.collectAbortedTransactions` searches that segment's `.txnindex` from the log
+/// start offset, not from `start`), then reads batches from its offset index's entry at or below `start`. An
+/// aborted transaction of that segment whose marker lies before that entry is never closed by its marker (not
+/// read): the first batch read opens it, and `CleanedTransactionMetadata` counts the producer's transactional
+/// batches as aborted until an ABORT marker of that producer is read. Their records are not mapped, so the
+/// records they supersede outlive the pass (a later pass may still map newer ones). Where the segment has no
+/// `.index` (a partition whose broker never wrote one), the entry is found as Kafka's segment recovery builds
+/// it (every `index_interval` bytes, keyed by the batch's last offset); where it has no `.txnindex`, its
+/// entries are those recovery writes (every aborted transaction whose marker it holds).
+///
+/// Empty when `start` is the segment's base (the read starts at its first batch) or nothing was aborted.
+///
+/// # Errors
+/// [`Error::Corrupt`] for a `.txnindex` that is not whole version-0 entries; [`Error::Io`].
+pub fn producers_read_as_aborted(
+    store: &dyn SegmentStore,
+    segment: &crate::segment::SealedSegment,
+    start: u64,
+    index_interval: u64,
+    txns: &TxnState,
+) -> Result<Vec<i64>> {
+    let base = segment.base();
+    if txns.aborted.is_empty() || start <= base || start >= segment.next_offset() {
+        return Ok(Vec::new());
+    }
+    let read_from = index_floor(store, segment, start, index_interval)?;
+    let file = name(base, SegmentFile::TxnIndex, Stage::Live);
+    let entries = match store.open(&file) {
+        Ok(f) => {
+            let len = f.len();
+            let malformed =
+                |position, what| Error::Corrupt { segment: file.clone(), position, kind: CorruptKind::Malformed(what) };
+            if len > MAX_TXN_INDEX_BYTES {
+                return Err(malformed(0, "a transaction index larger than any (64 MiB)"));
+            }
+            let mut bytes = vec![0u8; len as usize];
+            f.read_at(0, &mut bytes).map_err(Error::io("read", &file))?;
+            AbortedTxn::decode_all(&bytes)
+                .map_err(|at| malformed(at, "not a whole version-0 transaction index entry"))?
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let end = segment.next_offset();
+            txns.aborted.iter().filter(|a| (base..end).contains(&a.last_offset)).cloned().collect()
+        }
+        Err(e) => return Err(Error::io("open", &file)(e)),
+    };
+    let mut producers: Vec<i64> = entries.iter().filter(|e| e.last_offset < read_from).map(|e| e.producer_id).collect();
+    // An ABORT marker read before `start` closes its producer's (stale) transaction.
+    producers
+        .retain(|&p| !txns.aborted.iter().any(|a| a.producer_id == p && (read_from..start).contains(&a.last_offset)));
+    producers.sort_unstable();
+    producers.dedup();
+    Ok(producers)
+}
+
+/// The offset of the offset-index entry Kafka reads `segment` from for `start` (the largest at or below it;
+/// the segment's base when none is).
+fn index_floor(
+    store: &dyn SegmentStore,
+    segment: &crate::segment::SealedSegment,
+    start: u64,
+    index_interval: u64,
+) -> Result<u64> {
+    let base = segment.base();
+    let file = name(base, SegmentFile::OffsetIndex, Stage::Live);
+    match store.open(&file) {
+        Ok(f) => {
+            // A sealed segment's index is a few bytes a 4 KiB of data; one larger than the segment is not one.
+            let len = f.len().min(segment.size());
+            let mut bytes = vec![0u8; len as usize];
+            f.read_at(0, &mut bytes).map_err(Error::io("read", &file))?;
+            let mut floor = base;
+            let mut last = None;
+            for (offset, _) in super::index::read_offset_index(&bytes, base) {
+                // Entries rise; a preallocated index's zeros (or damage) end them.
+                if last.is_some_and(|l| offset <= l) || offset > start {
+                    break;
+                }
+                floor = offset;
+                last = Some(offset);
+            }
+            Ok(floor)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // As segment recovery rebuilds it: an entry (the batch's last offset) for a batch starting more
+            // than `index_interval` bytes after the last entry's.
+            let (mut floor, mut last_entry) = (base, 0u64);
+            super::txn::for_each_kafka_header(segment.source(), segment.name(), segment.size(), |position, h| {
+                if position.saturating_sub(last_entry) > index_interval {
+                    last_entry = position;
+                    if let Ok(last) = u64::try_from(h.last_offset())
+                        && last <= start
+                    {
+                        floor = last;
+                    }
+                }
+            })?;
+            Ok(floor)
+        }
+        Err(e) => Err(Error::io("open", &file)(e)),
+    }
+}
