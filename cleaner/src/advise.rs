@@ -257,7 +257,7 @@ impl Replay {
                     bytes: usize::try_from(self.budget.per_thread()).unwrap_or(usize::MAX),
                     load_factor: self.budget.load_factor,
                     map: kind.name(),
-                    min_bytes: kind.bytes_for(1, self.budget.load_factor, refused.0.len()),
+                    min_bytes: kind.min_bytes(self.budget.load_factor, refused.0.len()),
                 });
             }
             run = &run[put + 1..];

@@ -9,8 +9,16 @@ use crate::map::Probes;
 /// What pass 2 needs to judge a record, fixed for the whole pass.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Judge {
-    /// Records at or past this offset were not mapped: kept as they are.
+    /// Records at or past this offset were not mapped: kept (see `judge_past_end` for their batches).
     pub(crate) end_offset: u64,
+    /// Judge the batches at or past the end offset (but below the last stable offset) as Kafka's cleaner
+    /// does, rewriting the segment holding the end offset whole: an aborted batch goes, a marker follows the
+    /// marker rule, and a batch keeping a tombstone without a delete horizon gets one; every record is kept.
+    /// True for Kafka's format; the native format copies those batches as they are (a later pass judges them).
+    pub(crate) judge_past_end: bool,
+    /// Kafka's `upperBoundOffsetOfCleaningRound` (the first uncleanable offset): the batch that ends there is
+    /// kept, emptied if need be, so that the round's last offset is not lost (`None` for the native format).
+    pub(crate) round_end: Option<u64>,
     /// Kafka's last stable offset: a batch at or past it is kept as it is, even below the checkpoint (an open
     /// transaction's records may yet be aborted). The log end for the native format.
     pub(crate) last_stable_offset: u64,
@@ -99,6 +107,12 @@ impl CopyCounts {
 /// beyond the end offset, has no key, or its key was not mapped).
 pub(crate) fn verdict(rec: Facts, mapped: Option<u64>, judge: Judge, counts: &mut CopyCounts) -> Verdict {
     if rec.offset >= judge.end_offset {
+        // Not mapped, so kept; Kafka's cleaner still stamps the batch of a tombstone there.
+        if judge.judge_past_end && rec.tombstone && rec.delete_horizon.is_none() {
+            counts.tombstones_kept += 1;
+            counts.tombstones_stamped += 1;
+            return Verdict::Stamp(judge.horizon);
+        }
         return Verdict::Keep;
     }
     if !rec.keyed {
@@ -129,10 +143,10 @@ pub(crate) fn verdict(rec: Facts, mapped: Option<u64>, judge: Judge, counts: &mu
     }
 }
 
-/// True for a batch pass 2 keeps whole without judging its records: one that starts at or beyond the end
-/// offset (never mapped), and one at or past Kafka's last stable offset.
+/// True for a batch pass 2 keeps whole without judging its records: one at or past Kafka's last stable
+/// offset, and one that starts at or beyond the end offset (never mapped) unless [`Judge::judge_past_end`].
 pub(crate) fn kept_whole(batch: &BatchRef<'_>, judge: &Judge) -> bool {
-    batch.base_offset >= judge.end_offset || batch.base_offset >= judge.last_stable_offset
+    batch.base_offset >= judge.last_stable_offset || (!judge.judge_past_end && batch.base_offset >= judge.end_offset)
 }
 
 /// True for a Kafka data batch of an aborted transaction (`txns`, derived from the partition's markers):
@@ -219,18 +233,20 @@ pub(crate) enum BatchDecision {
 }
 
 /// What becomes of `batch` given how many of its records were kept and whether a kept tombstone needs a
-/// delete horizon. A Kafka batch that loses every record still stays, empty, when it is its producer's last
-/// batch (`producer_last`), as Kafka keeps it: the producer's sequence and epoch are read from it.
+/// delete horizon. A Kafka batch that loses every record still stays, a bare header, where Kafka keeps it
+/// (`keeps_empty`): its producer's last batch (the producer's sequence and epoch are read from it), and the
+/// batch that ends the cleaning round.
 pub(crate) fn batch_decision(
     batch: &BatchRef<'_>,
     kept: usize,
     stamp: Option<i64>,
-    producer_last: bool,
+    keeps_empty: bool,
 ) -> BatchDecision {
     let all = kept as u64 == batch.record_count;
     match (all, stamp) {
+        // An empty batch kept earlier goes too once nothing keeps it, as in Kafka's cleaner.
+        _ if kept == 0 && !keeps_empty => BatchDecision::Remove,
         (true, None) => BatchDecision::Copy,
-        _ if kept == 0 && !producer_last => BatchDecision::Remove,
         _ => BatchDecision::Rewrite { horizon: batch.delete_horizon.or(stamp) },
     }
 }

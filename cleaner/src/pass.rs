@@ -354,6 +354,8 @@ impl Cleaner {
         let pass2 = Instant::now();
         let judge = Judge {
             end_offset,
+            judge_past_end: cleaning.log().format() == log_core::Format::Kafka,
+            round_end: (cleaning.log().format() == log_core::Format::Kafka).then(|| round_end(&snapshot, limit)),
             last_stable_offset: txns.last_stable_offset,
             now,
             horizon: now.saturating_add(options.delete_retention_ms.max(0)),
@@ -434,6 +436,8 @@ impl Cleaner {
         stats.end_offset = end_offset;
         let judge = Judge {
             end_offset,
+            judge_past_end: log.format() == log_core::Format::Kafka,
+            round_end: (log.format() == log_core::Format::Kafka).then(|| round_end(&snapshot, limit)),
             last_stable_offset: txns.last_stable_offset,
             now,
             horizon: now.saturating_add(options.delete_retention_ms.max(0)),
@@ -622,7 +626,7 @@ fn build_map(
 ) -> Result<u64> {
     // The dirty section's offsets bound the keys it can map: a map sized for them, not for its budget.
     map.begin_bounded(checkpoint, limit.saturating_sub(checkpoint));
-    let mut put = |run: &mut Vec<(&[u8], u64)>| put_run(map, run);
+    let mut put = |run: &[(&[u8], u64)]| map.put_batch(run);
     let (end, scanned) = map_dirty(dirty, checkpoint, limit, txns, pace, &mut put)?;
     stats.pass1.records_read = scanned.records;
     stats.pass1.bytes_read = scanned.bytes;
@@ -667,7 +671,6 @@ pub struct DryRun {
 /// What one pass-2 thread copied: replacements by group index, and its counts.
 type ThreadCopies = (Vec<(usize, Replacement)>, CopyCounts);
 
-/// The closed segments pass 1 reads: those holding offsets at or above the checkpoint, based below `limit`.
 /// The producers Kafka's cleaner reads as aborted from a pass's first dirty offset `checkpoint` (see
 /// [`log_core::kafka::txn::producers_read_as_aborted`]): from the closed segment holding it.
 fn read_as_aborted_at(
@@ -681,16 +684,19 @@ fn read_as_aborted_at(
     Ok(log_core::kafka::txn::producers_read_as_aborted(store, segment, checkpoint, config.index_interval_bytes, txns)?)
 }
 
-fn dirty_segments(closed: &[Arc<SealedSegment>], checkpoint: u64, limit: u64) -> Vec<Arc<SealedSegment>> {
-    closed.iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint) && s.base() < limit).cloned().collect()
+/// Kafka's `upperBoundOffsetOfCleaningRound` for a pass whose first uncleanable offset is `limit`: the base of
+/// the segment holding it (`LogToClean` rounds it down so; the active segment's base from there on).
+fn round_end(snapshot: &log_core::LogSnapshot, limit: u64) -> u64 {
+    let active = snapshot.active_base();
+    if limit >= active {
+        return active;
+    }
+    snapshot.closed().iter().rev().find(|s| s.base() <= limit).map_or(limit, |s| s.base())
 }
 
-/// Hands a run of keys to the map; the offset of the first one refused, if any.
-fn put_run(map: &mut dyn OffsetMap, run: &mut Vec<(&[u8], u64)>) -> Option<u64> {
-    let put = map.put_batch(run);
-    let refused = run.get(put).map(|&(_, offset)| offset);
-    run.clear();
-    refused
+/// The closed segments pass 1 reads: those holding offsets at or above the checkpoint, based below `limit`.
+fn dirty_segments(closed: &[Arc<SealedSegment>], checkpoint: u64, limit: u64) -> Vec<Arc<SealedSegment>> {
+    closed.iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint) && s.base() < limit).cloned().collect()
 }
 
 /// The message of a caught panic.

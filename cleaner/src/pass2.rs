@@ -52,10 +52,16 @@ impl Lookup<'_> {
 }
 
 impl CopyContext<'_> {
-    /// True for the last data batch of its producer in the log: kept, emptied if need be, as Kafka keeps it
-    /// for the producer's sequence and epoch.
-    fn producer_last(&self, batch: &BatchRef<'_>) -> bool {
-        batch.producer_id().is_some_and(|p| self.txns.producer_last.get(&p) == Some(&batch.base_offset))
+    /// True for a batch kept, emptied if need be, as Kafka's cleaner keeps it: the last data batch of its
+    /// producer in the log (for the producer's sequence and epoch), and the batch that ends the round
+    /// ([`Judge::round_end`]).
+    fn keeps_empty(&self, batch: &BatchRef<'_>) -> bool {
+        self.ends_round(batch)
+            || batch.producer_id().is_some_and(|p| self.txns.producer_last.get(&p) == Some(&batch.base_offset))
+    }
+
+    fn ends_round(&self, batch: &BatchRef<'_>) -> bool {
+        self.judge.round_end.is_some_and(|end| batch.last_offset.checked_add(1) == Some(end))
     }
 }
 
@@ -364,7 +370,9 @@ fn judge_compressed<O: CopyOutput>(
             keys.clear();
             for rec in walk.by_ref() {
                 let rec = rec.map_err(corrupt)?;
-                if rec.body_bytes as u64 > judge.max_record_bytes {
+                // The limit guards the records a pass judges by the map; those past the end offset are
+                // kept as they are (Kafka's cleaner keeps them whatever their size).
+                if rec.offset < judge.end_offset && rec.body_bytes as u64 > judge.max_record_bytes {
                     return Err(crate::Error::RecordTooLarge {
                         segment: segment.to_owned(),
                         offset: rec.offset,
@@ -425,7 +433,7 @@ fn judge_compressed<O: CopyOutput>(
                 index += 1;
             }
         }
-        match batch_decision(batch, kept, stamp, cx.producer_last(batch)) {
+        match batch_decision(batch, kept, stamp, cx.keeps_empty(batch)) {
             BatchDecision::Copy => keep_bytes(copy, placed, counts),
             BatchDecision::Remove => {
                 counts.batches_removed += 1;
@@ -474,7 +482,18 @@ fn judge_marker<O: CopyOutput>(
             batch.records(&mut scratch).map_err(corrupt)?.collect::<std::result::Result<_, _>>().map_err(corrupt)?;
         let kind = records.first().and_then(|r| log_core::kafka::txn::marker_type(r.key));
         let may_go = kind.is_some_and(|k| marker_may_go(batch, k, cx.txns));
-        let decision = if may_go { marker_decision(batch.delete_horizon, &cx.judge) } else { BatchDecision::Copy };
+        let mut decision = match (records.is_empty(), may_go) {
+            // An emptied marker kept earlier (a bare header) stays only while it ends the round, as in Kafka.
+            (true, _) if cx.ends_round(batch) => BatchDecision::Copy,
+            (true, _) => BatchDecision::Remove,
+            (false, true) => marker_decision(batch.delete_horizon, &cx.judge),
+            (false, false) => BatchDecision::Copy,
+        };
+        // A marker that may go but ends the round stays as a bare header, as Kafka's cleaner keeps it.
+        let emptied = decision == BatchDecision::Remove && cx.ends_round(batch);
+        if emptied {
+            decision = BatchDecision::Rewrite { horizon: batch.delete_horizon };
+        }
         match decision {
             BatchDecision::Copy => {
                 counts.control_batches_kept += 1;
@@ -486,9 +505,11 @@ fn judge_marker<O: CopyOutput>(
                 copy.drop_batch()
             }
             BatchDecision::Rewrite { horizon } => {
-                let new = batch.rewrite(&records, horizon, &mut bufs.out, &mut bufs.encode).map_err(corrupt)?;
-                counts.markers_stamped += 1;
-                counts.records_kept += records.len() as u64;
+                let kept = if emptied { &records[..0] } else { &records[..] };
+                let new = batch.rewrite(kept, horizon, &mut bufs.out, &mut bufs.encode).map_err(corrupt)?;
+                counts.markers_stamped += u64::from(!emptied);
+                counts.empty_batches_kept += u64::from(emptied);
+                counts.records_kept += kept.len() as u64;
                 counts.bytes_kept += bufs.out.len() as u64;
                 counts.batches_rewritten += 1;
                 copy.keep_changed(&bufs.out, new)
@@ -595,7 +616,7 @@ fn decide<O: CopyOutput>(
     counts: &mut CopyCounts,
 ) -> Result<()> {
     let batch: &BatchRef<'_> = &placed.batch;
-    match batch_decision(batch, kept.len(), stamp, cx.producer_last(batch)) {
+    match batch_decision(batch, kept.len(), stamp, cx.keeps_empty(batch)) {
         BatchDecision::Copy => keep_bytes(copy, placed, counts),
         BatchDecision::Remove => {
             counts.batches_removed += 1;

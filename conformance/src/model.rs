@@ -158,7 +158,9 @@ impl Model {
                     if !keep {
                         continue;
                     }
-                    if r.offset < end && r.value.is_none() && r.horizon.is_none() {
+                    // Kafka's cleaner rewrites the segment holding the end offset whole, stamping a kept
+                    // tombstone's batch past the end offset too.
+                    if (r.offset < end || self.kafka) && r.value.is_none() && r.horizon.is_none() {
                         r.horizon = Some(now + RETENTION);
                     }
                     name.get_or_insert(base);
@@ -345,7 +347,11 @@ pub fn run_on_threads(
                             );
                             let refused = model.read_from(stats.end_offset);
                             let key = refused.first().and_then(|r| r.key).expect("a keyed record was refused");
-                            assert!(!mapped.contains_key(&key), "the map refused key {key}, which it held");
+                            // A full skimpy map refuses every key, one it holds included, as Kafka's does.
+                            assert!(
+                                map == MapKind::Skimpy || !mapped.contains_key(&key),
+                                "the map refused key {key}, which it held"
+                            );
                         } else {
                             assert_eq!(stats.end_offset, stats.active_base);
                         }
@@ -389,9 +395,9 @@ pub fn run_on_threads(
     states
 }
 
-/// Runs `ops` with every map (the first also with two copy threads) and checks that they leave the same log
-/// after every step, partial passes included (they hold the same number of keys, and the model's keys cannot
-/// collide in any of them); then
+/// Runs `ops` with every map (the first also with two copy threads), each checked against the model, and
+/// checks that the maps but skimpy leave the same log after every step, partial passes included (they hold the
+/// same number of keys, and the model's keys cannot collide in any of them); then
 /// with the external pass, which the model follows pass by pass as it follows the maps (its passes are never
 /// partial, so its log may differ from theirs between passes that theirs split).
 ///
@@ -400,9 +406,12 @@ pub fn run_on_threads(
 pub fn run_every_map(harness: &dyn Harness, ops: &[Op], segment_bytes: u64) {
     run(harness, MapKind::External, ops, segment_bytes);
     let runs: Vec<_> = MapKind::ALL.iter().map(|&m| (m, run(harness, m, ops, segment_bytes))).collect();
-    for (map, states) in &runs[1..] {
-        for (i, (a, b)) in runs[0].1.iter().zip(states).enumerate() {
-            assert_eq!(a, b, "{} and {map} differ after step {i} ({:?})", runs[0].0, ops[i]);
+    // A full skimpy map refuses even a key it holds (as Kafka's does), so its partial passes end elsewhere
+    // than the others': it is held to the model alone, the others to each other too.
+    let others: Vec<_> = runs.iter().filter(|(m, _)| *m != MapKind::Skimpy).collect();
+    for (map, states) in &others[1..] {
+        for (i, (a, b)) in others[0].1.iter().zip(states).enumerate() {
+            assert_eq!(a, b, "{} and {map} differ after step {i} ({:?})", others[0].0, ops[i]);
         }
     }
     // Two copy threads: a group's segments judged on both, written in order by one; the same log.

@@ -12,7 +12,8 @@ fn new_log() -> Log {
 }
 
 fn cleaner_holding(map: MapKind, keys: usize, clock: &Arc<ManualClock>) -> Cleaner {
-    let config = CleanerConfig { map, dedupe_buffer_bytes: map.bytes_for(keys, 0.9, 1), ..CleanerConfig::default() };
+    let config =
+        CleanerConfig { map, dedupe_buffer_bytes: map.bytes_holding(keys, 0.9, 1), ..CleanerConfig::default() };
     Cleaner::new(config, Arc::clone(clock) as Arc<dyn cleaner::Clock>).expect("map")
 }
 

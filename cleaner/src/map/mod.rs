@@ -30,9 +30,11 @@
 //! - [`OffsetMap::begin`] forgets every key and sets the pass's base offset, costing in proportion to what the
 //!   last pass touched (not to the budget).
 //! - `put` of a key already present overwrites its offset (offsets arrive in increasing order, so the latest
-//!   wins) and always succeeds; `put` of a new key succeeds while the budget can take it and otherwise returns
-//!   [`MapFull`], leaving the map unchanged. The cleaner's pass 1 stops at the first refused put. A map may
-//!   also refuse an offset it cannot represent (the compact map stores offsets relative to the base).
+//!   wins) and succeeds (in `skimpy`, Kafka's design, only while the map is below its capacity: Kafka's cleaner
+//!   stops at the first keyed record once its map is full, a key it holds included); `put` of a new key
+//!   succeeds while the budget can take it and otherwise returns [`MapFull`], leaving the map unchanged. The
+//!   cleaner's pass 1 stops at the first refused put. A map may also refuse an offset it cannot represent
+//!   (the compact map stores offsets relative to the base).
 //! - `get` returns the offset last put for the key, or `None`; it always terminates quickly, even on a full
 //!   map, and takes `&self` so that one map can serve several readers.
 

@@ -208,14 +208,16 @@ impl SkimpyMap {
     }
 
     fn put_digest(&mut self, digest: Digest, offset: u64) -> Result<(), MapFull> {
+        // A full map refuses every key, one it holds included: Kafka's cleaner asks `map.size <
+        // maxDesiredMapSize` before each put, so a pass ends at the first keyed record after the map filled.
+        if self.entries >= self.capacity {
+            return Err(MapFull);
+        }
         self.lookups += 1;
         let found = self.find(digest, MAX_ATTEMPTS);
         self.probes += found.map_or(MAX_ATTEMPTS.min(self.slots) as u64, |(_, _, a)| a as u64);
         let (slot, present, attempts) = found.ok_or(MapFull)?;
         if !present {
-            if self.entries >= self.capacity {
-                return Err(MapFull);
-            }
             self.entries += 1;
             self.longest = self.longest.max(attempts);
         }
@@ -466,15 +468,17 @@ mod tests {
     }
 
     #[test]
-    fn full_at_the_load_factor_but_overwrites_still_work() {
+    fn full_at_the_load_factor_it_refuses_every_key_as_kafkas_map_does() {
         let mut m = SkimpyMap::new(24 * 10, 0.9).expect("map");
-        for i in 0..9u64 {
+        for i in 0..8u64 {
             m.put(format!("k{i}").as_bytes(), i).expect("below the load factor");
         }
+        m.put(b"k3", 200).expect("an existing key, the map not full");
+        m.put(b"k8", 8).expect("the last key below the load factor");
         assert_eq!(m.put(b"new", 100), Err(MapFull));
+        assert_eq!(m.put(b"k3", 300), Err(MapFull), "a key it holds too, as Kafka's cleaner asks size < desired");
         assert_eq!(m.len(), 9);
         assert_eq!(get(&m, b"new"), None);
-        m.put(b"k3", 200).expect("an existing key is not new");
         assert_eq!(get(&m, b"k3"), Some(200));
     }
 

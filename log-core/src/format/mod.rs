@@ -396,7 +396,8 @@ impl<'a> BatchRef<'a> {
                     last_offset: self.last_offset,
                     records: count,
                     max_timestamp: written.max_timestamp,
-                    delete_horizon: horizon,
+                    // An emptied batch has none (Kafka writes a bare header).
+                    delete_horizon: horizon.filter(|_| count > 0),
                 })
             }
         }

@@ -20,8 +20,8 @@ impl SegmentTxns {
     /// whole.
     ///
     /// # Errors
-    /// [`Error::Corrupt`] for a header that does not parse, a length past `end`, or a control batch without a
-    /// control record; [`Error::Io`].
+    /// [`Error::Corrupt`] for a header that does not parse, a length past `end`, or a control batch whose
+    /// record count is not zero but has no control record; [`Error::Io`].
     pub fn scan(source: &SegmentSource, name: &str, end: u64) -> Result<SegmentTxns> {
         let mut out = SegmentTxns::default();
         let mut last: HashMap<i64, u64> = HashMap::new();
@@ -36,7 +36,9 @@ impl SegmentTxns {
             };
             if h.is_control() {
                 match read_marker(source, name, pos, h, &mut buf) {
-                    Ok((kind, coordinator_epoch)) => out.events.push(TxnEvent::Marker {
+                    // An emptied marker (a bare header a cleaner kept) ends nothing.
+                    Ok(None) => {}
+                    Ok(Some((kind, coordinator_epoch))) => out.events.push(TxnEvent::Marker {
                         producer_id: h.producer_id,
                         producer_epoch: h.producer_epoch,
                         offset: base,
@@ -70,14 +72,18 @@ impl SegmentTxns {
     }
 }
 
-/// The type and coordinator epoch of the control batch at `pos`.
+/// The type and coordinator epoch of the control batch at `pos`; `None` for an emptied one (no record: the bare
+/// header Kafka's cleaner keeps of a marker that ends its round, `DefaultRecordBatch.writeEmptyHeader`).
 fn read_marker(
     source: &SegmentSource,
     name: &str,
     pos: u64,
     h: &BatchHeader,
     buf: &mut Vec<u8>,
-) -> Result<(MarkerType, i32)> {
+) -> Result<Option<(MarkerType, i32)>> {
+    if h.records_count == 0 {
+        return Ok(None);
+    }
     let corrupt = |what| Error::Corrupt { segment: name.to_owned(), position: pos, kind: CorruptKind::Malformed(what) };
     let len = h.size() as u64;
     if len > MAX_CONTROL_BATCH_BYTES {
@@ -105,7 +111,7 @@ fn read_marker(
     // The value: a version (2 bytes) and the coordinator's epoch (4 bytes).
     let coordinator_epoch =
         record.value.filter(|v| v.len() >= 6).map_or(-1, |v| i32::from_be_bytes([v[2], v[3], v[4], v[5]]));
-    Ok((kind, coordinator_epoch))
+    Ok(Some((kind, coordinator_epoch)))
 }
 
 /// What the key of a control record says (a version, then the type: `0` ABORT, `1` COMMIT); `None` for a key

@@ -122,8 +122,9 @@ pub fn verify_index_files(
 /// batches as aborted until an ABORT marker of that producer is read. Their records are not mapped, so the
 /// records they supersede outlive the pass (a later pass may still map newer ones). Where the segment has no
 /// `.index` (a partition whose broker never wrote one), the entry is found as Kafka's segment recovery builds
-/// it (every `index_interval` bytes, keyed by the batch's last offset); where it has no `.txnindex`, its
-/// entries are those recovery writes (every aborted transaction whose marker it holds).
+/// it (every `index_interval` bytes, keyed by the batch's last offset); where it has no `.txnindex`, it has
+/// no entries (a pass writes none when no aborted transaction had data), unless its `.index` is missing too:
+/// then its entries are those recovery writes (every aborted transaction whose marker it holds).
 ///
 /// Empty when `start` is the segment's base (the read starts at its first batch) or nothing was aborted.
 ///
@@ -156,8 +157,17 @@ pub fn producers_read_as_aborted(
                 .map_err(|at| malformed(at, "not a whole version-0 transaction index entry"))?
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let end = segment.next_offset();
-            txns.aborted.iter().filter(|a| (base..end).contains(&a.last_offset)).cloned().collect()
+            // Kafka reads a missing `.txnindex` as empty, unless the segment's `.index` is missing too: its
+            // load then recovers the segment, which writes the entries of the markers it holds.
+            let index = name(base, SegmentFile::OffsetIndex, Stage::Live);
+            match store.open(&index) {
+                Ok(_) => Vec::new(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let end = segment.next_offset();
+                    txns.aborted.iter().filter(|a| (base..end).contains(&a.last_offset)).cloned().collect()
+                }
+                Err(e) => return Err(Error::io("open", &index)(e)),
+            }
         }
         Err(e) => return Err(Error::io("open", &file)(e)),
     };

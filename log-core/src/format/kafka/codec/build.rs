@@ -83,6 +83,9 @@ pub fn write_batch(
     write_batch_from(template, codec, delete_horizon, records.iter().copied(), out, scratch)
 }
 
+/// Kafka's `RecordBatch.NO_TIMESTAMP`: an emptied batch's first timestamp.
+const NO_TIMESTAMP: i64 = -1;
+
 /// As [`write_batch`], the records coming from an iterator that is walked twice (for the batch's timestamps,
 /// then to encode them), so that a batch is rewritten from the records it keeps without collecting them: memory
 /// is the encoded records (`scratch`) and the output, whatever the number of records.
@@ -101,13 +104,18 @@ where
     I: Iterator<Item = RecordToWrite<'r>> + Clone,
 {
     let first = records.clone().next();
-    let base_timestamp = delete_horizon.or(first.map(|r| r.timestamp)).unwrap_or(template.base_timestamp);
+    // An emptied batch is written as Kafka writes one (`DefaultRecordBatch.writeEmptyHeader`): a bare header,
+    // no records section, no codec, no delete horizon, and no first timestamp (-1) beside the max timestamp.
+    let delete_horizon = delete_horizon.filter(|_| first.is_some());
+    let base_timestamp = match first {
+        Some(r) => delete_horizon.unwrap_or(r.timestamp),
+        None => NO_TIMESTAMP,
+    };
     let max_timestamp = if template.is_log_append_time() {
         template.max_timestamp
     } else {
         records.clone().map(|r| r.timestamp).max().unwrap_or(template.max_timestamp)
     };
-    // An emptied batch is written as Kafka writes one: a bare header, no records section, no codec.
     let codec = if first.is_none() { Compression::None } else { codec };
     scratch.clear();
     let mut body = Vec::with_capacity(64);
@@ -219,6 +227,30 @@ mod tests {
                 assert_eq!(read[0].headers().next(), Some((&b"h1"[..], Some(&b"x"[..]))));
             }
         }
+    }
+
+    #[test]
+    fn an_emptied_batch_is_the_bare_header_kafka_writes() {
+        // DefaultRecordBatch.writeEmptyHeader: no first timestamp, the max timestamp kept, no delete horizon,
+        // no codec, the offsets and producer fields kept.
+        let mut template = new_header(500, 9);
+        template.producer_id = 7;
+        template.producer_epoch = 2;
+        template.base_timestamp = 1_700_000_000_000;
+        template.max_timestamp = 1_700_000_000_009;
+        let mut out = Vec::new();
+        let none: [RecordToWrite<'_>; 0] = [];
+        write_batch(&template, Compression::Zstd, Some(1_800_000_000_000), &none, &mut out, &mut Vec::new())
+            .expect("write");
+        let batch = Batch::parse(&out).expect("parse");
+        assert_eq!(out.len(), HEADER_BYTES);
+        assert_eq!(batch.header.records_count, 0);
+        assert_eq!(batch.header.base_timestamp, -1);
+        assert_eq!(batch.header.max_timestamp, 1_700_000_000_009);
+        assert_eq!(batch.header.delete_horizon(), None);
+        assert_eq!(batch.header.compression(), Some(Compression::None));
+        assert_eq!((batch.header.base_offset, batch.header.last_offset()), (500, 509));
+        assert_eq!((batch.header.producer_id, batch.header.producer_epoch), (7, 2));
     }
 
     #[test]
