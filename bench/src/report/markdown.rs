@@ -264,8 +264,9 @@ fn render_vs_kafka(report: &Report, md: &mut String) {
          `SkimpyOffsetMap`: 24-byte slots). *Output*: bytes of the closed segments' `.log` files after, ours over \
          Kafka's; *byte for byte*: every closed segment's `.log`, `.index`, `.timeindex` and `.txnindex` the same. \
          Every row's records (offsets, keys, values, read back with Kafka's `.txnindex`) must be Kafka's (the \
-         report fails otherwise) but where either took several passes over a transactional partition: there a \
-         row says whether they are (see docs/kafka.md, \"Several passes\").\n",
+         report fails otherwise) but in rows of another map than `skimpy` where either took several passes over \
+         a transactional partition: passes that start elsewhere than Kafka's keep other stale committed \
+         records, and those rows say whether theirs are Kafka's (see docs/kafka.md, \"Several passes\").\n",
         report.config.load_factor,
         report.config.kafka_cleaner_repeats,
         report.config.kafka_sweep_repeats.max(1),
