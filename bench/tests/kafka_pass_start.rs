@@ -44,6 +44,45 @@ fn changelog(root: &Path) -> std::path::PathBuf {
     source
 }
 
+/// The changelog written once, Kafka's copy of it cleaned, and a way to clean fresh copies with ours.
+struct HeadToHead {
+    root: tempfile::TempDir,
+    source: std::path::PathBuf,
+    kafka_side: std::path::PathBuf,
+    settings: Settings,
+}
+
+impl HeadToHead {
+    /// Writes the changelog and runs Kafka 4.4's cleaner over a copy with `buffer_bytes` and `args`; `None`
+    /// where Java or Kafka's jars are missing. Returns the fixture and Kafka's report of its passes.
+    fn kafka_cleans(buffer_bytes: u64, args: &[&str]) -> Option<(HeadToHead, serde_json::Value)> {
+        let kafka = kafka_interop::Kafka::get()?;
+        let root = tempfile::tempdir().expect("tempdir");
+        let source = changelog(root.path());
+        let kafka_side = root.path().join("kafka").join(source.file_name().expect("name"));
+        copy(&source, &kafka_side).expect("copy");
+        let settings = Settings { buffer_bytes, segment_bytes: SEGMENT, load_factor: 0.9, now_ms: NOW, threads: 1 };
+        let out = kafka
+            .offline_clean(&kafka_side, NOW, settings.buffer_bytes, &kafka_configs(SEGMENT), args)
+            .expect("Kafka's cleaner");
+        Some((HeadToHead { root, source, kafka_side, settings }, out))
+    }
+
+    /// A fresh copy of the changelog, opened as a Kafka partition; `run` cleans it with ours and `map`.
+    /// Returns what `run` returned, and the first difference from Kafka's files (empty when none).
+    fn ours<T>(&self, map: MapKind, run: impl FnOnce(&log_core::Log, Cleaner) -> T) -> (T, String) {
+        let ours_side = self.root.path().join(map.name()).join(self.source.file_name().expect("name"));
+        copy(&self.source, &ours_side).expect("copy");
+        let store = Arc::new(storage_file::FileStore::open(&ours_side).expect("open"));
+        let log = bench::kafka::open(store, SEGMENT).expect("open");
+        let result = run(&log, cleaner(map, &self.settings));
+        drop(log);
+        let kafka_files = segment_files(&self.kafka_side).expect("kafka's");
+        let ours = segment_files(&ours_side).expect("ours");
+        (result, bench::vs_kafka::first_difference(&kafka_files, &ours))
+    }
+}
+
 fn cleaner(map: MapKind, settings: &Settings) -> Cleaner {
     let config = CleanerConfig {
         map,
@@ -56,79 +95,32 @@ fn cleaner(map: MapKind, settings: &Settings) -> Cleaner {
 
 #[test]
 fn a_pass_from_inside_a_segment_maps_what_kafkas_cleaner_maps_byte_for_byte() {
-    let Some(kafka) = kafka_interop::Kafka::get() else { return };
-    let root = tempfile::tempdir().expect("tempdir");
-    let source = changelog(root.path());
-    let name = source.file_name().expect("name").to_owned();
-    let kafka_side = root.path().join("kafka").join(&name);
-    copy(&source, &kafka_side).expect("copy");
-    let settings =
-        Settings { buffer_bytes: 16 << 20, segment_bytes: SEGMENT, load_factor: 0.9, now_ms: NOW, threads: 1 };
-
-    let out = kafka
-        .offline_clean(
-            &kafka_side,
-            NOW,
-            settings.buffer_bytes,
-            &kafka_configs(SEGMENT),
-            &["--checkpoint", &CHECKPOINT.to_string()],
-        )
-        .expect("Kafka's cleaner");
+    let checkpoint = CHECKPOINT.to_string();
+    let Some((fixture, out)) = HeadToHead::kafka_cleans(16 << 20, &["--checkpoint", &checkpoint]) else { return };
     assert_eq!(out["passes"].as_array().map(Vec::len), Some(1), "{out}");
-
-    let kafka_files = segment_files(&kafka_side).expect("kafka's");
     for map in MapKind::WITH_EXTERNAL {
-        let ours_side = root.path().join(map.name()).join(&name);
-        copy(&source, &ours_side).expect("copy");
-        let store = Arc::new(storage_file::FileStore::open(&ours_side).expect("open"));
-        let log = bench::kafka::open(store, SEGMENT).expect("open");
-        log.set_cleaner_checkpoint(CHECKPOINT);
-        let stats = cleaner(map, &settings).clean(&log, PassOptions::default()).expect("pass");
+        let (stats, difference) = fixture.ours(map, |log, mut cleaner| {
+            log.set_cleaner_checkpoint(CHECKPOINT);
+            cleaner.clean(log, PassOptions::default()).expect("pass")
+        });
         assert_eq!(stats.first_dirty_offset, CHECKPOINT);
-        drop(log);
-        let ours = segment_files(&ours_side).expect("ours");
-        let difference = bench::vs_kafka::first_difference(&kafka_files, &ours);
         assert!(difference.is_empty(), "{map}: ours differs from Kafka's cleaner: {difference}");
     }
 }
 
 #[test]
 fn passes_that_end_inside_segments_leave_kafkas_files_byte_for_byte() {
-    let Some(kafka) = kafka_interop::Kafka::get() else { return };
-    let root = tempfile::tempdir().expect("tempdir");
-    let source = changelog(root.path());
-    let name = source.file_name().expect("name").to_owned();
-    let kafka_side = root.path().join("kafka").join(&name);
-    copy(&source, &kafka_side).expect("copy");
     // About 2,450 keys a pass, of 6,000: a pass ends every 3,000 records or so, mostly inside a segment.
-    let settings =
-        Settings { buffer_bytes: 64 << 10, segment_bytes: SEGMENT, load_factor: 0.9, now_ms: NOW, threads: 1 };
-
-    let out = kafka
-        .offline_clean(
-            &kafka_side,
-            NOW,
-            settings.buffer_bytes,
-            &kafka_configs(SEGMENT),
-            &["--until-clean", "--load-factor", "0.9"],
-        )
-        .expect("Kafka's cleaner");
+    let Some((fixture, out)) = HeadToHead::kafka_cleans(64 << 10, &["--until-clean", "--load-factor", "0.9"]) else {
+        return;
+    };
     let kafka_ends: Vec<u64> =
         out["passes"].as_array().expect("passes").iter().filter_map(|p| p["next_dirty"].as_u64()).collect();
     assert!(kafka_ends.len() >= 10, "the buffer should take many passes: {out}");
-
-    let ours_side = root.path().join("skimpy").join(&name);
-    copy(&source, &ours_side).expect("copy");
-    let store = Arc::new(storage_file::FileStore::open(&ours_side).expect("open"));
-    let log = bench::kafka::open(store, SEGMENT).expect("open");
-    let passes = cleaner(MapKind::Skimpy, &settings)
-        .clean_until_clean(&log, PassOptions::default(), |_| Ok(()))
-        .expect("passes");
-    drop(log);
+    let (passes, difference) = fixture.ours(MapKind::Skimpy, |log, mut cleaner| {
+        cleaner.clean_until_clean(log, PassOptions::default(), |_| Ok(())).expect("passes")
+    });
     let ours_ends: Vec<u64> = passes.iter().map(|p| p.end_offset).collect();
     assert_eq!(ours_ends, kafka_ends, "each pass's end offset, ours then Kafka's");
-    let kafka_files = segment_files(&kafka_side).expect("kafka's");
-    let ours = segment_files(&ours_side).expect("ours");
-    let difference = bench::vs_kafka::first_difference(&kafka_files, &ours);
     assert!(difference.is_empty(), "ours differs from Kafka's cleaner after {} passes: {difference}", passes.len());
 }

@@ -57,6 +57,32 @@ impl AbortedTxn {
 /// The largest `.txnindex` read (Kafka's hold a few entries; more is damage).
 pub const MAX_TXN_INDEX_BYTES: u64 = 64 << 20;
 
+/// The entries of the `.txnindex` file `file`, or `None` when there is no such file.
+///
+/// The size is checked before anything is read: no index is larger than [`MAX_TXN_INDEX_BYTES`].
+///
+/// # Errors
+/// [`Error::Corrupt`] naming the file ([`CorruptKind::Malformed`] with the position) for a file too large or
+/// bytes that are not whole version-0 entries; [`Error::Io`].
+fn read_index_file(store: &dyn SegmentStore, file: &str) -> Result<Option<Vec<AbortedTxn>>> {
+    let f = match store.open(file) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io("open", file)(e)),
+    };
+    let malformed =
+        |position, what| Error::Corrupt { segment: file.to_owned(), position, kind: CorruptKind::Malformed(what) };
+    let len = f.len();
+    if len > MAX_TXN_INDEX_BYTES {
+        return Err(malformed(0, "a transaction index larger than any (64 MiB)"));
+    }
+    let mut bytes = vec![0u8; len as usize];
+    f.read_at(0, &mut bytes).map_err(Error::io("read", file))?;
+    AbortedTxn::decode_all(&bytes)
+        .map(Some)
+        .map_err(|at| malformed(at, "not a whole version-0 transaction index entry"))
+}
+
 /// Checks every segment's `.txnindex` in `store` against `txns` (see [`index_disagreement`]), narrowing an
 /// aborted transaction to its entry where the entry starts later (Kafka's index is the authority on where an
 /// aborted transaction begins once markers before it are gone). Returns the
@@ -77,28 +103,14 @@ pub fn verify_index_files(
     for (i, &base) in bases.iter().enumerate() {
         let end = bases.get(i + 1).copied().unwrap_or_else(|| snapshot.next_offset().max(base.saturating_add(1)));
         let file = name(base, SegmentFile::TxnIndex, Stage::Live);
-        let f = match store.open(&file) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let needed =
-                    txns.aborted.iter().any(|d| (base..end).contains(&d.last_offset) && d.first_offset < d.last_offset);
-                if needed {
-                    missing.push(file);
-                }
-                continue;
+        let Some(entries) = read_index_file(store, &file)? else {
+            let needed =
+                txns.aborted.iter().any(|d| (base..end).contains(&d.last_offset) && d.first_offset < d.last_offset);
+            if needed {
+                missing.push(file);
             }
-            Err(e) => return Err(Error::io("open", &file)(e)),
+            continue;
         };
-        let len = f.len();
-        let malformed =
-            |position, what| Error::Corrupt { segment: file.clone(), position, kind: CorruptKind::Malformed(what) };
-        if len > MAX_TXN_INDEX_BYTES {
-            return Err(malformed(0, "a transaction index larger than any (64 MiB)"));
-        }
-        let mut bytes = vec![0u8; len as usize];
-        f.read_at(0, &mut bytes).map_err(Error::io("read", &file))?;
-        let entries = AbortedTxn::decode_all(&bytes)
-            .map_err(|at| malformed(at, "not a whole version-0 transaction index entry"))?;
         if let Some(d) = index_disagreement(base, end, &entries, txns) {
             let position = d.entry.map_or(0, |i| (i * TXN_INDEX_ENTRY_BYTES) as u64);
             return Err(Error::Corrupt { segment: file, position, kind: CorruptKind::TxnIndex(d) });
@@ -143,20 +155,9 @@ pub fn producers_read_as_aborted(
     }
     let read_from = index_floor(store, segment, start, index_interval)?;
     let file = name(base, SegmentFile::TxnIndex, Stage::Live);
-    let entries = match store.open(&file) {
-        Ok(f) => {
-            let len = f.len();
-            let malformed =
-                |position, what| Error::Corrupt { segment: file.clone(), position, kind: CorruptKind::Malformed(what) };
-            if len > MAX_TXN_INDEX_BYTES {
-                return Err(malformed(0, "a transaction index larger than any (64 MiB)"));
-            }
-            let mut bytes = vec![0u8; len as usize];
-            f.read_at(0, &mut bytes).map_err(Error::io("read", &file))?;
-            AbortedTxn::decode_all(&bytes)
-                .map_err(|at| malformed(at, "not a whole version-0 transaction index entry"))?
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let entries = match read_index_file(store, &file)? {
+        Some(entries) => entries,
+        None => {
             // Kafka reads a missing `.txnindex` as empty, unless the segment's `.index` is missing too: its
             // load then recovers the segment, which writes the entries of the markers it holds.
             let index = name(base, SegmentFile::OffsetIndex, Stage::Live);
@@ -169,7 +170,6 @@ pub fn producers_read_as_aborted(
                 Err(e) => return Err(Error::io("open", &index)(e)),
             }
         }
-        Err(e) => return Err(Error::io("open", &file)(e)),
     };
     let mut producers: Vec<i64> = entries.iter().filter(|e| e.last_offset < read_from).map(|e| e.producer_id).collect();
     // An ABORT marker read before `start` closes its producer's (stale) transaction.
