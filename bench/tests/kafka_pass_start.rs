@@ -16,7 +16,8 @@
 //! The first test starts one pass inside a segment, with every map and the external pass (the map holds the
 //! whole dirty section, so every one ends where Kafka's does). The second runs passes until clean with a
 //! buffer that holds a few thousand keys, with Kafka's own map design (skimpy: the same keys a pass as
-//! Kafka's `SkimpyOffsetMap`, so the same passes).
+//! Kafka's `SkimpyOffsetMap`, so the same passes). The third ends a round in a batch the pass empties,
+//! which Kafka keeps as a bare header (`upperBoundOffsetOfCleaningRound`), with every map.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -24,6 +25,8 @@ use std::sync::Arc;
 use bench::vs_kafka::{Settings, copy, kafka_configs, partition_dir, segment_files};
 use cleaner::{Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions};
 use log_core::SegmentStore;
+use log_core::kafka::files::{SegmentFile, Stage};
+use log_core::kafka::{Compression, RecordToWrite, new_header, write_batch};
 use storage_mem::MemStore;
 
 const NOW: i64 = 1_800_000_000_000;
@@ -53,12 +56,17 @@ struct HeadToHead {
 }
 
 impl HeadToHead {
-    /// Writes the changelog and runs Kafka 4.4's cleaner over a copy with `buffer_bytes` and `args`; `None`
-    /// where Java or Kafka's jars are missing. Returns the fixture and Kafka's report of its passes.
-    fn kafka_cleans(buffer_bytes: u64, args: &[&str]) -> Option<(HeadToHead, serde_json::Value)> {
+    /// Writes a partition with `write` (given a root, it returns the partition's directory under it) and runs
+    /// Kafka 4.4's cleaner over a copy with `buffer_bytes` and `args`; `None` where Java or Kafka's jars are
+    /// missing. Returns the fixture and Kafka's report of its passes.
+    fn kafka_cleans(
+        write: fn(&Path) -> std::path::PathBuf,
+        buffer_bytes: u64,
+        args: &[&str],
+    ) -> Option<(HeadToHead, serde_json::Value)> {
         let kafka = kafka_interop::Kafka::get()?;
         let root = tempfile::tempdir().expect("tempdir");
-        let source = changelog(root.path());
+        let source = write(root.path());
         let kafka_side = root.path().join("kafka").join(source.file_name().expect("name"));
         copy(&source, &kafka_side).expect("copy");
         let settings = Settings { buffer_bytes, segment_bytes: SEGMENT, load_factor: 0.9, now_ms: NOW, threads: 1 };
@@ -68,7 +76,7 @@ impl HeadToHead {
         Some((HeadToHead { root, source, kafka_side, settings }, out))
     }
 
-    /// A fresh copy of the changelog, opened as a Kafka partition; `run` cleans it with ours and `map`.
+    /// A fresh copy of the source partition, opened as a Kafka partition; `run` cleans it with ours and `map`.
     /// Returns what `run` returned, and the first difference from Kafka's files (empty when none).
     fn ours<T>(&self, map: MapKind, run: impl FnOnce(&log_core::Log, Cleaner) -> T) -> (T, String) {
         let ours_side = self.root.path().join(map.name()).join(self.source.file_name().expect("name"));
@@ -81,6 +89,45 @@ impl HeadToHead {
         let ours = segment_files(&ours_side).expect("ours");
         (result, bench::vs_kafka::first_difference(&kafka_files, &ours))
     }
+}
+
+/// One plain batch of one record: its offset, key, value (`None`: a tombstone) and delete horizon.
+type OneRecord = (i64, &'static str, Option<&'static str>, Option<i64>);
+
+/// A partition of two closed segments ending in batches that a pass empties: a tombstone whose delete
+/// horizon (written by an earlier pass) has passed. The first such batch lies inside the round and goes;
+/// the second is the last batch of the round (its next offset is the active segment's base), which Kafka
+/// keeps as a bare header (`BatchRetention.RETAIN_EMPTY`: "so that last offset information is not lost").
+fn round_ending_in_an_emptied_batch(root: &Path) -> std::path::PathBuf {
+    const PAST: Option<i64> = Some(1_000);
+    let segments: [&[OneRecord]; 2] = [
+        &[(0, "a", Some("v0"), None), (1, "a", None, PAST), (2, "b", Some("v2"), None)],
+        &[(3, "c", Some("v3"), None), (4, "b", None, PAST)],
+    ];
+    let dir = partition_dir(&root.join("source"), "round-end");
+    let store = storage_file::FileStore::open(&dir).expect("open");
+    let name = |base: i64| log_core::kafka::files::name(base as u64, SegmentFile::Log, Stage::Live);
+    for segment in segments {
+        let file = store.create(&name(segment[0].0)).expect("create");
+        for &(offset, key, value, horizon) in segment {
+            let record = RecordToWrite {
+                offset,
+                timestamp: 1_000 + offset,
+                key: Some(key.as_bytes()),
+                value: value.map(str::as_bytes),
+                header_count: 0,
+                header_bytes: &[],
+            };
+            let mut bytes = Vec::new();
+            write_batch(&new_header(offset, 0), Compression::None, horizon, &[record], &mut bytes, &mut Vec::new())
+                .expect("batch");
+            file.append(&bytes).expect("append");
+        }
+        file.sync().expect("sync");
+        file.seal().expect("seal");
+    }
+    store.create(&name(5)).expect("active");
+    dir
 }
 
 fn cleaner(map: MapKind, settings: &Settings) -> Cleaner {
@@ -96,7 +143,9 @@ fn cleaner(map: MapKind, settings: &Settings) -> Cleaner {
 #[test]
 fn a_pass_from_inside_a_segment_maps_what_kafkas_cleaner_maps_byte_for_byte() {
     let checkpoint = CHECKPOINT.to_string();
-    let Some((fixture, out)) = HeadToHead::kafka_cleans(16 << 20, &["--checkpoint", &checkpoint]) else { return };
+    let Some((fixture, out)) = HeadToHead::kafka_cleans(changelog, 16 << 20, &["--checkpoint", &checkpoint]) else {
+        return;
+    };
     assert_eq!(out["passes"].as_array().map(Vec::len), Some(1), "{out}");
     for map in MapKind::WITH_EXTERNAL {
         let (stats, difference) = fixture.ours(map, |log, mut cleaner| {
@@ -111,7 +160,9 @@ fn a_pass_from_inside_a_segment_maps_what_kafkas_cleaner_maps_byte_for_byte() {
 #[test]
 fn passes_that_end_inside_segments_leave_kafkas_files_byte_for_byte() {
     // About 2,450 keys a pass, of 6,000: a pass ends every 3,000 records or so, mostly inside a segment.
-    let Some((fixture, out)) = HeadToHead::kafka_cleans(64 << 10, &["--until-clean", "--load-factor", "0.9"]) else {
+    let Some((fixture, out)) =
+        HeadToHead::kafka_cleans(changelog, 64 << 10, &["--until-clean", "--load-factor", "0.9"])
+    else {
         return;
     };
     let kafka_ends: Vec<u64> =
@@ -123,4 +174,30 @@ fn passes_that_end_inside_segments_leave_kafkas_files_byte_for_byte() {
     let ours_ends: Vec<u64> = passes.iter().map(|p| p.end_offset).collect();
     assert_eq!(ours_ends, kafka_ends, "each pass's end offset, ours then Kafka's");
     assert!(difference.is_empty(), "ours differs from Kafka's cleaner after {} passes: {difference}", passes.len());
+}
+
+#[test]
+fn the_batch_that_ends_the_round_stays_as_a_bare_header_when_emptied_as_kafkas_cleaner_keeps_it() {
+    let Some((fixture, out)) = HeadToHead::kafka_cleans(round_ending_in_an_emptied_batch, 16 << 20, &[]) else {
+        return;
+    };
+    assert_eq!(out["passes"].as_array().map(Vec::len), Some(1), "{out}");
+    for map in MapKind::WITH_EXTERNAL {
+        let (batches, difference) = fixture.ours(map, |log, mut cleaner| {
+            cleaner.clean(log, PassOptions::default()).expect("pass");
+            let mut batches = Vec::new();
+            for s in log.snapshot().closed() {
+                s.for_each_batch(|p| {
+                    let h = p.batch.kafka_header().expect("kafka");
+                    batches.push((h.base_offset, h.last_offset(), h.records_count));
+                    Ok(())
+                })
+                .expect("batches");
+            }
+            batches
+        });
+        // `c` stays; the emptied batch at 1 goes; the one at 4 ends the round and stays, with no record.
+        assert_eq!(batches, vec![(3, 3, 1), (4, 4, 0)], "{map}");
+        assert!(difference.is_empty(), "{map}: ours differs from Kafka's cleaner: {difference}");
+    }
 }

@@ -515,6 +515,12 @@ proptest! {
                 );
             }
         }
+        // The batch ending the round is never removed (Kafka's RETAIN_EMPTY: "so that last offset
+        // information is not lost"), emptied or not.
+        if let Some((h, _, _)) = batches.iter().find(|(h, _, _)| h.last_offset() + 1 == round_end) {
+            let kept = out_batches.iter().any(|b| b.0 == h.base_offset) || out_markers.iter().any(|m| m.0 == h.base_offset);
+            prop_assert!(kept, "the batch ending the round at {} was removed", round_end);
+        }
         // The partition ends where it ended.
         let out_end = out_batches.iter().map(|b| b.1).chain(out_markers.iter().map(|m| m.0)).max();
         prop_assert_eq!(out_end, Some(end));
