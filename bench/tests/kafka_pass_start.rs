@@ -1,5 +1,6 @@
-//! Passes over a transactional changelog that start and end inside segments, cleaned by Kafka 4.4's own
-//! cleaner and by ours from the same files: the files must be Kafka's, byte for byte.
+//! Where Kafka's cleaner starts and ends its passes and its rounds: partitions cleaned by Kafka 4.4's own
+//! cleaner and by ours from the same files, whose files must be Kafka's, byte for byte. A transactional
+//! changelog whose passes start and end inside segments, and a round that ends in a batch the pass empties.
 //!
 //! Two of Kafka's ways matter there (docs/kafka.md, "Several passes"):
 //!
@@ -47,7 +48,7 @@ fn changelog(root: &Path) -> std::path::PathBuf {
     source
 }
 
-/// The changelog written once, Kafka's copy of it cleaned, and a way to clean fresh copies with ours.
+/// A partition written once, Kafka's copy of it cleaned, and a way to clean fresh copies with ours.
 struct HeadToHead {
     root: tempfile::TempDir,
     source: std::path::PathBuf,
@@ -57,8 +58,9 @@ struct HeadToHead {
 
 impl HeadToHead {
     /// Writes a partition with `write` (given a root, it returns the partition's directory under it) and runs
-    /// Kafka 4.4's cleaner over a copy with `buffer_bytes` and `args`; `None` where Java or Kafka's jars are
-    /// missing. Returns the fixture and Kafka's report of its passes.
+    /// Kafka 4.4's cleaner over a copy with `buffer_bytes` and `args`. Returns the fixture and Kafka's report
+    /// of its passes; `None` only where `LOGCOMPACT_SKIP_KAFKA` is set outside CI (`Kafka::get` fails the
+    /// test where Java or Kafka's jars are missing, and CI refuses the skip).
     fn kafka_cleans(
         write: fn(&Path) -> std::path::PathBuf,
         buffer_bytes: u64,
@@ -98,6 +100,7 @@ type OneRecord = (i64, &'static str, Option<&'static str>, Option<i64>);
 /// horizon (written by an earlier pass) has passed. The first such batch lies inside the round and goes;
 /// the second is the last batch of the round (its next offset is the active segment's base), which Kafka
 /// keeps as a bare header (`BatchRetention.RETAIN_EMPTY`: "so that last offset information is not lost").
+/// Written as a Kafka partition directory under `root/source`; its directory name.
 fn round_ending_in_an_emptied_batch(root: &Path) -> std::path::PathBuf {
     const PAST: Option<i64> = Some(1_000);
     let segments: [&[OneRecord]; 2] = [
@@ -126,7 +129,8 @@ fn round_ending_in_an_emptied_batch(root: &Path) -> std::path::PathBuf {
         file.sync().expect("sync");
         file.seal().expect("seal");
     }
-    store.create(&name(5)).expect("active");
+    let next = segments.iter().flat_map(|s| s.iter()).map(|r| r.0 + 1).max().unwrap_or(0);
+    store.create(&name(next)).expect("active");
     dir
 }
 

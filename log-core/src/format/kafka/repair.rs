@@ -17,7 +17,8 @@ use crate::format::Format;
 use crate::kafka::files::{SegmentFile, Stage, name, write_indexes};
 use crate::kafka::index::{KafkaIndexes, OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES, offset_entry, time_entry};
 use crate::kafka::recovery::{self as open, KafkaLayout};
-use crate::kafka::txn::{AbortedTxn, MAX_TXN_INDEX_BYTES, SegmentTxns, TxnState, index_disagreement};
+use crate::kafka::txn::{SegmentTxns, TxnState, index_disagreement};
+use crate::kafka::txn_index::read_index_file;
 use crate::repair::{
     Backups, RepairAction, RepairOutcome, RepairPlan, Rewrite, damage, delete_quietly, rewrite_without,
 };
@@ -157,25 +158,21 @@ fn txn_index_actions(store: &dyn SegmentStore, data: &[(u64, String, u64)], plan
     for (i, &(base, _, _)) in data.iter().enumerate() {
         let end = data.get(i + 1).map_or(u64::MAX, |&(b, _, _)| b);
         let file = name(base, SegmentFile::TxnIndex, Stage::Live);
-        let Ok(f) = store.open(&file) else { continue };
-        let len = f.len();
-        let reason = if len > MAX_TXN_INDEX_BYTES {
-            Some(format!("{len} bytes, larger than any transaction index (64 MiB)"))
-        } else {
-            let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
-            f.read_at(0, &mut bytes).map_err(Error::io("read", &file))?;
-            match AbortedTxn::decode_all(&bytes) {
-                Err(at) => Some(format!("not a whole version-0 entry at byte {at}")),
-                Ok(entries) => match index_disagreement(base, end, &entries, &txns) {
-                    Some(d) => Some(d.to_string()),
-                    None => {
-                        for e in &entries {
-                            txns.narrow(e.producer_id, e.last_offset, e.first_offset);
-                        }
-                        None
-                    }
-                },
+        let reason = match read_index_file(store, &file) {
+            Ok(None) => continue,
+            Err(Error::Corrupt { position, kind: crate::error::CorruptKind::Malformed(what), .. }) => {
+                Some(format!("{what}, at byte {position}"))
             }
+            Err(e) => return Err(e),
+            Ok(Some(entries)) => match index_disagreement(base, end, &entries, &txns) {
+                Some(d) => Some(d.to_string()),
+                None => {
+                    for e in &entries {
+                        txns.narrow(e.producer_id, e.last_offset, e.first_offset);
+                    }
+                    None
+                }
+            },
         };
         if let Some(reason) = reason {
             plan.actions.push(RepairAction::RebuildTxnIndex { file, reason });

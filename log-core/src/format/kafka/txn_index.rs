@@ -64,7 +64,7 @@ pub const MAX_TXN_INDEX_BYTES: u64 = 64 << 20;
 /// # Errors
 /// [`Error::Corrupt`] naming the file ([`CorruptKind::Malformed`] with the position) for a file too large or
 /// bytes that are not whole version-0 entries; [`Error::Io`].
-fn read_index_file(store: &dyn SegmentStore, file: &str) -> Result<Option<Vec<AbortedTxn>>> {
+pub(crate) fn read_index_file(store: &dyn SegmentStore, file: &str) -> Result<Option<Vec<AbortedTxn>>> {
     let f = match store.open(file) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
