@@ -217,6 +217,12 @@ pub(crate) fn copy_segments<O: CopyOutput>(
                     position: placed.position,
                     kind,
                 };
+                if past_end_unchanged(&batch, &cx.judge).map_err(corrupt)? {
+                    settle(copy, &mut pending, &mut records, cx, bufs, counts)?;
+                    keys = 0;
+                    keep_bytes(copy, &placed, counts)?;
+                    continue;
+                }
                 match batch.records_in_place() {
                     Some(recs) => {
                         let start = records.len();
@@ -245,6 +251,32 @@ pub(crate) fn copy_segments<O: CopyOutput>(
         }
     }
     Ok(())
+}
+
+/// True for a data batch (neither a marker nor aborted: those are judged before) that starts at or past the
+/// end offset and that pass 2 leaves as it is: every record past the end offset stays (none was mapped), and
+/// Kafka's cleaner writes such a batch's original bytes unless it must stamp a delete horizon on it, which
+/// only a batch holding a tombstone and no horizon yet needs. So a batch with a horizon is copied without
+/// reading its records (a compressed one without decompressing it), and an uncompressed one is walked for a
+/// tombstone only, where judging it would look every record over: the segment holding the end offset is
+/// rewritten whole every pass, and a run of many passes reads the rest of it each time.
+///
+/// # Errors
+/// The record that does not decode, as judging the batch would find it.
+fn past_end_unchanged(batch: &BatchRef<'_>, judge: &Judge) -> std::result::Result<bool, log_core::CorruptKind> {
+    if !judge.judge_past_end || batch.base_offset < judge.end_offset {
+        return Ok(false);
+    }
+    if batch.delete_horizon.is_some() {
+        return Ok(true);
+    }
+    let Some(records) = batch.records_in_place() else { return Ok(false) };
+    for record in records? {
+        if record?.is_tombstone() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Pass 2 over a window of native frames (batches of one record each): the batch-of-one fast path, judging
