@@ -44,6 +44,10 @@ pub struct PassOptions {
     /// The log's `max.decompressed.message.bytes`: a record of a compressed batch larger than this fails the
     /// pass ([`Error::RecordTooLarge`]), the log unchanged, as Kafka's cleaner fails on it.
     pub max_decompressed_message_bytes: u64,
+    /// The broker's `producer.id.expiration.ms`: a producer whose last write is this much older than the
+    /// pass's clock, with no transaction open, is not active when the partition's producer state is loaded
+    /// ([`Log::active_producers`]), so its last batch is not kept for it.
+    pub producer_id_expiration_ms: i64,
 }
 
 /// How pass 2 groups the closed segments it re-copies.
@@ -67,6 +71,7 @@ impl Default for PassOptions {
             grouping: Grouping::BySize,
             drop_invalid: true,
             max_decompressed_message_bytes: crate::settings::DEFAULT_MAX_DECOMPRESSED_MESSAGE_BYTES,
+            producer_id_expiration_ms: log_core::producers::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         }
     }
 }
@@ -355,7 +360,7 @@ impl Cleaner {
         let judge = Judge {
             end_offset,
             judge_past_end: cleaning.log().format() == log_core::Format::Kafka,
-            round_end: (cleaning.log().format() == log_core::Format::Kafka).then(|| round_end(&snapshot, limit)),
+            round_end: (cleaning.log().format() == log_core::Format::Kafka).then(|| round_end(&snapshot)),
             last_stable_offset: txns.last_stable_offset,
             now,
             horizon: now.saturating_add(options.delete_retention_ms.max(0)),
@@ -369,7 +374,8 @@ impl Cleaner {
             Grouping::None => cleaning.single_groups(recopy),
         };
         stats.groups = groups.len() as u64;
-        let cx = CopyContext { judge, lookup: self.lookup(stale.as_ref()), txns: &txns };
+        let producers = cleaning.log().active_producers(&snapshot, now, options.producer_id_expiration_ms)?;
+        let cx = CopyContext { judge, lookup: self.lookup(stale.as_ref()), txns: &txns, producers: &producers };
         let (replacements, counts) = self.copy_groups(&cleaning, &groups, &cx)?;
         counts.into_stats(&mut stats);
         stats.segments_unchanged = (groups.len() - replacements.len()) as u64;
@@ -437,7 +443,7 @@ impl Cleaner {
         let judge = Judge {
             end_offset,
             judge_past_end: log.format() == log_core::Format::Kafka,
-            round_end: (log.format() == log_core::Format::Kafka).then(|| round_end(&snapshot, limit)),
+            round_end: (log.format() == log_core::Format::Kafka).then(|| round_end(&snapshot)),
             last_stable_offset: txns.last_stable_offset,
             now,
             horizon: now.saturating_add(options.delete_retention_ms.max(0)),
@@ -450,7 +456,8 @@ impl Cleaner {
         };
         let recopy = end_offset.min(section.first_uncleanable_base);
         let groups = log_core::cleaning::plan_groups(log.format(), snapshot.closed(), recopy, max_bytes);
-        let cx = CopyContext { judge, lookup: self.lookup(stale.as_ref()), txns: &txns };
+        let producers = log.active_producers(&snapshot, now, options.producer_id_expiration_ms)?;
+        let cx = CopyContext { judge, lookup: self.lookup(stale.as_ref()), txns: &txns, producers: &producers };
         self.begin(STAGE_COPY, groups.iter().flatten().map(|s| s.size()).sum());
         let mut counts = CopyCounts::default();
         let mut bufs = Buffers::default();
@@ -684,14 +691,12 @@ fn read_as_aborted_at(
     Ok(log_core::kafka::txn::producers_read_as_aborted(store, segment, checkpoint, config.index_interval_bytes, txns)?)
 }
 
-/// Kafka's `upperBoundOffsetOfCleaningRound` for a pass whose first uncleanable offset is `limit`: the base of
-/// the segment holding it (`LogToClean` rounds it down so; the active segment's base from there on).
-fn round_end(snapshot: &log_core::LogSnapshot, limit: u64) -> u64 {
-    let active = snapshot.active_base();
-    if limit >= active {
-        return active;
-    }
-    snapshot.closed().iter().rev().find(|s| s.base() <= limit).map_or(limit, |s| s.base())
+/// The offset whose batch ends a cleaning round for Kafka 4.4's cleaner: a batch whose next offset is the log's
+/// high watermark is kept, emptied if need be (`Cleaner.cleanInto` passes `log.highWatermark()`; a broker's
+/// high watermark is the log end once its followers have caught up). The broker's recorded high watermark when
+/// it is known, else the log end, as a broker starting on the directory with no followers sets it.
+fn round_end(snapshot: &log_core::LogSnapshot) -> u64 {
+    snapshot.high_watermark().unwrap_or_else(|| snapshot.next_offset())
 }
 
 /// The closed segments pass 1 reads: those holding offsets at or above the checkpoint, based below `limit`.

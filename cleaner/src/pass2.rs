@@ -9,6 +9,7 @@ use std::sync::Arc;
 use log_core::{BatchRef, Cleaning, Format, Frame, GroupCopy, Placed, RecordRef, Replacement, SealedSegment, Stamp};
 
 use log_core::kafka::txn::TxnState;
+use log_core::producers::ActiveProducers;
 
 use crate::error::Result;
 use crate::external::StaleSet;
@@ -20,12 +21,13 @@ use crate::map::{BATCH, OffsetMap, Probes};
 use crate::pass::Pace;
 use crate::pass1::recycle;
 
-/// What pass 2 needs besides the group: the rule's settings, the map, and the partition's transaction state
-/// (Kafka: aborted transactions, and the last data batch of every producer, kept even when emptied).
+/// What pass 2 needs besides the group: the rule's settings, the map, the partition's transaction state
+/// (Kafka: aborted transactions) and its active producers (whose last writes are kept even when emptied).
 pub(crate) struct CopyContext<'a> {
     pub(crate) judge: Judge,
     pub(crate) lookup: Lookup<'a>,
     pub(crate) txns: &'a TxnState,
+    pub(crate) producers: &'a ActiveProducers,
 }
 
 /// Where pass 2 learns whether a record was superseded: the offset map of pass 1 (asked by key), or the
@@ -52,12 +54,15 @@ impl Lookup<'_> {
 }
 
 impl CopyContext<'_> {
-    /// True for a batch kept, emptied if need be, as Kafka's cleaner keeps it: the last data batch of its
-    /// producer in the log (for the producer's sequence and epoch), and the batch that ends the round
-    /// ([`Judge::round_end`]).
+    /// True for a batch kept, emptied if need be, as Kafka's cleaner keeps it: the one holding an active
+    /// producer's last write (for the producer's sequence and epoch: [`ActiveProducers::keeps_empty`]), and
+    /// the batch that ends the round ([`Judge::round_end`]).
     fn keeps_empty(&self, batch: &BatchRef<'_>) -> bool {
         self.ends_round(batch)
-            || batch.producer_id().is_some_and(|p| self.txns.producer_last.get(&p) == Some(&batch.base_offset))
+            || batch
+                .producer_id()
+                .zip(batch.producer_epoch())
+                .is_some_and(|(p, epoch)| self.producers.keeps_empty(p, epoch, batch.last_offset, batch.is_control()))
     }
 
     fn ends_round(&self, batch: &BatchRef<'_>) -> bool {
@@ -515,14 +520,16 @@ fn judge_marker<O: CopyOutput>(
         let kind = records.first().and_then(|r| log_core::kafka::txn::marker_type(r.key));
         let may_go = kind.is_some_and(|k| marker_may_go(batch, k, cx.txns));
         let mut decision = match (records.is_empty(), may_go) {
-            // An emptied marker kept earlier (a bare header) stays only while it ends the round, as in Kafka.
-            (true, _) if cx.ends_round(batch) => BatchDecision::Copy,
+            // An emptied marker kept earlier (a bare header) stays only while it ends the round or holds its
+            // producer's last write, as in Kafka.
+            (true, _) if cx.keeps_empty(batch) => BatchDecision::Copy,
             (true, _) => BatchDecision::Remove,
             (false, true) => marker_decision(batch.delete_horizon, &cx.judge),
             (false, false) => BatchDecision::Copy,
         };
-        // A marker that may go but ends the round stays as a bare header, as Kafka's cleaner keeps it.
-        let emptied = decision == BatchDecision::Remove && cx.ends_round(batch);
+        // A marker that may go but ends the round or holds its producer's last write stays as a bare header,
+        // as Kafka's cleaner keeps it.
+        let emptied = decision == BatchDecision::Remove && cx.keeps_empty(batch);
         if emptied {
             decision = BatchDecision::Rewrite { horizon: batch.delete_horizon };
         }

@@ -76,6 +76,14 @@ pub struct LogSettings {
     /// that meets a larger one fails, as Kafka's cleaner fails on it.
     #[serde(default = "default_max_decompressed")]
     pub max_decompressed_message_bytes: u64,
+    /// `index.interval.bytes` (4096): bytes of batches between two entries of a segment's offset and time
+    /// indexes, in the segments a pass writes.
+    #[serde(default = "default_index_interval")]
+    pub index_interval_bytes: u64,
+}
+
+fn default_index_interval() -> u64 {
+    log_core::DEFAULT_INDEX_INTERVAL_BYTES
 }
 
 /// Kafka's default `max.decompressed.message.bytes`.
@@ -95,12 +103,13 @@ impl Default for LogSettings {
             delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
             segment_bytes: log_core::DEFAULT_SEGMENT_BYTES,
             max_decompressed_message_bytes: DEFAULT_MAX_DECOMPRESSED_MESSAGE_BYTES,
+            index_interval_bytes: log_core::DEFAULT_INDEX_INTERVAL_BYTES,
         }
     }
 }
 
 /// The names [`LogSettings::set`] takes, Kafka's.
-pub const SETTING_NAMES: [&str; 7] = [
+pub const SETTING_NAMES: [&str; 8] = [
     "cleanup.policy",
     "min.cleanable.dirty.ratio",
     "min.compaction.lag.ms",
@@ -108,6 +117,7 @@ pub const SETTING_NAMES: [&str; 7] = [
     "delete.retention.ms",
     "segment.bytes",
     "max.decompressed.message.bytes",
+    "index.interval.bytes",
 ];
 
 impl LogSettings {
@@ -138,6 +148,9 @@ impl LogSettings {
         if self.segment_bytes < 1 {
             return Err(Error::invalid("segment.bytes", self.segment_bytes, "at least 1"));
         }
+        if self.index_interval_bytes > i32::MAX as u64 {
+            return Err(Error::invalid("index.interval.bytes", self.index_interval_bytes, "in [0, 2147483647]"));
+        }
         if !(1..=DEFAULT_MAX_DECOMPRESSED_MESSAGE_BYTES).contains(&self.max_decompressed_message_bytes) {
             return Err(Error::invalid(
                 "max.decompressed.message.bytes",
@@ -160,6 +173,7 @@ impl LogSettings {
             "delete.retention.ms" => self.delete_retention_ms.to_string(),
             "segment.bytes" => self.segment_bytes.to_string(),
             "max.decompressed.message.bytes" => self.max_decompressed_message_bytes.to_string(),
+            "index.interval.bytes" => self.index_interval_bytes.to_string(),
             _ => String::new(),
         }
     }
@@ -190,6 +204,11 @@ impl LogSettings {
                 self.segment_bytes =
                     value.parse().map_err(|_| Error::invalid("segment.bytes", value, "a whole number of bytes"))?;
             }
+            "index.interval.bytes" => {
+                self.index_interval_bytes = value
+                    .parse()
+                    .map_err(|_| Error::invalid("index.interval.bytes", value, "a whole number of bytes"))?;
+            }
             "max.decompressed.message.bytes" => {
                 self.max_decompressed_message_bytes = value
                     .parse()
@@ -198,6 +217,15 @@ impl LogSettings {
             _ => return Err(Error::UnknownSetting { name: name.to_owned() }),
         }
         self.validate()
+    }
+
+    /// The log's own settings: its `segment.bytes` and `index.interval.bytes`.
+    pub fn log_config(&self) -> log_core::LogConfig {
+        log_core::LogConfig {
+            segment_bytes: self.segment_bytes,
+            index_interval_bytes: self.index_interval_bytes,
+            ..log_core::LogConfig::default()
+        }
     }
 
     /// What one pass over the log takes of these settings.
@@ -209,6 +237,7 @@ impl LogSettings {
             grouping: crate::Grouping::BySize,
             drop_invalid: true,
             max_decompressed_message_bytes: self.max_decompressed_message_bytes,
+            producer_id_expiration_ms: log_core::producers::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         }
     }
 }

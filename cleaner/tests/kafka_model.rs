@@ -442,18 +442,9 @@ proptest! {
             .expect("passes");
         let input = Arc::clone(log.store());
         let (got, out_batches, out_markers) = read_all(&log);
-        // Kafka's upperBoundOffsetOfCleaningRound (the first uncleanable offset, rounded down to the base of the
-        // segment holding it, never below the checkpoint's): the batch ending there is kept, emptied if need be.
-        let round_end = if first_dirty > held_from {
-            batches.iter().map(|(h, _, _)| h.base_offset).zip(&seg_of)
-                .filter(|(b, _)| *b <= first_dirty)
-                .map(|(_, s)| *s)
-                .max()
-                .and_then(|s| batches.iter().zip(&seg_of).find(|(_, x)| **x == s).map(|((h, _, _), _)| h.base_offset))
-                .unwrap_or(held_from)
-        } else {
-            held_from
-        };
+        // Kafka 4.4 keeps the batch whose next offset is the high watermark (the log end here), emptied if
+        // need be: the active segment's last.
+        let round_end = end + 1;
         prop_assert_eq!(&got, &want);
         // Markers: each kept as it was, or stamped with this run's horizon (its transaction's data gone), or
         // removed because its horizon had passed; one in a segment no pass touches (from the one holding the

@@ -68,7 +68,8 @@ impl LogConfig {
         if self.segment_bytes == 0 {
             return Err(Error::InvalidConfig("segment.bytes must be at least 1".into()));
         }
-        if self.index_interval_bytes == 0 {
+        // Kafka takes 0 (an index entry for every batch but the first); the native format's hints need a step.
+        if self.index_interval_bytes == 0 && format == crate::Format::Native {
             return Err(Error::InvalidConfig("index.interval.bytes must be at least 1".into()));
         }
         if self.sync == SyncPolicy::EveryBytes(0) {

@@ -42,6 +42,7 @@ mod log;
 pub mod names;
 mod open;
 mod options;
+pub mod producers;
 pub mod progress;
 mod reader;
 mod record;

@@ -123,6 +123,10 @@ pub struct Log {
     pub(crate) recovery: RecoveryReport,
     /// The one cleaning slot: serialises cleaning passes (see [`Log::begin_cleaning`]).
     pub(crate) cleaning: std::sync::Mutex<()>,
+    /// What loading the producer state reads besides the batches, found when the log was opened.
+    pub(crate) producer_files: crate::producers::ProducerFiles,
+    /// The producer state as first loaded, and the log end it was brought up to ([`Log::active_producers`]).
+    pub(crate) producers: std::sync::Mutex<Option<(u64, Arc<crate::producers::ActiveProducers>)>>,
 }
 
 /// Milliseconds since the Unix epoch by the system clock.
@@ -131,6 +135,40 @@ pub fn now_ms() -> i64 {
 }
 
 impl Log {
+    /// The producers a broker holds as active on this log at the log end of `snapshot` (empty for a format
+    /// without producers): loaded once, on the first call, as a broker starting on the files at `now_ms` with
+    /// `producer.id.expiration.ms` of `expiration_ms` loads them (Kafka: `kafka::producer_state`), then
+    /// brought up to date with what was appended since, as a running broker's is. Cleaning passes never change
+    /// it (they keep every batch holding a producer's last write), so every pass of one open log sees the state
+    /// the first one saw, as every pass of a broker's cleaner does.
+    ///
+    /// # Errors
+    /// [`crate::Error::Io`] reading a snapshot or a segment; [`crate::Error::Corrupt`] for a batch header that
+    /// does not parse.
+    pub fn active_producers(
+        &self,
+        snapshot: &crate::LogSnapshot,
+        now_ms: i64,
+        expiration_ms: i64,
+    ) -> Result<Arc<crate::producers::ActiveProducers>> {
+        let mut cached = self.producers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let end = snapshot.next_offset();
+        let state = match cached.take() {
+            Some((at, state)) if at == end => state,
+            Some((at, state)) if at < end => {
+                let mut state = Arc::unwrap_or_clone(state);
+                self.format.replay_producers(&mut state, snapshot, at)?;
+                Arc::new(state)
+            }
+            _ => {
+                let load = crate::producers::ProducerLoad { now_ms, expiration_ms };
+                Arc::new(self.format.load_active_producers(&*self.store, snapshot, &self.producer_files, &load)?)
+            }
+        };
+        *cached = Some((end, Arc::clone(&state)));
+        Ok(state)
+    }
+
     pub(crate) fn read_inner(&self) -> RwLockReadGuard<'_, Inner> {
         self.inner.read().unwrap_or_else(std::sync::PoisonError::into_inner)
     }

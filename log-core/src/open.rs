@@ -146,6 +146,8 @@ pub(crate) fn build(
         read_only,
         recovery: report,
         cleaning: std::sync::Mutex::new(()),
+        producer_files: crate::producers::ProducerFiles::default(),
+        producers: std::sync::Mutex::new(None),
     }
 }
 

@@ -280,7 +280,7 @@ impl SealedSegment {
         &self.summary
     }
 
-    /// Its transactional data batches and markers and the last data batch of each producer (empty for the
+    /// Its transactional data batches and markers and how it moves each producer's state on (empty for the
     /// native format), from a walk of its batch headers on first use.
     ///
     /// # Errors
@@ -297,6 +297,11 @@ impl SealedSegment {
     /// marker, not frames, and removes the segment when swapped in. (A Kafka segment may be empty and stay.)
     pub fn is_removal(&self) -> bool {
         self.format.removes_by_marker() && self.summary.batches == 0
+    }
+
+    /// Bytes of its batches (a zero fill after them left out).
+    pub(crate) fn data_len(&self) -> u64 {
+        self.data_len
     }
 
     /// Offset of the last batch's last offset (`None` for an empty segment).

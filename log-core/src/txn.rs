@@ -1,5 +1,5 @@
 //! The transaction state of a log, whatever its format: which transactions were aborted, which are still
-//! open, where the last stable offset (LSO) lies, and the last data batch of every producer. A format that has
+//! open, and where the last stable offset (LSO) lies (each producer's own state: [`crate::producers`]). A format that has
 //! no transactions (the native format) has none of it: its state is empty and its LSO the log end.
 //!
 //! A transactional producer's data batches open a transaction at the first of them; its marker (`ABORT` or
@@ -61,13 +61,14 @@ pub enum TxnEvent {
     },
 }
 
-/// One segment's transactional facts and the last data batch of each producer in it.
+/// One segment's transactional facts and how it moves each producer's state on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SegmentTxns {
     /// Transactional data batches and markers, in offset order.
     pub events: Vec<TxnEvent>,
-    /// Producer id → base offset of its last data batch in the segment (transactional or idempotent).
-    pub last_data_batch: Vec<(i64, u64)>,
+    /// Every producer writing in the segment (transactional or idempotent), by id: its writes folded
+    /// ([`crate::producers`]).
+    pub producers: Vec<crate::producers::ProducerSteps>,
 }
 
 impl std::fmt::Display for MarkerType {
@@ -119,8 +120,6 @@ pub struct TxnState {
     pub open: Vec<OpenTxn>,
     /// The last stable offset: the first offset of the earliest open transaction, else the log end.
     pub last_stable_offset: u64,
-    /// Producer id → base offset of its last data batch in the log.
-    pub producer_last: HashMap<i64, u64>,
     /// Records of data batches of aborted transactions.
     pub aborted_records: u64,
     /// Bytes of those batches.
@@ -134,6 +133,10 @@ pub struct TxnState {
     /// (producer, marker offset) of the markers whose transaction has a data batch in the log (an emptied one
     /// counts: it still opens a transaction to whoever rebuilds the state from the batches).
     with_data: std::collections::HashSet<(i64, u64)>,
+    /// (producer, marker offset) -> the entry a segment's `.txnindex` holds for that aborted transaction, as
+    /// it was written (its first offset and last stable offset may differ from what the batches now say: a
+    /// cleaner keeps an entry as it read it).
+    recorded: HashMap<(i64, u64), AbortedTxn>,
 }
 
 impl TxnState {
@@ -152,9 +155,6 @@ impl TxnState {
         let mut firsts: std::collections::BTreeSet<(u64, i64)> = std::collections::BTreeSet::new();
         let mut coordinator: HashMap<i64, i32> = HashMap::new();
         for seg in segments {
-            for &(p, base) in &seg.last_data_batch {
-                state.producer_last.insert(p, base);
-            }
             for ev in &seg.events {
                 match *ev {
                     TxnEvent::Data { producer_id, producer_epoch, base_offset, timestamp, records, bytes, .. } => {
@@ -237,6 +237,18 @@ impl TxnState {
         {
             r[i].0 = r[i].0.max(first);
         }
+    }
+
+    /// Remembers `entry` as a segment's `.txnindex` holds it ([`TxnState::recorded_entry`]).
+    pub fn record(&mut self, entry: AbortedTxn) {
+        self.recorded.insert((entry.producer_id, entry.last_offset), entry);
+    }
+
+    /// The `.txnindex` entry recorded for the aborted transaction of `producer_id` whose marker is at `marker`,
+    /// as it was written: what a cleaner copies into the `.txnindex` of a segment that keeps the marker
+    /// (Kafka's cleaner appends the entry it read, never one derived anew).
+    pub fn recorded_entry(&self, producer_id: i64, marker: u64) -> Option<&AbortedTxn> {
+        self.recorded.get(&(producer_id, marker))
     }
 
     /// The aborted transaction whose marker is at `marker`, if any.
@@ -368,7 +380,7 @@ mod tests {
                 data(1, 6),
                 data(2, 7),
             ],
-            last_data_batch: vec![(1, 6), (2, 7)],
+            producers: vec![],
         };
         let s = TxnState::fold([&seg], 8);
         assert_eq!(
@@ -389,7 +401,7 @@ mod tests {
     fn an_index_that_disagrees_with_the_markers_is_found() {
         let seg = SegmentTxns {
             events: vec![data(1, 0), data(1, 1), marker(1, 2, MarkerType::Abort), marker(2, 3, MarkerType::Abort)],
-            last_data_batch: vec![],
+            producers: vec![],
         };
         let s = TxnState::fold([&seg], 4);
         let entry = |p, first, last| AbortedTxn {
@@ -409,7 +421,7 @@ mod tests {
 
     #[test]
     fn without_open_transactions_the_lso_is_the_log_end() {
-        let seg = SegmentTxns { events: vec![data(1, 0), marker(1, 1, MarkerType::Commit)], last_data_batch: vec![] };
+        let seg = SegmentTxns { events: vec![data(1, 0), marker(1, 1, MarkerType::Commit)], producers: vec![] };
         assert_eq!(TxnState::fold([&seg], 9).last_stable_offset, 9);
     }
 }

@@ -38,6 +38,9 @@ pub enum CheckpointFile {
     Memory,
 }
 
+/// The marker of a broker's clean stop in its log directory.
+pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
+
 /// Serialises read-modify-write cycles of the shared checkpoint files of this process (a log directory's
 /// partitions cleaned by several threads). Other processes are kept out by the broker's lock.
 static SHARED_FILES: Mutex<()> = Mutex::new(());
@@ -106,6 +109,35 @@ impl CheckpointFile {
             }
         };
         Ok((read(checkpoints::LOG_START_OFFSET_CHECKPOINT)?, read(checkpoints::REPLICATION_OFFSET_CHECKPOINT)?))
+    }
+
+    /// The recovery point the broker recorded for the partition (`recovery-point-offset-checkpoint`), if any.
+    ///
+    /// # Errors
+    /// [`Error::BadCheckpoint`] for a file that does not parse or a negative offset; [`Error::Io`].
+    pub fn recovery_point(&self) -> Result<Option<u64>> {
+        let CheckpointFile::LogDir { dir, topic, partition } = self else { return Ok(None) };
+        let name = checkpoints::RECOVERY_POINT_OFFSET_CHECKPOINT;
+        match checkpoints::read(&**dir, name)?.and_then(|e| e.get(topic, *partition)) {
+            Some(o) => u64::try_from(o)
+                .map(Some)
+                .map_err(|_| Error::BadCheckpoint { name: name.into(), reason: "a negative offset" }),
+            None => Ok(None),
+        }
+    }
+
+    /// True when the broker whose log directory holds the partition was stopped cleanly: the directory holds
+    /// `.kafka_cleanshutdown`, which a broker writes last on a clean stop and deletes as it starts. A partition
+    /// with no log directory around it (a copy) is not known to be: its producers are then read from its
+    /// snapshots, or from its batches where it has none, which keeps every producer's last write (a broker
+    /// loading a partition with no snapshot after a clean stop starts with no producer at all).
+    ///
+    /// # Errors
+    /// [`Error::Io`] listing the log directory.
+    pub fn clean_shutdown(&self) -> Result<bool> {
+        let CheckpointFile::LogDir { dir, .. } = self else { return Ok(false) };
+        let names = dir.list().map_err(Error::io("list", crate::DIRECTORY))?;
+        Ok(names.iter().any(|n| n == CLEAN_SHUTDOWN_FILE))
     }
 
     /// The file it lives in, for messages.

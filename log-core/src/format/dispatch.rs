@@ -178,6 +178,41 @@ impl Format {
         }
     }
 
+    /// The producers a broker loading the partition of `snapshot` (beside `files`) holds as active (none for a
+    /// format without producers): Kafka's [`kafka::producer_state::load_active_producers`].
+    ///
+    /// # Errors
+    /// As that function.
+    pub(crate) fn load_active_producers(
+        self,
+        store: &dyn crate::SegmentStore,
+        snapshot: &crate::LogSnapshot,
+        files: &crate::producers::ProducerFiles,
+        load: &crate::producers::ProducerLoad,
+    ) -> Result<crate::producers::ActiveProducers> {
+        match self {
+            Format::Native => Ok(crate::producers::ActiveProducers::default()),
+            Format::Kafka => kafka::producer_state::load_active_producers(store, snapshot, files, load),
+        }
+    }
+
+    /// Moves `state` over the batches of `snapshot` whose last offset is `from` or later (nothing for a format
+    /// without producers): Kafka's [`kafka::producer_state::replay_producers`].
+    ///
+    /// # Errors
+    /// As that function.
+    pub(crate) fn replay_producers(
+        self,
+        state: &mut crate::producers::ActiveProducers,
+        snapshot: &crate::LogSnapshot,
+        from: u64,
+    ) -> Result<()> {
+        match self {
+            Format::Native => Ok(()),
+            Format::Kafka => kafka::producer_state::replay_producers(state, snapshot, from),
+        }
+    }
+
     /// Checks every segment's `.txnindex` in `store` against `txns`, narrowing aborted transactions to their
     /// entries, as [`kafka::txn_index::verify_index_files`] does; returns the `.txnindex` files a segment needs
     /// and lacks. Asked of both formats alike: no format writes a `.txnindex` into a native log, so one found

@@ -293,6 +293,12 @@ impl<'a> BatchRef<'a> {
         self.kafka_header().map(|h| h.producer_id).filter(|&p| p >= 0)
     }
 
+    /// The producer epoch of a Kafka batch written by an idempotent or transactional producer.
+    #[inline]
+    pub fn producer_epoch(&self) -> Option<i16> {
+        self.kafka_header().filter(|h| h.producer_id >= 0).map(|h| h.producer_epoch)
+    }
+
     /// True when reading its records needs a scratch buffer (a compressed Kafka batch): its records then
     /// borrow the buffer, not the segment.
     #[inline]

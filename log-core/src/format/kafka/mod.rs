@@ -28,6 +28,8 @@ pub mod files;
 pub mod index;
 pub mod metadata_log;
 pub(crate) mod output;
+pub mod producer_snapshot;
+pub mod producer_state;
 pub(crate) mod recovery;
 pub(crate) mod repair;
 pub mod txn;

@@ -12,8 +12,9 @@ use crate::txn::{MarkerType, TxnEvent};
 /// `.txnindex.cleaned`: one entry for each aborted transaction whose ABORT marker the output holds and
 /// which had data in the log when the pass began (data that goes in this pass: the entry outlives it by one
 /// pass, as Kafka's cleaner re-appends an entry only while it reads the transaction's data), in increasing
-/// last offset. The entries come from the partition's markers ([`crate::txn`]), so a source
-/// without its `.txnindex` still gets one.
+/// last offset. Each entry is the one the source's `.txnindex` holds, as Kafka's cleaner copies it (its first
+/// offset and last stable offset as they were written); where the source has none, the partition's markers
+/// give it ([`crate::txn`]), so a source without its `.txnindex` still gets one.
 pub(crate) fn write_output_files(cleaning: &Cleaning<'_>, new: &SealedSegment, files: &KafkaIndexFiles) -> Result<()> {
     let log = cleaning.log();
     let base = new.base();
@@ -39,7 +40,9 @@ pub(crate) fn write_output_files(cleaning: &Cleaning<'_>, new: &SealedSegment, f
             .collect();
         entries.sort_unstable_by_key(|e| e.last_offset);
         for e in entries {
-            e.encode(&mut txn);
+            // The entry as the source's `.txnindex` holds it, as Kafka's cleaner copies it; one the batches
+            // derive where the source had none.
+            txns.recorded_entry(e.producer_id, e.last_offset).unwrap_or(e).encode(&mut txn);
         }
     }
     let mut outputs =

@@ -390,7 +390,10 @@ impl Log {
         report.ignored_files = layout.foreign.clone();
         let layout = KafkaLayout::scan(&*store)?;
         let logs = layout.files(SegmentFile::Log, Stage::Live);
-        open_back_half(Format::Kafka, checkpoint, store, config, logs, report)
+        let files = producer_files(&layout, &checkpoint)?;
+        let mut log = open_back_half(Format::Kafka, checkpoint, store, config, logs, report)?;
+        log.producer_files = files;
+        Ok(log)
     }
 
     /// Opens the Kafka partition in `store` for reading only: nothing is written, created, cut or removed, no
@@ -409,12 +412,24 @@ impl Log {
     ) -> Result<Log> {
         config.validate_for(Format::Kafka)?;
         let high_watermark = checkpoint.broker_offsets()?.1;
+        let files = producer_files(&KafkaLayout::scan(&*store)?, &checkpoint)?;
         crate::open::retry_read_only(|| load_read_only(&store, &config, &checkpoint)).map(|parts| {
             let mut log = build(Format::Kafka, checkpoint.clone(), Arc::clone(&store), config.clone(), parts, true);
             log.high_watermark = high_watermark;
+            log.producer_files = files;
             log
         })
     }
+}
+
+/// The producer snapshots of `layout` and what the broker's log directory says of its stop and log start.
+fn producer_files(layout: &KafkaLayout, checkpoint: &CheckpointFile) -> Result<crate::producers::ProducerFiles> {
+    Ok(crate::producers::ProducerFiles {
+        snapshots: layout.kept.iter().filter(|n| n.ends_with(".snapshot")).cloned().collect(),
+        clean_shutdown: checkpoint.clean_shutdown()?,
+        recorded_log_start: checkpoint.broker_offsets()?.0,
+        recovery_point: checkpoint.recovery_point()?,
+    })
 }
 
 /// One attempt of a read-only open: `Ok(None)` when the directory changed while it was being loaded.

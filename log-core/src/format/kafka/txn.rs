@@ -2,8 +2,6 @@
 //! the walk reads batch headers only (61 bytes a batch), and the whole of a control batch, which is a record of
 //! a few bytes. The state they fold into is format-free (the core's `txn` module).
 
-use std::collections::HashMap;
-
 use super::codec::batch::{Batch, BatchHeader, HEADER_BYTES, is_zero_header};
 pub use super::txn_index::{MAX_TXN_INDEX_BYTES, TXN_INDEX_ENTRY_BYTES, producers_read_as_aborted, verify_index_files};
 use crate::error::{CorruptKind, Error, Result};
@@ -23,8 +21,17 @@ impl SegmentTxns {
     /// [`Error::Corrupt`] for a header that does not parse, a length past `end`, or a control batch whose
     /// record count is not zero but has no control record; [`Error::Io`].
     pub fn scan(source: &SegmentSource, name: &str, end: u64) -> Result<SegmentTxns> {
+        Self::scan_from(source, name, end, 0)
+    }
+
+    /// As [`SegmentTxns::scan`], for the batches whose last offset is `from` or later only (a broker replaying
+    /// a segment from a producer snapshot taken inside it reads from the batch holding that offset).
+    ///
+    /// # Errors
+    /// As [`SegmentTxns::scan`].
+    pub fn scan_from(source: &SegmentSource, name: &str, end: u64, from: u64) -> Result<SegmentTxns> {
         let mut out = SegmentTxns::default();
-        let mut last: HashMap<i64, u64> = HashMap::new();
+        let mut producers = crate::producers::StepsBuilder::default();
         let mut problem: Option<Error> = None;
         let mut buf = Vec::new();
         for_each_kafka_header(source, name, end, |pos, h| {
@@ -34,23 +41,29 @@ impl SegmentTxns {
             let (Ok(base), Ok(last_offset)) = (u64::try_from(h.base_offset), u64::try_from(h.last_offset())) else {
                 return;
             };
+            if last_offset < from {
+                return;
+            }
             if h.is_control() {
                 match read_marker(source, name, pos, h, &mut buf) {
-                    // An emptied marker (a bare header a cleaner kept) ends nothing.
+                    // An emptied marker (a bare header a cleaner kept) ends nothing and is no write.
                     Ok(None) => {}
-                    Ok(Some((kind, coordinator_epoch))) => out.events.push(TxnEvent::Marker {
-                        producer_id: h.producer_id,
-                        producer_epoch: h.producer_epoch,
-                        offset: base,
-                        kind,
-                        coordinator_epoch,
-                        bytes: h.size() as u64,
-                    }),
+                    Ok(Some(marker)) => {
+                        producers.marker(h.producer_id, h.producer_epoch, marker.timestamp);
+                        out.events.push(TxnEvent::Marker {
+                            producer_id: h.producer_id,
+                            producer_epoch: h.producer_epoch,
+                            offset: base,
+                            kind: marker.kind,
+                            coordinator_epoch: marker.coordinator_epoch,
+                            bytes: h.size() as u64,
+                        });
+                    }
                     Err(e) => problem = Some(e),
                 }
                 return;
             }
-            last.insert(h.producer_id, base);
+            producers.data(h.producer_id, h.producer_epoch, last_offset, h.max_timestamp, h.is_transactional());
             if h.is_transactional() {
                 out.events.push(TxnEvent::Data {
                     producer_id: h.producer_id,
@@ -66,10 +79,17 @@ impl SegmentTxns {
         if let Some(e) = problem {
             return Err(e);
         }
-        out.last_data_batch = last.into_iter().collect();
-        out.last_data_batch.sort_unstable();
+        out.producers = producers.finish();
         Ok(out)
     }
+}
+
+/// What a control batch's record says.
+struct Marker {
+    kind: MarkerType,
+    coordinator_epoch: i32,
+    /// The record's timestamp.
+    timestamp: i64,
 }
 
 /// The type and coordinator epoch of the control batch at `pos`; `None` for an emptied one (no record: the bare
@@ -80,7 +100,7 @@ fn read_marker(
     pos: u64,
     h: &BatchHeader,
     buf: &mut Vec<u8>,
-) -> Result<Option<(MarkerType, i32)>> {
+) -> Result<Option<Marker>> {
     if h.records_count == 0 {
         return Ok(None);
     }
@@ -111,7 +131,7 @@ fn read_marker(
     // The value: a version (2 bytes) and the coordinator's epoch (4 bytes).
     let coordinator_epoch =
         record.value.filter(|v| v.len() >= 6).map_or(-1, |v| i32::from_be_bytes([v[2], v[3], v[4], v[5]]));
-    Ok(Some((kind, coordinator_epoch)))
+    Ok(Some(Marker { kind, coordinator_epoch, timestamp: record.timestamp }))
 }
 
 /// What the key of a control record says (a version, then the type: `0` ABORT, `1` COMMIT); `None` for a key

@@ -117,6 +117,7 @@ pub fn verify_index_files(
         }
         for e in &entries {
             txns.narrow(e.producer_id, e.last_offset, e.first_offset);
+            txns.record(*e);
         }
     }
     Ok(missing)

@@ -21,7 +21,7 @@ use std::io::Read;
 use serde::Serialize;
 
 /// A batch's codec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Compression {
     /// Records stored as they are.
