@@ -45,6 +45,7 @@ fn compact_in_place(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
         options: PassOptions::default(),
         until_clean: true,
         segment_bytes: 1 << 30,
+        index_interval_bytes: logcompact::DEFAULT_INDEX_INTERVAL_BYTES,
         min_cleanable_dirty_ratio: 0.0,
         checkpoint: None,
         out: None,

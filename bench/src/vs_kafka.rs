@@ -118,6 +118,7 @@ pub fn ours_clean(dir: &Path, map: MapKind, s: &Settings) -> Result<Run, String>
         options: cleaner::PassOptions { drop_invalid: true, ..cleaner::PassOptions::default() },
         until_clean: true,
         segment_bytes: s.segment_bytes,
+        index_interval_bytes: log_core::DEFAULT_INDEX_INTERVAL_BYTES,
         min_cleanable_dirty_ratio: 0.0,
         checkpoint: None,
         out: None,

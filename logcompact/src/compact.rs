@@ -22,6 +22,8 @@ pub struct CompactRequest {
     pub until_clean: bool,
     /// The log's `segment.bytes` (the most a group of cleaned segments merges into).
     pub segment_bytes: u64,
+    /// The log's `index.interval.bytes` (bytes of batches between two entries of the indexes it writes).
+    pub index_interval_bytes: u64,
     /// Nothing is done below this dirty ratio (Kafka's `min.cleanable.dirty.ratio`).
     pub min_cleanable_dirty_ratio: f64,
     /// Start from this first dirty offset instead of the checkpoint.
@@ -167,7 +169,11 @@ pub fn compact_observed(
             req.min_cleanable_dirty_ratio
         )));
     }
-    let config = LogConfig { segment_bytes: req.segment_bytes, ..LogConfig::default() };
+    let config = LogConfig {
+        segment_bytes: req.segment_bytes,
+        index_interval_bytes: req.index_interval_bytes,
+        ..LogConfig::default()
+    };
     config.validate_for(req.format).map_err(|e| CompactError::Usage(e.to_string()))?;
     // With --out the copy is compacted under a temporary name beside the target and renamed into place only
     // once every pass is done: a run killed at any moment leaves no target, and the next run starts over.

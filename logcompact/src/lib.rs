@@ -23,6 +23,7 @@
 //!     options: PassOptions::default(),
 //!     until_clean: true,
 //!     segment_bytes: 1 << 30,
+//!     index_interval_bytes: logcompact::DEFAULT_INDEX_INTERVAL_BYTES,
 //!     min_cleanable_dirty_ratio: 0.0,
 //!     checkpoint: None,
 //!     out: None,
@@ -68,6 +69,6 @@ pub use compact::{CompactError, CompactOutcome, CompactRequest, Compaction, comp
 pub use dir::{OpenError, OpenedLog, open_or_create, open_read_only, open_records_only, open_writable};
 /// Progress of a long read or write: a [`progress::Meter`] the commands count on and a reporter reads.
 pub use log_core::progress;
-pub use log_core::{Format, Log, LogConfig, Record};
+pub use log_core::{DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES, Format, Log, LogConfig, Record};
 pub use recovery::describe_recovery;
 pub use repair::{RepairError, Repaired, repair, repair_metered};

@@ -185,6 +185,7 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
         options,
         until_clean: a.until_clean,
         segment_bytes: s.segment_bytes,
+        index_interval_bytes: s.index_interval_bytes,
         min_cleanable_dirty_ratio: a.min_cleanable_dirty_ratio,
         checkpoint: a.checkpoint,
         out: a.out.clone(),

@@ -307,11 +307,8 @@ fn as_manager_error(e: OpenError) -> cleaner::Error {
 }
 
 /// Opens the log in `dir` for writing.
-fn opener(dir: PathBuf, format: Format, segment_bytes: u64) -> Opener {
-    Box::new(move || {
-        let config = LogConfig { segment_bytes, ..LogConfig::default() };
-        open_writable(&dir, format, config).map(|o| o.log).map_err(as_manager_error)
-    })
+fn opener(dir: PathBuf, format: Format, config: LogConfig) -> Opener {
+    Box::new(move || open_writable(&dir, format, config.clone()).map(|o| o.log).map_err(as_manager_error))
 }
 
 /// Opens the log in `dir` read-only (no lock), to measure it between passes.
@@ -338,7 +335,7 @@ fn add(
         left_alone.push((found.name.clone(), req.layers.why_left_alone(&found.settings_name)));
         return Ok(false);
     };
-    let open = opener(found.dir.clone(), req.format, settings.segment_bytes);
+    let open = opener(found.dir.clone(), req.format, settings.log_config());
     if req.mode == Mode::Watch {
         // Watching, a log is opened for each pass and closed after it; it is measured read-only.
         if let Err(e @ OpenError::NotALog { .. }) = open_read_only(&found.dir, req.format) {
@@ -349,8 +346,7 @@ fn add(
         sources.insert(found.name.clone(), from);
         return Ok(true);
     }
-    let config = LogConfig { segment_bytes: settings.segment_bytes, ..LogConfig::default() };
-    match open_writable(&found.dir, req.format, config) {
+    match open_writable(&found.dir, req.format, settings.log_config()) {
         Ok(opened) => {
             for line in crate::describe_recovery(opened.log.recovery_report(), true) {
                 notice(&format!("{}: {line}", found.name));
