@@ -22,6 +22,7 @@ use kafka_interop::{Kafka, Node, fixture};
 use serde_json::Value;
 
 mod common;
+mod differential;
 use common::{logcompact, path, stderr};
 
 /// Every file under `root` with its bytes (directories as `None`), recursively.
@@ -432,7 +433,7 @@ fn same_as_kafkas_cleaner(kafka: &'static Kafka, f: &fixture::Fixture) {
             "",
         );
         assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
-        let found = if codec_of(f, topic) == "snappy" {
+        let mut found = if codec_of(f, topic) == "snappy" {
             // snappy-java's C++ snappy 1.1.10 picks other matches than `snap` in some blocks (no crate builds
             // that version): the same files, batches and records, other compressed bytes (docs/kafka.md).
             let names = |d: &Path| segment_files(d).into_keys().collect::<Vec<_>>();
@@ -447,12 +448,45 @@ fn same_as_kafkas_cleaner(kafka: &'static Kafka, f: &fixture::Fixture) {
         } else {
             differences(&segment_files(&kafka_side), &segment_files(&ours))
         };
+        if !found.is_empty() {
+            found.push(smallest_case(kafka, &dir, configs, now));
+        }
         report.push((name, found));
     }
     let bad: Vec<String> =
         report.iter().filter(|(_, d)| !d.is_empty()).map(|(n, d)| format!("{n}:\n  {}", d.join("\n  "))).collect();
     assert!(report.len() >= 11, "{report:?}");
-    assert!(bad.is_empty(), "cleaned segments differ from Kafka's own cleaner's:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "cleaned segments differ from Kafka's own cleaner's on the fixture of seed {} ({}):\n{}",
+        f.summary["seed"],
+        f.node_dir.display(),
+        bad.join("\n")
+    );
+}
+
+/// The partition in `dir` (a broker wrote it) as a differential case, shrunk to the smallest that still differs
+/// from Kafka's cleaner, as a line to commit under `tests/differential/regressions/`; or why it could not be.
+fn smallest_case(kafka: &'static Kafka, dir: &Path, configs: &BTreeMap<String, String>, now: i64) -> String {
+    let number = |k: &str, default: i64| configs.get(k).and_then(|v| v.parse().ok()).unwrap_or(default);
+    let settings = differential::import::Settings {
+        now_ms: now,
+        buffer_bytes: 16 << 20,
+        segment_bytes: number("internal.segment.bytes", number("segment.bytes", 1 << 30)) as u64,
+        delete_retention_ms: number("delete.retention.ms", 86_400_000),
+        min_compaction_lag_ms: number("min.compaction.lag.ms", 0),
+    };
+    let case = match differential::import::from_partition(dir, &settings) {
+        Ok(c) => c,
+        Err(e) => return format!("(the partition could not be read as a differential case: {e})"),
+    };
+    let mut judge = differential::run::Judge::new(kafka, common::bin());
+    let failing = |v: &differential::run::Verdict| matches!(v, differential::run::Verdict::Differ(_));
+    if !failing(&judge.judge(&case, "skimpy")) {
+        return "(as a differential case, rewritten by this project's writer, it no longer differs)".into();
+    }
+    let small = differential::run::shrink(&mut judge, &case, "skimpy", failing);
+    format!("smallest case that differs: {}", serde_json::json!({ "map": "skimpy", "case": small }))
 }
 
 /// The codec a topic's producer wrote with (`none` for the internal topics).

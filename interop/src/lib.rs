@@ -21,6 +21,7 @@
 //! ```
 
 pub mod bench_partitions;
+pub mod cleaner_server;
 pub mod fixture;
 mod node;
 mod setup;
@@ -28,6 +29,7 @@ mod setup;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub use cleaner_server::CleanerServer;
 pub use node::{LoadFindings, Node, NodeSpec, PartitionLoad};
 
 /// The Kafka version every jar is of.

@@ -82,6 +82,11 @@ public final class OfflineClean {
     }
 
     static void run(String[] argv) throws Exception {
+        System.out.println(Json.write(clean(argv)));
+    }
+
+    /** One run as `main` does it, returning what it prints (for OfflineCleanServer, which runs many). */
+    static Map<String, Object> clean(String[] argv) throws Exception {
         Args a = new Args("OfflineClean", argv,
             Set.of("dir", "now-ms", "buffer-bytes", "config", "checkpoint", "high-watermark", "log-start-offset",
                 "io-buffer-bytes", "max-passes", "load-factor"),
@@ -202,7 +207,7 @@ public final class OfflineClean {
         }
         out.put("files_after", files(dir));
         out.put("peak_rss_kib", vmHwmKib());
-        System.out.println(Json.write(out));
+        return out;
     }
 
     static List<Object> files(File dir) throws Exception {
