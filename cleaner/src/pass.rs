@@ -436,6 +436,9 @@ impl Cleaner {
         let limit = section.first_uncleanable_offset;
         let mut txns = snapshot.transactions()?;
         log_core::kafka::txn::verify_index_files(&**log.store(), &snapshot, &mut txns)?;
+        if let Some(start) = snapshot.log_start() {
+            txns.forget_aborted_before(start);
+        }
         let bounds = Bounds { checkpoint, limit, first_uncleanable_base: section.first_uncleanable_base };
         let read_as_aborted = read_as_aborted_at(&**log.store(), snapshot.closed(), checkpoint, log.config(), &txns)?;
         let (end_offset, stale) = self.pass_one(snapshot.closed(), bounds, &txns, read_as_aborted, &mut stats)?;

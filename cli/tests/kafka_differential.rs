@@ -95,6 +95,13 @@ fn one_case_from_a_file() {
     let mut judge = Judge::new(kafka, common::bin());
     let verdict = judge.judge(&case, map);
     eprintln!("{}: {verdict:?}", case.describe());
+    // KAFKA_DIFF_SHRINK shrinks it further while it differs.
+    if std::env::var_os("KAFKA_DIFF_SHRINK").is_some() && matches!(verdict, Verdict::Differ(_)) {
+        let failing = |v: &Verdict| matches!(v, Verdict::Differ(_));
+        let small = differential::run::shrink(&mut judge, &case, map, failing);
+        eprintln!("{:?}", judge.judge(&small, map));
+        println!("{}", serde_json::json!({ "map": map, "case": small }));
+    }
 }
 
 #[test]

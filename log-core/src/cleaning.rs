@@ -252,6 +252,9 @@ impl<'a> Cleaning<'a> {
         }
         let mut t = self.snapshot.transactions()?;
         self.log.format.verify_txn_indexes(&**self.log.store(), &self.snapshot, &mut t)?;
+        if let Some(start) = self.snapshot.log_start() {
+            t.forget_aborted_before(start);
+        }
         Ok(self.txns.get_or_init(|| t))
     }
 

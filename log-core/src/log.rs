@@ -267,6 +267,7 @@ impl Log {
     pub(crate) fn snapshot_locked(&self, inner: &Inner) -> LogSnapshot {
         LogSnapshot::new(self.format, Arc::clone(&inner.closed), &inner.active, inner.next_offset)
             .with_high_watermark(self.high_watermark)
+            .with_log_start(self.producer_files.recorded_log_start)
     }
 
     /// The first record with an offset `>= offset`, or `None` past the end. A consumer asking for an offset

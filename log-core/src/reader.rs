@@ -27,6 +27,7 @@ pub struct LogSnapshot {
     active_max_timestamp: Option<i64>,
     next_offset: u64,
     high_watermark: Option<u64>,
+    log_start: Option<u64>,
 }
 
 impl LogSnapshot {
@@ -52,7 +53,12 @@ impl LogSnapshot {
             self.active_len,
         )?));
         let mut state = TxnState::fold(segments.iter().map(|s| &**s), self.next_offset);
-        // Kafka's LSO never passes the high watermark.
+        // Kafka's first unstable offset is never below the log start offset (UnifiedLog.updateFirstUnstableOffset),
+        // and its LSO never passes the high watermark.
+        if let Some(start) = self.log_start {
+            state.last_stable_offset = state.last_stable_offset.max(start.min(self.next_offset));
+            state.log_start = start;
+        }
         if let Some(hw) = self.high_watermark {
             state.last_stable_offset = state.last_stable_offset.min(hw);
         }
@@ -61,6 +67,16 @@ impl LogSnapshot {
 
     pub(crate) fn with_high_watermark(mut self, high_watermark: Option<u64>) -> Self {
         self.high_watermark = high_watermark;
+        self
+    }
+
+    /// Kafka: the log start offset the broker recorded for the partition, if any.
+    pub fn log_start(&self) -> Option<u64> {
+        self.log_start
+    }
+
+    pub(crate) fn with_log_start(mut self, log_start: Option<u64>) -> Self {
+        self.log_start = log_start;
         self
     }
 
@@ -90,6 +106,7 @@ impl LogSnapshot {
             active_max_timestamp: summary.max_timestamp,
             next_offset,
             high_watermark: None,
+            log_start: None,
         }
     }
 

@@ -128,6 +128,9 @@ pub struct TxnState {
     pub markers: u64,
     /// Bytes of the markers.
     pub marker_bytes: u64,
+    /// The log start offset: no reader goes below it, so an aborted transaction whose marker lies below it needs
+    /// no `.txnindex` entry (Kafka's cleaner writes none: it never sees one).
+    pub log_start: u64,
     /// Producer id → aborted ranges `(first, last)`, sorted, for [`TxnState::is_aborted`].
     ranges: HashMap<i64, Vec<(u64, u64)>>,
     /// (producer, marker offset) of the markers whose transaction has a data batch in the log (an emptied one
@@ -239,6 +242,20 @@ impl TxnState {
         }
     }
 
+    /// Forgets the aborted transactions whose marker lies below `log_start`, as Kafka's cleaner never sees them
+    /// (`UnifiedLog.collectAbortedTransactions` searches the `.txnindex` files from the log start offset): their
+    /// batches read as committed, and their markers as ending no transaction with data. No consumer reads below
+    /// the log start, so only the bytes a cleaner writes there depend on it.
+    pub fn forget_aborted_before(&mut self, log_start: u64) {
+        let gone = self.aborted.partition_point(|a| a.last_offset < log_start);
+        for a in self.aborted.drain(..gone) {
+            self.with_data.remove(&(a.producer_id, a.last_offset));
+            if let Some(r) = self.ranges.get_mut(&a.producer_id) {
+                r.retain(|&(_, last)| last != a.last_offset);
+            }
+        }
+    }
+
     /// Remembers `entry` as a segment's `.txnindex` holds it ([`TxnState::recorded_entry`]).
     pub fn record(&mut self, entry: AbortedTxn) {
         self.recorded.insert((entry.producer_id, entry.last_offset), entry);
@@ -335,9 +352,11 @@ pub fn index_disagreement(base: u64, end: u64, entries: &[AbortedTxn], txns: &Tx
         entries.iter().map(|e| (e.producer_id, e.last_offset)).collect();
     let from = txns.aborted.partition_point(|d| d.last_offset < base);
     let to = txns.aborted.partition_point(|d| d.last_offset < end).max(from);
-    let uncovered = txns.aborted[from..to]
-        .iter()
-        .find(|d| d.first_offset < d.last_offset && !covered.contains(&(d.producer_id, d.last_offset)))?;
+    let uncovered = txns.aborted[from..to].iter().find(|d| {
+        d.first_offset < d.last_offset
+            && d.last_offset >= txns.log_start
+            && !covered.contains(&(d.producer_id, d.last_offset))
+    })?;
     Some(IndexDisagreement {
         entry: None,
         producer_id: uncovered.producer_id,

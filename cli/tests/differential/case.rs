@@ -412,10 +412,10 @@ impl Case {
             ]);
         let at = |d: &mut Draw, p: f64| d.chance(p).then(|| d.below(count as u64 + 1) as usize);
         let checkpoint_at = at(&mut d, 0.3);
-        // Within the first segment: a broker deletes segments wholly below the log start soon after it moves
+        // Inside the first segment: a broker deletes segments wholly below the log start soon after it moves
         // (its retention check), and DeleteRecords moves it inside one.
         let first_len = merged.first().map_or(0, Vec::len) as u64;
-        let log_start_at = d.chance(0.1).then(|| d.below(first_len + 1) as usize);
+        let log_start_at = d.chance(0.1).then(|| d.below(first_len.max(1)) as usize);
         let high_watermark_at = at(&mut d, 0.1);
         let clean_shutdown = d.chance(0.7);
         let segs = merged.len();

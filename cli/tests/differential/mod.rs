@@ -83,6 +83,8 @@ pub fn run_cases(
                     other => vec![format!("the shrunk case no longer fails ({other:?})")],
                 };
                 let json = serde_json::json!({ "seed": seed, "map": map, "case": small });
+                // Said at once: a long run may take hours to its report.
+                eprintln!("seed {seed:#x} (map {map}) differs:\n  {}\n{json}", found.join("\n  "));
                 t.failures.push((seed, map.to_owned(), json.to_string(), found));
                 if t.failures.len() >= max_failures {
                     return t;

@@ -244,7 +244,9 @@ fn compare(input: &Layout, kafka_side: &Layout, ours: &Layout, bytes: bool, reco
     let names: std::collections::BTreeSet<&String> = k.keys().chain(o.keys()).collect();
     let kafka_names: Vec<&String> = k.keys().filter(|n| n.ends_with(".log")).collect();
     let our_names: Vec<&String> = o.keys().filter(|n| n.ends_with(".log")).collect();
-    if kafka_names != our_names {
+    // Segments are Kafka's only where the bytes are: another map's passes end elsewhere, and a snappy batch's
+    // few bytes of difference move the segment.bytes boundary the groups are cut at.
+    if bytes && kafka_names != our_names {
         found.push(format!("segments {our_names:?} against Kafka's {kafka_names:?}"));
     }
     if bytes {
@@ -365,7 +367,7 @@ pub fn shrink(judge: &mut Judge, case: &Case, map: &str, failing: impl Fn(&Verdi
         let mut improved = false;
         for candidate in smaller(&best) {
             tries += 1;
-            if tries > 3_000 {
+            if tries > 1_500 {
                 return best;
             }
             if failing(&judge.judge(&candidate, map)) {

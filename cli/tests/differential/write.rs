@@ -157,9 +157,9 @@ pub fn write(case: &Case, root: &Path) -> Layout {
         fs::write(partition.join(format!("{offset:020}.snapshot")), bytes).expect("write a snapshot");
     }
     let at = |i: Option<usize>| i.map(|i| bases.get(i).copied().unwrap_or(next));
-    // The log start lies within the first segment (a broker deletes segments wholly below it soon after).
+    // The log start lies inside the first segment (a broker deletes segments wholly below it soon after).
     let first = case.segments.first().map_or(0, Vec::len);
-    let log_start = at(case.log_start_at.map(|i| i.min(first)));
+    let log_start = at(case.log_start_at.map(|i| i.min(first.saturating_sub(1))));
     let (checkpoint, high_watermark) = (at(case.checkpoint_at), at(case.high_watermark_at));
     if let Some(c) = checkpoint {
         checkpoint_file(&log_dir, "cleaner-offset-checkpoint", c);

@@ -104,8 +104,11 @@ pub fn verify_index_files(
         let end = bases.get(i + 1).copied().unwrap_or_else(|| snapshot.next_offset().max(base.saturating_add(1)));
         let file = name(base, SegmentFile::TxnIndex, Stage::Live);
         let Some(entries) = read_index_file(store, &file)? else {
-            let needed =
-                txns.aborted.iter().any(|d| (base..end).contains(&d.last_offset) && d.first_offset < d.last_offset);
+            let needed = txns.aborted.iter().any(|d| {
+                (base..end).contains(&d.last_offset)
+                    && d.first_offset < d.last_offset
+                    && d.last_offset >= txns.log_start
+            });
             if needed {
                 missing.push(file);
             }
