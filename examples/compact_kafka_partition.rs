@@ -49,6 +49,7 @@ fn compact_in_place(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
         min_cleanable_dirty_ratio: 0.0,
         checkpoint: None,
         out: None,
+        clock_trust: logcompact::clock::ClockTrust::Checked,
     };
     let mut cleaner = Cleaner::new(CleanerConfig::default(), Arc::new(SystemClock))?;
     let done = logcompact::compact(&req, &mut cleaner, |stats| {

@@ -53,6 +53,7 @@ fn run(data_dir: &Path, settings: &Path) -> Result<datadir::Finished, Box<dyn st
         layers,
         mode: Mode::UntilClean,
         now_ms: None,
+        clock_trust: logcompact::clock::ClockTrust::Checked,
     };
     let hooks = Hooks {
         on_event: Arc::new(|event: &Event| {

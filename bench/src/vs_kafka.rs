@@ -122,6 +122,7 @@ pub fn ours_clean(dir: &Path, map: MapKind, s: &Settings) -> Result<Run, String>
         min_cleanable_dirty_ratio: 0.0,
         checkpoint: None,
         out: None,
+        clock_trust: logcompact::clock::ClockTrust::Checked,
     };
     let (mut seconds, mut passes, mut bytes_per_key, mut entries) = (0.0, 0u64, 0.0, 0u64);
     logcompact::compact(&req, &mut c, |st| {

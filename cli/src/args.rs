@@ -206,18 +206,39 @@ pub struct ClockArgs {
     /// compaction lags are all judged by it, so the same input, settings and clock give the same bytes.
     #[arg(long, value_name = "MS", allow_hyphen_values = true)]
     pub now_ms: Option<i64>,
+    /// Take the clock as it is: without it a clock more than a day after the system's, or more than an hour
+    /// before the newest record of a log, is refused (its delete horizons would purge tombstones early).
+    #[arg(long)]
+    pub i_know_the_clock: bool,
 }
 
 impl ClockArgs {
     /// The clock: fixed at --now-ms, or the system's.
     ///
     /// # Errors
-    /// [`Failure::Usage`] for a time before 1970.
+    /// [`Failure::Usage`] for a time before 1970, or more than a day after the system clock (unless
+    /// --i-know-the-clock).
     pub fn clock(&self) -> Result<Arc<dyn cleaner::Clock>, Failure> {
         match self.now_ms {
             Some(ms) if ms < 0 => Err(Failure::Usage(format!("--now-ms {ms} is before 1970"))),
-            Some(ms) => Ok(Arc::new(cleaner::ManualClock::new(ms))),
+            Some(ms) => {
+                if !self.i_know_the_clock {
+                    logcompact::clock::check_clock(ms, log_core::now_ms()).map_err(|e| {
+                        Failure::Usage(format!("--now-ms: {e} (give --i-know-the-clock if it is right)"))
+                    })?;
+                }
+                Ok(Arc::new(cleaner::ManualClock::new(ms)))
+            }
             None => Ok(Arc::new(cleaner::SystemClock)),
+        }
+    }
+
+    /// Whether the passes' clock is checked against each log's records.
+    pub fn trust(&self) -> logcompact::clock::ClockTrust {
+        if self.i_know_the_clock {
+            logcompact::clock::ClockTrust::Trusted
+        } else {
+            logcompact::clock::ClockTrust::Checked
         }
     }
 }

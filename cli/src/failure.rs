@@ -144,6 +144,7 @@ impl Failure {
             CompactError::Copy(logcompact::copy::CopyError::Open(o)) => Failure::from_open(o),
             CompactError::Copy(logcompact::copy::CopyError::Log(l)) => Failure::from_log("copying", l),
             CompactError::Pass { dir, source } => Failure::from_cleaner(&dir.display().to_string(), source),
+            CompactError::Clock { .. } => Failure::Usage(e.to_string()),
             _ => Failure::Runtime(e.to_string()),
         }
     }
@@ -178,6 +179,7 @@ impl Failure {
                 Failure::Usage(e.to_string())
             }
             DataDirError::Cleaner(c) => Failure::from_cleaner("bad cleaner settings", c),
+            DataDirError::Clock { .. } => Failure::Usage(e.to_string()),
             _ => Failure::Runtime(e.to_string()),
         }
     }

@@ -30,6 +30,8 @@ pub struct CompactRequest {
     pub checkpoint: Option<u64>,
     /// Compact a copy made here instead of the directory itself (which is then never written).
     pub out: Option<PathBuf>,
+    /// Whether the cleaner's clock is checked against the log's newest record first ([`crate::clock`]).
+    pub clock_trust: crate::clock::ClockTrust,
 }
 
 /// What a compaction did.
@@ -78,6 +80,15 @@ pub enum CompactError {
     /// The copy for `out` could not be made.
     #[error(transparent)]
     Copy(#[from] CopyError),
+    /// The cleaner's clock would stamp delete horizons in the past of the log's records.
+    #[error("{dir}: {source} (give --i-know-the-clock if it is right)", dir = dir.display())]
+    Clock {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: crate::clock::ClockError,
+    },
     /// A pass failed; passes already committed stay.
     #[error("{dir}: cleaning pass failed: {source}")]
     Pass {
@@ -193,6 +204,10 @@ pub fn compact_observed(
             crate::dir::start_dirty_at(&log, c).map_err(|e| CompactError::Usage(e.to_string()))?;
         }
         opened(log.recovery_report());
+        if req.clock_trust == crate::clock::ClockTrust::Checked {
+            crate::clock::check_clock_for_log(cleaner.now_ms(), &log)
+                .map_err(|source| CompactError::Clock { dir: req.dir.clone(), source })?;
+        }
         let lag = req.options.min_compaction_lag_ms;
         let before = log.dirty_section(cleaner.now_ms(), lag);
         let outcome = compact_log(&log, req.out.as_deref().unwrap_or(&dir), req, cleaner, each)?;

@@ -27,6 +27,7 @@
 //!     min_cleanable_dirty_ratio: 0.0,
 //!     checkpoint: None,
 //!     out: None,
+//!     clock_trust: logcompact::clock::ClockTrust::Checked,
 //! };
 //! let mut cleaner = Cleaner::new(CleanerConfig::default(), Arc::new(SystemClock))?;
 //! let outcome = logcompact::compact(&req, &mut cleaner, |stats| {
@@ -40,6 +41,7 @@
 
 pub mod analyze;
 pub mod check;
+pub mod clock;
 pub mod compact;
 pub mod consumer_offsets;
 pub mod coordinator_records;

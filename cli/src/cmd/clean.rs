@@ -102,6 +102,8 @@ pub fn run(a: &CleanArgs) -> Result<(), Failure> {
     if a.watch && a.clock.now_ms.is_some() {
         return Err(Failure::Usage("--now-ms fixes the clock, so it goes with --until-clean, not --watch".into()));
     }
+    // The same checks of a clock given by hand as compact's.
+    a.clock.clock()?;
     let format = a.format.into();
     let layers = logcompact::datadir::layers(
         &a.data_dir,
@@ -120,6 +122,7 @@ pub fn run(a: &CleanArgs) -> Result<(), Failure> {
         layers,
         mode: if a.watch { cleaner::manager::Mode::Watch } else { cleaner::manager::Mode::UntilClean },
         now_ms: a.clock.now_ms,
+        clock_trust: a.clock.trust(),
     };
     clean(&request, a.json, a.metrics_addr.as_deref())
 }

@@ -189,6 +189,7 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
         min_cleanable_dirty_ratio: a.min_cleanable_dirty_ratio,
         checkpoint: a.checkpoint,
         out: a.out.clone(),
+        clock_trust: a.clock.trust(),
     };
     compact(&c, a.clock.clock()?, &request, &resolved.given(), a.json)
 }

@@ -91,6 +91,11 @@ pub struct PartitionSpec {
 /// Writes a Kafka partition directory `dir` (created) as `spec` says: values name the offset, timestamps from
 /// 1. Returns the next offset.
 pub fn write_kafka_partition(dir: &Path, spec: &PartitionSpec) -> u64 {
+    write_kafka_partition_at(dir, spec, 1)
+}
+
+/// As [`write_kafka_partition`], timestamps from `first_timestamp`.
+pub fn write_kafka_partition_at(dir: &Path, spec: &PartitionSpec, first_timestamp: i64) -> u64 {
     use log_core::kafka::{Compression, RecordToWrite, new_header, write_batch};
     const CODECS: [Compression; 5] =
         [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
@@ -115,7 +120,7 @@ pub fn write_kafka_partition(dir: &Path, spec: &PartitionSpec) -> u64 {
                 .enumerate()
                 .map(|(i, (k, v))| RecordToWrite {
                     offset: (offset + i as u64) as i64,
-                    timestamp: 1 + (offset + i as u64) as i64,
+                    timestamp: first_timestamp + (offset + i as u64) as i64,
                     key: Some(k),
                     value: v.as_deref(),
                     header_count: 0,

@@ -23,6 +23,7 @@
 //!     layers: Layers { format: Format::Kafka, ..Layers::default() },
 //!     mode: cleaner::manager::Mode::UntilClean,
 //!     now_ms: None,
+//!     clock_trust: logcompact::clock::ClockTrust::Checked,
 //! };
 //! let done = clean(&req, &Hooks::quiet())?;
 //! println!("{} passes", done.status.passes);
@@ -93,6 +94,15 @@ pub enum DataDirError {
     /// The manager's settings are wrong.
     #[error(transparent)]
     Cleaner(#[from] cleaner::Error),
+    /// The clock would stamp delete horizons in the past of a log's records: nothing is cleaned.
+    #[error("{log}: {source} (give --i-know-the-clock if it is right)")]
+    Clock {
+        /// The log.
+        log: String,
+        /// Why.
+        #[source]
+        source: crate::clock::ClockError,
+    },
 }
 
 /// A log of a data directory.
@@ -190,6 +200,8 @@ pub struct CleanRequest {
     /// "Now" for every pass, fixed (until clean only: no time passes, so no retry comes due and a log whose
     /// pass failed is left uncleanable at once); `None` for the system clock.
     pub now_ms: Option<i64>,
+    /// Whether the clock is checked against each log's newest record before any pass ([`crate::clock`]).
+    pub clock_trust: crate::clock::ClockTrust,
 }
 
 /// How [`clean`] reports and is stopped.
@@ -348,6 +360,11 @@ fn add(
     }
     match open_writable(&found.dir, req.format, settings.log_config()) {
         Ok(opened) => {
+            if req.clock_trust == crate::clock::ClockTrust::Checked {
+                let now = req.now_ms.unwrap_or_else(log_core::now_ms);
+                crate::clock::check_clock_for_log(now, &opened.log)
+                    .map_err(|source| DataDirError::Clock { log: found.name.clone(), source })?;
+            }
             for line in crate::describe_recovery(opened.log.recovery_report(), true) {
                 notice(&format!("{}: {line}", found.name));
             }
