@@ -179,7 +179,9 @@ impl Failure {
                 Failure::Usage(e.to_string())
             }
             DataDirError::Cleaner(c) => Failure::from_cleaner("bad cleaner settings", c),
-            DataDirError::Clock { .. } => Failure::Usage(e.to_string()),
+            DataDirError::Clock { .. } | DataDirError::Metadata(_) | DataDirError::Stray { .. } => {
+                Failure::Usage(e.to_string())
+            }
             _ => Failure::Runtime(e.to_string()),
         }
     }

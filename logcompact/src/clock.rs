@@ -102,3 +102,14 @@ pub fn check_clock_for_log(now_ms: i64, log: &Log) -> Result<(), ClockError> {
         _ => Ok(()),
     }
 }
+
+/// A duration in ms as people read it: seconds, minutes, hours or days.
+pub fn age(ms: i64) -> String {
+    let s = ms / 1000;
+    match s {
+        _ if s < 120 => format!("{s} s"),
+        _ if s < 7_200 => format!("{} min", s / 60),
+        _ if s < 172_800 => format!("{} h", s / 3_600),
+        _ => format!("{} days", s / 86_400),
+    }
+}

@@ -107,6 +107,12 @@ pub fn analyze_dir(
     for (i, f) in found.logs.iter().enumerate() {
         // Whatever becomes of it, the log is done when this iteration ends.
         let _done = meter.map(|m| ItemDone(m));
+        if let Some(stray) = layers.stray(&f.dir, &f.settings_name) {
+            sizes[i] = 0;
+            set_total(&sizes);
+            out.ignored.push((f.name.clone(), stray.to_string()));
+            continue;
+        }
         let resolved = layers.resolve(&f.settings_name)?;
         let opened = match open_read_only(&f.dir, format) {
             Ok(o) => o,

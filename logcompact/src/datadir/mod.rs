@@ -91,6 +91,17 @@ pub enum DataDirError {
     /// The broker's metadata log or settings file named cannot be read.
     #[error(transparent)]
     Broker(#[from] crate::kraft::BrokerSettingsError),
+    /// The broker's metadata log cannot be chosen.
+    #[error(transparent)]
+    Metadata(#[from] crate::kraft::LocateError),
+    /// A partition directory that belongs to no topic the broker knows: left alone.
+    #[error("{}: {stray}", dir.display())]
+    Stray {
+        /// The directory.
+        dir: PathBuf,
+        /// How it is stray.
+        stray: crate::kraft::Stray,
+    },
     /// The manager's settings are wrong.
     #[error(transparent)]
     Cleaner(#[from] cleaner::Error),
@@ -343,6 +354,10 @@ fn add(
     sources: &mut BTreeMap<String, BTreeMap<String, String>>,
     notice: &dyn Fn(&str),
 ) -> Result<bool, DataDirError> {
+    if let Some(stray) = req.layers.stray(&found.dir, &found.settings_name) {
+        left_alone.push((found.name.clone(), stray.to_string()));
+        return Ok(false);
+    }
     let Some(Resolved { settings, sources: from }) = req.layers.resolve(&found.settings_name)? else {
         left_alone.push((found.name.clone(), req.layers.why_left_alone(&found.settings_name)));
         return Ok(false);
@@ -754,6 +769,9 @@ pub fn settings_of(
         Format::Kafka => log_core::kafka::topic_partition(&dir_name).map_or(dir_name.clone(), |(t, _)| t.to_owned()),
     };
     let layers = layers(&parent, format, config, flags, broker)?;
+    if let Some(stray) = layers.stray(&full, &name) {
+        return Err(DataDirError::Stray { dir: dir.to_path_buf(), stray });
+    }
     let resolved = layers.resolve_all(&name)?;
     Ok((resolved, layers))
 }
@@ -766,20 +784,28 @@ fn load_broker(data_dir: &Path, source: &BrokerSource, layers: &mut Layers) -> R
         let inner = d.join("__cluster_metadata-0");
         if inner.is_dir() { inner } else { d.clone() }
     });
-    let Some(dir) = named.clone().or_else(|| crate::kraft::locate(data_dir, props.as_ref())) else {
-        layers.broker_notice = Some(format!(
-            "no KRaft metadata log found for {} (give --metadata-dir): topics take Kafka's defaults and the \
-             settings given",
-            data_dir.display()
-        ));
-        return Ok(());
+    let (dir, how) = match named.clone() {
+        Some(d) => (d, "given by --metadata-dir".to_owned()),
+        None => match crate::kraft::locate(data_dir, props.as_ref())? {
+            crate::kraft::Location::Found { dir, how } => (dir, how),
+            crate::kraft::Location::NotFound { why } => {
+                layers.broker_notice = Some(format!(
+                    "no KRaft metadata log read: {why}. Topics take Kafka's defaults (cleanup.policy delete: nothing is \
+                     compacted on a guess) and the settings given; give --metadata-dir to read the broker's"
+                ));
+                return Ok(());
+            }
+        },
     };
     let node = crate::kraft::meta_property(data_dir, "node.id")
         .or_else(|| props.as_ref().and_then(|p| p.get("node.id").cloned()));
     match BrokerSettings::load(&dir, node, source.server_properties.as_deref()) {
         Ok(b) => {
+            let age = b.image.last_timestamp.map_or_else(String::new, |t| {
+                format!(", its last record {} old", crate::clock::age(log_core::now_ms().saturating_sub(t)))
+            });
             layers.broker_notice = Some(format!(
-                "topic settings from the broker's metadata log {} ({}{} record(s)){}",
+                "topic settings from the broker's metadata log {} ({how}; {}{} record(s){age}){}",
                 dir.display(),
                 b.sources.snapshot.as_ref().map_or_else(String::new, |s| format!(
                     "snapshot {}, then ",

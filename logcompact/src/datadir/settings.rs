@@ -352,6 +352,13 @@ impl Layers {
 
     /// Why the Kafka topic `name` is left alone: its `cleanup.policy` and where that came from, with what would
     /// make it compacted, said only as safe when it is (a `delete` topic's unkeyed records would go).
+    /// Whether the partition directory `dir` of topic `name` is stray (its topic id is not the broker's topic of
+    /// that name: [`crate::kraft::Stray`]); `None` without broker metadata to compare with.
+    pub fn stray(&self, dir: &std::path::Path, name: &str) -> Option<crate::kraft::Stray> {
+        self.broker.as_ref()?.stray(dir, name)
+    }
+
+    /// Why the log `name` is left alone, as its resolved settings say.
     pub fn why_left_alone(&self, name: &str) -> String {
         let Ok(r) = self.resolve_all(name) else { return format!("topic {name}'s settings do not resolve") };
         let from = r.sources.get("cleanup.policy").cloned().unwrap_or_default();

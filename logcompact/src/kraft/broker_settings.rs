@@ -100,6 +100,7 @@ impl BrokerSettings {
         let mut image = MetadataImage::default();
         let mut bad = None;
         let sources = replay(metadata_dir, &mut |r| {
+            image.saw_timestamp(r.timestamp);
             if bad.is_none()
                 && let Err(e) = image.apply(r.offset, &r.value)
             {
@@ -200,38 +201,179 @@ pub fn meta_property(dir: &Path, name: &str) -> Option<String> {
     parse_properties(&text).remove(name)
 }
 
+/// Where a data directory's metadata log is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// Found, and how (for the run's note).
+    Found {
+        /// The `__cluster_metadata-0` directory.
+        dir: PathBuf,
+        /// How it was chosen.
+        how: String,
+    },
+    /// None that provably belongs to the data directory; why.
+    NotFound {
+        /// Why, for the run's note.
+        why: String,
+    },
+}
+
+/// Why the metadata log of a data directory cannot be chosen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LocateError {
+    /// The broker's settings name a metadata log that is not there.
+    #[error("{by} names {}, which holds no metadata log (__cluster_metadata-0)", path.display())]
+    NamedMissing {
+        /// The directory named.
+        path: PathBuf,
+        /// What named it.
+        by: String,
+    },
+    /// Several metadata logs beside the data directory each register it: which is the broker's is not known.
+    #[error(
+        "{} holds no metadata log, and {} beside it each register it (directory.id {directory_id}): a copy \
+         would give stale settings; choose the broker's with --metadata-dir",
+        data_dir.display(),
+        candidates.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(" and ")
+    )]
+    Ambiguous {
+        /// The data directory.
+        data_dir: PathBuf,
+        /// The metadata logs that register it.
+        candidates: Vec<PathBuf>,
+        /// Its `directory.id`.
+        directory_id: String,
+    },
+}
+
 /// The metadata log directory of the broker whose log directory is `data_dir`: the one `server.properties`
-/// names (`metadata.log.dir`, else the first of `log.dirs`), else `data_dir`'s own `__cluster_metadata-0`, else
-/// a sibling log directory of the same node (its `meta.properties` with the same `cluster.id` and `node.id`)
-/// holding one. `None` when none is found.
-pub fn locate(data_dir: &Path, server_properties: Option<&BTreeMap<String, String>>) -> Option<PathBuf> {
+/// names (`metadata.log.dir`, else the first of `log.dirs`; an error when it is not there), else `data_dir`'s
+/// own `__cluster_metadata-0`, else the one of a sibling log directory of the same node (its `meta.properties`
+/// with the same `cluster.id` and `node.id`) whose metadata registers `data_dir` (this node's registration
+/// lists `data_dir`'s `directory.id`): a copy of a node's directory (a backup) has the same node and would
+/// give stale settings, so a sibling is taken only when it provably belongs, and two that both qualify are an
+/// error.
+///
+/// # Errors
+/// [`LocateError`].
+pub fn locate(data_dir: &Path, server_properties: Option<&BTreeMap<String, String>>) -> Result<Location, LocateError> {
     const PARTITION: &str = "__cluster_metadata-0";
     if let Some(props) = server_properties {
         let named = props
             .get("metadata.log.dir")
-            .or_else(|| props.get("log.dirs").or_else(|| props.get("log.dir")))
-            .and_then(|v| v.split(',').map(str::trim).find(|d| !d.is_empty()))
-            .map(|d| Path::new(d).join(PARTITION));
-        if let Some(dir) = named.filter(|d| d.is_dir()) {
-            return Some(dir);
+            .map(|d| (d.clone(), "metadata.log.dir"))
+            .or_else(|| props.get("log.dirs").or_else(|| props.get("log.dir")).map(|d| (d.clone(), "log.dirs")))
+            .and_then(|(v, by)| v.split(',').map(str::trim).find(|d| !d.is_empty()).map(|d| (d.to_owned(), by)));
+        if let Some((dir, by)) = named {
+            let dir = Path::new(&dir).join(PARTITION);
+            if dir.is_dir() {
+                return Ok(Location::Found { dir, how: format!("named by {by} in the broker's settings") });
+            }
+            return Err(LocateError::NamedMissing { path: dir, by: format!("the broker's settings' {by}") });
         }
     }
     let own = data_dir.join(PARTITION);
     if own.is_dir() {
-        return Some(own);
+        return Ok(Location::Found { dir: own, how: "in the data directory".into() });
     }
-    let cluster = meta_property(data_dir, "cluster.id")?;
+    let not_found = |why: String| Ok(Location::NotFound { why });
+    let Some(cluster) = meta_property(data_dir, "cluster.id") else {
+        return not_found(format!("{} holds neither a metadata log nor meta.properties", data_dir.display()));
+    };
     let node = meta_property(data_dir, "node.id");
-    let parent = data_dir.canonicalize().ok()?.parent()?.to_path_buf();
-    let mut candidates: Vec<PathBuf> = std::fs::read_dir(&parent)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join(PARTITION).is_dir())
-        .filter(|p| meta_property(p, "cluster.id").as_ref() == Some(&cluster) && meta_property(p, "node.id") == node)
+    let Some(parent) = data_dir.canonicalize().ok().and_then(|d| d.parent().map(Path::to_path_buf)) else {
+        return not_found(format!("{} has no parent directory to look beside", data_dir.display()));
+    };
+    let mut siblings: Vec<PathBuf> =
+        std::fs::read_dir(&parent).map(|r| r.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    siblings.retain(|p| {
+        p.join(PARTITION).is_dir()
+            && meta_property(p, "cluster.id").as_ref() == Some(&cluster)
+            && meta_property(p, "node.id") == node
+    });
+    siblings.sort();
+    if siblings.is_empty() {
+        return not_found(format!("no metadata log in {} nor beside it", data_dir.display()));
+    }
+    let (Some(directory_id), Some(node_id)) =
+        (meta_property(data_dir, "directory.id"), node.as_deref().and_then(|n| n.parse::<i32>().ok()))
+    else {
+        return not_found(format!(
+            "{} has no directory.id or node.id in its meta.properties, so none of the metadata logs beside it ({}) \
+             can be shown to be its broker's",
+            data_dir.display(),
+            siblings.iter().map(|s| s.display().to_string()).collect::<Vec<_>>().join(", ")
+        ));
+    };
+    let owners: Vec<PathBuf> = siblings
+        .iter()
+        .map(|s| s.join(PARTITION))
+        .filter(|m| {
+            BrokerSettings::load(m, node.clone(), None).is_ok_and(|b| b.image.registers(node_id, &directory_id))
+        })
         .collect();
-    candidates.sort();
-    candidates.into_iter().next().map(|p| p.join(PARTITION))
+    match owners.len() {
+        0 => not_found(format!(
+            "the metadata logs beside {} ({}) do not register it (no broker registration of node {node_id} lists \
+             its directory.id {directory_id})",
+            data_dir.display(),
+            siblings.iter().map(|s| s.display().to_string()).collect::<Vec<_>>().join(", ")
+        )),
+        1 => Ok(Location::Found {
+            dir: owners.into_iter().next().unwrap_or_default(),
+            how: format!("beside it, registering its directory.id {directory_id}"),
+        }),
+        _ => Err(LocateError::Ambiguous { data_dir: data_dir.to_path_buf(), candidates: owners, directory_id }),
+    }
+}
+
+/// A partition directory that belongs to no topic the broker knows: its `partition.metadata` names another topic
+/// id than the metadata's topic of that name (the topic was deleted and created again while this copy was away),
+/// or the metadata knows no such topic. Kafka renames such a directory `<name>.<id>-stray` as it starts and keeps
+/// its records; every command leaves it alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stray {
+    /// The topic id its `partition.metadata` holds.
+    pub directory_topic_id: String,
+    /// The id of the metadata's topic of that name, if there is one.
+    pub metadata_topic_id: Option<String>,
+}
+
+impl std::fmt::Display for Stray {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.metadata_topic_id {
+            Some(id) => write!(
+                f,
+                "stray: its partition.metadata says topic id {}, the broker's metadata has the topic as {id} (it \
+                 was deleted and created again); Kafka renames the directory -stray at start and keeps it, and it is \
+                 left alone",
+                self.directory_topic_id
+            ),
+            None => write!(
+                f,
+                "stray: its partition.metadata says topic id {}, and the broker's metadata knows no such topic; \
+                 Kafka renames the directory -stray at start and keeps it, and it is left alone",
+                self.directory_topic_id
+            ),
+        }
+    }
+}
+
+/// The topic id in the `partition.metadata` of the partition directory `dir`, if it holds one.
+pub fn partition_topic_id(dir: &Path) -> Option<String> {
+    let text = crate::datadir::settings::read_bounded(&dir.join("partition.metadata"), 1 << 12).ok()?;
+    text.lines().find_map(|l| l.strip_prefix("topic_id:")).map(|id| id.trim().to_owned())
+}
+
+impl BrokerSettings {
+    /// Whether the partition directory `dir` of `topic` is stray ([`Stray`]); `None` when it belongs to the
+    /// metadata's topic, or holds no topic id to compare.
+    pub fn stray(&self, dir: &Path, topic: &str) -> Option<Stray> {
+        let directory_topic_id = partition_topic_id(dir)?;
+        let metadata_topic_id = self.image.topic_id(topic).map(|id| crate::kraft::wire::uuid_string(&id));
+        (metadata_topic_id.as_deref() != Some(directory_topic_id.as_str()))
+            .then_some(Stray { directory_topic_id, metadata_topic_id })
+    }
 }
 
 #[cfg(test)]

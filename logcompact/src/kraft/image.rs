@@ -17,7 +17,9 @@ pub const TOPIC_RESOURCE: i8 = 2;
 /// `ConfigResource.Type` of a broker (name `""`: the cluster-wide default; a node id in decimal: that node).
 pub const BROKER_RESOURCE: i8 = 4;
 
+const REGISTER_BROKER_RECORD: u64 = 0;
 const TOPIC_RECORD: u64 = 2;
+const BROKER_REGISTRATION_CHANGE_RECORD: u64 = 17;
 const CONFIG_RECORD: u64 = 4;
 const REMOVE_TOPIC_RECORD: u64 = 9;
 const BEGIN_TRANSACTION_RECORD: u64 = 23;
@@ -83,9 +85,24 @@ impl<'a> Wire<'a> {
 /// What one record changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Change {
-    Topic { name: String, id: [u8; 16] },
-    RemoveTopic { id: [u8; 16] },
-    Config { resource_type: i8, resource: String, name: String, value: Option<String> },
+    Topic {
+        name: String,
+        id: [u8; 16],
+    },
+    RemoveTopic {
+        id: [u8; 16],
+    },
+    Config {
+        resource_type: i8,
+        resource: String,
+        name: String,
+        value: Option<String>,
+    },
+    /// A broker's registration, or a change of it: its log directories' ids (`None`: unchanged).
+    Broker {
+        id: i32,
+        log_dirs: Option<Vec<String>>,
+    },
     Begin,
     End,
     Abort,
@@ -114,6 +131,40 @@ fn decode(offset: i64, value: &[u8]) -> Result<Change, BadRecord> {
             let name = w.string().ok_or_else(cut)?.ok_or(bad("a config without a name"))?;
             Change::Config { resource_type, resource, name, value: w.string().ok_or_else(cut)? }
         }
+        REGISTER_BROKER_RECORD | BROKER_REGISTRATION_CHANGE_RECORD => {
+            let message = if api_key == REGISTER_BROKER_RECORD {
+                &super::schema::REGISTER_BROKER_RECORD
+            } else {
+                &super::schema::BROKER_REGISTRATION_CHANGE_RECORD
+            };
+            // A registration of a version this reader does not know says nothing of directories; the topics'
+            // settings do not depend on it.
+            let version = i16::try_from(_version).unwrap_or(i16::MAX);
+            let Ok(mut fields) = crate::message_schema::read_fields(
+                message,
+                &mut crate::kraft::wire::Reader::new(&value[w.at..]),
+                version,
+            ) else {
+                return Ok(Change::Other);
+            };
+            let Some(crate::message_schema::Json::Int(id)) = fields.get_mut("brokerId") else {
+                return Ok(Change::Other);
+            };
+            let id = i32::try_from(*id).unwrap_or(-1);
+            let dirs: Vec<String> = match fields.get_mut("logDirs") {
+                Some(crate::message_schema::Json::Array(a)) => a
+                    .iter()
+                    .filter_map(|d| match d {
+                        crate::message_schema::Json::Text(t) => Some(t.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            // A change record without directories leaves them as they were.
+            let log_dirs = (api_key == REGISTER_BROKER_RECORD || !dirs.is_empty()).then_some(dirs);
+            Change::Broker { id, log_dirs }
+        }
         BEGIN_TRANSACTION_RECORD => Change::Begin,
         END_TRANSACTION_RECORD => Change::End,
         ABORT_TRANSACTION_RECORD => Change::Abort,
@@ -128,8 +179,12 @@ pub struct MetadataImage {
     pub topics: BTreeMap<[u8; 16], String>,
     /// Configs by (resource type, resource name), each `name -> value`.
     pub configs: BTreeMap<(i8, String), BTreeMap<String, String>>,
+    /// Each registered broker's log directories (their `directory.id`s), by node id.
+    pub brokers: BTreeMap<i32, Vec<String>>,
     /// Records replayed.
     pub records: u64,
+    /// The newest record's timestamp.
+    pub last_timestamp: Option<i64>,
     /// Changes of a transaction not ended yet.
     pending: Option<Vec<Change>>,
 }
@@ -174,6 +229,11 @@ impl MetadataImage {
                     c.remove(&name);
                 }
             }
+            Change::Broker { id, log_dirs } => {
+                if let Some(dirs) = log_dirs {
+                    self.brokers.insert(id, dirs);
+                }
+            }
             Change::Begin | Change::End | Change::Abort | Change::Other => {}
         }
     }
@@ -186,6 +246,21 @@ impl MetadataImage {
     /// The dynamic broker configs of `resource` (`""` the cluster default, else a node id).
     pub fn broker_configs(&self, resource: &str) -> Option<&BTreeMap<String, String>> {
         self.configs.get(&(BROKER_RESOURCE, resource.to_owned()))
+    }
+
+    /// Notes the timestamp of a record replayed.
+    pub fn saw_timestamp(&mut self, timestamp: i64) {
+        self.last_timestamp = Some(self.last_timestamp.map_or(timestamp, |t| t.max(timestamp)));
+    }
+
+    /// True when the broker `node` registered a log directory of id `directory_id`.
+    pub fn registers(&self, node: i32, directory_id: &str) -> bool {
+        self.brokers.get(&node).is_some_and(|dirs| dirs.iter().any(|d| d == directory_id))
+    }
+
+    /// The id of the topic named `topic`, if it exists.
+    pub fn topic_id(&self, topic: &str) -> Option<[u8; 16]> {
+        self.topics.iter().find(|(_, t)| *t == topic).map(|(id, _)| *id)
     }
 
     /// True when `topic` exists.

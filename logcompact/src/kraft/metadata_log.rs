@@ -48,6 +48,8 @@ pub struct MetadataRecord {
     pub offset: i64,
     /// Its value (a metadata record: frame version, api key, version, body).
     pub value: Vec<u8>,
+    /// Its timestamp.
+    pub timestamp: i64,
 }
 
 /// Where a replay starts: the snapshot taken and the segments read after it.
@@ -141,7 +143,11 @@ pub fn each_record(path: &Path, from: i64, each: &mut dyn FnMut(MetadataRecord))
         for record in batch.records(&mut scratch).map_err(|e| bad(e.to_string()))? {
             let record = record.map_err(|e| bad(e.to_string()))?;
             if record.offset >= from {
-                each(MetadataRecord { offset: record.offset, value: record.value.unwrap_or_default().to_vec() });
+                each(MetadataRecord {
+                    offset: record.offset,
+                    value: record.value.unwrap_or_default().to_vec(),
+                    timestamp: record.timestamp,
+                });
             }
         }
     }

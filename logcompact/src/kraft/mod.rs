@@ -6,9 +6,9 @@
 //! control records, for decoding them as `DumpLogSegments --cluster-metadata-decoder` prints them.
 //!
 //! ```no_run
-//! use logcompact::kraft::{BrokerSettings, locate};
+//! use logcompact::kraft::{BrokerSettings, Location, locate};
 //! let data_dir = std::path::Path::new("/var/lib/kafka/data");
-//! let metadata = locate(data_dir, None).expect("a metadata log");
+//! let Location::Found { dir: metadata, .. } = locate(data_dir, None)? else { return Ok(()) };
 //! let node = logcompact::kraft::meta_property(data_dir, "node.id");
 //! let broker = BrokerSettings::load(&metadata, node, None)?;
 //! for s in broker.topic("orders").unwrap_or_default() {
@@ -23,4 +23,7 @@ pub mod metadata_log;
 pub mod schema;
 pub mod wire;
 
-pub use broker_settings::{BrokerSettings, BrokerSettingsError, Setting, locate, meta_property};
+pub use broker_settings::{
+    BrokerSettings, BrokerSettingsError, LocateError, Location, Setting, Stray, locate, meta_property,
+    partition_topic_id,
+};

@@ -1,0 +1,207 @@
+//! Settings from the right metadata only, and stray directories left alone (issue 42, findings 1 and 2), on a
+//! copy of a real Kafka 4.4 node changed by the broker itself:
+//!
+//! - a stale copy of the node's metadata log (`backup/`, in which a `delete` topic was once compacted) beside the
+//!   real one: both register the data directory, so the run stops and names them both and `--metadata-dir`,
+//!   where it used to take the first alphabetically and compact the `delete` topic; a broker setting naming a
+//!   metadata log that is not there is an error, not a silent fall back to another;
+//! - a topic deleted and created again (compacted) while a copy of its old partition directory was away: that
+//!   directory's `partition.metadata` names the old topic id, so it is stray: `clean` leaves it alone and names
+//!   it, `compact` refuses it, `analyze` lists it; the broker, started on the node, renames it `-stray` and keeps
+//!   every record.
+//!
+//! Needs Java 17 and Maven (`LOGCOMPACT_SKIP_KAFKA=1` skips; refused under CI).
+
+use std::path::{Path, PathBuf};
+
+use kafka_interop::{Kafka, Node, fixture};
+
+mod common;
+use common::{contents, logcompact, path, stderr, stdout};
+
+fn started(node: &mut Node) {
+    node.start().unwrap_or_else(|e| panic!("the broker did not start: {e}"));
+}
+
+fn stopped(node: &mut Node) {
+    node.stop().unwrap_or_else(|e| panic!("the broker did not stop: {e}"));
+}
+
+/// Runs a Kafka tool against the running broker; it must succeed.
+fn tool(node: &Node, class: &str, args: &[&str]) {
+    let out = node.tool(class, args).unwrap_or_else(|e| panic!("{class}: {e}"));
+    assert!(out.status.success(), "{class} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn alter_policy(node: &Node, topic: &str, policy: &str) {
+    tool(
+        node,
+        "org.apache.kafka.tools.ConfigCommand",
+        &[
+            "--bootstrap-server",
+            "{bootstrap}",
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            topic,
+            "--alter",
+            "--add-config",
+            &format!("cleanup.policy={policy}"),
+        ],
+    );
+}
+
+/// The data directory holding `partition`.
+fn data_dir_of(node: &Node, partition: &str) -> PathBuf {
+    node.partition(partition).and_then(|p| p.parent().map(Path::to_path_buf)).expect("the partition's data dir")
+}
+
+#[test]
+fn a_stale_copy_of_the_metadata_beside_the_real_one_is_never_believed() {
+    let Some(kafka) = Kafka::get() else { return };
+    let f = fixture::main(kafka);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut node = f.copy_to(tmp.path());
+    let meta_home = data_dir_of(&node, "__cluster_metadata-0");
+    // A topic of the data directory without the metadata log (the broker places partitions as it likes).
+    let (name, part) = node
+        .partitions()
+        .into_iter()
+        .find(|(n, p)| !n.starts_with("__") && p.parent() != Some(meta_home.as_path()))
+        .expect("a partition in the data directory without the metadata log");
+    let topic = log_core::kafka::topic_partition(&name).map(|(t, _)| t.to_owned()).expect("a topic");
+    let topic = topic.as_str();
+    let data = part.parent().expect("its data directory").to_path_buf();
+    // The topic was compacted when a copy of the metadata directory was taken (`backup/`, a sibling of the data
+    // directories that sorts before them); then it was set to delete.
+    started(&mut node);
+    alter_policy(&node, topic, "compact");
+    stopped(&mut node);
+    let backup = node.dir.join("backup");
+    kafka_interop::copy_tree(&meta_home, &backup).expect("copy");
+    started(&mut node);
+    alter_policy(&node, topic, "delete");
+    stopped(&mut node);
+    let before = contents(&part);
+    // Both metadata logs register the data directory: which is the broker's is not known, so nothing runs.
+    for args in [
+        vec!["clean", "--format", "kafka", "--data-dir", path(&data), "--until-clean"],
+        vec!["compact", "--format", "kafka", "--dir", path(&part), "--until-clean"],
+        vec!["analyze", "--format", "kafka", "--data-dir", path(&data)],
+    ] {
+        let out = logcompact(&args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("backup") && err.contains(path(&meta_home)) && err.contains("--metadata-dir"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(contents(&part), before, "{args:?} changed nothing");
+    }
+    // Given the broker's, the topic is delete and left alone; the run says which metadata log it read and how
+    // old its last record is. (The copy that said compact would have compacted it.)
+    let meta = meta_home.join("__cluster_metadata-0");
+    let out = logcompact(
+        &["clean", "--format", "kafka", "--data-dir", path(&data), "--until-clean", "--metadata-dir", path(&meta)],
+        "",
+    );
+    let err = stderr(&out);
+    assert!(err.contains("given by --metadata-dir") && err.contains("old"), "{err}");
+    assert!(err.contains(&name) && err.contains("cleanup.policy is delete"), "{err}\n{}", stdout(&out));
+    assert_eq!(contents(&part), before);
+    // A broker setting naming a metadata log that is not there is an error, not a fall back to another.
+    let props = tmp.path().join("server.properties");
+    std::fs::write(&props, format!("metadata.log.dir={}\n", tmp.path().join("gone").display())).expect("write");
+    let out = logcompact(
+        &["clean", "--format", "kafka", "--data-dir", path(&data), "--until-clean", "--broker-config", path(&props)],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("gone") && stderr(&out).contains("holds no metadata log"), "{}", stderr(&out));
+    assert_eq!(contents(&part), before);
+    // The broker, started on the node, loads the partition as it was.
+    std::fs::remove_dir_all(&backup).expect("remove the backup");
+    started(&mut node);
+    let findings = node.load_findings();
+    assert!(findings.failures.is_empty(), "{:?}", findings.failures);
+    stopped(&mut node);
+    assert!(node.partition(&name).is_some());
+}
+
+#[test]
+fn a_deleted_topics_old_directory_is_stray_and_left_alone() {
+    let Some(kafka) = Kafka::get() else { return };
+    let f = fixture::main(kafka);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut node = f.copy_to(tmp.path());
+    let topic = "unkeyed-delete";
+    let data = data_dir_of(&node, "unkeyed-delete-0");
+    let part = data.join("unkeyed-delete-0");
+    // The old partition directory is away while the topic is deleted and created again, compacted.
+    let away = tmp.path().join("away");
+    kafka_interop::copy_tree(&part, &away).expect("copy");
+    std::fs::remove_dir_all(&part).expect("remove");
+    started(&mut node);
+    let topics = "org.apache.kafka.tools.TopicCommand";
+    tool(&node, topics, &["--bootstrap-server", "{bootstrap}", "--delete", "--topic", topic]);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    tool(
+        &node,
+        topics,
+        &[
+            "--bootstrap-server",
+            "{bootstrap}",
+            "--create",
+            "--topic",
+            topic,
+            "--partitions",
+            "1",
+            "--replication-factor",
+            "1",
+            "--config",
+            "cleanup.policy=compact",
+        ],
+    );
+    stopped(&mut node);
+    // The new topic's directory, wherever the broker put it, makes way for the old one coming back.
+    for d in node.log_dirs() {
+        let new = d.join("unkeyed-delete-0");
+        if new.is_dir() {
+            std::fs::remove_dir_all(&new).expect("remove the new topic's directory");
+        }
+    }
+    kafka_interop::copy_tree(&away, &part).expect("put back");
+    let before = contents(&part);
+    // clean leaves it alone and names it.
+    let out = logcompact(&["clean", "--format", "kafka", "--data-dir", path(&data), "--until-clean", "--json"], "");
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(text.contains("unkeyed-delete-0") && text.contains("stray"), "{text}");
+    assert_eq!(contents(&part), before, "the stray directory is left alone");
+    // compact refuses it, analyze lists it.
+    let out =
+        logcompact(&["compact", "--format", "kafka", "--dir", path(&part), "--until-clean", "--drop-invalid"], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("stray"), "{}", stderr(&out));
+    assert_eq!(contents(&part), before);
+    let out = logcompact(&["analyze", "--format", "kafka", "--data-dir", path(&data)], "");
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(text.contains("unkeyed-delete-0") && text.contains("stray"), "{text}");
+    // The broker renames it -stray as it starts and keeps every record.
+    started(&mut node);
+    stopped(&mut node);
+    let renamed: Vec<PathBuf> = std::fs::read_dir(&data)
+        .expect("list")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().is_some_and(|n| {
+                n.to_string_lossy().starts_with("unkeyed-delete-0.") && n.to_string_lossy().ends_with("-stray")
+            })
+        })
+        .collect();
+    assert_eq!(renamed.len(), 1, "the broker renamed the directory -stray: {renamed:?}");
+    let logs = |c: &std::collections::BTreeMap<String, Option<Vec<u8>>>| -> Vec<(String, Option<Vec<u8>>)> {
+        c.iter().filter(|(n, _)| n.ends_with(".log")).map(|(n, b)| (n.clone(), b.clone())).collect()
+    };
+    assert_eq!(logs(&contents(&renamed[0])), logs(&before), "every record is still there");
+}
