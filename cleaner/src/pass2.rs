@@ -269,7 +269,9 @@ pub(crate) fn copy_segments<O: CopyOutput>(
 /// # Errors
 /// The record that does not decode, as judging the batch would find it.
 fn past_end_unchanged(batch: &BatchRef<'_>, judge: &Judge) -> std::result::Result<bool, log_core::CorruptKind> {
-    if !judge.judge_past_end || batch.base_offset < judge.end_offset {
+    // An empty batch (a bare header an earlier pass kept) goes past the end offset too unless something keeps it
+    // (Kafka: DELETE_EMPTY with no record retained): it is judged.
+    if !judge.judge_past_end || batch.base_offset < judge.end_offset || batch.record_count == 0 {
         return Ok(false);
     }
     if batch.delete_horizon.is_some() {
