@@ -8,7 +8,7 @@ use crate::checkpoint::CheckpointFile;
 use crate::config::{LogConfig, SyncPolicy};
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::format::side_indexes::write_side_indexes;
+use crate::format::side_indexes::{SideIndexes, write_side_indexes};
 use crate::names::{SegmentFile, Stage};
 use crate::reader::LogSnapshot;
 pub use crate::record::AppendRecord;
@@ -394,6 +394,11 @@ impl Log {
             self.check(write_side_indexes(&*self.store, sealed.base(), &files, Stage::Live))?;
         }
         let new_file = self.check(self.store.create(&new_name).map_err(Error::io("create", &new_name)))?;
+        // The new active segment's side indexes, empty, as a broker leaves them trimmed after a clean stop (a
+        // broker finding them missing rebuilds them, with an error in its log).
+        if let Some(empty) = SideIndexes::new(self.format, new_base, self.config.index_interval_bytes) {
+            self.check(write_side_indexes(&*self.store, new_base, &empty.finish(), Stage::Live))?;
+        }
         self.check(self.store.sync_dir().map_err(Error::io("sync directory", &new_name)))?;
         inner.active = Active {
             base: new_base,
