@@ -264,3 +264,143 @@ fn the_broker_starts_without_a_warning_on_what_every_writing_command_leaves() {
     assert!(findings.unexpected.is_empty(), "{:#?}", findings.unexpected);
     assert!(findings.loads.contains_key("codec-none-0") && findings.loads.contains_key("codec-lz4-0"));
 }
+
+#[expect(clippy::big_endian_bytes, reason = "Kafka's batches are big-endian")]
+/// A batch of `n` records from `base` (keys `odd-<offset>`, values `v<offset>`), its records compressed by
+/// `compress` (given the uncompressed records section), as a producer's batch would be but for that.
+fn odd_batch(base: u64, n: usize, codec: log_core::kafka::Compression, compress: impl Fn(&[u8]) -> Vec<u8>) -> Vec<u8> {
+    use log_core::kafka::{Compression, RecordToWrite, new_header, write_batch};
+    let keys: Vec<Vec<u8>> = (0..n).map(|i| format!("odd-{}", base + i as u64).into_bytes()).collect();
+    let values: Vec<Vec<u8>> = (0..n).map(|i| format!("v{}", base + i as u64).repeat(20).into_bytes()).collect();
+    let records: Vec<RecordToWrite<'_>> = (0..n)
+        .map(|i| RecordToWrite {
+            offset: (base + i as u64) as i64,
+            timestamp: log_core::now_ms(),
+            key: Some(&keys[i]),
+            value: Some(&values[i]),
+            header_count: 0,
+            header_bytes: &[],
+        })
+        .collect();
+    let mut plain = Vec::new();
+    write_batch(&new_header(base as i64, n as i32 - 1), Compression::None, None, &records, &mut plain, &mut Vec::new())
+        .expect("batch");
+    // The records section of an uncompressed batch starts after its 61-byte header.
+    let body = compress(&plain[61..]);
+    let mut batch = plain[..61].to_vec();
+    batch.extend_from_slice(&body);
+    let len = (batch.len() - 12) as i32;
+    batch[8..12].copy_from_slice(&len.to_be_bytes());
+    let attributes = i16::from_be_bytes([batch[21], batch[22]]) | i16::from(codec.bits());
+    batch[21..23].copy_from_slice(&attributes.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[21..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+    batch
+}
+
+/// Issue 42, finding 5: batches Kafka's Java decoders read (a gzip batch of two members, one with bytes after
+/// its member, a zstd batch of two frames, one opening with a skippable frame) were called damage: `check`
+/// exited 1 and sent the operator to `repair`, which found nothing, and `compact` failed. Appended to a stopped
+/// node's partition, the broker serves them to its Java consumer; then `check`, `dump`, `repair` and `compact`
+/// agree with what it served.
+#[test]
+fn batches_javas_decoders_read_are_read_so_by_every_command() {
+    use log_core::kafka::Compression;
+    let Some(kafka) = Kafka::get() else { return };
+    let f = fixture::main(kafka);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut node = f.copy_to(tmp.path());
+    let part = node.partition("codec-none-1").expect("a partition");
+    let last = contents(&part).into_keys().rfind(|n| n.ends_with(".log")).expect("a segment");
+    let log_path = part.join(&last);
+    let out = logcompact(&["dump", "--format", "kafka", "--json", "--dir", path(&part)], "");
+    let dumped: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
+    let mut next = dumped["batches"]
+        .as_array()
+        .expect("batches")
+        .iter()
+        .map(|b| {
+            b["header"]["base_offset"].as_u64().unwrap_or(0)
+                + b["header"]["last_offset_delta"].as_u64().unwrap_or(0)
+                + 1
+        })
+        .max()
+        .expect("a batch");
+    let gzip = |d: &[u8]| {
+        let mut o = Vec::new();
+        log_core::kafka::compression::compress(Compression::Gzip, d, &mut o);
+        o
+    };
+    let zstd = |d: &[u8]| zstd::bulk::compress(d, 3).expect("zstd");
+    type Section<'a> = Box<dyn Fn(&[u8]) -> Vec<u8> + 'a>;
+    let cases: Vec<(&str, Compression, Section<'_>)> = vec![
+        (
+            "gzip, two members",
+            Compression::Gzip,
+            Box::new(|d: &[u8]| [gzip(&d[..d.len() / 2]), gzip(&d[d.len() / 2..])].concat()),
+        ),
+        (
+            "gzip, bytes after the member",
+            Compression::Gzip,
+            Box::new(|d: &[u8]| [gzip(d), vec![9, 8, 7, 6, 5, 4, 3, 2, 1, 0]].concat()),
+        ),
+        (
+            "zstd, two frames",
+            Compression::Zstd,
+            Box::new(|d: &[u8]| [zstd(&d[..d.len() / 3]), zstd(&d[d.len() / 3..])].concat()),
+        ),
+        (
+            "zstd, a skippable frame first",
+            Compression::Zstd,
+            Box::new(|d: &[u8]| [vec![0x51, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 1, 2, 3], zstd(d)].concat()),
+        ),
+    ];
+    let mut appended = Vec::new();
+    let mut expected = std::collections::BTreeMap::new();
+    for (what, codec, compress) in &cases {
+        let batch = odd_batch(next, 4, *codec, compress);
+        for i in 0..4 {
+            expected.insert(next + i, (*what).to_owned());
+        }
+        appended.extend_from_slice(&batch);
+        next += 4;
+    }
+    let mut bytes = std::fs::read(&log_path).expect("read");
+    bytes.extend_from_slice(&appended);
+    std::fs::write(&log_path, bytes).expect("append");
+    // The broker serves every record of them to its Java consumer.
+    started(&mut node);
+    let out =
+        node.tool("logcompact.interop.Consume", &["--bootstrap", "{bootstrap}", "--tp", "codec-none:1"]).expect("java");
+    stopped(&mut node);
+    let out = kafka_interop::succeeded("Consume", out).unwrap_or_else(|e| panic!("{e}"));
+    let served: std::collections::BTreeSet<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|r| r["offset"].as_u64())
+        .collect();
+    for (offset, what) in &expected {
+        assert!(served.contains(offset), "the broker served offset {offset} ({what})");
+    }
+    // check, dump, repair and compact agree.
+    let out = logcompact(&["check", "--format", "kafka", "--dir", path(&part)], "");
+    assert_eq!(out.status.code(), Some(0), "check: {}{}", stdout(&out), stderr(&out));
+    let out = logcompact(&["dump", "--format", "kafka", "--json", "--dir", path(&part)], "");
+    assert_eq!(out.status.code(), Some(0), "dump: {}", stderr(&out));
+    let dumped = stdout(&out);
+    for offset in expected.keys() {
+        assert!(dumped.contains(&format!("odd-{offset}")), "dump shows offset {offset}");
+    }
+    let out = logcompact(&["repair", "--format", "kafka", "--dir", path(&part)], "");
+    assert_eq!(out.status.code(), Some(0), "repair: {}{}", stdout(&out), stderr(&out));
+    let now = (log_core::now_ms()).to_string();
+    let out = logcompact(&["roll", "--format", "kafka", "--dir", path(&part)], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out =
+        logcompact(&["compact", "--format", "kafka", "--dir", path(&part), "--until-clean", "--now-ms", &now], "");
+    assert_eq!(out.status.code(), Some(0), "compact: {}", stderr(&out));
+    let out = logcompact(&["dump", "--format", "kafka", "--json", "--dir", path(&part)], "");
+    for offset in expected.keys() {
+        assert!(stdout(&out).contains(&format!("odd-{offset}")), "compact kept offset {offset} (each key is its own)");
+    }
+}

@@ -888,3 +888,131 @@ fn messages_say_what_holds_a_partition_back_and_what_to_do() {
         assert!(stderr(&out).contains("move it out of the directory by hand"), "{format}: {}", stderr(&out));
     }
 }
+
+/// A closed segment `[5 records][a batch of 3 records whose records section is `section`, compressed with
+/// `codec`][5 records]`, and an empty active segment, in `dir`.
+#[expect(clippy::big_endian_bytes, reason = "Kafka's batches are big-endian")]
+fn partition_around(dir: &Path, codec: log_core::kafka::Compression, section: impl Fn(&[u8]) -> Vec<u8>) {
+    use log_core::kafka::{Compression, RecordToWrite, new_header, write_batch};
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let batch = |base: i64, n: i64, out: &mut Vec<u8>| {
+        let keys: Vec<Vec<u8>> = (0..n).map(|i| format!("k{}", base + i).into_bytes()).collect();
+        let records: Vec<RecordToWrite<'_>> = (0..n)
+            .map(|i| RecordToWrite {
+                offset: base + i,
+                timestamp: 1_000 + base + i,
+                key: Some(&keys[i as usize]),
+                value: Some(b"value"),
+                header_count: 0,
+                header_bytes: &[],
+            })
+            .collect();
+        write_batch(&new_header(base, n as i32 - 1), Compression::None, None, &records, out, &mut Vec::new())
+            .expect("batch");
+    };
+    let mut log = Vec::new();
+    batch(0, 5, &mut log);
+    let mut odd = Vec::new();
+    batch(5, 3, &mut odd);
+    let mut crafted = odd[..61].to_vec();
+    crafted.extend_from_slice(&section(&odd[61..]));
+    let len = (crafted.len() - 12) as i32;
+    crafted[8..12].copy_from_slice(&len.to_be_bytes());
+    let attributes = i16::from_be_bytes([crafted[21], crafted[22]]) | i16::from(codec.bits());
+    crafted[21..23].copy_from_slice(&attributes.to_be_bytes());
+    let crc = crc32c::crc32c(&crafted[21..]);
+    crafted[17..21].copy_from_slice(&crc.to_be_bytes());
+    log.extend_from_slice(&crafted);
+    batch(8, 5, &mut log);
+    std::fs::write(dir.join("00000000000000000000.log"), log).expect("write");
+    std::fs::write(dir.join("00000000000000000013.log"), b"").expect("write");
+}
+
+/// Issue 42, finding 5: `check` and `repair` never contradict each other on a compressed batch: both say
+/// nothing is wrong with what Kafka's Java decoders read (several gzip members, bytes after the member, several
+/// zstd frames, a skippable frame), and where `check` reports damage (a member's CRC that does not match, bytes
+/// after a zstd frame, a batch expanding past the bound) `repair` lists the batch it would drop.
+#[test]
+fn check_and_repair_agree_on_every_compressed_batch() {
+    use log_core::kafka::Compression;
+    let gzip = |d: &[u8]| {
+        let mut o = Vec::new();
+        log_core::kafka::compression::compress(Compression::Gzip, d, &mut o);
+        o
+    };
+    let zstd = |d: &[u8]| zstd::bulk::compress(d, 3).expect("zstd");
+    type Section = Box<dyn Fn(&[u8]) -> Vec<u8>>;
+    let cases: Vec<(&str, Compression, Section, bool)> = vec![
+        (
+            "gzip, two members",
+            Compression::Gzip,
+            Box::new(move |d: &[u8]| [gzip(&d[..7]), gzip(&d[7..])].concat()),
+            true,
+        ),
+        (
+            "gzip, bytes after",
+            Compression::Gzip,
+            Box::new(move |d: &[u8]| [gzip(d), b"\0garbage!!".to_vec()].concat()),
+            true,
+        ),
+        (
+            "zstd, two frames",
+            Compression::Zstd,
+            Box::new(move |d: &[u8]| [zstd(&d[..5]), zstd(&d[5..])].concat()),
+            true,
+        ),
+        (
+            "zstd, skippable first",
+            Compression::Zstd,
+            Box::new(move |d: &[u8]| [vec![0x50, 0x2a, 0x4d, 0x18, 2, 0, 0, 0, 7, 7], zstd(d)].concat()),
+            true,
+        ),
+        (
+            "gzip, a member's CRC wrong",
+            Compression::Gzip,
+            Box::new(move |d: &[u8]| {
+                let mut g = gzip(d);
+                let n = g.len();
+                g[n - 8] ^= 1;
+                g
+            }),
+            false,
+        ),
+        (
+            "zstd, bytes after",
+            Compression::Zstd,
+            Box::new(move |d: &[u8]| [zstd(d), vec![1, 2, 3, 4, 5, 6]].concat()),
+            false,
+        ),
+        (
+            "gzip, past the bound",
+            Compression::Gzip,
+            Box::new(move |_: &[u8]| {
+                let mut o = Vec::new();
+                log_core::kafka::compression::compress(Compression::Gzip, &vec![0u8; 300 << 20], &mut o);
+                o
+            }),
+            false,
+        ),
+    ];
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (i, (what, codec, section, readable)) in cases.iter().enumerate() {
+        let dir = tmp.path().join(format!("t-{i}"));
+        partition_around(&dir, *codec, section);
+        let before = contents(&dir);
+        let check = logcompact(&["check", "--format", "kafka", "--dir", path(&dir)], "");
+        let repair = logcompact(&["repair", "--format", "kafka", "--dir", path(&dir), "--json"], "");
+        let plan: serde_json::Value = serde_json::from_str(&stdout(&repair)).unwrap_or_default();
+        let drops = plan.to_string().contains("\"offset") || stdout(&repair).contains("drop");
+        if *readable {
+            assert_eq!(check.status.code(), Some(0), "{what}: check: {}", stderr(&check));
+            assert!(!drops, "{what}: repair would drop nothing: {}", stdout(&repair));
+            let dump = logcompact(&["dump", "--format", "kafka", "--dir", path(&dir)], "");
+            assert!(stdout(&dump).contains("k7"), "{what}: dump reads the batch's records: {}", stderr(&dump));
+        } else {
+            assert_eq!(check.status.code(), Some(1), "{what}: check: {}", stderr(&check));
+            assert!(drops, "{what}: repair lists the batch: {}{}", stdout(&repair), stderr(&repair));
+        }
+        assert_eq!(contents(&dir), before, "{what}: neither check nor repair without --apply changed anything");
+    }
+}

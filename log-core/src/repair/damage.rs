@@ -52,6 +52,9 @@ pub(crate) fn scan(
     let source = SegmentSource::Reads(Arc::clone(file));
     let mut damage = Damage { data_end: len, ..Damage::default() };
     let mut pos = 0u64;
+    // A batch's records read back as `check` reads them (a compressed batch whose records do not decode is damage
+    // to both: repair never contradicts check).
+    let mut scratch = Vec::new();
     // The range whose end offset the next valid batch tells.
     let mut pending: Option<usize> = None;
     'segment: while pos < len {
@@ -62,6 +65,10 @@ pub(crate) fn scan(
             for item in window.batches() {
                 match item {
                     Ok(placed) => {
+                        if let Err(kind) = records_read(&placed.batch, &mut scratch) {
+                            bad = Some((placed.position, kind));
+                            break 'scan;
+                        }
                         let stamp = Stamp::of(&placed.batch);
                         let above = damage.last.or(floor).max(base.checked_sub(1));
                         if above.is_some_and(|f| stamp.base_offset <= f) || stamp.last_offset >= MAX_OFFSET {
@@ -147,6 +154,14 @@ impl Damage {
             })
             .collect()
     }
+}
+
+/// Reads every record of `batch` (decompressing it), as `check` does: the first error.
+fn records_read(batch: &crate::BatchRef<'_>, scratch: &mut Vec<u8>) -> std::result::Result<(), CorruptKind> {
+    for record in batch.records(scratch)? {
+        record?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

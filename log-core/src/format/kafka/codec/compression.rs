@@ -218,10 +218,10 @@ pub fn decompress(codec: Compression, data: &[u8], limit: usize, out: &mut Vec<u
             if gzip_with_libdeflate(data, limit, out)? {
                 return Ok(());
             }
-            // Anything libdeflate does not take in one go (several members, a size trailer that lies): the
-            // streaming inflater, whose error is the answer.
+            // Anything libdeflate does not take in one go (several members, bytes after the last one, a size
+            // trailer that lies): member by member, as Java's GZIPInputStream reads them.
             out.clear();
-            bounded_read(flate2::read::GzDecoder::new(data), name, limit, out)
+            gzip_members(data, limit, out)
         }
         Compression::Lz4 => bounded_read(lz4_flex::frame::FrameDecoder::new(data), name, limit, out),
         Compression::Zstd => zstd_frame(data, limit, out),
@@ -252,13 +252,14 @@ thread_local! {
     /// This thread's zstd compression context, reused (level 3 set once; each batch a new session).
     static ZSTD_C: std::cell::RefCell<Option<zstd::zstd_safe::CCtx<'static>>> = const { std::cell::RefCell::new(None) };
     /// This thread's gzip inflater.
-    static INFLATE: std::cell::RefCell<Option<libdeflater::Decompressor>> = const { std::cell::RefCell::new(None) };
+    static INFLATE: std::cell::RefCell<Option<super::inflate::Inflater>> = const { std::cell::RefCell::new(None) };
     /// This thread's deflater at Kafka's level, reset for every batch.
     static DEFLATE: std::cell::RefCell<Option<flate2::Compress>> = const { std::cell::RefCell::new(None) };
 }
 
-/// One zstd frame of `data` into `out` (cleared), at most `limit` bytes, growing `out` as the frame decodes
-/// (Kafka's frames carry no content size) and never past `limit` + 1.
+/// The zstd frames of `data` into `out` (cleared), at most `limit` bytes, growing `out` as they decode (Kafka's
+/// frames carry no content size) and never past `limit` + 1: frame after frame, skippable ones skipped, until
+/// the input ends, as zstd-jni's stream reads them.
 fn zstd_frame(data: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), DecompressError> {
     use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer, ResetDirective};
     let malformed = |code: usize| DecompressError::Malformed {
@@ -284,35 +285,84 @@ fn zstd_frame(data: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), Decomp
                 let mut output = OutBuffer::around_pos(out, pos);
                 dctx.decompress_stream(&mut output, &mut input).map_err(malformed)?
             };
-            if left == 0 {
-                // The frame is whole.
+            if left == 0 && input.pos() == data.len() {
+                // The last frame is whole (zstd-jni's stream reads frame after frame, skippable ones skipped,
+                // until its input ends).
                 if out.len() > limit {
                     return Err(DecompressError::TooLarge { codec: "zstd", limit });
                 }
                 return Ok(());
             }
-            if input.pos() == data.len() && out.len() < out.capacity() {
+            if left != 0 && input.pos() == data.len() && out.len() < out.capacity() {
                 return Err(DecompressError::Malformed { codec: "zstd", reason: "the frame is cut off".into() });
             }
         }
     })
 }
 
-/// A gzip member of `data` into `out` with libdeflate, sized by its trailer's size: `Ok(false)` when
-/// libdeflate does not take it whole (the caller then streams it).
+/// Every gzip member of `data` into `out`, at most `limit` bytes, as Java's `GZIPInputStream` (Kafka's gzip
+/// reader) reads them: the first must be whole; after each, more bytes are another member when they start with
+/// a gzip header that reads, and are ignored otherwise (`readTrailer` takes a header that does not read for the
+/// end of the stream).
+fn gzip_members(data: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), DecompressError> {
+    let mut rest = data;
+    let mut first = true;
+    while first || (!rest.is_empty() && gzip_header_len(rest).is_some()) {
+        first = false;
+        let mut member = flate2::bufread::GzDecoder::new(rest);
+        let left = limit.saturating_sub(out.len());
+        bounded_read(&mut member, "gzip", left, out).map_err(|e| match e {
+            DecompressError::TooLarge { .. } => DecompressError::TooLarge { codec: "gzip", limit },
+            other => other,
+        })?;
+        rest = member.into_inner();
+    }
+    Ok(())
+}
+
+/// The length of the gzip header at the start of `data` (RFC 1952: magic, method 8, flags, then the optional
+/// extra field, name, comment and header CRC the flags say), or `None` when it is not one whole.
+fn gzip_header_len(data: &[u8]) -> Option<usize> {
+    if data.len() < 10 || data[0] != 0x1f || data[1] != 0x8b || data[2] != 8 {
+        return None;
+    }
+    let flags = data[3];
+    let mut at = 10usize;
+    if flags & 0x04 != 0 {
+        let xlen = usize::from(u16::from_le_bytes([*data.get(at)?, *data.get(at + 1)?]));
+        at = at.checked_add(2 + xlen)?;
+    }
+    for bit in [0x08, 0x10] {
+        if flags & bit != 0 {
+            at += data.get(at..)?.iter().position(|&b| b == 0)? + 1;
+        }
+    }
+    if flags & 0x02 != 0 {
+        at += 2;
+    }
+    (at <= data.len()).then_some(at)
+}
+
+/// `data` into `out` with libdeflate when it is one gzip member and nothing after it, sized by its trailer's
+/// size: `Ok(false)` when it is not (several members, bytes after the member, a size trailer that lies; the
+/// caller then reads it member by member).
 fn gzip_with_libdeflate(data: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<bool, DecompressError> {
     let Some(tail) = data.len().checked_sub(4).and_then(|at| data.get(at..)) else { return Ok(false) };
     let size = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as usize;
+    // A trailer past the limit may be bytes after the last member (ignored): the member-by-member read judges.
     if size > limit {
-        return Err(DecompressError::TooLarge { codec: "gzip", limit });
+        return Ok(false);
     }
     out.clear();
     out.resize(size, 0);
     INFLATE.with(|cell| {
         let mut cell = cell.borrow_mut();
-        let inflater = cell.get_or_insert_with(libdeflater::Decompressor::new);
-        match inflater.gzip_decompress(data, out) {
-            Ok(n) if n == size => Ok(true),
+        if cell.is_none() {
+            *cell = super::inflate::Inflater::new();
+        }
+        let Some(inflater) = cell.as_mut() else { return Ok(false) };
+        match inflater.member(data, out) {
+            super::inflate::Member::Whole { read, written } => Ok(read == data.len() && written == size),
             _ => Ok(false),
         }
     })
@@ -489,6 +539,66 @@ fn lz4_block_bound(n: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn gzip_of(data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        compress(Compression::Gzip, data, &mut out);
+        out
+    }
+
+    fn zstd_of(data: &[u8]) -> Vec<u8> {
+        zstd::bulk::compress(data, 3).expect("zstd")
+    }
+
+    #[test]
+    fn gzip_members_and_bytes_after_them_read_as_java_reads_them() {
+        let (a, b) = (b"first member ".repeat(50), b"second member".repeat(40));
+        let mut two = gzip_of(&a);
+        two.extend_from_slice(&gzip_of(&b));
+        let mut out = Vec::new();
+        decompress(Compression::Gzip, &two, 1 << 20, &mut out).expect("two members");
+        assert_eq!(out, [a.clone(), b.clone()].concat());
+        // Bytes after the last member that are no gzip header: Java ignores them.
+        let mut garbage = gzip_of(&a);
+        garbage.extend_from_slice(&[7, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        decompress(Compression::Gzip, &garbage, 1 << 20, &mut out).expect("trailing bytes ignored");
+        assert_eq!(out, a);
+        // A second member whose header reads but whose data does not is damage, as in Java.
+        let mut bad = gzip_of(&a);
+        let mut second = gzip_of(&b);
+        let n = second.len();
+        second[n / 2] ^= 0xff;
+        bad.extend_from_slice(&second);
+        assert!(decompress(Compression::Gzip, &bad, 1 << 20, &mut out).is_err());
+        // The limit counts every member.
+        assert!(matches!(
+            decompress(Compression::Gzip, &two, a.len() + 10, &mut out),
+            Err(DecompressError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn zstd_frames_and_skippable_frames_read_as_zstd_jni_reads_them() {
+        let (a, b) = (b"frame one ".repeat(60), b"frame two".repeat(30));
+        let mut two = zstd_of(&a);
+        two.extend_from_slice(&zstd_of(&b));
+        let mut out = Vec::new();
+        decompress(Compression::Zstd, &two, 1 << 20, &mut out).expect("two frames");
+        assert_eq!(out, [a.clone(), b.clone()].concat());
+        // A skippable frame (magic 0x184D2A5?, a length, that many bytes) before the data.
+        let mut skippable = vec![0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4];
+        skippable.extend_from_slice(&zstd_of(&a));
+        decompress(Compression::Zstd, &skippable, 1 << 20, &mut out).expect("a skippable frame first");
+        assert_eq!(out, a);
+        // Bytes after the last frame that are no frame: damage, as zstd-jni says.
+        let mut garbage = zstd_of(&a);
+        garbage.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert!(decompress(Compression::Zstd, &garbage, 1 << 20, &mut out).is_err());
+        assert!(matches!(
+            decompress(Compression::Zstd, &two, a.len() + 10, &mut out),
+            Err(DecompressError::TooLarge { .. })
+        ));
+    }
 
     #[test]
     fn every_codec_round_trips_and_respects_the_limit() {

@@ -7,4 +7,5 @@
 pub mod batch;
 pub mod build;
 pub mod compression;
+mod inflate;
 pub mod varint;
