@@ -44,6 +44,15 @@ pub enum TxnEvent {
         /// Bytes of the batch.
         bytes: u64,
     },
+    /// A control batch that lost its record (a bare header a cleaner kept): its producer's transaction ended
+    /// there (a broker holding the producer's state saw the marker), as neither a commit nor an abort that this
+    /// reader can still tell.
+    Ended {
+        /// Its producer.
+        producer_id: i64,
+        /// Its offset.
+        offset: u64,
+    },
     /// A control batch (transaction marker).
     Marker {
         /// Its producer.
@@ -140,6 +149,9 @@ pub struct TxnState {
     /// it was written (its first offset and last stable offset may differ from what the batches now say: a
     /// cleaner keeps an entry as it read it).
     recorded: HashMap<(i64, u64), AbortedTxn>,
+    /// Producer id -> offsets of its COMMIT markers, in order (which COMMIT claims the batches of a transaction
+    /// whose ABORT a cleaner does not see: [`TxnState::forget_aborted_before`]).
+    commits: HashMap<i64, Vec<u64>>,
 }
 
 impl TxnState {
@@ -168,6 +180,11 @@ impl TxnState {
                         o.records += records;
                         o.bytes += bytes;
                     }
+                    TxnEvent::Ended { producer_id, .. } => {
+                        if let Some(o) = ongoing.remove(&producer_id) {
+                            firsts.remove(&(o.first, producer_id));
+                        }
+                    }
                     TxnEvent::Marker { producer_id, offset, kind, coordinator_epoch, bytes, .. } => {
                         state.markers += 1;
                         state.marker_bytes += bytes;
@@ -178,6 +195,9 @@ impl TxnState {
                         }
                         if ended.is_some() {
                             state.with_data.insert((producer_id, offset));
+                        }
+                        if kind == MarkerType::Commit {
+                            state.commits.entry(producer_id).or_default().push(offset);
                         }
                         if kind != MarkerType::Abort {
                             continue;
@@ -246,12 +266,23 @@ impl TxnState {
     /// (`UnifiedLog.collectAbortedTransactions` searches the `.txnindex` files from the log start offset): their
     /// batches read as committed, and their markers as ending no transaction with data. No consumer reads below
     /// the log start, so only the bytes a cleaner writes there depend on it.
+    ///
+    /// Kafka's cleaner (`CleanedTransactionMetadata`) notes a producer whose transactional batches it reads as
+    /// committed until its next `COMMIT` marker, which an `ABORT` does not clear: that `COMMIT` then has data and
+    /// stays, whatever lies between.
     pub fn forget_aborted_before(&mut self, log_start: u64) {
         let gone = self.aborted.partition_point(|a| a.last_offset < log_start);
-        for a in self.aborted.drain(..gone) {
-            self.with_data.remove(&(a.producer_id, a.last_offset));
+        for a in self.aborted.drain(..gone).collect::<Vec<_>>() {
+            let had_data = self.with_data.remove(&(a.producer_id, a.last_offset));
             if let Some(r) = self.ranges.get_mut(&a.producer_id) {
                 r.retain(|&(_, last)| last != a.last_offset);
+            }
+            let next_commit = self.commits.get(&a.producer_id).and_then(|c| {
+                let i = c.partition_point(|&o| o < a.last_offset);
+                c.get(i).copied()
+            });
+            if let (true, Some(commit)) = (had_data, next_commit) {
+                self.with_data.insert((a.producer_id, commit));
             }
         }
     }

@@ -232,10 +232,13 @@ impl Case {
             };
             let ends: Vec<usize> = (0..txn.len()).filter(|&i| txn[i].open).collect();
             let action = d.below(100);
+            // Whether a marker made now ends a transaction with data (a cleaner empties only one that does not).
+            let mut ends_data = false;
             let mut batch = if action < 8 && !ends.is_empty() || action < 3 && !txn.is_empty() {
                 // A marker: ends an open transaction (or, rarely, an empty one).
                 let i = if ends.is_empty() { d.below(txn.len() as u64) as usize } else { d.pick(&ends) };
                 let p = &mut txn[i];
+                ends_data = p.open;
                 let commit = d.chance(0.6);
                 let epoch = if tv2 { p.epoch.saturating_add(1) } else { p.epoch };
                 p.epoch = epoch;
@@ -327,6 +330,8 @@ impl Case {
                         // Stamped: its horizon passed, or not yet.
                         batch.horizon = Some(if d.chance(0.5) { ts - d.below(1_000) as i64 } else { ts + DAY_MS });
                     }
+                    // A cleaner empties a marker only once its transaction has no data left.
+                    _ if matches!(batch.writer, Writer::Marker { .. }) && ends_data => {}
                     _ if !matches!(batch.writer, Writer::Plain) => {
                         // Emptied: a producer's batch (or a marker) an earlier cleaning kept as a bare header.
                         batch.records.clear();

@@ -46,8 +46,9 @@ impl SegmentTxns {
             }
             if h.is_control() {
                 match read_marker(source, name, pos, h, &mut buf) {
-                    // An emptied marker (a bare header a cleaner kept) ends nothing and is no write.
-                    Ok(None) => {}
+                    // An emptied marker (a bare header a cleaner kept) is no write; the transaction it ended stays
+                    // ended (the broker saw its marker).
+                    Ok(None) => out.events.push(TxnEvent::Ended { producer_id: h.producer_id, offset: base }),
                     Ok(Some(marker)) => {
                         producers.marker(h.producer_id, h.producer_epoch, marker.timestamp);
                         out.events.push(TxnEvent::Marker {

@@ -175,7 +175,12 @@ pub fn producers_read_as_aborted(
             }
         }
     };
-    let mut producers: Vec<i64> = entries.iter().filter(|e| e.last_offset < read_from).map(|e| e.producer_id).collect();
+    // Kafka searches the entries from the log start offset: one whose marker lies below it is never collected.
+    let mut producers: Vec<i64> = entries
+        .iter()
+        .filter(|e| e.last_offset < read_from && e.last_offset >= txns.log_start)
+        .map(|e| e.producer_id)
+        .collect();
     // An ABORT marker read before `start` closes its producer's (stale) transaction.
     producers
         .retain(|&p| !txns.aborted.iter().any(|a| a.producer_id == p && (read_from..start).contains(&a.last_offset)));
