@@ -179,7 +179,10 @@ impl Failure {
                 Failure::Usage(e.to_string())
             }
             DataDirError::Cleaner(c) => Failure::from_cleaner("bad cleaner settings", c),
-            DataDirError::Clock { .. } | DataDirError::Metadata(_) | DataDirError::Stray { .. } => {
+            DataDirError::Clock { .. }
+            | DataDirError::Metadata(_)
+            | DataDirError::Stray { .. }
+            | DataDirError::Broker(logcompact::kraft::BrokerSettingsError::Properties { .. }) => {
                 Failure::Usage(e.to_string())
             }
             _ => Failure::Runtime(e.to_string()),

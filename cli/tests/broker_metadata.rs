@@ -404,3 +404,110 @@ fn batches_javas_decoders_read_are_read_so_by_every_command() {
         assert!(stdout(&out).contains(&format!("odd-{offset}")), "compact kept offset {offset} (each key is its own)");
     }
 }
+
+/// Appends to the metadata log in `meta` (a `__cluster_metadata-0` directory) one batch holding a topic
+/// `ConfigRecord` (api key 4, version 0) setting `name` to `value` for `topic`, as a controller would.
+fn append_topic_config(meta: &Path, topic: &str, name: &str, value: &str) {
+    use log_core::kafka::{Compression, RecordToWrite, new_header, write_batch};
+    let string = |s: &str, out: &mut Vec<u8>| {
+        out.push(u8::try_from(s.len() + 1).expect("short"));
+        out.extend_from_slice(s.as_bytes());
+    };
+    // Frame version 1, api key 4, version 0, then the body and no tagged fields.
+    let mut record = vec![1, 4, 0, 2];
+    string(topic, &mut record);
+    string(name, &mut record);
+    string(value, &mut record);
+    record.push(0);
+    let last = contents(meta).into_keys().rfind(|n| n.ends_with(".log")).expect("a segment");
+    let bytes = std::fs::read(meta.join(&last)).expect("read");
+    // The next offset and the leader epoch of the last batch.
+    let (mut pos, mut next, mut epoch) = (0usize, 0i64, 0i32);
+    while pos + 61 <= bytes.len() {
+        let Ok(b) = log_core::Format::Kafka.parse(&bytes[pos..], false) else { break };
+        let h = *b.kafka_header().expect("kafka");
+        next = h.last_offset() + 1;
+        epoch = h.partition_leader_epoch;
+        pos += b.len();
+    }
+    let mut header = new_header(next, 0);
+    header.partition_leader_epoch = epoch;
+    let write = [RecordToWrite {
+        offset: next,
+        timestamp: log_core::now_ms(),
+        key: None,
+        value: Some(&record),
+        header_count: 0,
+        header_bytes: &[],
+    }];
+    let mut batch = Vec::new();
+    write_batch(&header, Compression::None, None, &write, &mut batch, &mut Vec::new()).expect("batch");
+    let mut all = bytes[..pos].to_vec();
+    all.extend_from_slice(&batch);
+    std::fs::write(meta.join(&last), all).expect("append");
+}
+
+/// Issue 42, finding 6: one topic config Kafka would refuse (`cleanup.policy=Compact` in the metadata) made
+/// `analyze` and `clean` exit 2 for the whole directory; now that topic's partitions are left alone, named with
+/// the setting and the value, every other partition is cleaned, and the exit code (2) says some were skipped. A
+/// `server.properties` value Kafka would refuse (`log.segment.bytes=0`) stops the run before anything is
+/// written, even when no topic takes it.
+#[test]
+fn one_bad_topic_config_skips_one_topic_and_a_bad_broker_setting_stops_the_run() {
+    let Some(kafka) = Kafka::get() else { return };
+    let f = fixture::main(kafka);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let node = f.copy_to(tmp.path());
+    let meta_home = data_dir_of(&node, "__cluster_metadata-0");
+    let meta = meta_home.join("__cluster_metadata-0");
+    // Two compacted topics in one data directory: one gets a policy Kafka refuses.
+    let in_dir: Vec<(String, PathBuf)> = node
+        .partitions()
+        .into_iter()
+        .filter(|(n, p)| {
+            n.starts_with("codec-") && !n.starts_with("codec-snappy") && p.parent() == Some(meta_home.as_path())
+        })
+        .collect();
+    assert!(in_dir.len() >= 2, "two compacted partitions beside the metadata log: {in_dir:?}");
+    let (bad_name, bad_part) = in_dir[0].clone();
+    let bad_topic = log_core::kafka::topic_partition(&bad_name).map(|(t, _)| t.to_owned()).expect("topic");
+    let others: Vec<PathBuf> =
+        in_dir.iter().filter(|(n, _)| !n.starts_with(&format!("{bad_topic}-"))).map(|(_, p)| p.clone()).collect();
+    assert!(!others.is_empty());
+    append_topic_config(&meta, &bad_topic, "cleanup.policy", "Compact");
+    let before_bad = contents(&bad_part);
+    let before_others: Vec<_> = others.iter().map(|p| contents(p)).collect();
+    // A server.properties value Kafka refuses stops the run first.
+    let props = tmp.path().join("server.properties");
+    std::fs::write(&props, "log.segment.bytes=0\n").expect("write");
+    let out = logcompact(
+        &[
+            "clean",
+            "--format",
+            "kafka",
+            "--data-dir",
+            path(&meta_home),
+            "--until-clean",
+            "--broker-config",
+            path(&props),
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("log.segment.bytes=0"), "{}", stderr(&out));
+    assert_eq!(contents(&bad_part), before_bad);
+    for (p, b) in others.iter().zip(&before_others) {
+        assert_eq!(&contents(p), b, "nothing written before the refusal");
+    }
+    // The bad topic is skipped and named; the others are cleaned.
+    let out = logcompact(&["clean", "--format", "kafka", "--data-dir", path(&meta_home), "--until-clean"], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains(&bad_name) && err.contains("cleanup.policy") && err.contains("Compact"), "{err}");
+    assert_eq!(contents(&bad_part), before_bad, "the skipped topic is left alone");
+    assert!(others.iter().zip(&before_others).any(|(p, b)| &contents(p) != b), "the other topics were cleaned: {err}");
+    // analyze names it and goes on.
+    let out = logcompact(&["analyze", "--format", "kafka", "--data-dir", path(&meta_home)], "");
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(text.contains(&bad_name) && text.contains("Compact"), "{text}");
+}

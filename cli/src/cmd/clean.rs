@@ -201,6 +201,13 @@ fn clean(req: &CleanRequest, json: bool, metrics_addr: Option<&str>) -> Result<(
             if req.format == logcompact::Format::Kafka { " --format kafka" } else { "" }
         )));
     }
+    if !finished.skipped.is_empty() {
+        return Err(Failure::Usage(format!(
+            "{} partition(s) skipped, their topic's settings being ones Kafka refuses (the others were cleaned): {}",
+            finished.skipped.len(),
+            finished.skipped.iter().map(|(name, why)| format!("{name}: {why}")).collect::<Vec<_>>().join("; ")
+        )));
+    }
     if finished.interrupted && req.mode == cleaner::manager::Mode::UntilClean {
         return Err(Failure::Runtime("interrupted: running passes were abandoned, their logs unchanged".into()));
     }

@@ -113,7 +113,16 @@ pub fn analyze_dir(
             out.ignored.push((f.name.clone(), stray.to_string()));
             continue;
         }
-        let resolved = layers.resolve(&f.settings_name)?;
+        // A topic whose settings Kafka would refuse is named, not a reason to analyze nothing.
+        let resolved = match layers.resolve(&f.settings_name) {
+            Ok(r) => r,
+            Err(e) => {
+                sizes[i] = 0;
+                set_total(&sizes);
+                out.unreadable.push((f.name.clone(), format!("its topic's settings: {e}")));
+                continue;
+            }
+        };
         let opened = match open_read_only(&f.dir, format) {
             Ok(o) => o,
             Err(e) => {

@@ -264,6 +264,9 @@ pub struct Finished {
     pub interrupted: bool,
     /// Logs left alone (not compacted), with why.
     pub left_alone: Vec<(String, String)>,
+    /// Logs skipped because their topic's settings are ones Kafka refuses (a topic config that does not
+    /// parse or is out of range), with the setting and the value: the others were cleaned.
+    pub skipped: Vec<(String, String)>,
 }
 
 impl Finished {
@@ -442,14 +445,19 @@ pub fn clean(req: &CleanRequest, hooks: &Hooks) -> Result<Finished, DataDirError
     let events = Arc::clone(&hooks.on_event);
     manager.on_event(move |e| events(e));
     let mut left_alone = Vec::new();
+    let mut skipped = Vec::new();
     let mut sources = BTreeMap::new();
     let mut known = Known { names: Vec::new() };
     for f in &found.logs {
-        if add(&manager, req, f, &mut left_alone, &mut sources, &notice)? {
-            known.names.push(f.name.clone());
+        match add(&manager, req, f, &mut left_alone, &mut sources, &notice) {
+            Ok(true) => known.names.push(f.name.clone()),
+            Ok(false) => {}
+            // One topic's settings that Kafka would refuse leave its partitions alone, not the directory.
+            Err(DataDirError::Settings(e)) => skipped.push((f.name.clone(), e.to_string())),
+            Err(e) => return Err(e),
         }
     }
-    if known.names.is_empty() && req.mode == Mode::UntilClean {
+    if known.names.is_empty() && req.mode == Mode::UntilClean && skipped.is_empty() {
         return Err(DataDirError::NoLogs { dir: req.data_dir.clone(), what: "compact", left_alone: left_alone.len() });
     }
     // Settings given once hold for later runs until replaced.
@@ -516,7 +524,7 @@ pub fn clean(req: &CleanRequest, hooks: &Hooks) -> Result<Finished, DataDirError
     if let Err(e) = status_file::write(&req.data_dir, &snapshot.at(status.clone(), false, &extra)) {
         notice(&format!("warning: cannot write {}: {e}", status_file::path(&req.data_dir).display()));
     }
-    Ok(Finished { status, interrupted: hooks.stop.load(Ordering::SeqCst), left_alone })
+    Ok(Finished { status, interrupted: hooks.stop.load(Ordering::SeqCst), left_alone, skipped })
 }
 
 /// What a status file is made of besides the manager's status.
@@ -650,7 +658,19 @@ pub fn status(data_dir: &Path, format: Format, layers: &Layers) -> Result<Status
     let mut sources = BTreeMap::new();
     for f in &found.logs {
         let last = recorded.as_ref().and_then(|r| r.status.logs.iter().find(|l| l.name == f.name));
-        let Some(resolved) = layers.resolve(&f.settings_name)? else {
+        if let Some(stray) = layers.stray(&f.dir, &f.settings_name) {
+            left_alone.push((f.name.clone(), stray.to_string()));
+            continue;
+        }
+        let resolved = match layers.resolve(&f.settings_name) {
+            Ok(r) => r,
+            // A topic whose settings Kafka would refuse is named, not a reason to show nothing.
+            Err(e) => {
+                unreadable.push((f.name.clone(), format!("its topic's settings: {e}")));
+                continue;
+            }
+        };
+        let Some(resolved) = resolved else {
             left_alone.push((f.name.clone(), layers.why_left_alone(&f.settings_name)));
             continue;
         };
@@ -780,6 +800,10 @@ pub fn settings_of(
 fn load_broker(data_dir: &Path, source: &BrokerSource, layers: &mut Layers) -> Result<(), DataDirError> {
     use crate::kraft::{BrokerSettings, broker_settings};
     let props = source.server_properties.as_deref().map(broker_settings::read_properties).transpose()?;
+    if let (Some(p), Some(path)) = (&props, &source.server_properties) {
+        broker_settings::check_properties(p)
+            .map_err(|why| crate::kraft::BrokerSettingsError::Properties { path: path.clone(), why })?;
+    }
     let named = source.metadata_dir.as_ref().map(|d| {
         let inner = d.join("__cluster_metadata-0");
         if inner.is_dir() { inner } else { d.clone() }

@@ -170,6 +170,39 @@ pub fn read_properties(path: &Path) -> Result<BTreeMap<String, String>, BrokerSe
     Ok(parse_properties(&text))
 }
 
+/// Checks the values of a broker's `server.properties` this tool reads (each of [`SETTINGS`]' broker-level
+/// names) as Kafka checks them before it starts: a value it would refuse stops a run before anything is
+/// written, even when no topic takes it (`log.segment.bytes=0`, `log.cleanup.policy=Compact`). `Err` names the
+/// setting, its value and what Kafka wants.
+///
+/// # Errors
+/// The first value Kafka would refuse.
+pub fn check_properties(props: &BTreeMap<String, String>) -> Result<(), String> {
+    for (topic_name, broker_name, _) in SETTINGS {
+        let Some(broker_name) = broker_name else { continue };
+        let Some(value) = props.get(broker_name) else { continue };
+        let value = value.trim();
+        // The ranges of Kafka's ConfigDef beyond what a topic setting's parse checks.
+        let floor = match broker_name {
+            "log.segment.bytes" => Some(1 << 20),
+            "log.index.size.max.bytes" => Some(4),
+            "log.index.interval.bytes" => Some(0),
+            _ => None,
+        };
+        if let Some(min) = floor
+            && value.parse::<i64>().map_or(true, |v| v < min)
+        {
+            return Err(format!("{broker_name}={value}: Kafka wants a whole number of at least {min}"));
+        }
+        // The topic settings this tool takes are checked as it takes them.
+        if cleaner::settings::SETTING_NAMES.contains(&topic_name) {
+            let mut s = cleaner::settings::LogSettings::default();
+            s.set(topic_name, value).map_err(|e| format!("{broker_name}={value}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
 /// The settings of a Java properties file's text (see [`read_properties`]).
 pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
