@@ -169,7 +169,9 @@ impl Failure {
     pub fn from_data_dir(e: &logcompact::datadir::DataDirError) -> Failure {
         use logcompact::datadir::DataDirError;
         match e {
-            DataDirError::NoLogs { dir, left_alone: 0, .. } if looks_like_a_kafka_log_directory(dir) => {
+            DataDirError::NoLogs { dir, left_alone: 0, format: logcompact::Format::Native, .. }
+                if looks_like_a_kafka_log_directory(dir) =>
+            {
                 Failure::Usage(format!("{e}: it looks like a Kafka log directory ({KAFKA_HINT})"))
             }
             DataDirError::NoLogs { .. } | DataDirError::UnknownPolicy { .. } | DataDirError::Settings(_) => {

@@ -511,3 +511,45 @@ fn one_bad_topic_config_skips_one_topic_and_a_bad_broker_setting_stops_the_run()
     let text = format!("{}{}", stdout(&out), stderr(&out));
     assert!(text.contains(&bad_name) && text.contains("Compact"), "{text}");
 }
+
+/// Issue 42, finding 7: `check --data-dir` said a metadata log whose snapshot has a CRC error was intact (exit
+/// 0) while `clean` and `analyze` called it unreadable; now it is damage to `check` too. A metadata log holding
+/// only snapshots, or nothing yet, is no error (it was exit 3).
+#[test]
+fn check_judges_the_metadata_log_as_clean_reads_it() {
+    let Some(kafka) = Kafka::get() else { return };
+    let f = fixture::main(kafka);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let node = f.copy_to(tmp.path());
+    let meta_home = data_dir_of(&node, "__cluster_metadata-0");
+    let meta = meta_home.join("__cluster_metadata-0");
+    let check = || logcompact(&["check", "--format", "kafka", "--data-dir", path(&meta_home)], "");
+    let out = check();
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    // A snapshot whose CRC fails: damage.
+    let snapshot = contents(&meta).into_keys().filter(|n| n.ends_with(".checkpoint")).max().expect("a raft snapshot");
+    let mut bytes = std::fs::read(meta.join(&snapshot)).expect("read");
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    std::fs::write(meta.join(&snapshot), &bytes).expect("write");
+    let out = check();
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(text.contains("__cluster_metadata-0") && text.contains("delete"), "{text}");
+    bytes[at] ^= 0x40;
+    std::fs::write(meta.join(&snapshot), &bytes).expect("restore");
+    // Only snapshots, then nothing: no error.
+    for n in contents(&meta).into_keys().filter(|n| !n.ends_with(".checkpoint")) {
+        let p = meta.join(&n);
+        if p.is_file() {
+            std::fs::remove_file(p).expect("remove");
+        }
+    }
+    let out = check();
+    assert_eq!(out.status.code(), Some(0), "only snapshots: {}{}", stdout(&out), stderr(&out));
+    for n in contents(&meta).into_keys() {
+        std::fs::remove_file(meta.join(&n)).expect("remove");
+    }
+    let out = check();
+    assert_eq!(out.status.code(), Some(0), "empty: {}{}", stdout(&out), stderr(&out));
+}

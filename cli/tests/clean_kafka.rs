@@ -184,3 +184,26 @@ fn a_kafka_log_directory_given_without_format_kafka_is_refused_with_the_hint() {
     }
     assert_eq!(contents(&root), before, "nothing written");
 }
+
+/// Issue 42, finding 7: a command given `--format kafka` never answers by asking for `--format kafka` (a Kafka
+/// partition under a name that is no `<topic>-<partition>` is ignored, and the run says there is no log,
+/// nothing more).
+#[test]
+fn format_kafka_given_is_never_asked_for() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().join("kafka-logs");
+    partition(&root.join("not-a-partition-name"));
+    let before = contents(&root);
+    for args in [
+        vec!["analyze", "--format", "kafka", "--data-dir", path(&root)],
+        vec!["clean", "--format", "kafka", "--data-dir", path(&root), "--until-clean"],
+    ] {
+        let out = logcompact(&args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("holds no log to"), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("with --format kafka"), "{args:?}: {}", stderr(&out));
+    }
+    let mut after = contents(&root);
+    after.remove(".lock"); // clean takes the directory's lock, Kafka's own `.lock`
+    assert_eq!(after, before, "nothing written");
+}

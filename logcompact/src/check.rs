@@ -241,7 +241,8 @@ pub fn check_data_dir(
         m.set_bytes_total(Some(total));
     }
     for (name, dir) in dirs {
-        let mut verdict = check_one(&dir, format, options);
+        let metadata = format == Format::Kafka && storage_file::metadata_log_sign(&dir).is_some();
+        let mut verdict = if metadata { check_metadata_log(&dir, options) } else { check_one(&dir, format, options) };
         if let (LogVerdict::Intact { report }, Some(layers)) = (&mut verdict, &layers) {
             let topic = log_core::kafka::topic_partition(&name).map_or(name.as_str(), |(t, _)| t);
             if let Ok(resolved) = layers.resolve_all(topic) {
@@ -256,6 +257,70 @@ pub fn check_data_dir(
         checked.logs.push(line);
     }
     Ok(checked)
+}
+
+/// The KRaft metadata log's verdict, as `clean` and `analyze` read it: its segments checked as a partition's
+/// (when it has any: one holding only snapshots, or nothing yet, is a metadata log all the same), then replayed
+/// from its latest snapshot as a broker's start replays it; a snapshot or record that does not read is damage,
+/// for `clean` and `analyze` then take every topic as `delete`.
+fn check_metadata_log(dir: &Path, options: &DirCheckOptions) -> LogVerdict {
+    let mut verdict = check_one(dir, Format::Kafka, options);
+    if let LogVerdict::Unchecked { .. } = verdict
+        && !has_segments(dir)
+    {
+        verdict = LogVerdict::Intact { report: log_core::check::CheckReport::default() };
+    }
+    if let LogVerdict::Intact { report } = &mut verdict {
+        let mut image = crate::kraft::image::MetadataImage::default();
+        let mut bad = None;
+        match crate::kraft::metadata_log::replay(dir, &mut |r| {
+            if bad.is_none()
+                && let Err(e) = image.apply(r.offset, &r.value)
+            {
+                bad = Some(e);
+            }
+        }) {
+            Err(e) => {
+                return LogVerdict::Damaged {
+                    problem: log_core::check::Problem {
+                        class: ProblemClass::Corruption,
+                        file: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                        position: None,
+                        what: format!(
+                            "the metadata log cannot be read ({e}): clean and analyze take every topic as delete"
+                        ),
+                    },
+                };
+            }
+            Ok(sources) if sources.snapshot.is_none() && sources.segments.is_empty() => {
+                report.notices.push(log_core::check::Notice {
+                    file: String::new(),
+                    what: "the metadata log holds no snapshot and no segment yet".into(),
+                });
+            }
+            Ok(_) => {}
+        }
+        if let Some(e) = bad {
+            return LogVerdict::Damaged {
+                problem: log_core::check::Problem {
+                    class: ProblemClass::Corruption,
+                    file: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                    position: None,
+                    what: format!(
+                        "a metadata record does not decode ({e}): clean and analyze take every topic as delete"
+                    ),
+                },
+            };
+        }
+    }
+    verdict
+}
+
+/// True when `dir` holds a `.log` segment.
+fn has_segments(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .map(|r| r.flatten().any(|e| e.file_name().to_string_lossy().ends_with(".log")))
+        .unwrap_or(false)
 }
 
 /// One log's verdict.

@@ -181,7 +181,7 @@ pub fn analyze_dir(
         });
     }
     if out.logs.is_empty() && out.unreadable.is_empty() {
-        return Err(DataDirError::NoLogs { dir: data_dir.to_path_buf(), what: "analyze", left_alone: 0 });
+        return Err(DataDirError::NoLogs { dir: data_dir.to_path_buf(), what: "analyze", left_alone: 0, format });
     }
     // The logs the cleaner takes first, most reclaimable first; those it leaves alone after them.
     out.logs.sort_by(|a, b| {

@@ -70,6 +70,8 @@ pub enum DataDirError {
         what: &'static str,
         /// Kafka partitions found but left alone, their topics named in no section.
         left_alone: usize,
+        /// The format asked for.
+        format: Format,
     },
     /// Another process holds the directory (a broker, or another `clean`).
     #[error("{} is in use: {holder}", dir.display())]
@@ -458,7 +460,12 @@ pub fn clean(req: &CleanRequest, hooks: &Hooks) -> Result<Finished, DataDirError
         }
     }
     if known.names.is_empty() && req.mode == Mode::UntilClean && skipped.is_empty() {
-        return Err(DataDirError::NoLogs { dir: req.data_dir.clone(), what: "compact", left_alone: left_alone.len() });
+        return Err(DataDirError::NoLogs {
+            dir: req.data_dir.clone(),
+            what: "compact",
+            left_alone: left_alone.len(),
+            format: req.format,
+        });
     }
     // Settings given once hold for later runs until replaced.
     let save = req.layers.to_save();
@@ -717,7 +724,7 @@ pub fn status(data_dir: &Path, format: Format, layers: &Layers) -> Result<Status
         });
     }
     if logs.is_empty() && unreadable.is_empty() && left_alone.is_empty() {
-        return Err(DataDirError::NoLogs { dir: data_dir.to_path_buf(), what: "show", left_alone: 0 });
+        return Err(DataDirError::NoLogs { dir: data_dir.to_path_buf(), what: "show", left_alone: 0, format });
     }
     let status = ManagerStatus {
         at_ms: now,
