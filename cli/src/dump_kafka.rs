@@ -8,7 +8,7 @@ use logcompact::dump::{DumpError, DumpFilter, DumpedBatch, Step, walk_kafka};
 
 use crate::failure::Failure;
 use crate::out::QuietPipe;
-use crate::records::quoted;
+use crate::records::write_quoted;
 
 fn failed(e: std::io::Error) -> Failure {
     Failure::Runtime(format!("cannot write output: {e}"))
@@ -190,51 +190,80 @@ fn write_text_batch(
             writeln!(out, "  offset={} timestamp={} {line}", r.offset, r.timestamp)?;
             return Ok(());
         }
-        let key = r.key.map_or_else(|| "NULL".to_owned(), quoted);
-        let value = r.value.map_or_else(|| "TOMBSTONE".to_owned(), quoted);
-        let mut line = format!("  offset={} timestamp={} key={key} value={value}", r.offset, r.timestamp);
-        for (n, v) in r.headers() {
-            line.push_str(&format!(" header {}={}", quoted(n), v.map_or_else(|| "NULL".to_owned(), quoted)));
+        write!(out, "  offset={} timestamp={} key=", r.offset, r.timestamp)?;
+        match r.key {
+            Some(k) => write_quoted(out, k)?,
+            None => out.write_all(b"NULL")?,
         }
-        writeln!(out, "{line}")?;
+        out.write_all(b" value=")?;
+        match r.value {
+            Some(v) => write_quoted(out, v)?,
+            None => out.write_all(b"TOMBSTONE")?,
+        }
+        for (n, v) in r.headers() {
+            out.write_all(b" header ")?;
+            write_quoted(out, n)?;
+            out.write_all(b"=")?;
+            match v {
+                Some(v) => write_quoted(out, v)?,
+                None => out.write_all(b"NULL")?,
+            }
+        }
+        out.write_all(b"\n")?;
         Ok(())
     })
 }
 
 /// One record of `dump --format kafka --json`: bytes as `dump --json` shows them for native logs (UTF-8 as
 /// is, other bytes `\xNN`), a marker's type and coordinator epoch, `__consumer_offsets` decoded when asked; keys
-/// in the order serde_json sorts them.
+/// in the order serde_json sorts them. Keys, values and headers are escaped on the way out, never copied whole
+/// (a legal record may be hundreds of MB).
 fn write_json_record(
     out: &mut impl Write,
     r: &log_core::RecordRef<'_>,
     h: &log_core::kafka::BatchHeader,
     offsets_decoder: bool,
 ) -> std::io::Result<()> {
-    let esc = crate::json::escape;
-    let mut record = serde_json::json!({
-        "offset": r.offset,
-        "timestamp": r.timestamp,
-        "key": r.key.map(esc),
-        "value": r.value.map(esc),
-        "headers": r.headers().map(|(n, v)| serde_json::json!([esc(n), v.map(esc)])).collect::<Vec<_>>(),
-    });
+    let bytes = |out: &mut dyn Write, b: Option<&[u8]>| match b {
+        Some(b) => crate::json::write_escaped(out, b),
+        None => out.write_all(b"null"),
+    };
+    out.write_all(b"{")?;
     if offsets_decoder
         && !h.is_control()
         && let Some(k) = r.key
     {
         let key = logcompact::consumer_offsets::decode_key(k);
         let value = logcompact::consumer_offsets::decode_value(&key, r.value);
-        record["decoded"] = serde_json::json!({"key": key, "value": value});
+        out.write_all(b"\"decoded\":")?;
+        serde_json::to_writer(&mut *out, &serde_json::json!({"key": key, "value": value}))?;
+        out.write_all(b",")?;
     }
+    out.write_all(b"\"headers\":[")?;
+    for (i, (name, value)) in r.headers().enumerate() {
+        out.write_all(if i == 0 { b"[" } else { b",[" })?;
+        crate::json::write_escaped(out, name)?;
+        out.write_all(b",")?;
+        bytes(out, value)?;
+        out.write_all(b"]")?;
+    }
+    out.write_all(b"],\"key\":")?;
+    bytes(out, r.key)?;
     if h.is_control()
         && let Some(kind) = log_core::kafka::txn::marker_type(r.key)
     {
-        record["marker"] = serde_json::json!({
-            "type": kind.to_string(),
-            "coordinator_epoch": log_core::kafka::txn::coordinator_epoch(r.value),
-        });
+        out.write_all(b",\"marker\":")?;
+        serde_json::to_writer(
+            &mut *out,
+            &serde_json::json!({
+                "type": kind.to_string(),
+                "coordinator_epoch": log_core::kafka::txn::coordinator_epoch(r.value),
+            }),
+        )?;
     }
-    serde_json::to_writer(out, &record).map_err(std::io::Error::from)
+    write!(out, ",\"offset\":{},\"timestamp\":{},\"value\":", r.offset, r.timestamp)?;
+    bytes(out, r.value)?;
+    out.write_all(b"}")
 }
 
 /// `dump --style kafka-dump-log`: what Kafka 4.4's `kafka-dump-log.sh --deep-iteration --print-data-log

@@ -1,64 +1,75 @@
 //! `dump --json`: the log as JSON, with bytes shown as UTF-8 text and other bytes escaped.
 
-use std::fmt::Write;
-
 use log_core::LogSnapshot;
 
 use crate::failure::Failure;
-use serde::Serialize;
 
-/// One record.
-#[derive(Debug, Serialize)]
-pub struct JsonRecord {
-    /// Offset.
-    pub offset: u64,
-    /// Timestamp in ms.
-    pub timestamp: i64,
-    /// Key (null when the record has none).
-    pub key: Option<String>,
-    /// Value (null for a tombstone).
-    pub value: Option<String>,
-    /// Headers in order.
-    pub headers: Vec<JsonHeader>,
-    /// Delete horizon of a tombstone kept by a pass (null otherwise).
-    pub delete_horizon: Option<i64>,
-}
-
-/// One header.
-#[derive(Debug, Serialize)]
-pub struct JsonHeader {
-    /// Name.
-    pub name: String,
-    /// Value (null for a null value, which only Kafka's format has).
-    pub value: Option<String>,
-}
-
-/// Bytes as text: valid UTF-8 as is, a backslash as `\\`, every other byte as `\xNN`.
-pub fn escape(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
+/// Writes `bytes` as a JSON string of text: valid UTF-8 as is, a backslash as `\\`, every other byte as
+/// `\xNN`, then escaped as JSON (what `serde_json` writes for that text, byte for byte), a run of plain
+/// characters at a time: a value of hundreds of MB is never copied whole.
+///
+/// # Errors
+/// A failed write.
+pub fn write_escaped(out: &mut (impl std::io::Write + ?Sized), bytes: &[u8]) -> std::io::Result<()> {
+    out.write_all(b"\"")?;
     for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            if c == '\\' {
-                out.push_str("\\\\");
+        let valid = chunk.valid().as_bytes();
+        let mut plain = 0;
+        for (at, &b) in valid.iter().enumerate() {
+            // Every byte JSON escapes is ASCII, so it is never inside a multi-byte character.
+            let escaped: &[u8] = match b {
+                b'"' => b"\\\"",
+                // Doubled as text, each doubled by JSON.
+                b'\\' => b"\\\\\\\\",
+                b'\n' => b"\\n",
+                b'\r' => b"\\r",
+                b'\t' => b"\\t",
+                0x08 => b"\\b",
+                0x0c => b"\\f",
+                0..=0x1f => b"",
+                _ => continue,
+            };
+            out.write_all(&valid[plain..at])?;
+            plain = at + 1;
+            if escaped.is_empty() {
+                write!(out, "\\u{b:04x}")?;
             } else {
-                out.push(c);
+                out.write_all(escaped)?;
             }
         }
+        out.write_all(&valid[plain..])?;
         for b in chunk.invalid() {
-            let _ = write!(out, "\\x{b:02x}");
+            // `\xNN`, its backslash doubled by JSON.
+            write!(out, "\\\\x{b:02x}")?;
         }
     }
-    out
+    out.write_all(b"\"")
 }
 
-fn record_ref(r: &log_core::RecordRef<'_>) -> JsonRecord {
-    JsonRecord {
-        offset: r.offset,
-        timestamp: r.timestamp,
-        key: r.key.map(escape),
-        value: r.value.map(escape),
-        headers: r.headers().map(|(n, v)| JsonHeader { name: escape(n), value: v.map(escape) }).collect(),
-        delete_horizon: r.delete_horizon,
+/// Writes one record as `dump --json` shows it: `offset`, `timestamp`, `key`, `value`, `headers` (each
+/// `{"name", "value"}`) and `delete_horizon`, in that order, bytes as [`write_escaped`] shows them (null for none),
+/// escaped on the way out.
+fn write_record(out: &mut dyn std::io::Write, r: &log_core::RecordRef<'_>) -> std::io::Result<()> {
+    let bytes = |out: &mut dyn std::io::Write, b: Option<&[u8]>| match b {
+        Some(b) => write_escaped(out, b),
+        None => out.write_all(b"null"),
+    };
+    write!(out, "{{\"offset\":{},\"timestamp\":{},\"key\":", r.offset, r.timestamp)?;
+    bytes(out, r.key)?;
+    out.write_all(b",\"value\":")?;
+    bytes(out, r.value)?;
+    out.write_all(b",\"headers\":[")?;
+    for (i, (name, value)) in r.headers().enumerate() {
+        out.write_all(if i == 0 { b"{\"name\":" } else { b",{\"name\":" })?;
+        write_escaped(out, name)?;
+        out.write_all(b",\"value\":")?;
+        bytes(out, value)?;
+        out.write_all(b"}")?;
+    }
+    out.write_all(b"],\"delete_horizon\":")?;
+    match r.delete_horizon {
+        Some(h) => write!(out, "{h}}}"),
+        None => out.write_all(b"null}"),
     }
 }
 
@@ -94,7 +105,7 @@ pub fn write_segments(snapshot: &LogSnapshot, out: &mut dyn std::io::Write) -> R
                     out.write_all(b",").map_err(failed)?;
                 }
                 first = false;
-                serde_json::to_writer(&mut *out, &record_ref(r)).map_err(|e| failed(e.into()))?;
+                write_record(&mut *out, r).map_err(failed)?;
             }
         }
         out.write_all(b"]}").map_err(failed)?;
@@ -105,11 +116,60 @@ pub fn write_segments(snapshot: &LogSnapshot, out: &mut dyn std::io::Write) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fmt::Write;
+
+    /// The reference [`write_escaped`] is held to: bytes as text: valid UTF-8 as is, a backslash as `\\`, every other byte as `\xNN`.
+    fn escape(bytes: &[u8]) -> String {
+        let mut out = String::with_capacity(bytes.len());
+        for chunk in bytes.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                if c == '\\' {
+                    out.push_str("\\\\");
+                } else {
+                    out.push(c);
+                }
+            }
+            for b in chunk.invalid() {
+                let _ = write!(out, "\\x{b:02x}");
+            }
+        }
+        out
+    }
 
     #[test]
     fn escapes_what_is_not_utf8() {
         assert_eq!(escape(b"plain"), "plain");
         assert_eq!(escape("é".as_bytes()), "é");
         assert_eq!(escape(b"a\xffb\\"), "a\\xffb\\\\");
+    }
+
+    #[test]
+    fn written_escaped_is_what_serde_json_writes_for_escape() {
+        let mut cases: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b"plain".to_vec(),
+            "\u{85}é\u{2028}".into(),
+            b"a\"b\\c\x00\x1f\x7f\x08\x0c\n\r\t".to_vec(),
+        ];
+        // Every byte, alone and beside a multi-byte character, and random strings of them.
+        cases.extend((0..=255u8).map(|b| vec![b, 0xc3, 0xa9, b]));
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..2000 {
+            let len = (x % 40) as usize;
+            let mut v = Vec::with_capacity(len);
+            for _ in 0..len {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                v.push(x as u8);
+            }
+            cases.push(v);
+        }
+        for bytes in cases {
+            let mut written = Vec::new();
+            write_escaped(&mut written, &bytes).expect("write");
+            let expected = serde_json::to_string(&escape(&bytes)).expect("json");
+            assert_eq!(String::from_utf8_lossy(&written), expected, "{bytes:?}");
+        }
     }
 }

@@ -11,55 +11,79 @@
 //! `\xNN`; everything else (printable UTF-8) as it is. An unkeyed record's key is `NULL` and a tombstone's
 //! value `TOMBSTONE`, both unquoted, so the value `"TOMBSTONE"` (quoted) is never mistaken for one.
 
-use std::fmt::Write as _;
 use std::io::Write;
 
 use log_core::{LogSnapshot, Record};
 
 use crate::failure::Failure;
 
-/// `bytes` quoted and escaped.
-pub fn quoted(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() + 2);
-    out.push('"');
+/// Writes `bytes` quoted and escaped (the module's rules), a run of plain characters at a time: a value of
+/// hundreds of MB is never copied whole.
+///
+/// # Errors
+/// A failed write.
+pub fn write_quoted(out: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+    out.write_all(b"\"")?;
     for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                c if c.is_control() => {
-                    let mut buf = [0u8; 4];
-                    for b in c.encode_utf8(&mut buf).bytes() {
-                        let _ = write!(out, "\\x{b:02x}");
-                    }
+        let valid = chunk.valid();
+        let mut plain = 0;
+        for (at, c) in valid.char_indices() {
+            let escaped: &[u8] = match c {
+                '"' => b"\\\"",
+                '\\' => b"\\\\",
+                '\n' => b"\\n",
+                '\r' => b"\\r",
+                '\t' => b"\\t",
+                c if c.is_control() => b"",
+                _ => continue,
+            };
+            out.write_all(&valid.as_bytes()[plain..at])?;
+            plain = at + c.len_utf8();
+            if escaped.is_empty() {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    write!(out, "\\x{b:02x}")?;
                 }
-                c => out.push(c),
+            } else {
+                out.write_all(escaped)?;
             }
         }
+        out.write_all(&valid.as_bytes()[plain..])?;
         for b in chunk.invalid() {
-            let _ = write!(out, "\\x{b:02x}");
+            write!(out, "\\x{b:02x}")?;
         }
     }
-    out.push('"');
-    out
+    out.write_all(b"\"")
 }
 
-/// One record as a line (without the newline).
-pub fn line(r: &Record) -> String {
-    let key = r.key.as_deref().map_or_else(|| "NULL".to_owned(), quoted);
-    let value = r.value.as_deref().map_or_else(|| "TOMBSTONE".to_owned(), quoted);
-    let mut s = format!("offset={} timestamp={} key={key} value={value}", r.offset, r.timestamp);
+/// Writes one record as a line (without the newline), its bytes escaped on the way out.
+///
+/// # Errors
+/// A failed write.
+pub fn write_line(out: &mut impl Write, r: &Record) -> std::io::Result<()> {
+    write!(out, "offset={} timestamp={} key=", r.offset, r.timestamp)?;
+    match &r.key {
+        Some(k) => write_quoted(out, k)?,
+        None => out.write_all(b"NULL")?,
+    }
+    out.write_all(b" value=")?;
+    match &r.value {
+        Some(v) => write_quoted(out, v)?,
+        None => out.write_all(b"TOMBSTONE")?,
+    }
     if let Some(h) = r.delete_horizon {
-        let _ = write!(s, " delete_horizon={h}");
+        write!(out, " delete_horizon={h}")?;
     }
     for h in &r.headers {
-        let value = h.value.as_deref().map_or_else(|| "NULL".to_owned(), quoted);
-        let _ = write!(s, " header {}={value}", quoted(h.name.as_bytes()));
+        out.write_all(b" header ")?;
+        write_quoted(out, h.name.as_bytes())?;
+        out.write_all(b"=")?;
+        match &h.value {
+            Some(v) => write_quoted(out, v)?,
+            None => out.write_all(b"NULL")?,
+        }
     }
-    s
+    Ok(())
 }
 
 /// Writes every record of the snapshot, oldest first, one per line.
@@ -67,9 +91,11 @@ pub fn line(r: &Record) -> String {
 /// # Errors
 /// A read error of the log, or a failed write.
 pub fn dump(snapshot: &LogSnapshot, out: &mut impl Write) -> Result<(), Failure> {
+    let failed = |e: std::io::Error| Failure::Runtime(format!("cannot write output: {e}"));
     for r in snapshot.reader(0) {
         let r = r.map_err(|e| Failure::from_log("cannot read the log", &e))?;
-        writeln!(out, "{}", line(&r)).map_err(|e| Failure::Runtime(format!("cannot write output: {e}")))?;
+        write_line(out, &r).map_err(failed)?;
+        out.write_all(b"\n").map_err(failed)?;
     }
     Ok(())
 }
@@ -78,6 +104,14 @@ pub fn dump(snapshot: &LogSnapshot, out: &mut impl Write) -> Result<(), Failure>
 mod tests {
     use super::*;
     use log_core::Header;
+
+    /// One record as a line (without the newline).
+    pub fn line(r: &Record) -> String {
+        let mut out = Vec::new();
+        // Writing to a Vec cannot fail.
+        let _ = write_line(&mut out, r);
+        String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }
 
     fn record(key: Option<&[u8]>, value: Option<&[u8]>) -> Record {
         Record {

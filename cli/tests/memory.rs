@@ -172,3 +172,59 @@ fn a_read_only_command_costs_what_the_partition_needs_not_the_buffer_asked_for()
         assert!(text.contains("16.0 GiB over 1 thread"), "{cmd}: the advice is for the buffer asked for: {text}");
     }
 }
+
+#[test]
+fn a_dump_of_a_large_record_streams_its_value() {
+    // Issue 42, finding 7: `dump --json-lines` of a legal 200 MiB record peaked at 3x its size (the value escaped
+    // into a String, then held in a JSON value). Each kind of dump now escapes the value on its way out: memory is
+    // the record's batch and a little more, whatever the value's bytes.
+    const VALUE: usize = 200 << 20;
+    use log_core::kafka::{Compression, RecordToWrite, new_header, write_batch};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let part = tmp.path().join("kafka-logs").join("large-0");
+    std::fs::create_dir_all(&part).expect("mkdir");
+    // Mostly plain text, with something of every kind to escape: quotes, backslashes, newlines, control
+    // characters and bytes that are not UTF-8.
+    let mut value = vec![b'x'; VALUE];
+    for (i, b) in value.iter_mut().enumerate().step_by(4093) {
+        *b = [b'"', b'\\', b'\n', 0x01, 0xff][i % 5];
+    }
+    let (mut out, mut scratch) = (Vec::new(), Vec::new());
+    let records = [RecordToWrite {
+        offset: 0,
+        timestamp: 1,
+        key: Some(b"k"),
+        value: Some(&value),
+        header_count: 0,
+        header_bytes: &[],
+    }];
+    write_batch(&new_header(0, 0), Compression::None, None, &records, &mut out, &mut scratch).expect("batch");
+    std::fs::write(part.join(format!("{:020}.log", 0)), &out).expect("segment");
+    drop(out);
+    let limit_kib = (VALUE as i64 * 13 / 10 + (32 << 20)) / 1024;
+    for style in ["--json-lines", "--json", "--text"] {
+        let args: Vec<&str> = ["dump", "--format", "kafka", "--dir", path(&part)]
+            .into_iter()
+            .chain((style != "--text").then_some(style))
+            .collect();
+        let peak = peak_kib(&args);
+        eprintln!("dump {style} of a {VALUE}-byte value: peak {peak} KiB");
+        assert!(peak < limit_kib, "dump {style} of a {VALUE}-byte value peaked at {peak} KiB");
+    }
+    // And the value comes back whole.
+    let dump = Command::new(bin())
+        .args(["dump", "--format", "kafka", "--json-lines", "--dir", path(&part)])
+        .output()
+        .expect("dump");
+    let first = dump.stdout.split(|&b| b == b'\n').next().expect("a line");
+    let batch: serde_json::Value = serde_json::from_slice(first).expect("json");
+    let shown = batch["records"][0]["value"].as_str().expect("a value");
+    let mut expected = String::with_capacity(VALUE);
+    for chunk in value.utf8_chunks() {
+        expected.push_str(&chunk.valid().replace('\\', "\\\\"));
+        for b in chunk.invalid() {
+            expected.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    assert!(shown == expected, "the value as dump --json shows bytes");
+}
