@@ -1,5 +1,6 @@
-//! A full disk loses nothing and says so with exit 3: `compact` (native and Kafka, in place) and `clean
-//! --format kafka` are run on a small tmpfs with the free space swept from none to more than the log's size; each
+//! A full disk loses nothing and says so with exit 3: `compact` (native and Kafka, in place, the Kafka one also
+//! with `--copy-threads 2`) and `clean --format kafka` (one thread on one partition, and `--threads 2` on three
+//! partitions) are run on a small tmpfs with the free space swept from none to more than the log's size; each
 //! run either finishes (exit 0) or stops with exit 3 naming the lack of space, `check` then finds the log intact
 //! with every key's latest record at its offset, and once space is freed a rerun finishes the job with nothing
 //! of the stopped run left behind.
@@ -75,12 +76,14 @@ impl Drop for Unmount<'_> {
 enum Job {
     NativeCompact,
     KafkaCompact,
+    KafkaCompactCopyThreads,
     KafkaClean,
+    KafkaCleanThreads,
 }
 
 impl Job {
-    /// Writes the job's log under `root`, returning the log's directory.
-    fn make(self, root: &Path) -> std::path::PathBuf {
+    /// Writes the job's logs under `root`, returning their directories (the one a `compact` takes first).
+    fn make(self, root: &Path) -> Vec<std::path::PathBuf> {
         match self {
             Job::NativeCompact => {
                 let dir = root.join("log");
@@ -91,13 +94,20 @@ impl Job {
                     &script,
                 );
                 assert!(out.status.success(), "{}", stderr(&out));
-                dir
+                vec![dir]
             }
-            Job::KafkaCompact | Job::KafkaClean => {
+            Job::KafkaCompact | Job::KafkaCompactCopyThreads | Job::KafkaClean => {
                 let dir = root.join("__consumer_offsets-0");
                 kafka_partition(&dir, 300, 6, 10, 50);
-                dir
+                vec![dir]
             }
+            Job::KafkaCleanThreads => (0..3)
+                .map(|p| {
+                    let dir = root.join(format!("__consumer_offsets-{p}"));
+                    kafka_partition(&dir, 300, 4, 10, 50);
+                    dir
+                })
+                .collect(),
         }
     }
 
@@ -118,7 +128,16 @@ impl Job {
                 &[&["compact", "--format", "kafka", "--dir", path(dir), "--until-clean"][..], &buffer].concat(),
                 "",
             ),
-            Job::KafkaClean => {
+            Job::KafkaCompactCopyThreads => logcompact(
+                &[
+                    &["compact", "--format", "kafka", "--dir", path(dir), "--until-clean", "--copy-threads", "2"][..],
+                    &buffer,
+                ]
+                .concat(),
+                "",
+            ),
+            Job::KafkaClean | Job::KafkaCleanThreads => {
+                let threads = if matches!(self, Job::KafkaCleanThreads) { "2" } else { "1" };
                 logcompact(
                     &[
                         &[
@@ -130,6 +149,8 @@ impl Job {
                             "--until-clean",
                             "--max-retries",
                             "0",
+                            "--threads",
+                            threads,
                         ][..],
                         &buffer,
                     ]
@@ -167,26 +188,31 @@ fn a_full_disk_stops_a_compaction_with_exit_3_and_loses_nothing() {
     }
     let _unmount = Unmount(&mnt);
     let mut stopped = BTreeMap::<String, usize>::new();
-    for job in [Job::NativeCompact, Job::KafkaCompact, Job::KafkaClean] {
+    let jobs =
+        [Job::NativeCompact, Job::KafkaCompact, Job::KafkaCompactCopyThreads, Job::KafkaClean, Job::KafkaCleanThreads];
+    for job in jobs {
         let root = mnt.join("root");
-        let dir = job.make(&root);
-        let before = job.records(&dir);
-        let want = latest(&before);
-        let size: u64 =
-            std::fs::read_dir(&dir).expect("list").map(|e| e.expect("entry").metadata().expect("stat").len()).sum();
+        let dirs = job.make(&root);
+        let before: Vec<_> = dirs.iter().map(|d| job.records(d)).collect();
+        let want: Vec<Latest> = before.iter().map(|b| latest(b)).collect();
+        let size: u64 = dirs
+            .iter()
+            .flat_map(|d| std::fs::read_dir(d).expect("list"))
+            .map(|e| e.expect("entry").metadata().expect("stat").len())
+            .sum();
         let pristine = tmp.path().join("pristine");
         let copy = |from: &Path, to: &Path| {
             assert!(Command::new("cp").args(["-a", path(from), path(to)]).status().expect("cp").success())
         };
         copy(&root, &pristine);
-        // Free space from none to 1.5 times the log, in 4 KiB pages.
+        // Free space from none to 1.5 times the logs, in 4 KiB pages.
         let steps = 24u64;
         for step in 0..=steps {
             let free = (size * 3 / 2) * step / steps / 4096 * 4096;
             std::fs::remove_dir_all(&root).expect("reset");
             copy(&pristine, &root);
             leave_free(&mnt, free);
-            let out = job.run(&root, &dir);
+            let out = job.run(&root, &dirs[0]);
             let code = out.status.code();
             assert!(matches!(code, Some(0 | 3)), "{job:?} with {free} bytes free: {code:?} {}", stderr(&out));
             if code == Some(3) {
@@ -199,25 +225,29 @@ fn a_full_disk_stops_a_compaction_with_exit_3_and_loses_nothing() {
                 Vec::<String>::new(),
                 "{job:?} with {free} bytes free: the status file's temporary"
             );
-            let check = job.check(&dir);
-            assert_eq!(check.status.code(), Some(0), "{job:?} with {free} bytes free: {}", stderr(&check));
-            let after = job.records(&dir);
-            assert_eq!(latest(&after), want, "{job:?} with {free} bytes free: every key keeps its latest record");
+            for (dir, want) in dirs.iter().zip(&want) {
+                let check = job.check(dir);
+                assert_eq!(check.status.code(), Some(0), "{job:?} with {free} bytes free: {}", stderr(&check));
+                let after = job.records(dir);
+                assert_eq!(&latest(&after), want, "{job:?} with {free} bytes free: every key keeps its latest record");
+            }
             std::fs::remove_file(mnt.join("ballast")).expect("free the space");
-            let rerun = job.run(&root, &dir);
+            let rerun = job.run(&root, &dirs[0]);
             assert_eq!(rerun.status.code(), Some(0), "{job:?} rerun: {}", stderr(&rerun));
-            assert_eq!(latest(&job.records(&dir)), want);
-            assert_eq!(job.records(&dir).len(), compacted_len(job, &before), "{job:?}: fully compacted");
-            let left = [leftovers(&dir), leftovers(&root)].concat();
-            assert_eq!(left, Vec::<String>::new(), "{job:?} with {free} bytes free");
+            for ((dir, want), before) in dirs.iter().zip(&want).zip(&before) {
+                assert_eq!(&latest(&job.records(dir)), want);
+                assert_eq!(job.records(dir).len(), compacted_len(job, before), "{job:?}: fully compacted");
+                let left = [leftovers(dir), leftovers(&root)].concat();
+                assert_eq!(left, Vec::<String>::new(), "{job:?} with {free} bytes free");
+            }
         }
         std::fs::remove_dir_all(&root).expect("clean up");
         std::fs::remove_dir_all(&pristine).expect("clean up");
     }
     eprintln!("runs stopped by the full disk: {stopped:?}");
-    for job in ["NativeCompact", "KafkaCompact", "KafkaClean"] {
+    for job in jobs.map(|j| format!("{j:?}")) {
         assert!(
-            stopped.get(job).copied().unwrap_or(0) >= 3,
+            stopped.get(&job).copied().unwrap_or(0) >= 3,
             "the sweep must reach the disk's end for {job}: {stopped:?}"
         );
     }
