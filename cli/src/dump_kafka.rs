@@ -184,9 +184,9 @@ fn write_text_batch(
             return Ok(());
         }
         if offsets_decoder && let Some(k) = r.key {
-            let key = logcompact::consumer_offsets::decode_key(k);
-            let value = logcompact::consumer_offsets::decode_value(&key, r.value);
-            let line = logcompact::consumer_offsets::describe(&key, &value);
+            let key = logcompact::kafka::consumer_offsets::decode_key(k);
+            let value = logcompact::kafka::consumer_offsets::decode_value(&key, r.value);
+            let line = logcompact::kafka::consumer_offsets::describe(&key, &value);
             writeln!(out, "  offset={} timestamp={} {line}", r.offset, r.timestamp)?;
             return Ok(());
         }
@@ -233,8 +233,8 @@ fn write_json_record(
         && !h.is_control()
         && let Some(k) = r.key
     {
-        let key = logcompact::consumer_offsets::decode_key(k);
-        let value = logcompact::consumer_offsets::decode_value(&key, r.value);
+        let key = logcompact::kafka::consumer_offsets::decode_key(k);
+        let value = logcompact::kafka::consumer_offsets::decode_value(&key, r.value);
         out.write_all(b"\"decoded\":")?;
         serde_json::to_writer(&mut *out, &serde_json::json!({"key": key, "value": value}))?;
         out.write_all(b",")?;
@@ -272,11 +272,11 @@ fn write_json_record(
 /// # Errors
 /// [`Failure::AsKafka`] (exit 1, Kafka's exception line) where Kafka's tool dies, after the same output;
 /// [`Failure::Corruption`] where this tool stops printing what Kafka's would go on to print.
-pub fn dump_log(files: &[String], opts: logcompact::dump_log::DumpLogOptions) -> Result<(), Failure> {
-    use logcompact::dump_log::DumpLogError;
+pub fn dump_log(files: &[String], opts: logcompact::kafka::dump_log::DumpLogOptions) -> Result<(), Failure> {
+    use logcompact::kafka::dump_log::DumpLogError;
     let mut out = QuietPipe::new(std::io::BufWriter::new(std::io::stdout().lock()));
     let mut err = std::io::BufWriter::new(std::io::stderr().lock());
-    let result = logcompact::dump_log::dump_files(files, &opts, &mut out, &mut err);
+    let result = logcompact::kafka::dump_log::dump_files(files, &opts, &mut out, &mut err);
     out.flush().map_err(failed)?;
     let _ = err.flush();
     match result {

@@ -184,7 +184,7 @@ impl Failure {
             DataDirError::Clock { .. }
             | DataDirError::Metadata(_)
             | DataDirError::Stray { .. }
-            | DataDirError::Broker(logcompact::kraft::BrokerSettingsError::Properties { .. }) => {
+            | DataDirError::Broker(logcompact::kafka::kraft::BrokerSettingsError::Properties { .. }) => {
                 Failure::Usage(e.to_string())
             }
             _ => Failure::Runtime(e.to_string()),

@@ -12,8 +12,8 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use log_core::kafka::{Compression, RecordToWrite, new_header, write_batch};
-use logcompact::kraft::image::MetadataImage;
-use logcompact::kraft::schema::{ControlRecord, control_record_json, metadata_record_json};
+use logcompact::kafka::kraft::image::MetadataImage;
+use logcompact::kafka::kraft::schema::{ControlRecord, control_record_json, metadata_record_json};
 
 /// A directory of this process's own, on tmpfs where there is one, rewritten by every input.
 fn metadata_dir() -> &'static PathBuf {
@@ -65,8 +65,8 @@ fuzz_target!(|data: &[u8]| {
     let mut image = MetadataImage::default();
     let _ = image.apply(0, rest);
     // The same bytes as a server.properties.
-    let props = logcompact::kraft::broker_settings::parse_properties(&String::from_utf8_lossy(rest));
-    let _ = logcompact::kraft::broker_settings::check_properties(&props);
+    let props = logcompact::kafka::kraft::broker_settings::parse_properties(&String::from_utf8_lossy(rest));
+    let _ = logcompact::kafka::kraft::broker_settings::check_properties(&props);
     // A metadata log directory, loaded as a broker's start (and `clean`) loads it.
     let records: Vec<&[u8]> = split(rest);
     let codec = [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd]
@@ -87,7 +87,7 @@ fuzz_target!(|data: &[u8]| {
     for (name, bytes) in &files {
         std::fs::write(dir.join(name), bytes).expect("write a scratch file");
     }
-    if let Ok(settings) = logcompact::kraft::BrokerSettings::load(dir, Some("1".into()), None) {
+    if let Ok(settings) = logcompact::kafka::kraft::BrokerSettings::load(dir, Some("1".into()), None) {
         for topic in settings.image.topics.values() {
             let _ = settings.topic(topic);
             let _ = settings.image.topic_id(topic);

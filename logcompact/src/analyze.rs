@@ -15,8 +15,8 @@ use log_core::Format;
 use log_core::progress::Meter;
 use serde::Serialize;
 
-use crate::consumer_offsets::GroupSummary;
 use crate::dir::{CheckpointPastEnd, OpenError, OpenedLog, open_read_only, start_dirty_at};
+use kafka_records::consumer_offsets::GroupSummary;
 
 /// What to analyze.
 #[derive(Debug, Clone)]
@@ -119,7 +119,7 @@ pub fn analyze_opened(
     // Kafka's group coordinator's partition: each group's live keys and tombstones.
     let consumer_groups = if offsets_topic {
         Some(
-            crate::consumer_offsets::group_summary(&opened.log)
+            kafka_records::consumer_offsets::group_summary(&opened.log)
                 .map_err(|source| AnalyzeError::Log { dir: dir.clone(), source })?,
         )
     } else {
@@ -135,7 +135,7 @@ fn enrich_transactions(a: &mut Analysis, dir: &Path, format: Format) -> bool {
     let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
     let Some((topic, partition)) = log_core::kafka::topic_partition(name) else { return false };
     if a.transactions.open_transactions.iter().any(|t| t.coordinator_epoch.is_none())
-        && let Some(producers) = crate::producer_snapshot::newest(dir)
+        && let Some(producers) = kafka_records::producer_snapshot::newest(dir)
     {
         a.transactions.take_coordinator_epochs(
             &producers.iter().map(|p| (p.producer_id, p.producer_epoch, p.coordinator_epoch)).collect::<Vec<_>>(),

@@ -271,9 +271,9 @@ fn check_metadata_log(dir: &Path, options: &DirCheckOptions) -> LogVerdict {
         verdict = LogVerdict::Intact { report: log_core::check::CheckReport::default() };
     }
     if let LogVerdict::Intact { report } = &mut verdict {
-        let mut image = crate::kraft::image::MetadataImage::default();
+        let mut image = kafka_records::kraft::image::MetadataImage::default();
         let mut bad = None;
-        match crate::kraft::metadata_log::replay(dir, &mut |r| {
+        match kafka_records::kraft::metadata_log::replay(dir, &mut |r| {
             if bad.is_none()
                 && let Err(e) = image.apply(r.offset, &r.value)
             {

@@ -3,7 +3,7 @@
 //! or into a copy with Kafka's two-pass cleaner, and runs Kafka's cleaner manager over a whole data directory.
 //! Everything the `logcompact` command line does is here; the command line only parses and prints:
 //! [`open_or_create`], [`open_read_only`] and [`open_writable`] for a directory of either format, [`check`],
-//! [`dump`] (and [`dump_log`], Kafka's own dump style), [`analyze`] (and [`datadir::analyze`] for a whole data
+//! [`dump`] (and [`kafka::dump_log`], Kafka's own dump style), [`analyze`] (and [`datadir::analyze`] for a whole data
 //! directory), [`compact`], [`datadir::clean`] with the [`manager`]'s types, [`repair`] and [`generate`]. A
 //! program needs no other crate of the workspace.
 //!
@@ -39,23 +39,21 @@
 #![deny(missing_docs)]
 #![warn(clippy::print_stderr, clippy::print_stdout)]
 
+/// Kafka's own records (KRaft metadata and the topic settings it holds, coordinator records, consumer offsets,
+/// producer snapshots, `kafka-dump-log.sh`'s dump): the `kafka-records` crate.
+pub use kafka_records as kafka;
+
 pub mod analyze;
 pub mod check;
 pub mod clock;
 pub mod compact;
-pub mod consumer_offsets;
-pub mod coordinator_records;
 pub mod copy;
 pub mod datadir;
 pub mod dir;
 pub mod dump;
-pub mod dump_log;
 pub mod generate;
-pub mod kraft;
-pub mod message_schema;
 pub mod metered;
 pub mod metrics;
-pub mod producer_snapshot;
 mod recovery;
 pub mod repair;
 pub mod size;

@@ -229,7 +229,7 @@ fn analyze_failure(dir: &Path, e: AnalyzeError) -> Failure {
 }
 
 /// The consumer groups of a `__consumer_offsets` partition: a row a group, most live keys first (the first 50).
-fn print_groups(out: &mut dyn Write, g: &logcompact::consumer_offsets::GroupSummary) -> std::io::Result<()> {
+fn print_groups(out: &mut dyn Write, g: &logcompact::kafka::consumer_offsets::GroupSummary) -> std::io::Result<()> {
     const SHOWN: usize = 50;
     writeln!(
         out,
@@ -264,7 +264,7 @@ fn print_groups(out: &mut dyn Write, g: &logcompact::consumer_offsets::GroupSumm
         writeln!(
             out,
             "the partition holds more than {} distinct keys: the counts cover the keys first seen up to that limit",
-            logcompact::consumer_offsets::MAX_GROUP_KEYS
+            logcompact::kafka::consumer_offsets::MAX_GROUP_KEYS
         )?;
     }
     Ok(())

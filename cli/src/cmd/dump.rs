@@ -135,8 +135,8 @@ impl KafkaDumpLogArgs {
     }
 
     /// The options of the style, or why they cannot be honoured.
-    fn options(&self, offsets_decoder: bool) -> Result<logcompact::dump_log::DumpLogOptions, Failure> {
-        use logcompact::dump_log::{Decoder, DumpLogOptions};
+    fn options(&self, offsets_decoder: bool) -> Result<logcompact::kafka::dump_log::DumpLogOptions, Failure> {
+        use logcompact::kafka::dump_log::{Decoder, DumpLogOptions};
         let unsupported: Vec<&str> = [
             (self.remote_log_metadata_decoder, "--remote-log-metadata-decoder (Kafka's remote storage metadata)"),
             (self.key_decoder_class.is_some(), "--key-decoder-class (a Java class)"),
@@ -237,7 +237,7 @@ pub fn run(a: &DumpArgs) -> Result<(), Failure> {
         }
         let files = match (&a.files, &a.dir) {
             (Some(list), _) => kafka_files_argument(list),
-            (None, Some(dir)) => logcompact::dump_log::segment_files(dir)
+            (None, Some(dir)) => logcompact::kafka::dump_log::segment_files(dir)
                 .map_err(|e| Failure::Usage(format!("cannot list {}: {e}", dir.display())))?,
             (None, None) => return Err(Failure::Usage("give --dir DIR or --files F1,F2,...".into())),
         };

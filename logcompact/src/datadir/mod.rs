@@ -92,17 +92,17 @@ pub enum DataDirError {
     Settings(#[from] SettingsError),
     /// The broker's metadata log or settings file named cannot be read.
     #[error(transparent)]
-    Broker(#[from] crate::kraft::BrokerSettingsError),
+    Broker(#[from] kafka_records::kraft::BrokerSettingsError),
     /// The broker's metadata log cannot be chosen.
     #[error(transparent)]
-    Metadata(#[from] crate::kraft::LocateError),
+    Metadata(#[from] kafka_records::kraft::LocateError),
     /// A partition directory that belongs to no topic the broker knows: left alone.
     #[error("{}: {stray}", dir.display())]
     Stray {
         /// The directory.
         dir: PathBuf,
         /// How it is stray.
-        stray: crate::kraft::Stray,
+        stray: kafka_records::kraft::Stray,
     },
     /// The manager's settings are wrong.
     #[error(transparent)]
@@ -742,7 +742,7 @@ pub fn status(data_dir: &Path, format: Format, layers: &Layers) -> Result<Status
 #[derive(Debug, Clone, Default)]
 pub struct BrokerSource {
     /// The metadata log (`__cluster_metadata-0`, or the log directory holding it); when `None`, found from the
-    /// data directory ([`crate::kraft::locate`]).
+    /// data directory ([`kafka_records::kraft::locate`]).
     pub metadata_dir: Option<PathBuf>,
     /// The broker's `server.properties`: its static settings, and where its metadata log lies.
     pub server_properties: Option<PathBuf>,
@@ -805,11 +805,11 @@ pub fn settings_of(
 
 /// Reads the broker's settings into `layers` (see [`layers`]).
 fn load_broker(data_dir: &Path, source: &BrokerSource, layers: &mut Layers) -> Result<(), DataDirError> {
-    use crate::kraft::{BrokerSettings, broker_settings};
+    use kafka_records::kraft::{BrokerSettings, broker_settings};
     let props = source.server_properties.as_deref().map(broker_settings::read_properties).transpose()?;
     if let (Some(p), Some(path)) = (&props, &source.server_properties) {
         broker_settings::check_properties(p)
-            .map_err(|why| crate::kraft::BrokerSettingsError::Properties { path: path.clone(), why })?;
+            .map_err(|why| kafka_records::kraft::BrokerSettingsError::Properties { path: path.clone(), why })?;
     }
     let named = source.metadata_dir.as_ref().map(|d| {
         let inner = d.join("__cluster_metadata-0");
@@ -817,9 +817,9 @@ fn load_broker(data_dir: &Path, source: &BrokerSource, layers: &mut Layers) -> R
     });
     let (dir, how) = match named.clone() {
         Some(d) => (d, "given by --metadata-dir".to_owned()),
-        None => match crate::kraft::locate(data_dir, props.as_ref())? {
-            crate::kraft::Location::Found { dir, how } => (dir, how),
-            crate::kraft::Location::NotFound { why } => {
+        None => match kafka_records::kraft::locate(data_dir, props.as_ref())? {
+            kafka_records::kraft::Location::Found { dir, how } => (dir, how),
+            kafka_records::kraft::Location::NotFound { why } => {
                 layers.broker_notice = Some(format!(
                     "no KRaft metadata log read: {why}. Topics take Kafka's defaults (cleanup.policy delete: nothing is \
                      compacted on a guess) and the settings given; give --metadata-dir to read the broker's"
@@ -828,7 +828,7 @@ fn load_broker(data_dir: &Path, source: &BrokerSource, layers: &mut Layers) -> R
             }
         },
     };
-    let node = crate::kraft::meta_property(data_dir, "node.id")
+    let node = kafka_records::kraft::meta_property(data_dir, "node.id")
         .or_else(|| props.as_ref().and_then(|p| p.get("node.id").cloned()));
     match BrokerSettings::load(&dir, node, source.server_properties.as_deref()) {
         Ok(b) => {

@@ -29,6 +29,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use kafka_records::files::read_bounded;
+
 use cleaner::LogSettings;
 use log_core::Format;
 use serde::{Deserialize, Serialize};
@@ -168,36 +170,6 @@ impl SettingsFile {
     }
 }
 
-/// The text of the regular file `path`, at most `max` bytes.
-///
-/// # Errors
-/// A sentence: not a regular file, larger than `max`, not UTF-8, or the I/O error.
-pub fn read_bounded(path: &Path, max: u64) -> Result<String, String> {
-    use std::io::Read;
-    // Opened without blocking, so a FIFO with no writer is found out instead of waited on.
-    let file = {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-            .open(path)
-            .map_err(|e| e.to_string())?
-    };
-    let meta = file.metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("it is not a regular file".into());
-    }
-    if meta.len() > max {
-        return Err(format!("it is larger than {max} bytes ({} bytes)", meta.len()));
-    }
-    let mut bytes = Vec::new();
-    file.take(max + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > max {
-        return Err(format!("it is larger than {max} bytes"));
-    }
-    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".into())
-}
-
 /// What a run saved for the next ones.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Saved {
@@ -289,7 +261,7 @@ pub struct Layers {
     pub flags: BTreeMap<String, (String, String)>,
     /// A stopped Kafka broker's own settings of its topics (from its metadata log), when they could be read:
     /// the layer under the saved settings, `--config` and flags, in place of Kafka's defaults.
-    pub broker: Option<std::sync::Arc<crate::kraft::BrokerSettings>>,
+    pub broker: Option<std::sync::Arc<kafka_records::kraft::BrokerSettings>>,
     /// What an operator should be told of where the broker's settings came from, or why they could not be read.
     pub broker_notice: Option<String>,
 }
@@ -353,8 +325,8 @@ impl Layers {
     /// Why the Kafka topic `name` is left alone: its `cleanup.policy` and where that came from, with what would
     /// make it compacted, said only as safe when it is (a `delete` topic's unkeyed records would go).
     /// Whether the partition directory `dir` of topic `name` is stray (its topic id is not the broker's topic of
-    /// that name: [`crate::kraft::Stray`]); `None` without broker metadata to compare with.
-    pub fn stray(&self, dir: &std::path::Path, name: &str) -> Option<crate::kraft::Stray> {
+    /// that name: [`kafka_records::kraft::Stray`]); `None` without broker metadata to compare with.
+    pub fn stray(&self, dir: &std::path::Path, name: &str) -> Option<kafka_records::kraft::Stray> {
         self.broker.as_ref()?.stray(dir, name)
     }
 
@@ -395,7 +367,7 @@ impl Layers {
             Some(own) => {
                 // What the broker itself holds, in its order: the segment size Kafka's cleaner uses (its
                 // internal.segment.bytes when set) last, over segment.bytes.
-                let size = crate::kraft::broker_settings::segment_size(own);
+                let size = kafka_records::kraft::broker_settings::segment_size(own);
                 for s in own.iter().filter(|s| cleaner::settings::SETTING_NAMES.contains(&s.name)) {
                     layers.push((s.name.to_owned(), s.value.clone(), format!("broker: {}", s.source)));
                 }

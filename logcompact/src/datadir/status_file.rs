@@ -211,7 +211,7 @@ pub fn read(data_dir: &Path) -> Result<Option<StatusFile>, String> {
     if !p.exists() {
         return Ok(None);
     }
-    let text = super::settings::read_bounded(&p, 64 << 20).map_err(|e| format!("{}: {e}", p.display()))?;
+    let text = kafka_records::files::read_bounded(&p, 64 << 20).map_err(|e| format!("{}: {e}", p.display()))?;
     serde_json::from_str(&text).map(Some).map_err(|e| format!("{}: {e}", p.display()))
 }
 

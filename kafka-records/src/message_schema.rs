@@ -10,8 +10,8 @@
 //! differ from their default. Reading never goes past the message's bytes.
 //!
 //! ```
-//! use logcompact::message_schema::{D, F, Message, T, from, range, read};
-//! use logcompact::kraft::wire::Reader;
+//! use kafka_records::message_schema::{D, F, Message, T, from, range, read};
+//! use kafka_records::kraft::wire::Reader;
 //! const TOPIC: Message = Message {
 //!     name: "TopicRecord",
 //!     valid: range(0, 0),

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use logcompact::kraft::BrokerSettings;
+use kafka_records::kraft::BrokerSettings;
 
 fn vectors() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../interop/kafka/notes/vectors")

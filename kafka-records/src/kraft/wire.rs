@@ -6,7 +6,7 @@
 //! fails with a [`WireError`] and leaves the position where the failed read started.
 //!
 //! ```
-//! use logcompact::kraft::wire::Reader;
+//! use kafka_records::kraft::wire::Reader;
 //! let mut r = Reader::new(&[0x01, 0x96, 0x01, 0x00, 0x07]);
 //! assert_eq!(r.unsigned_varint().unwrap(), 1);
 //! assert_eq!(r.unsigned_varint().unwrap(), 150);

@@ -165,7 +165,7 @@ pub fn segment_size(settings: &[Setting]) -> Option<&Setting> {
 /// # Errors
 /// [`BrokerSettingsError::Properties`] when it cannot be read (at most 1 MiB, a regular file).
 pub fn read_properties(path: &Path) -> Result<BTreeMap<String, String>, BrokerSettingsError> {
-    let text = crate::datadir::settings::read_bounded(path, 1 << 20)
+    let text = crate::files::read_bounded(path, 1 << 20)
         .map_err(|why| BrokerSettingsError::Properties { path: path.to_path_buf(), why })?;
     Ok(parse_properties(&text))
 }
@@ -230,7 +230,7 @@ pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
 
 /// `name`'s value in the properties file `meta.properties` of the log directory `dir`.
 pub fn meta_property(dir: &Path, name: &str) -> Option<String> {
-    let text = crate::datadir::settings::read_bounded(&dir.join("meta.properties"), 1 << 16).ok()?;
+    let text = crate::files::read_bounded(&dir.join("meta.properties"), 1 << 16).ok()?;
     parse_properties(&text).remove(name)
 }
 
@@ -394,7 +394,7 @@ impl std::fmt::Display for Stray {
 
 /// The topic id in the `partition.metadata` of the partition directory `dir`, if it holds one.
 pub fn partition_topic_id(dir: &Path) -> Option<String> {
-    let text = crate::datadir::settings::read_bounded(&dir.join("partition.metadata"), 1 << 12).ok()?;
+    let text = crate::files::read_bounded(&dir.join("partition.metadata"), 1 << 12).ok()?;
     text.lines().find_map(|l| l.strip_prefix("topic_id:")).map(|id| id.trim().to_owned())
 }
 

@@ -6,10 +6,10 @@
 //! control records, for decoding them as `DumpLogSegments --cluster-metadata-decoder` prints them.
 //!
 //! ```no_run
-//! use logcompact::kraft::{BrokerSettings, Location, locate};
+//! use kafka_records::kraft::{BrokerSettings, Location, locate};
 //! let data_dir = std::path::Path::new("/var/lib/kafka/data");
 //! let Location::Found { dir: metadata, .. } = locate(data_dir, None)? else { return Ok(()) };
-//! let node = logcompact::kraft::meta_property(data_dir, "node.id");
+//! let node = kafka_records::kraft::meta_property(data_dir, "node.id");
 //! let broker = BrokerSettings::load(&metadata, node, None)?;
 //! for s in broker.topic("orders").unwrap_or_default() {
 //!     println!("{} = {} ({})", s.name, s.value, s.source);

@@ -17,7 +17,7 @@
 //! ```
 //! // A NoOpRecord: frame 1, api key 20, version 0, no tagged fields.
 //! assert_eq!(
-//!     logcompact::kraft::schema::metadata_record_json(&[1, 20, 0, 0]).unwrap(),
+//!     kafka_records::kraft::schema::metadata_record_json(&[1, 20, 0, 0]).unwrap(),
 //!     r#"{"type":"NO_OP_RECORD","version":0,"data":{}}"#
 //! );
 //! ```

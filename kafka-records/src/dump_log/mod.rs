@@ -20,7 +20,7 @@
 //! let mut out = std::io::stdout().lock();
 //! let mut err = std::io::stderr().lock();
 //! let files = ["/var/lib/kafka/data/orders-0/00000000000000000000.log".to_owned()];
-//! logcompact::dump_log::dump_files(&files, &logcompact::dump_log::DumpLogOptions::default(), &mut out, &mut err)?;
+//! kafka_records::dump_log::dump_files(&files, &kafka_records::dump_log::DumpLogOptions::default(), &mut out, &mut err)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

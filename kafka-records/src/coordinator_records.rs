@@ -13,7 +13,7 @@
 //! Invariant: decoding reads only the key and value given, and fails only with Kafka's messages.
 //!
 //! ```
-//! use logcompact::coordinator_records::{Coordinator, Decoded, decode};
+//! use kafka_records::coordinator_records::{Coordinator, Decoded, decode};
 //! // A `__transaction_state` tombstone: key type 0, transactional id "t".
 //! let key = [0, 0, 0, 1, b't'];
 //! assert_eq!(

@@ -7,7 +7,7 @@
 //! kafka-dump-log style decodes every type (`crate::coordinator_records`).
 //!
 //! ```
-//! use logcompact::consumer_offsets::{OffsetsKey, decode_key};
+//! use kafka_records::consumer_offsets::{OffsetsKey, decode_key};
 //! // Version 1: group "g", topic "t", partition 3.
 //! let key = [0, 1, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 3];
 //! assert_eq!(
