@@ -20,8 +20,8 @@
 use serde::Serialize;
 
 use crate::coordinator_records::{GROUP_METADATA_VALUE, OFFSET_COMMIT_VALUE};
-use crate::kraft::wire::Reader;
 use crate::message_schema::{Json, read_fields};
+use crate::wire::Reader;
 
 /// A `__consumer_offsets` key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -25,8 +25,8 @@
 //! );
 //! ```
 
-use crate::kraft::wire::Reader;
 use crate::message_schema::{D, F, Json, Message, NONE, T, from, range, read_fields, to_json};
+use crate::wire::Reader;
 
 /// Which coordinator's records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

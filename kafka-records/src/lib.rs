@@ -9,6 +9,7 @@
 //! - [`message_schema`]: Kafka's generated messages described as data, read at any version;
 //! - [`dump_log`]: what `kafka-dump-log.sh --deep-iteration --print-data-log` prints, byte for byte;
 //! - [`producer_snapshot`]: a partition's producer state snapshots;
+//! - [`wire`]: the primitives of Kafka's wire format its records are written in;
 //! - [`files`]: the broker's small text files, read bounded.
 //!
 //! Every file is read with plain, bounded reads: nothing is mapped, locked or written (a broker may be running).
@@ -38,3 +39,4 @@ pub mod files;
 pub mod kraft;
 pub mod message_schema;
 pub mod producer_snapshot;
+pub mod wire;

@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use kafka_records::message_schema::{D, F, Message, T, from, range, read};
-//! use kafka_records::kraft::wire::Reader;
+//! use kafka_records::wire::Reader;
 //! const TOPIC: Message = Message {
 //!     name: "TopicRecord",
 //!     valid: range(0, 0),
@@ -27,8 +27,7 @@
 
 use std::fmt;
 
-use crate::dump_log::java_utf8;
-use crate::kraft::wire::{Reader, WireError, base64_standard, uuid_string};
+use crate::wire::{Reader, WireError, base64_standard, java_utf8, uuid_string};
 
 /// A range of versions, `lo..=hi` (empty when `lo > hi`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

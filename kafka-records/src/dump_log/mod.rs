@@ -201,33 +201,6 @@ pub(crate) fn absolute(shown: &str) -> String {
     java_file_string(&format!("{cwd}/{shown}"))
 }
 
-/// Java's `new String(bytes, UTF_8)`: invalid sequences become U+FFFD as Rust's lossy decoding makes them,
-/// except an encoded surrogate (`ED A0..BF`, then a continuation byte or not), one U+FFFD where Rust makes one
-/// a byte.
-pub fn java_utf8(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len());
-    let mut rest = bytes;
-    loop {
-        match std::str::from_utf8(rest) {
-            Ok(valid) => {
-                s.push_str(valid);
-                return s;
-            }
-            Err(e) => {
-                let (valid, bad) = rest.split_at(e.valid_up_to());
-                s.push_str(std::str::from_utf8(valid).unwrap_or_default());
-                s.push('\u{FFFD}');
-                let skip = if bad.len() >= 2 && bad[0] == 0xED && (0xA0..=0xBF).contains(&bad[1]) {
-                    if bad.get(2).is_some_and(|b| (0x80..=0xBF).contains(b)) { 3 } else { 2 }
-                } else {
-                    e.error_len().unwrap_or(bad.len())
-                };
-                rest = &bad[skip..];
-            }
-        }
-    }
-}
-
 /// `Long.parseLong` of a file name's part, or Kafka's `NumberFormatException`.
 pub(crate) fn parse_long(s: &str) -> Result<i64, DumpLogError> {
     let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
@@ -316,15 +289,6 @@ pub fn segment_files(dir: &Path) -> io::Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn java_decoding_takes_an_encoded_surrogate_as_one_character() {
-        assert_eq!(java_utf8(b"a\xED\xA0\x80b"), "a\u{FFFD}b");
-        assert_eq!(java_utf8(b"a\xED\xA0Ab"), "a\u{FFFD}Ab");
-        assert_eq!(java_utf8(b"\xC0\x80"), "\u{FFFD}\u{FFFD}");
-        assert_eq!(java_utf8("é✓".as_bytes()), "é✓");
-        assert_eq!(java_utf8(b"x\xE2\x9C"), "x\u{FFFD}");
-    }
 
     #[test]
     fn paths_print_as_java_files_do() {

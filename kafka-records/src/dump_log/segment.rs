@@ -14,12 +14,10 @@ use std::os::unix::fs::FileExt;
 
 use log_core::kafka::{Batch, BatchHeader, KafkaRecord};
 
-use super::{
-    Decoder, DumpLogError, DumpLogOptions, Summaries, absolute, died, java_utf8, open_failed, parse_long, read_failed,
-};
+use super::{Decoder, DumpLogError, DumpLogOptions, Summaries, absolute, died, open_failed, parse_long, read_failed};
 use crate::coordinator_records;
 use crate::kraft::schema::{ControlRecord, control_record_json, metadata_record_json};
-use crate::kraft::wire::WireError;
+use crate::wire::{WireError, java_utf8};
 
 /// Bytes of a batch up to its magic byte: offset, length, leader epoch, magic.
 const UP_TO_MAGIC: u64 = 17;

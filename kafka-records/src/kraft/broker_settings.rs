@@ -403,7 +403,7 @@ impl BrokerSettings {
     /// metadata's topic, or holds no topic id to compare.
     pub fn stray(&self, dir: &Path, topic: &str) -> Option<Stray> {
         let directory_topic_id = partition_topic_id(dir)?;
-        let metadata_topic_id = self.image.topic_id(topic).map(|id| crate::kraft::wire::uuid_string(&id));
+        let metadata_topic_id = self.image.topic_id(topic).map(|id| crate::wire::uuid_string(&id));
         (metadata_topic_id.as_deref() != Some(directory_topic_id.as_str()))
             .then_some(Stray { directory_topic_id, metadata_topic_id })
     }

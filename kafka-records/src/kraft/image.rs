@@ -140,11 +140,9 @@ fn decode(offset: i64, value: &[u8]) -> Result<Change, BadRecord> {
             // A registration of a version this reader does not know says nothing of directories; the topics'
             // settings do not depend on it.
             let version = i16::try_from(_version).unwrap_or(i16::MAX);
-            let Ok(mut fields) = crate::message_schema::read_fields(
-                message,
-                &mut crate::kraft::wire::Reader::new(&value[w.at..]),
-                version,
-            ) else {
+            let Ok(mut fields) =
+                crate::message_schema::read_fields(message, &mut crate::wire::Reader::new(&value[w.at..]), version)
+            else {
                 return Ok(Change::Other);
             };
             let Some(crate::message_schema::Json::Int(id)) = fields.get_mut("brokerId") else {

@@ -1,8 +1,7 @@
 //! A stopped KRaft broker's own account of its topics: its metadata log (`__cluster_metadata-0`), read as the
 //! broker reads it at start, and each topic's settings resolved as the broker resolves them, so that a stopped
 //! broker's partitions are cleaned with their topics' own settings without restating them by hand. The
-//! metadata log itself is only read (`log_core::kafka::metadata_log`). [`wire`] and [`schema`] hold the
-//! wire primitives of its records and the schema of every record type Kafka 4.4 writes there, with the raft
+//! metadata log itself is only read (`log_core::kafka::metadata_log`). [`schema`] holds the schema of every record type Kafka 4.4 writes there, with the raft
 //! control records, for decoding them as `DumpLogSegments --cluster-metadata-decoder` prints them.
 //!
 //! ```no_run
@@ -21,7 +20,6 @@ pub mod broker_settings;
 pub mod image;
 pub mod metadata_log;
 pub mod schema;
-pub mod wire;
 
 pub use broker_settings::{
     BrokerSettings, BrokerSettingsError, LocateError, Location, Setting, Stray, locate, meta_property,

@@ -22,8 +22,8 @@
 //! );
 //! ```
 
-use crate::kraft::wire::{Reader, WireError};
 use crate::message_schema::{D, F, Json, Message, T, from, range, read, read_fields, to_json};
+use crate::wire::{Reader, WireError};
 
 /// The message a metadata record of `api_key` holds, with its `MetadataRecordType` name.
 pub fn record_type(api_key: u16) -> Option<(&'static str, &'static Message)> {

@@ -1,6 +1,7 @@
-//! The crate's layering, checked on its sources: the core asks a segment format only through `Format`'s
+//! The workspace's layering, checked on its sources. log-core: the core asks a segment format only through `Format`'s
 //! methods (see the `format` module's docs), so log-core's module imports have no circle longer than two
-//! files, the ground floor imports nothing above it, and the Kafka codec imports nothing of the log.
+//! files, the ground floor imports nothing above it, and the Kafka codec imports nothing of the log. The front
+//! door (`logcompact`) and Kafka's records (`kafka-records`) have no import circle at all.
 //!
 //! A module's imports are the `crate::` and `super::` paths its code names (outside comments and its unit
 //! tests), a `mod.rs`'s own `use` of its child modules, and re-exports followed to where the item is defined
@@ -169,8 +170,9 @@ impl Crate {
     }
 }
 
-fn imports() -> BTreeMap<String, BTreeSet<String>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// The module imports of the workspace crate `name` (its directory), file by file.
+fn imports_of(name: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(name).join("src");
     let mut paths = Vec::new();
     rust_files(&root, &mut paths);
     let mut sources = BTreeMap::new();
@@ -302,7 +304,7 @@ fn circles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 
 #[test]
 fn no_import_circle_is_longer_than_two_files() {
-    let edges = imports();
+    let edges = imports_of("log-core");
     assert!(edges.len() > 40, "read {} files", edges.len());
     let found = circles(&edges);
     let long: Vec<_> = found.iter().filter(|c| c.len() > LONGEST_CIRCLE).collect();
@@ -311,7 +313,7 @@ fn no_import_circle_is_longer_than_two_files() {
 
 #[test]
 fn the_ground_floor_and_the_kafka_codec_import_nothing_above_them() {
-    let edges = imports();
+    let edges = imports_of("log-core");
     for (file, to) in &edges {
         let allowed = |t: &String| GROUND.contains(&t.as_str()) || t.starts_with(CODEC);
         if GROUND.contains(&file.as_str()) || file.starts_with(CODEC) {
@@ -325,7 +327,7 @@ fn the_ground_floor_and_the_kafka_codec_import_nothing_above_them() {
 fn the_core_never_imports_a_formats_own_modules() {
     // The core's files ask the format through `Format`'s methods; only the format wing names its parts.
     let core = ["log.rs", "reader.rs", "segment.rs", "scan.rs", "tail.rs", "cleaning.rs", "group_copy.rs", "open.rs"];
-    let edges = imports();
+    let edges = imports_of("log-core");
     for file in core {
         let reaching: Vec<_> =
             edges[file].iter().filter(|t| t.starts_with("format/native/") || t.starts_with("format/kafka/")).collect();
@@ -356,4 +358,14 @@ fn the_check_sees_a_circle_when_there_is_one() {
         named,
         vec![(vec!["a".into(), "b".into()], "c".to_owned()), (vec!["a".into(), "d".into()], "d".to_owned())]
     );
+}
+
+#[test]
+fn the_front_door_and_kafkas_records_have_no_import_circle() {
+    let found: Vec<_> = ["logcompact", "kafka-records"]
+        .into_iter()
+        .map(|name| (name, circles(&imports_of(name))))
+        .filter(|(_, c)| !c.is_empty())
+        .collect();
+    assert!(found.is_empty(), "import circles: {found:#?}");
 }

@@ -6,7 +6,7 @@
 //! fails with a [`WireError`] and leaves the position where the failed read started.
 //!
 //! ```
-//! use kafka_records::kraft::wire::Reader;
+//! use kafka_records::wire::Reader;
 //! let mut r = Reader::new(&[0x01, 0x96, 0x01, 0x00, 0x07]);
 //! assert_eq!(r.unsigned_varint().unwrap(), 1);
 //! assert_eq!(r.unsigned_varint().unwrap(), 150);
@@ -184,6 +184,33 @@ fn base64(bytes: &[u8], alphabet: &[u8; 64], pad: bool) -> String {
     s
 }
 
+/// Java's `new String(bytes, UTF_8)`: invalid sequences become U+FFFD as Rust's lossy decoding makes them,
+/// except an encoded surrogate (`ED A0..BF`, then a continuation byte or not), one U+FFFD where Rust makes one
+/// a byte.
+pub fn java_utf8(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(valid) => {
+                s.push_str(valid);
+                return s;
+            }
+            Err(e) => {
+                let (valid, bad) = rest.split_at(e.valid_up_to());
+                s.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                s.push('\u{FFFD}');
+                let skip = if bad.len() >= 2 && bad[0] == 0xED && (0xA0..=0xBF).contains(&bad[1]) {
+                    if bad.get(2).is_some_and(|b| (0x80..=0xBF).contains(b)) { 3 } else { 2 }
+                } else {
+                    e.error_len().unwrap_or(bad.len())
+                };
+                rest = &bad[skip..];
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,5 +237,14 @@ mod tests {
         let mut long = Reader::new(&[0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
         assert!(matches!(long.unsigned_varint(), Err(WireError::VarintTooLong(_))));
         assert_eq!(Reader::new(&[3]).varint(), Ok(-2));
+    }
+
+    #[test]
+    fn java_decoding_takes_an_encoded_surrogate_as_one_character() {
+        assert_eq!(java_utf8(b"a\xED\xA0\x80b"), "a\u{FFFD}b");
+        assert_eq!(java_utf8(b"a\xED\xA0Ab"), "a\u{FFFD}Ab");
+        assert_eq!(java_utf8(b"\xC0\x80"), "\u{FFFD}\u{FFFD}");
+        assert_eq!(java_utf8("é✓".as_bytes()), "é✓");
+        assert_eq!(java_utf8(b"x\xE2\x9C"), "x\u{FFFD}");
     }
 }
