@@ -60,6 +60,8 @@ pub struct Written {
     pub partitions: Vec<Partition>,
     /// When they were produced (Unix ms): every record is older.
     pub produced_ms: i64,
+    /// The seed of the producer's random choices ([`crate::fixture::seed`]).
+    pub seed: u64,
 }
 
 /// The partitions for `spec`, produced unless a finished node is cached.
@@ -67,18 +69,28 @@ pub struct Written {
 /// # Errors
 /// When the node cannot be formatted, started or stopped, or the Java program fails.
 pub fn get(kafka: &'static Kafka, spec: &Spec) -> Result<Written> {
-    let key =
-        format!("bench-{VERSION}-{:016x}-{}-{}-{}", kafka.sources_hash, spec.records, spec.keys, spec.segment_bytes);
-    let dir = crate::fixture::cached(kafka, &key, "bench", |building| produce(kafka, building, spec))?;
-    load(&dir)
+    let seed = crate::fixture::seed(DEFAULT_SEED);
+    let key = format!(
+        "bench-{VERSION}-{:016x}-{}-{}-{}-s{seed}",
+        kafka.sources_hash, spec.records, spec.keys, spec.segment_bytes
+    );
+    let dir = crate::fixture::cached(kafka, &key, "bench", |building| produce(kafka, building, spec, seed))?;
+    eprintln!("Kafka benchmark partitions: seed {seed} (KAFKA_FIXTURE_SEED=N builds others), {}", dir.display());
+    let mut written = load(&dir)?;
+    written.seed = seed;
+    Ok(written)
 }
 
-fn produce(kafka: &'static Kafka, dir: &Path, spec: &Spec) -> Result<()> {
+/// The benchmark partitions' seed when `KAFKA_FIXTURE_SEED` is not given.
+pub const DEFAULT_SEED: u64 = 1;
+
+fn produce(kafka: &'static Kafka, dir: &Path, spec: &Spec, seed: u64) -> Result<()> {
     let node_spec = NodeSpec { log_dirs: 1, ..NodeSpec::default() };
     let mut node = Node::format(kafka, &dir.join("node"), &node_spec)?;
     node.start()?;
     let boot = node.bootstrap();
     let (records, keys, segment) = (spec.records.to_string(), spec.keys.to_string(), spec.segment_bytes.to_string());
+    let seed = seed.to_string();
     let config = if spec.segment_bytes < 1 << 20 { "internal.segment.bytes" } else { "segment.bytes" };
     let args = [
         "--bootstrap",
@@ -91,6 +103,8 @@ fn produce(kafka: &'static Kafka, dir: &Path, spec: &Spec) -> Result<()> {
         &segment,
         "--segment-config",
         config,
+        "--seed",
+        &seed,
     ];
     let summary = kafka.run_json("logcompact.interop.BenchPartitions", &args);
     let stopped = node.stop();
@@ -139,5 +153,5 @@ fn load(dir: &Path) -> Result<Written> {
             dir,
         });
     }
-    Ok(Written { partitions, produced_ms })
+    Ok(Written { partitions, produced_ms, seed: DEFAULT_SEED })
 }

@@ -67,10 +67,23 @@ pub fn transaction_version_1(kafka: &'static Kafka) -> &'static Fixture {
     })
 }
 
+/// The seed of the random choices a fixture's programs make (`KAFKA_FIXTURE_SEED`, else `default`): part of the
+/// fixture's cache key, printed by every test that uses it, and named by every difference found on it, so that
+/// a fixture is never a different one from run to run without saying so.
+pub fn seed(default: u64) -> u64 {
+    std::env::var("KAFKA_FIXTURE_SEED").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(default)
+}
+
+/// The main fixture's seed when `KAFKA_FIXTURE_SEED` is not given.
+pub const DEFAULT_SEED: u64 = 20_240_601;
+
 /// The fixture `name`, produced unless a finished one is cached.
 fn get(kafka: &'static Kafka, name: &str, spec: &NodeSpec, fixture_args: &[&str]) -> Result<Fixture> {
-    let key = format!("{name}-{VERSION}-{:016x}-{}", kafka.sources_hash, fixture_args.join("_"));
-    let dir = cached(kafka, &key, name, |building| produce(kafka, building, spec, fixture_args))?;
+    let seed = seed(DEFAULT_SEED).to_string();
+    let args: Vec<&str> = fixture_args.iter().copied().chain(["--seed", seed.as_str()]).collect();
+    let key = format!("{name}-{VERSION}-{:016x}-{}", kafka.sources_hash, args.join("_"));
+    let dir = cached(kafka, &key, name, |building| produce(kafka, building, spec, &args))?;
+    eprintln!("Kafka fixture {name}: seed {seed} (KAFKA_FIXTURE_SEED=N builds another), {}", dir.display());
     load(kafka, &dir)
 }
 
