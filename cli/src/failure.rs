@@ -46,8 +46,7 @@ pub(crate) fn looks_like_a_kafka_log_directory(dir: &std::path::Path) -> bool {
 /// Whether a native open was refused because the directory holds a Kafka partition of magic 2 (one this tool
 /// reads with `--format kafka`).
 fn wants_format_kafka(e: &logcompact::OpenError) -> bool {
-    matches!(e, logcompact::OpenError::NotALog { format: "logcompact", found, .. }
-        if found.contains("Kafka") && !found.contains("of magic 0") && !found.contains("of magic 1"))
+    matches!(e, logcompact::OpenError::NotALog { format: log_core::Format::Native, other_format: true, .. })
 }
 
 /// A failed command.
@@ -99,11 +98,8 @@ impl Failure {
                  can drop it, keeping a copy)"
             )),
             log_core::Error::UnusableName { .. } => Failure::Corruption(format!("{message}\n{UNUSABLE_NAME_HINT}")),
-            log_core::Error::NotALog { found }
-                if found.contains("Kafka") && !found.contains("of magic 0") && !found.contains("of magic 1") =>
-            {
-                Failure::Usage(format!("{message} ({KAFKA_HINT})"))
-            }
+            // Only a native open meets a Kafka partition this way (a Kafka open names its own hint).
+            log_core::Error::NotALog { other_format: true, .. } => Failure::Usage(format!("{message} ({KAFKA_HINT})")),
             log_core::Error::NotALog { .. } | log_core::Error::InvalidConfig(_) => Failure::Usage(message),
             _ => Failure::Runtime(message),
         }
@@ -134,17 +130,36 @@ impl Failure {
         }
     }
 
-    /// The failure for a compaction that could not be done.
+    /// The failure for a first dirty offset given past the end of the log, said as the flag that gave it.
+    pub fn from_checkpoint(c: &logcompact::dir::CheckpointPastEnd) -> Failure {
+        Failure::Usage(format!("--checkpoint {} is past the end of the log (its next offset is {})", c.given, c.end))
+    }
+
+    /// The failure for a compaction that could not be done, said in the command line's flags.
     pub fn from_compact(e: &logcompact::CompactError) -> Failure {
         use logcompact::CompactError;
+        use logcompact::copy::CopyError;
         match e {
-            CompactError::Usage(m) => Failure::Usage(m.clone()),
+            CompactError::Setting { name, value, why } => {
+                Failure::Usage(format!("--{} {value} is {why}", name.replace('.', "-")))
+            }
+            CompactError::Config(_) | CompactError::Settings(_) => Failure::Usage(e.to_string()),
+            CompactError::Checkpoint(c) => Failure::from_checkpoint(c),
+            CompactError::NotCompacted { dir, why, .. } => {
+                Failure::Usage(format!("{}: {why}; give --cleanup-policy compact to compact it anyway", dir.display()))
+            }
+            CompactError::PolicyUnknown { .. } => Failure::Usage(format!(
+                "{e}: give --cleanup-policy compact if the broker compacts it (records without a key are then kept \
+                 unless --drop-invalid), or let its settings be read (--metadata-dir, --config)"
+            )),
             CompactError::Open(o) => Failure::from_open(o),
-            CompactError::Copy(logcompact::copy::CopyError::BadTarget { .. }) => Failure::Usage(e.to_string()),
-            CompactError::Copy(logcompact::copy::CopyError::Open(o)) => Failure::from_open(o),
-            CompactError::Copy(logcompact::copy::CopyError::Log(l)) => Failure::from_log("copying", l),
+            CompactError::Copy(CopyError::BadTarget { target, why }) => {
+                Failure::Usage(format!("--out {}: {why}", target.display()))
+            }
+            CompactError::Copy(CopyError::Open(o)) => Failure::from_open(o),
+            CompactError::Copy(CopyError::Log(l)) => Failure::from_log("copying", l),
             CompactError::Pass { dir, source } => Failure::from_cleaner(&dir.display().to_string(), source),
-            CompactError::Clock { .. } => Failure::Usage(e.to_string()),
+            CompactError::Clock { .. } => Failure::Usage(format!("{e} (give --i-know-the-clock if it is right)")),
             _ => Failure::Runtime(e.to_string()),
         }
     }
@@ -181,8 +196,8 @@ impl Failure {
                 Failure::Usage(e.to_string())
             }
             DataDirError::Cleaner(c) => Failure::from_cleaner("bad cleaner settings", c),
-            DataDirError::Clock { .. }
-            | DataDirError::Metadata(_)
+            DataDirError::Clock { .. } => Failure::Usage(format!("{e} (give --i-know-the-clock if it is right)")),
+            DataDirError::Metadata(_)
             | DataDirError::Stray { .. }
             | DataDirError::Broker(logcompact::kafka::kraft::BrokerSettingsError::Properties { .. }) => {
                 Failure::Usage(e.to_string())

@@ -93,6 +93,8 @@ pub enum ProblemClass {
     Corruption,
     /// The store does not hold a log of this format.
     NotALog,
+    /// The store holds a log of the other format this build reads: checked with that format, it is read.
+    AnotherFormat,
     /// Intact data of a format version this build does not read (a Kafka message set older than magic 2).
     OtherFormat,
     /// A name the log would take for one of its files that it cannot use (a directory or a symbolic link under
@@ -151,8 +153,9 @@ impl From<Error> for Problem {
             }
             Error::BadCheckpoint { name, reason } => corruption(&name, None, reason),
             Error::BadCheckpointLine { name, reason } => corruption(&name, None, reason),
-            Error::NotALog { .. } => {
-                Problem { class: ProblemClass::NotALog, file: crate::error::DIRECTORY.into(), position: None, what }
+            Error::NotALog { other_format, .. } => {
+                let class = if other_format { ProblemClass::AnotherFormat } else { ProblemClass::NotALog };
+                Problem { class, file: crate::error::DIRECTORY.into(), position: None, what }
             }
             Error::Io { name, .. } => Problem { class: ProblemClass::Unreadable, file: name, position: None, what },
             _ => {

@@ -71,6 +71,8 @@ pub enum Error {
     NotALog {
         /// What the store holds instead.
         found: String,
+        /// True when it holds a log of the other format this build reads (opened with that format, it opens).
+        other_format: bool,
     },
     /// The log was opened read-only.
     #[error("the log is open read-only")]

@@ -43,8 +43,14 @@ fn a_kafka_partition_is_recognised() {
     batch[8..12].copy_from_slice(&[0, 0, 0, 70]); // big-endian, as Kafka writes it
     batch[16] = 2;
     let store = store_with(&[("00000000000000000000.log", &batch), ("00000000000000000000.index", b"")]);
-    let found = Layout::scan(&store).expect("scan").foreign_format(&store).expect("kafka");
+    let (found, readable) = Layout::scan(&store).expect("scan").foreign_format(&store).expect("kafka");
     assert!(found.contains("Kafka") && found.contains("magic 2") && found.contains(".index"), "{found}");
+    assert!(readable, "a partition of magic 2 is read with the Kafka format");
+    batch[16] = 1;
+    let store = store_with(&[("00000000000000000000.log", &batch)]);
+    let (found, readable) = Layout::scan(&store).expect("scan").foreign_format(&store).expect("kafka");
+    assert!(!readable, "magic 1 is no format this build reads: {found}");
+    batch[16] = 2;
     let store = store_with(&[("00000000000000000000.log", &batch)]);
     assert!(Layout::scan(&store).expect("scan").foreign_format(&store).is_some(), "from the batch alone");
 }

@@ -7,7 +7,8 @@ use cleaner::{CleanStats, Cleaner, PassOptions};
 use log_core::{DirtySection, Format, Log, LogConfig, RecoveryReport};
 
 use crate::copy::{CopyError, copy_beside_metered, place};
-use crate::dir::{OpenError, OpenedLog, open_writable, open_writable_copy_as};
+use crate::datadir::settings::{Layers, SettingsError};
+use crate::dir::{CheckpointPastEnd, OpenError, OpenedLog, open_writable, open_writable_copy_as};
 
 /// What to compact, and how.
 #[derive(Debug, Clone)]
@@ -16,8 +17,14 @@ pub struct CompactRequest {
     pub dir: PathBuf,
     /// Its format.
     pub format: Format,
-    /// The first pass's options (later passes of `until_clean` do not purge again).
+    /// The first pass's options (later passes of `until_clean` do not purge again). Their `drop_invalid` is
+    /// raised where Kafka's cleaner drops records without a key: a native log, or a Kafka topic whose own
+    /// settings compact it ([`topic_policy`]).
     pub options: PassOptions,
+    /// The settings read for the directory ([`crate::datadir::settings_of`]): what says whether a Kafka
+    /// partition's topic is compacted ([`topic_policy`]). `Layers::default()` says nothing, so a Kafka
+    /// partition is refused; [`Layers::compact_anyway`] is the operator's word that the broker compacts it.
+    pub settings: Layers,
     /// Passes until nothing is dirty, or one pass.
     pub until_clean: bool,
     /// The log's `segment.bytes` (the most a group of cleaned segments merges into).
@@ -61,7 +68,7 @@ pub struct Compaction {
 /// What the passes of a compaction did.
 #[derive(Debug)]
 pub enum CompactOutcome {
-    /// Nothing was done, and why.
+    /// Nothing was done, and why. No pass ran, so a requested purge did not act either.
     NothingDone(String),
     /// The passes ran: their statistics.
     Cleaned(Vec<CleanStats>),
@@ -71,9 +78,46 @@ pub enum CompactOutcome {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CompactError {
-    /// A setting is out of range.
+    /// A setting is out of its range.
+    #[error("{name} {value} is {why}")]
+    Setting {
+        /// Kafka's name of the setting.
+        name: &'static str,
+        /// The value given.
+        value: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// The log's configuration does not suit its format.
     #[error("{0}")]
-    Usage(String),
+    Config(#[source] log_core::Error),
+    /// The settings read for the directory do not resolve.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// The first dirty offset given is past the end of the log.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointPastEnd),
+    /// The partition's topic is not compacted: its own settings say so, or the caller's do.
+    #[error("{}: {why}", dir.display())]
+    NotCompacted {
+        /// The directory.
+        dir: PathBuf,
+        /// The topic.
+        topic: String,
+        /// Its `cleanup.policy` and where that came from ([`Layers::why_left_alone`]).
+        why: String,
+    },
+    /// Nothing read says whether the partition's topic is compacted, and the caller did not say it is:
+    /// compacting a `delete` topic loses every record but each key's latest, so it is never done on a guess.
+    #[error("{}: nothing here says whether topic {topic} is compacted{}; compacting a delete topic loses its older records", dir.display(), notice.as_ref().map(|n| format!(" ({n})")).unwrap_or_default())]
+    PolicyUnknown {
+        /// The directory.
+        dir: PathBuf,
+        /// The topic.
+        topic: String,
+        /// Why the broker's settings were not read, when that is known.
+        notice: Option<String>,
+    },
     /// The directory could not be opened.
     #[error(transparent)]
     Open(#[from] OpenError),
@@ -81,7 +125,7 @@ pub enum CompactError {
     #[error(transparent)]
     Copy(#[from] CopyError),
     /// The cleaner's clock would stamp delete horizons in the past of the log's records.
-    #[error("{dir}: {source} (give --i-know-the-clock if it is right)", dir = dir.display())]
+    #[error("{dir}: {source}", dir = dir.display())]
     Clock {
         /// The directory.
         dir: PathBuf,
@@ -98,6 +142,67 @@ pub enum CompactError {
         #[source]
         source: cleaner::Error,
     },
+}
+
+/// What [`topic_policy`] found: the pass options it raises, and whether the caller's word overrides the topic's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyVerdict {
+    /// Records without a key are dropped, as Kafka's cleaner drops them from a compacted topic.
+    pub drop_invalid: bool,
+    /// The partition is compacted on the caller's word ([`Layers::compact_anyway`]), not its topic's settings.
+    pub asserted: Option<Asserted>,
+}
+
+/// A compaction on the caller's word.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asserted {
+    /// The topic.
+    pub topic: String,
+    /// Who said so (the flag, or `the saved ` and the flag an earlier run saved).
+    pub by: String,
+    /// The topic's own `cleanup.policy` and where it came from, when its settings give one (one that does not
+    /// compact: else the word was not needed).
+    pub own: Option<(String, String)>,
+}
+
+/// Whether `req`'s log may be compacted, decided once for every caller: a native log always (its records
+/// without a key dropped); a Kafka partition when its topic's own settings compact it (the broker's metadata
+/// log, saved settings, a settings file: then records without a key are dropped, as Kafka's cleaner drops
+/// them), or on the caller's word that the broker compacts it (a `cleanup.policy` given as a flag, this run's
+/// or saved: then they are kept unless the pass options drop them). A topic whose settings say `delete`, or
+/// whose settings say nothing and no word was given, is refused: compacting a `delete` topic loses every
+/// record but each key's latest.
+///
+/// # Errors
+/// [`CompactError::NotCompacted`], [`CompactError::PolicyUnknown`], [`CompactError::Settings`].
+pub fn topic_policy(req: &CompactRequest) -> Result<PolicyVerdict, CompactError> {
+    if req.format == Format::Native {
+        return Ok(PolicyVerdict { drop_invalid: true, asserted: None });
+    }
+    // Read as a Kafka log directory's settings, whatever format the caller's layers were read for.
+    let layers = &Layers { format: req.format, ..req.settings.clone() };
+    let topic = crate::datadir::topic_of(&req.dir);
+    let resolved = layers.resolve_all(&topic)?;
+    // The topic's own settings: without a cleanup.policy given as a flag (this run's or saved), which says what
+    // to do, not what the topic is.
+    let mut own_layers = layers.clone();
+    let this_run = own_layers.flags.remove("cleanup.policy");
+    let saved = own_layers.saved.flags.remove("cleanup.policy");
+    let by = this_run.map(|(_, flag)| flag).or_else(|| saved.map(|(_, flag)| format!("the saved {flag}")));
+    let own = own_layers.resolve_all(&topic)?;
+    let from = own.sources.get("cleanup.policy").cloned().unwrap_or_default();
+    let known = !["default", "Kafka's default for a topic"].contains(&from.as_str());
+    if !resolved.settings.cleanup_policy.compacts() && (known || by.is_some()) {
+        return Err(CompactError::NotCompacted { dir: req.dir.clone(), why: layers.why_left_alone(&topic), topic });
+    }
+    if known && own.settings.cleanup_policy.compacts() {
+        return Ok(PolicyVerdict { drop_invalid: true, asserted: None });
+    }
+    let Some(by) = by else {
+        return Err(CompactError::PolicyUnknown { dir: req.dir.clone(), topic, notice: layers.broker_notice.clone() });
+    };
+    let own = known.then(|| (own.settings.cleanup_policy.name().to_owned(), from));
+    Ok(PolicyVerdict { drop_invalid: false, asserted: Some(Asserted { topic, by, own }) })
 }
 
 /// Why a pass would find nothing to clean in `log`, or `None` when it would.
@@ -166,26 +271,31 @@ pub fn compact_observed(
     opened: impl FnOnce(&RecoveryReport),
     each: impl FnMut(&CleanStats) -> Result<(), cleaner::Error>,
 ) -> Result<Compaction, CompactError> {
-    for (flag, value) in [
-        ("--min-compaction-lag-ms", req.options.min_compaction_lag_ms),
-        ("--delete-retention-ms", req.options.delete_retention_ms),
+    for (name, value) in [
+        ("min.compaction.lag.ms", req.options.min_compaction_lag_ms),
+        ("delete.retention.ms", req.options.delete_retention_ms),
     ] {
         if value < 0 {
-            return Err(CompactError::Usage(format!("{flag} {value} is negative")));
+            return Err(CompactError::Setting { name, value: value.to_string(), why: "negative" });
         }
     }
     if !(0.0..=1.0).contains(&req.min_cleanable_dirty_ratio) {
-        return Err(CompactError::Usage(format!(
-            "--min-cleanable-dirty-ratio {} is not in [0, 1]",
-            req.min_cleanable_dirty_ratio
-        )));
+        return Err(CompactError::Setting {
+            name: "min.cleanable.dirty.ratio",
+            value: req.min_cleanable_dirty_ratio.to_string(),
+            why: "not in [0, 1]",
+        });
     }
+    let verdict = topic_policy(req)?;
+    let mut req = req.clone();
+    req.options.drop_invalid |= verdict.drop_invalid;
+    let req = &req;
     let config = LogConfig {
         segment_bytes: req.segment_bytes,
         index_interval_bytes: req.index_interval_bytes,
         ..LogConfig::default()
     };
-    config.validate_for(req.format).map_err(|e| CompactError::Usage(e.to_string()))?;
+    config.validate_for(req.format).map_err(CompactError::Config)?;
     // With --out the copy is compacted under a temporary name beside the target and renamed into place only
     // once every pass is done: a run killed at any moment leaves no target, and the next run starts over.
     let (dir, checkpoint) = match &req.out {
@@ -201,7 +311,7 @@ pub fn compact_observed(
     };
     let result = log.map_err(CompactError::from).and_then(|OpenedLog { log, checkpoint_source, .. }| {
         if let Some(c) = checkpoint {
-            crate::dir::start_dirty_at(&log, c).map_err(|e| CompactError::Usage(e.to_string()))?;
+            crate::dir::start_dirty_at(&log, c)?;
         }
         opened(log.recovery_report());
         if req.clock_trust == crate::clock::ClockTrust::Checked {
@@ -254,16 +364,14 @@ pub fn compact_log(
     let why_not = nothing_cleanable(log, &section, lag).or_else(|| {
         (section.dirty_ratio() < req.min_cleanable_dirty_ratio).then(|| {
             format!(
-                "nothing done: the dirty ratio {:.1}% is below --min-cleanable-dirty-ratio {:.1}%",
+                "nothing done: the dirty ratio {:.1}% is below min.cleanable.dirty.ratio {:.1}%",
                 100.0 * section.dirty_ratio(),
                 100.0 * req.min_cleanable_dirty_ratio
             )
         })
     });
     if let Some(why) = why_not {
-        // --purge acts in a pass: say that it did not act, rather than pass over it in silence.
-        let why =
-            if req.options.purge { format!("{why}; --purge acts only in a pass, so no tombstone went") } else { why };
+        // A purge acts in a pass: the caller says that it did not act, rather than pass over it in silence.
         return Ok(CompactOutcome::NothingDone(why));
     }
     let pass_error = |source| CompactError::Pass { dir: dir.to_path_buf(), source };

@@ -24,7 +24,7 @@ use crate::dir::{OpenError, open_read_only};
 #[non_exhaustive]
 pub enum CopyError {
     /// The target cannot be used.
-    #[error("--out {target}: {why}")]
+    #[error("the copy's place {target}: {why}")]
     BadTarget {
         /// The target.
         target: PathBuf,

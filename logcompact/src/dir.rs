@@ -25,14 +25,16 @@ pub enum OpenError {
         source: storage_file::Error,
     },
     /// The directory holds no log of the format asked for.
-    #[error("{} is not a {}: it holds {found}", dir.display(), if *format == "Kafka" { "Kafka partition" } else { "logcompact log" })]
+    #[error("{} is not a {}: it holds {found}", dir.display(), if *format == Format::Kafka { "Kafka partition" } else { "logcompact log" })]
     NotALog {
         /// The directory.
         dir: PathBuf,
         /// The format asked for.
-        format: &'static str,
+        format: Format,
         /// What it holds instead.
         found: String,
+        /// True when it holds a log of the other format this build reads (opened with that format, it opens).
+        other_format: bool,
     },
     /// The log failed to open (corruption, I/O).
     #[error("{dir}: {source}")]
@@ -75,8 +77,8 @@ fn store_error(dir: &Path) -> impl FnOnce(storage_file::Error) -> OpenError + '_
 
 fn log_error(dir: &Path) -> impl FnOnce(log_core::Error) -> OpenError + '_ {
     move |source| match source {
-        log_core::Error::NotALog { found } => {
-            OpenError::NotALog { dir: dir.to_path_buf(), format: "logcompact", found }
+        log_core::Error::NotALog { found, other_format } => {
+            OpenError::NotALog { dir: dir.to_path_buf(), format: Format::Native, found, other_format }
         }
         source => OpenError::Log { dir: dir.to_path_buf(), source },
     }
@@ -263,8 +265,9 @@ fn refuse_no_kafka_segment(dir: &Path, look: &storage_file::kafka::PartitionStor
     {
         return Err(OpenError::NotALog {
             dir: dir.to_path_buf(),
-            format: "Kafka",
+            format: Format::Kafka,
             found: "no segment file (<20-digit base>.log)".into(),
+            other_format: false,
         });
     }
     Ok(())
@@ -272,7 +275,9 @@ fn refuse_no_kafka_segment(dir: &Path, look: &storage_file::kafka::PartitionStor
 
 fn kafka_error(dir: &Path, e: log_core::Error) -> OpenError {
     match e {
-        log_core::Error::NotALog { found } => OpenError::NotALog { dir: dir.to_path_buf(), format: "Kafka", found },
+        log_core::Error::NotALog { found, other_format } => {
+            OpenError::NotALog { dir: dir.to_path_buf(), format: Format::Kafka, found, other_format }
+        }
         source => OpenError::Log { dir: dir.to_path_buf(), source },
     }
 }
@@ -283,18 +288,19 @@ fn kafka_error(dir: &Path, e: log_core::Error) -> OpenError {
 /// [`OpenError::NotALog`] saying what the directory holds instead.
 pub fn refuse_empty(dir: &Path, store: &dyn SegmentStore) -> Result<(), OpenError> {
     let layout = Layout::scan(store).map_err(log_error(dir))?;
-    if let Some(found) = layout.foreign_format(store) {
-        return Err(OpenError::NotALog { dir: dir.to_path_buf(), format: "logcompact", found });
+    if let Some((found, other_format)) = layout.foreign_format(store) {
+        return Err(OpenError::NotALog { dir: dir.to_path_buf(), format: Format::Native, found, other_format });
     }
     if layout.has_no_segments() {
-        return Err(OpenError::NotALog { dir: dir.to_path_buf(), format: "logcompact", found: layout.describe() });
+        let found = layout.describe();
+        return Err(OpenError::NotALog { dir: dir.to_path_buf(), format: Format::Native, found, other_format: false });
     }
     Ok(())
 }
 
 /// A first dirty offset given by hand past the end of the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("--checkpoint {given} is past the end of the log (its next offset is {end})")]
+#[error("the first dirty offset {given} given is past the end of the log (its next offset is {end})")]
 pub struct CheckpointPastEnd {
     /// The offset given.
     pub given: u64,

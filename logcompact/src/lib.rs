@@ -16,9 +16,12 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use logcompact::{Cleaner, CleanerConfig, CompactRequest, Format, PassOptions, SystemClock};
+//! use logcompact::datadir::{BrokerSource, settings_of};
 //!
+//! let dir = std::path::Path::new("/var/lib/kafka/data/orders-0");
+//! let (_, settings) = settings_of(dir, Format::Kafka, None, &[], &BrokerSource::default())?;
 //! let req = CompactRequest {
-//!     dir: "/var/lib/kafka/data/orders-0".into(),
+//!     dir: dir.to_path_buf(),
 //!     format: Format::Kafka,
 //!     options: PassOptions::default(),
 //!     until_clean: true,
@@ -28,6 +31,9 @@
 //!     checkpoint: None,
 //!     out: None,
 //!     clock_trust: logcompact::clock::ClockTrust::Checked,
+//!     // The topic's own settings, read from the stopped broker's metadata log: a partition of a topic they do
+//!     // not show compacted is refused.
+//!     settings,
 //! };
 //! let mut cleaner = Cleaner::new(CleanerConfig::default(), Arc::new(SystemClock))?;
 //! let outcome = logcompact::compact(&req, &mut cleaner, |stats| {

@@ -139,7 +139,7 @@ fn advise(source: Source<'_>, budget: Budget, as_json: bool) -> Result<(), Failu
         Source::Dir { dir, format, checkpoint, lag_ms, settings } => {
             let opened = logcompact::open_read_only(dir, format).map_err(|e| Failure::from_open(&e))?;
             if let Some(c) = checkpoint {
-                logcompact::dir::start_dirty_at(&opened.log, c).map_err(|e| Failure::Usage(e.to_string()))?;
+                logcompact::dir::start_dirty_at(&opened.log, c).map_err(|e| Failure::from_checkpoint(&e))?;
             }
             let end = opened.log.dirty_section(log_core::now_ms(), lag_ms).first_uncleanable_offset;
             let meter = Arc::new(Meter::staged());

@@ -221,7 +221,7 @@ fn analyze(req: &AnalyzeRequest, resolved: &Resolved, json: bool) -> Result<(), 
 fn analyze_failure(dir: &Path, e: AnalyzeError) -> Failure {
     match e {
         AnalyzeError::Open(o) => Failure::from_open(&o),
-        AnalyzeError::Checkpoint(c) => Failure::Usage(c.to_string()),
+        AnalyzeError::Checkpoint(c) => Failure::from_checkpoint(&c),
         AnalyzeError::Cleaner { source, .. } => Failure::from_cleaner(&dir.display().to_string(), &source),
         AnalyzeError::Log { source, .. } => Failure::from_log(&dir.display().to_string(), &source),
         other => Failure::Runtime(other.to_string()),

@@ -55,7 +55,7 @@ pub struct CheckArgs {
 /// Runs `check` on the directory, as its format checks.
 ///
 /// # Errors
-/// As [`check`] and [`check_kafka`].
+/// As [`check`].
 pub fn run(a: &CheckArgs) -> Result<(), Failure> {
     if a.format == FormatArg::Native
         && (a.config.is_some() || a.broker.metadata_dir.is_some() || a.broker.broker_config.is_some())
@@ -72,10 +72,7 @@ pub fn run(a: &CheckArgs) -> Result<(), Failure> {
         (_, Some(data_dir)) => check_data_dir(data_dir, a, rate),
         (Some(dir), None) => {
             crate::mistakes::one_log(dir, a.format.into(), "check", Some("check"))?;
-            match a.format {
-                FormatArg::Kafka => check_kafka(dir, rate.as_ref(), a),
-                FormatArg::Native => check(dir, rate.as_ref(), a.json),
-            }
+            check(dir, a.format.into(), rate.as_ref(), a)
         }
         (None, None) => Err(Failure::Usage("give --dir or --data-dir".into())),
     }
@@ -186,71 +183,46 @@ fn log_line(line: &LogCheck) -> String {
     format!("{verdict:<9} {:<30} {what}", line.name)
 }
 
-/// Verifies the log in `dir` without changing it; prints a summary ending with the verdict (or a JSON report)
-/// and exits 0 when every record is intact, whatever a crash left for the next open to repair, or names the
-/// first problem (exit 1).
+/// `check` on one log: every record's checksum, the order of offsets, the indexes and a pending swap, as
+/// its format checks them. It exits 0 when every record is intact, whatever a crash left for the next open to
+/// repair, or names the first problem (exit 1). A Kafka partition also gets what its topic's settings predict
+/// for the broker's cleaner.
 ///
 /// # Errors
 /// [`Failure::Corruption`] naming the file and position of the first problem; [`Failure::Usage`] for a
-/// directory that holds no log of this format.
-fn check(dir: &Path, rate: Option<&Arc<ReadRate>>, json: bool) -> Result<(), Failure> {
-    let checked = progress::during("check", true, |m| {
-        logcompact::check::check_limited(dir, log_core::Format::Native, rate, Some(m))
-    });
-    match checked {
-        Ok(report) => {
-            for n in &report.notices {
-                crate::out::diag!("notice: {}: {}", shown(dir, &n.file), n.what);
-            }
-            if json { print_json(&report) } else { print_line(&verdict(dir, &report)) }
-        }
-        Err(CheckError::Store { source, .. }) => Err(Failure::from_store(&source, source.to_string())),
-        Err(CheckError::Problem { problem, .. }) => Err(check_failure(dir, log_core::Format::Native, &problem)),
-        Err(e) => Err(Failure::Runtime(e.to_string())),
-    }
-}
-
-/// `check --format kafka`: every batch's CRC, its records and the order of offsets, and a pending swap.
-///
-/// # Errors
-/// As opening the partition; [`Failure::Corruption`] naming the file and byte of the first damaged batch.
-fn check_kafka(dir: &Path, rate: Option<&Arc<ReadRate>>, a: &CheckArgs) -> Result<(), Failure> {
-    let checked = progress::during("check", true, |m| {
-        logcompact::check::check_limited(dir, log_core::Format::Kafka, rate, Some(m))
-    });
-    match checked {
-        Ok(mut report) => {
-            if let Some(note) = logcompact::check::predict_for_partition(
-                dir,
-                &mut report,
-                a.config.as_deref(),
-                &a.broker.source(log_core::Format::Kafka)?,
-            ) {
-                crate::out::diag!("note: {note}");
-            }
-            for n in &report.notices {
-                crate::out::diag!("notice: {}: {}", shown(dir, &n.file), n.what);
-            }
-            for w in &report.warnings {
-                crate::out::diag!("warning: {}: {}", shown(dir, &w.file), w.what);
-            }
-            if !a.json {
-                return print_line(&verdict(dir, &report));
-            }
-            let mut value = serde_json::to_value(&report).map_err(|e| Failure::Runtime(e.to_string()))?;
-            value["format"] = "kafka".into();
-            print_json(&value)
-        }
+/// directory that holds no log of this format; as opening the partition.
+fn check(dir: &Path, format: log_core::Format, rate: Option<&Arc<ReadRate>>, a: &CheckArgs) -> Result<(), Failure> {
+    let checked = progress::during("check", true, |m| logcompact::check::check_limited(dir, format, rate, Some(m)));
+    let mut report = match checked {
+        Ok(report) => report,
         Err(e @ CheckError::Store { .. }) => {
             let CheckError::Store { source, .. } = &e else { return Err(Failure::Runtime(e.to_string())) };
-            Err(Failure::from_store(source, e.to_string()))
+            return Err(Failure::from_store(source, e.to_string()));
         }
-        Err(CheckError::Problem { problem, .. }) if problem.class == log_core::check::ProblemClass::NotALog => {
-            Err(Failure::Usage(format!("{} is not a Kafka partition: {}", dir.display(), problem.what)))
+        Err(CheckError::Problem { problem, .. }) => return Err(check_failure(dir, format, &problem)),
+        Err(e) => return Err(Failure::Runtime(e.to_string())),
+    };
+    if format == log_core::Format::Kafka {
+        let source = a.broker.source(format)?;
+        if let Some(note) = logcompact::check::predict_for_partition(dir, &mut report, a.config.as_deref(), &source) {
+            crate::out::diag!("note: {note}");
         }
-        Err(CheckError::Problem { problem, .. }) => Err(check_failure(dir, log_core::Format::Kafka, &problem)),
-        Err(e) => Err(Failure::Runtime(e.to_string())),
     }
+    for n in &report.notices {
+        crate::out::diag!("notice: {}: {}", shown(dir, &n.file), n.what);
+    }
+    for w in &report.warnings {
+        crate::out::diag!("warning: {}: {}", shown(dir, &w.file), w.what);
+    }
+    if !a.json {
+        return print_line(&verdict(dir, &report));
+    }
+    if format == log_core::Format::Native {
+        return print_json(&report);
+    }
+    let mut value = serde_json::to_value(&report).map_err(|e| Failure::Runtime(e.to_string()))?;
+    value["format"] = "kafka".into();
+    print_json(&value)
 }
 
 /// What `check` found, for a person: the log's figures, then one verdict line.
@@ -322,10 +294,16 @@ fn check_failure(dir: &Path, format: log_core::Format, problem: &log_core::check
             dir.display(),
             format_flag(format)
         )),
-        log_core::check::ProblemClass::NotALog
-            if format == log_core::Format::Native && problem.what.contains("a Kafka partition directory") =>
-        {
+        log_core::check::ProblemClass::AnotherFormat if format == log_core::Format::Native => {
             Failure::Usage(format!("{}: {} ({})", dir.display(), problem.what, crate::failure::KAFKA_HINT))
+        }
+        log_core::check::ProblemClass::AnotherFormat => Failure::Usage(format!(
+            "{} is not a Kafka partition: {} (a log of this project's own format is checked without --format kafka)",
+            dir.display(),
+            problem.what
+        )),
+        log_core::check::ProblemClass::NotALog if format == log_core::Format::Kafka => {
+            Failure::Usage(format!("{} is not a Kafka partition: {}", dir.display(), problem.what))
         }
         log_core::check::ProblemClass::NotALog => Failure::Usage(format!("{}: {}", dir.display(), problem.what)),
         log_core::check::ProblemClass::OtherFormat => Failure::Usage(format!("{}: {problem}", dir.display())),

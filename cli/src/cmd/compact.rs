@@ -123,59 +123,12 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
     let (resolved, layers) =
         logcompact::datadir::settings_of(&a.dir, format, a.config.as_deref(), &flags, &a.broker.source(format)?)
             .map_err(|e| Failure::from_data_dir(&e))?;
-    // Known: the topic's own settings give the policy (the broker's metadata, saved settings, a settings file),
-    // not Kafka's default for a topic (delete); judged without this command's --cleanup-policy, which says what
-    // to do, not what the topic is.
-    let topic = topic_of(&a.dir);
-    // A --cleanup-policy an earlier `clean` saved is such an instruction too, not the topic's own setting.
-    let mut own_layers = layers.clone();
-    own_layers.flags.remove("cleanup.policy");
-    let saved_ask = own_layers.saved.flags.remove("cleanup.policy");
-    let asked = a.cleanup_policy.is_some() || saved_ask.is_some();
-    let own = own_layers.resolve_all(&topic).map_err(|e| Failure::Usage(e.to_string()))?;
-    let policy_from = own.sources.get("cleanup.policy").cloned().unwrap_or_default();
-    let known = !["default", "Kafka's default for a topic"].contains(&policy_from.as_str());
-    let mut drop_invalid = a.drop_invalid;
-    if format == log_core::Format::Kafka {
-        if !resolved.settings.cleanup_policy.compacts() && (known || asked) {
-            return Err(Failure::Usage(format!(
-                "{}: {}; give --cleanup-policy compact to compact it anyway",
-                a.dir.display(),
-                layers.why_left_alone(&topic)
-            )));
-        }
-        if known && own.settings.cleanup_policy.compacts() {
-            // Kafka's cleaner drops records without a key in a compacted topic.
-            drop_invalid = true;
-        } else if !asked {
-            // Compacting a `delete` topic loses every record but each key's latest: never on a guess.
-            let why = layers.broker_notice.clone().unwrap_or_default();
-            return Err(Failure::Usage(format!(
-                "{}: nothing here says whether topic {} is compacted ({why}); compacting a delete topic loses its \
-                 older records: give --cleanup-policy compact if the broker compacts it (records without a key are \
-                 then kept unless --drop-invalid), or let its settings be read (--metadata-dir, --config)",
-                a.dir.display(),
-                topic
-            )));
-        } else {
-            let theirs = if known {
-                format!("its own cleanup.policy does not compact ({policy_from})")
-            } else {
-                "nothing here gives its cleanup.policy".into()
-            };
-            let flag = if a.cleanup_policy.is_some() { "--cleanup-policy" } else { "the saved --cleanup-policy" };
-            crate::out::diag!(
-                "note: compacting topic {topic} as {flag} says ({theirs}); Kafka's defaults for what no flag gives; \
-                 records without a key are kept unless --drop-invalid"
-            );
-        }
-    }
     let s = &resolved.settings;
     let options = PassOptions {
         purge: a.purge,
         min_compaction_lag_ms: s.min_compaction_lag_ms,
         delete_retention_ms: s.delete_retention_ms,
-        drop_invalid: drop_invalid || format == log_core::Format::Native,
+        drop_invalid: a.drop_invalid,
         max_decompressed_message_bytes: s.max_decompressed_message_bytes,
         ..PassOptions::default()
     };
@@ -190,15 +143,23 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
         checkpoint: a.checkpoint,
         out: a.out.clone(),
         clock_trust: a.clock.trust(),
+        settings: layers,
     };
+    // The library decides whether the topic is compacted; a compaction on the operator's word is said first.
+    let verdict = logcompact::compact::topic_policy(&request).map_err(|e| Failure::from_compact(&e))?;
+    if let Some(asserted) = verdict.asserted {
+        let theirs = match &asserted.own {
+            Some((policy, from)) => format!("its own cleanup.policy is {policy} ({from})"),
+            None => "nothing here gives its cleanup.policy".into(),
+        };
+        crate::out::diag!(
+            "note: compacting topic {} as {} says ({theirs}); Kafka's defaults for what no flag gives; records \
+             without a key are kept unless --drop-invalid",
+            asserted.topic,
+            asserted.by
+        );
+    }
     compact(&c, a.clock.clock()?, &request, &resolved.given(), a.json)
-}
-
-/// The topic of the Kafka partition directory `dir` (its name when it is none).
-fn topic_of(dir: &Path) -> String {
-    let full = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let name = full.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    log_core::kafka::topic_partition(&name).map_or(name.clone(), |(t, _)| t.to_owned())
 }
 
 /// Runs one pass (or passes until nothing is dirty) on the log in a directory (or on a copy of it made in
@@ -262,7 +223,8 @@ fn compact(
     let done = result.map_err(|e| Failure::from_compact(&e))?;
     match &done.outcome {
         logcompact::CompactOutcome::NothingDone(why) => {
-            crate::out::diag!("{}: {why} (settings: {settings})", dir.display());
+            let purge = if request.options.purge { "; --purge acts only in a pass, so no tombstone went" } else { "" };
+            crate::out::diag!("{}: {why}{purge} (settings: {settings})", dir.display());
         }
         logcompact::CompactOutcome::Cleaned(passes) if !json => {
             let text = crate::compact_summary::summary(&done, passes, request.format);

@@ -77,8 +77,8 @@ fn generate(dir: &Path, workload: Workload, config: LogConfig, json: bool) -> Re
         GenerateError::NoKeys | GenerateError::ValueTooLarge { .. } => Failure::Usage(e.to_string()),
         GenerateError::Config(c) => Failure::Usage(c.to_string()),
         GenerateError::Open(OpenError::Store { source, .. }) => Failure::from_store(&source, source.to_string()),
-        GenerateError::Open(OpenError::NotALog { found, .. }) => {
-            Failure::from_log("cannot open the log", &log_core::Error::NotALog { found })
+        GenerateError::Open(OpenError::NotALog { found, other_format, .. }) => {
+            Failure::from_log("cannot open the log", &log_core::Error::NotALog { found, other_format })
         }
         GenerateError::Open(OpenError::Log { source, .. }) => Failure::from_log("cannot open the log", &source),
         GenerateError::Log { what, source, .. } => Failure::from_log(what, &source),

@@ -108,7 +108,7 @@ pub enum DataDirError {
     #[error(transparent)]
     Cleaner(#[from] cleaner::Error),
     /// The clock would stamp delete horizons in the past of a log's records: nothing is cleaned.
-    #[error("{log}: {source} (give --i-know-the-clock if it is right)")]
+    #[error("{log}: {source}")]
     Clock {
         /// The log.
         log: String,
@@ -790,10 +790,9 @@ pub fn settings_of(
 ) -> Result<(Resolved, Layers), DataDirError> {
     let full = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let parent = full.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let dir_name = full.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let name = match format {
-        Format::Native => dir_name,
-        Format::Kafka => log_core::kafka::topic_partition(&dir_name).map_or(dir_name.clone(), |(t, _)| t.to_owned()),
+        Format::Native => full.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        Format::Kafka => topic_of(&full),
     };
     let layers = layers(&parent, format, config, flags, broker)?;
     if let Some(stray) = layers.stray(&full, &name) {
@@ -801,6 +800,14 @@ pub fn settings_of(
     }
     let resolved = layers.resolve_all(&name)?;
     Ok((resolved, layers))
+}
+
+/// The topic of the Kafka partition directory `dir` (`<topic>-<partition>`, symbolic links resolved), or the
+/// directory's name when it is none.
+pub fn topic_of(dir: &Path) -> String {
+    let full = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let name = full.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    log_core::kafka::topic_partition(&name).map_or(name.clone(), |(t, _)| t.to_owned())
 }
 
 /// Reads the broker's settings into `layers` (see [`layers`]).

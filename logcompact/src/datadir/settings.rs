@@ -277,6 +277,15 @@ fn internal_topic(topic: &str) -> Option<&'static [(&'static str, &'static str)]
 }
 
 impl Layers {
+    /// These layers with the caller's word that the broker compacts the topic (`cleanup.policy = compact`
+    /// given as the flag `by`): what `compact` takes to compact a Kafka partition whose own settings say
+    /// nothing (see [`crate::compact::topic_policy`]).
+    #[must_use]
+    pub fn compact_anyway(mut self, by: &str) -> Layers {
+        self.flags.insert("cleanup.policy".into(), ("compact".into(), by.to_owned()));
+        self
+    }
+
     /// What this run saves: its file and flags when it has a file; else the saved file, and the saved flags
     /// with this run's over them.
     pub fn to_save(&self) -> Saved {

@@ -347,6 +347,7 @@ pub(crate) fn usable(store: &dyn SegmentStore, layout: &KafkaLayout) -> Result<(
     if !signs.is_empty() {
         return Err(Error::NotALog {
             found: format!("a log of this project's own format (its files: {})", signs.join(", ")),
+            other_format: true,
         });
     }
     if let Some((_, first)) = layout.files(SegmentFile::Log, Stage::Live).first_key_value()
@@ -359,6 +360,7 @@ pub(crate) fn usable(store: &dyn SegmentStore, layout: &KafkaLayout) -> Result<(
         {
             return Err(Error::NotALog {
                 found: format!("{first} starts with a record frame of this project's own format"),
+                other_format: true,
             });
         }
     }
@@ -456,7 +458,7 @@ fn load_read_only(
         names.insert(b, (s.name().to_owned(), Some(s)));
     }
     let front = ReadOnlyFront { names, report, checkpoint: checkpoint.clone() };
-    let not_a_log = || Error::NotALog { found: describe(&layout) };
+    let not_a_log = || Error::NotALog { found: describe(&layout), other_format: false };
     let unchanged = |active_base| {
         let again = KafkaLayout::scan(store_ref)?;
         Ok(again

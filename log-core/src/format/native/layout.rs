@@ -150,8 +150,9 @@ impl Layout {
     }
 
     /// Signs that the store holds a Kafka partition rather than a log of this format: Kafka's own file
-    /// names, or a `.log` that starts with a Kafka record batch. `None` when there are none.
-    pub fn foreign_format(&self, store: &dyn SegmentStore) -> Option<String> {
+    /// names, or a `.log` that starts with a Kafka record batch; and whether it is one this build reads (no
+    /// batch of a message format older than magic 2). `None` when there are none.
+    pub fn foreign_format(&self, store: &dyn SegmentStore) -> Option<(String, bool)> {
         let kafka_names: Vec<&str> = self
             .foreign
             .iter()
@@ -174,7 +175,8 @@ impl Layout {
         if let Some((name, magic)) = batch {
             what.push_str(&format!("; {name} starts with a Kafka record batch of magic {magic}"));
         }
-        Some(what)
+        let readable = batch.is_none_or(|(_, magic)| magic == 2);
+        Some((what, readable))
     }
 
     /// A short description of what the store holds, for an error saying it is not a log.

@@ -110,7 +110,7 @@ pub(crate) fn recover_swap(
 pub(crate) fn usable(store: &dyn SegmentStore, layout: &Layout) -> Result<()> {
     layout.check_usable()?;
     match layout.foreign_format(store) {
-        Some(found) => Err(Error::NotALog { found }),
+        Some((found, other_format)) => Err(Error::NotALog { found, other_format }),
         None => Ok(()),
     }
 }
@@ -211,7 +211,7 @@ fn load_read_only(store: &Arc<dyn SegmentStore>, config: &LogConfig) -> Result<O
     let stray_hints = layout.hints.keys().filter(|&&b| !layout.logs.contains_key(&b) || Some(b) == last_log).count();
     report.stray_files_removed = layout.deleted.len() + usize::from(layout.checkpoint_tmp) + stray_hints;
     let front = ReadOnlyFront { names, report, checkpoint: CheckpointFile::Own };
-    let not_a_log = || Error::NotALog { found: layout.describe() };
+    let not_a_log = || Error::NotALog { found: layout.describe(), other_format: false };
     // A roll after the first listing (a new active segment, the old one's hint) leaves the loaded view a
     // consistent prefix.
     let unchanged = |active_base| Ok(same_up_to(&Layout::scan(store_ref)?, &layout, active_base));
