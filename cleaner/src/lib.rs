@@ -38,6 +38,8 @@ pub mod hll;
 mod keep;
 pub mod manager;
 pub mod map;
+mod options;
+mod pace;
 mod pass;
 mod pass1;
 mod pass2;
@@ -54,7 +56,8 @@ pub use config::{
 };
 pub use error::{Error, Result};
 pub use map::{CompactMap, FullKeyMap, MapFull, MapKind, MapStats, OffsetMap, Probes, SkimpyMap};
-pub use pass::{Cleaner, DryRun, Grouping, PassOptions, STAGE_COPY, STAGE_MAP};
+pub use options::{Grouping, PassOptions};
+pub use pass::{Cleaner, DryRun, STAGE_COPY, STAGE_MAP};
 pub use settings::{CleanupPolicy, DEFAULT_DELETE_RETENTION_MS, DEFAULT_MIN_CLEANABLE_DIRTY_RATIO, LogSettings};
 pub use stats::{CleanStats, Pass1Stats, Pass2Stats};
 pub use throttle::Throttler;

@@ -16,119 +16,17 @@ use crate::external::{External, StaleSet};
 use crate::keep::Pass1Txns;
 use crate::keep::{CopyCounts, Judge};
 use crate::map::{MapKind, OffsetMap, Probes};
+use crate::options::{Grouping, PassOptions};
+use crate::pace::{Pace, panic_message};
 use crate::pass1::map_dirty;
 use crate::pass2::{Buffers, CopyContext, DryOutput, Lookup, copy_group, copy_segments};
-use crate::settings::DEFAULT_DELETE_RETENTION_MS;
 use crate::stats::CleanStats;
 use crate::throttle::Throttler;
-
-/// What one pass takes of its log's settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PassOptions {
-    /// Purge: a pass with the clock past every delete horizon stamped by an earlier pass, so every tombstone
-    /// an earlier pass kept goes. A tombstone this pass sees for the first time is still kept and stamped: it
-    /// must survive one pass so that consumers can see the delete.
-    pub purge: bool,
-    /// The log's `delete.retention.ms`: the horizon this pass stamps on tombstones it keeps for the first
-    /// time is now plus this.
-    pub delete_retention_ms: i64,
-    /// The log's `min.compaction.lag.ms`: closed segments holding a record younger than this stay dirty.
-    pub min_compaction_lag_ms: i64,
-    /// How pass 2 groups segments.
-    pub grouping: Grouping,
-    /// Drop records without a key, as Kafka's cleaner does in a compacted topic (it counts them invalid: a
-    /// broker refuses them there, so they are left from a time the topic was not compacted). When false, a
-    /// pass that would drop one fails before its commit with [`Error::UnkeyedRecords`], the log unchanged:
-    /// for a partition whose topic is not known to be compacted, where they are the data.
-    pub drop_invalid: bool,
-    /// The log's `max.decompressed.message.bytes`: a record of a compressed batch larger than this fails the
-    /// pass ([`Error::RecordTooLarge`]), the log unchanged, as Kafka's cleaner fails on it.
-    pub max_decompressed_message_bytes: u64,
-    /// The broker's `producer.id.expiration.ms`: a producer whose last write is this much older than the
-    /// pass's clock, with no transaction open, is not active when the partition's producer state is loaded
-    /// ([`Log::active_producers`]), so its last batch is not kept for it.
-    pub producer_id_expiration_ms: i64,
-}
-
-/// How pass 2 groups the closed segments it re-copies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Grouping {
-    /// Kafka's `groupSegmentsBySize`: adjacent segments whose sizes add up to at most `segment.bytes` become
-    /// one output.
-    #[default]
-    BySize,
-    /// Each segment is cleaned into a replacement of its own that keeps its base; only segments left empty
-    /// go (the lesson's cleaning, `logcompact run` by default).
-    None,
-}
-
-impl Default for PassOptions {
-    fn default() -> Self {
-        PassOptions {
-            purge: false,
-            delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
-            min_compaction_lag_ms: 0,
-            grouping: Grouping::BySize,
-            drop_invalid: true,
-            max_decompressed_message_bytes: crate::settings::DEFAULT_MAX_DECOMPRESSED_MESSAGE_BYTES,
-            producer_id_expiration_ms: log_core::producers::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-        }
-    }
-}
-
-impl PassOptions {
-    /// The default options with `purge` set.
-    pub fn purge() -> Self {
-        PassOptions { purge: true, ..PassOptions::default() }
-    }
-}
 
 /// The stage a pass's [`Meter`] shows while pass 1 maps the dirty section.
 pub const STAGE_MAP: &str = "pass 1 (offset map)";
 /// The stage a pass's [`Meter`] shows while pass 2 copies.
 pub const STAGE_COPY: &str = "pass 2 (copy)";
-
-/// Bytes a thread reads between two looks at the stop flag and two charges to the I/O throttle.
-const PACE_BYTES: u64 = 256 << 10;
-
-/// A thread's stop flag and throttle, consulted every [`PACE_BYTES`], and its progress tally.
-pub(crate) struct Pace<'a> {
-    abort: Option<&'a AtomicBool>,
-    throttle: Option<&'a Throttler>,
-    pending: u64,
-    tally: Tally<'a>,
-}
-
-impl Pace<'_> {
-    /// `bytes` holding `records` read.
-    #[inline]
-    pub(crate) fn step(&mut self, bytes: u64, records: u64) -> Result<()> {
-        self.tally.add(bytes, records);
-        self.pending += bytes;
-        if self.pending < PACE_BYTES {
-            return Ok(());
-        }
-        self.flush()
-    }
-
-    pub(crate) fn flush(&mut self) -> Result<()> {
-        self.settle();
-        if self.abort.is_some_and(|a| a.load(Ordering::Relaxed)) {
-            return Err(Error::Aborted);
-        }
-        Ok(())
-    }
-
-    /// Charges what is pending to the throttle, at the end of a thread's work. (The stop flag's last look is
-    /// the pass's own, just before its commit.)
-    pub(crate) fn settle(&mut self) {
-        if let Some(t) = self.throttle {
-            t.charge(self.pending);
-        }
-        self.pending = 0;
-        self.tally.flush();
-    }
-}
 
 /// How pass 1 maps keys: an offset map in memory, or the external pass's sorted runs.
 enum Strategy {
@@ -251,7 +149,7 @@ impl Cleaner {
 
     fn pace(&self) -> Pace<'_> {
         let tally = Tally::of(self.meter.as_deref());
-        Pace { abort: self.abort.as_deref(), throttle: self.throttle.as_deref(), pending: 0, tally }
+        Pace::new(self.abort.as_deref(), self.throttle.as_deref(), tally)
     }
 
     /// Starts the stage `name` of `bytes` on the meter, if any.
@@ -492,7 +390,7 @@ impl Cleaner {
         let Cleaner { strategy, abort, throttle, meter, .. } = self;
         let meter = meter.as_deref();
         let tally = Tally::of(meter);
-        let mut pace = Pace { abort: abort.as_deref(), throttle: throttle.as_deref(), pending: 0, tally };
+        let mut pace = Pace::new(abort.as_deref(), throttle.as_deref(), tally);
         let (end_offset, stale) = match strategy {
             Strategy::Map(map) => {
                 let dirty = dirty_segments(closed, checkpoint, end);
@@ -705,13 +603,4 @@ fn round_end(snapshot: &log_core::LogSnapshot) -> u64 {
 /// The closed segments pass 1 reads: those holding offsets at or above the checkpoint, based below `limit`.
 fn dirty_segments(closed: &[Arc<SealedSegment>], checkpoint: u64, limit: u64) -> Vec<Arc<SealedSegment>> {
     closed.iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint) && s.base() < limit).cloned().collect()
-}
-
-/// The message of a caught panic.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_owned())
 }

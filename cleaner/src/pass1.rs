@@ -9,7 +9,7 @@ use log_core::{Placed, SealedSegment};
 use crate::error::Result;
 use crate::keep::Pass1Txns;
 use crate::map::BATCH;
-use crate::pass::Pace;
+use crate::pace::Pace;
 
 /// What a scan of the dirty section counted.
 #[derive(Debug, Clone, Copy, Default)]

@@ -18,7 +18,7 @@ use crate::keep::{
     marker_may_go, verdict,
 };
 use crate::map::{BATCH, OffsetMap, Probes};
-use crate::pass::Pace;
+use crate::pace::Pace;
 use crate::pass1::recycle;
 
 /// What pass 2 needs besides the group: the rule's settings, the map, the partition's transaction state

@@ -19,7 +19,7 @@ use log_core::{Cleaning, Replacement, SealedSegment, Stamp};
 
 use crate::error::{Error, Result};
 use crate::keep::CopyCounts;
-use crate::pass::{Pace, panic_message};
+use crate::pace::{Pace, panic_message};
 use crate::pass2::{Buffers, CopyContext, CopyOutput, copy_segments};
 
 /// The bytes a chunk gathers before it is handed over (tiny in unit tests, so that a small log's parts take

@@ -1,7 +1,7 @@
 //! Per-log compaction settings, Kafka's topic configurations under their names and with their defaults.
 //!
 //! Kafka makes these per topic (a broker default, overridden per topic); so does the cleaner manager here,
-//! and a single pass takes what it needs of them ([`crate::PassOptions`]).
+//! and a single pass takes what it needs of them ([`LogSettings::pass_options`], in `options.rs`).
 
 use serde::{Deserialize, Serialize};
 
@@ -225,19 +225,6 @@ impl LogSettings {
             segment_bytes: self.segment_bytes,
             index_interval_bytes: self.index_interval_bytes,
             ..log_core::LogConfig::default()
-        }
-    }
-
-    /// What one pass over the log takes of these settings.
-    pub fn pass_options(&self, purge: bool) -> crate::PassOptions {
-        crate::PassOptions {
-            purge,
-            delete_retention_ms: self.delete_retention_ms,
-            min_compaction_lag_ms: self.min_compaction_lag_ms,
-            grouping: crate::Grouping::BySize,
-            drop_invalid: true,
-            max_decompressed_message_bytes: self.max_decompressed_message_bytes,
-            producer_id_expiration_ms: log_core::producers::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         }
     }
 }

@@ -23,6 +23,7 @@
 //! Identity: two keys are one to this pass when their xxh3-128 hashes agree, about `n^2 / 2^129` for `n` keys
 //! (1.5e-23 at 10^8 keys), as for Kafka's MD5 map.
 
+pub(crate) mod budget;
 mod runs;
 mod stale;
 
@@ -34,16 +35,11 @@ use log_core::{Placed, SealedSegment};
 use crate::error::{Error, Result};
 use crate::keep::Pass1Txns;
 use crate::map::{MapStats, Probes};
-use crate::pass::Pace;
+use crate::pace::Pace;
 use crate::pass1::Scanned;
+pub use budget::{ENTRY_BYTES, MIN_BUDGET_BYTES};
 use runs::{Entry, Runs};
 pub(crate) use stale::StaleSet;
-
-/// Bytes of an entry (hash high and low halves, the offset tagged with whether it is mapped).
-pub const ENTRY_BYTES: usize = 24;
-/// The smallest budget the external pass takes: a buffer of 16 entries (useful only to test its runs: a
-/// buffer that small spills a run every 16 records).
-pub const MIN_BUDGET_BYTES: usize = 16 * ENTRY_BYTES;
 
 /// The external pass's state: its budget and where it spills, and the last pass's figures and stale set.
 #[derive(Debug)]

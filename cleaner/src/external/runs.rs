@@ -12,7 +12,7 @@ use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
-use super::ENTRY_BYTES;
+use super::budget::ENTRY_BYTES;
 use super::stale::StaleSet;
 
 /// An entry: a key's hash, and an offset tagged with whether pass 1 maps it. Ordered by hash, then offset.

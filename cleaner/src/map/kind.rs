@@ -1,26 +1,11 @@
-//! [`MapKind`]: the one place that knows how each map is built from a byte budget and a load factor, what its
+//! [`MapKind`]'s sizes and builders: the one place that knows how each map is built from a byte budget and a load factor, what its
 //! smallest usable budget is, and how many keys a budget holds. No caller constructs a particular map.
 
-use serde::{Deserialize, Serialize};
-
-use super::{CompactMap, FullKeyMap, HashBits, OffsetMap, SkimpyMap};
-
-/// The offset maps there are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MapKind {
-    /// Kafka's `SkimpyOffsetMap`: MD5 digests and offsets, 24 bytes a slot.
-    Skimpy,
-    /// Whole keys in a hashbrown table over a key arena: exact, bytes per key depending on key length.
-    FullKey,
-    /// This project's map: a 56-bit fingerprint, a probe distance and a 32-bit relative offset in 12 bytes a
-    /// slot, Robin Hood ordering so that absent keys are found absent in a few probes.
-    Compact,
-    /// Not a map: the external pass, which sorts runs of (key hash, offset) in its budget, spills them to a
-    /// temporary file and merges them, so that one pass cleans any number of distinct keys (see the
-    /// cleaner's `external` module). It builds no [`OffsetMap`].
-    External,
-}
+use super::compact::CompactMap;
+use super::fullkey::FullKeyMap;
+use super::hash::HashBits;
+use super::seam::{MapKind, OffsetMap};
+use super::skimpy::SkimpyMap;
 
 /// Why a map cannot be built.
 #[derive(Debug)]
@@ -37,34 +22,13 @@ pub enum BuildError {
 }
 
 impl MapKind {
-    /// Every in-memory map, in the order reports list them.
-    pub const ALL: [MapKind; 3] = [MapKind::Skimpy, MapKind::FullKey, MapKind::Compact];
-
-    /// Every way a pass maps its keys: the maps, then the external pass.
-    pub const WITH_EXTERNAL: [MapKind; 4] = [MapKind::Skimpy, MapKind::FullKey, MapKind::Compact, MapKind::External];
-
-    /// The name used on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            MapKind::Skimpy => "skimpy",
-            MapKind::FullKey => "fullkey",
-            MapKind::Compact => "compact",
-            MapKind::External => "external",
-        }
-    }
-
-    /// The kind called `name`.
-    pub fn from_name(name: &str) -> Option<MapKind> {
-        MapKind::WITH_EXTERNAL.into_iter().find(|k| k.name() == name)
-    }
-
     /// Bytes of one slot (for `fullkey`, of one table entry with its control byte, keys not counted).
     pub fn bytes_per_slot(self) -> f64 {
         match self {
             MapKind::Skimpy => super::skimpy::SLOT_BYTES as f64,
             MapKind::FullKey => FullKeyMap::ENTRY_BYTES as f64,
             MapKind::Compact => super::compact::SLOT_BYTES as f64,
-            MapKind::External => crate::external::ENTRY_BYTES as f64,
+            MapKind::External => crate::external::budget::ENTRY_BYTES as f64,
         }
     }
 
@@ -77,7 +41,7 @@ impl MapKind {
             MapKind::Compact => CompactMap::capacity_for(bytes, load_factor),
             // Any number of keys in one pass, once the budget holds its smallest buffer.
             MapKind::External => {
-                if bytes >= crate::external::MIN_BUDGET_BYTES {
+                if bytes >= crate::external::budget::MIN_BUDGET_BYTES {
                     usize::MAX
                 } else {
                     0
@@ -101,7 +65,7 @@ impl MapKind {
             return 0;
         }
         if self == MapKind::External {
-            return crate::external::MIN_BUDGET_BYTES;
+            return crate::external::budget::MIN_BUDGET_BYTES;
         }
         // Capacities grow with the budget, so search the smallest budget whose capacity suffices.
         let (mut lo, mut hi) = (0usize, 64usize);
@@ -190,12 +154,6 @@ impl MapKind {
             }
         };
         p.min(1.0)
-    }
-}
-
-impl std::fmt::Display for MapKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 

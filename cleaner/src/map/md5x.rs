@@ -220,7 +220,7 @@ mod sse2 {
         _mm_unpacklo_epi64, _mm_xor_si128,
     };
 
-    use super::{K, Lanes, SHIFTS, word};
+    use crate::map::md5x::{K, Lanes, SHIFTS, word};
 
     type V = [__m128i; 4];
 
@@ -322,7 +322,7 @@ mod avx2 {
         _mm256_set1_epi32, _mm256_slli_epi32, _mm256_srli_epi32, _mm256_storeu_si256, _mm256_xor_si256,
     };
 
-    use super::{K, Lanes, SHIFTS, word};
+    use crate::map::md5x::{K, Lanes, SHIFTS, word};
 
     type V = [__m256i; 2];
 
@@ -391,7 +391,7 @@ mod avx2 {
 /// The lanes as plain loops (for architectures without the SSE2 path).
 #[cfg(any(not(target_arch = "x86_64"), test))]
 mod portable {
-    use super::{K, LANES, Lanes, SHIFTS, word};
+    use crate::map::md5x::{K, LANES, Lanes, SHIFTS, word};
 
     pub(super) fn transpose(rows: &[[u8; 64]; LANES]) -> [Lanes; 16] {
         std::array::from_fn(|w| {
