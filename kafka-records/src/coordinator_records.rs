@@ -28,6 +28,51 @@
 use crate::message_schema::{D, F, Json, Message, NONE, T, from, range, read_fields, to_json};
 use crate::wire::Reader;
 
+// The struct shapes several records share, named once (Kafka's schemas repeat them record by record).
+
+/// Configs as key and value strings.
+const KEY_VALUES: T = T::Array(&T::Struct(&[F::new("key", T::Str, from(0)), F::new("value", T::Str, from(0))]));
+/// Tasks of a subtopology: its partitions.
+const TASK_IDS: T = T::Array(&T::Struct(&[
+    F::new("subtopologyId", T::Str, from(0)),
+    F::new("partitions", T::Array(&T::Int32), from(0)),
+]));
+/// Partitions of a topic by id.
+const TOPIC_PARTITIONS: T =
+    T::Array(&T::Struct(&[F::new("topicId", T::Uuid, from(0)), F::new("partitions", T::Array(&T::Int32), from(0))]));
+/// Partitions of a topic by id and name.
+const NAMED_TOPIC_PARTITIONS: T = T::Array(&T::Struct(&[
+    F::new("topicId", T::Uuid, from(0)),
+    F::new("topicName", T::Str, from(0)),
+    F::new("partitions", T::Array(&T::Int32), from(0)),
+]));
+/// Offset ranges of a share partition with their delivery state and count.
+const DELIVERY_STATES: T = T::Array(&T::Struct(&[
+    F::new("firstOffset", T::Int64, from(0)),
+    F::new("lastOffset", T::Int64, from(0)),
+    F::new("deliveryState", T::Int8, from(0)),
+    F::new("deliveryCount", T::Int16, from(0)),
+]));
+/// Topics to create: name, partition count, replication factor and configs.
+const TOPIC_INFOS: T = T::Array(&T::Struct(&[
+    F::new("name", T::Str, from(0)),
+    F::new("partitions", T::Int32, from(0)),
+    F::new("replicationFactor", T::Int16, from(0)),
+    F::new("topicConfigs", KEY_VALUES, from(0)),
+]));
+/// Partitions of a topic by id, each with its assignment epoch (a tagged field).
+const TOPIC_PARTITIONS_WITH_EPOCHS: T = T::Array(&T::Struct(&[
+    F::new("topicId", T::Uuid, from(0)),
+    F::new("partitions", T::Array(&T::Int32), from(0)),
+    F::new("assignmentEpochs", T::Array(&T::Int32), from(0)).nullable(from(0)).tagged(0, from(0)),
+]));
+/// Tasks of a subtopology, each partition with its assignment epoch (a tagged field).
+const TASK_IDS_WITH_EPOCHS: T = T::Array(&T::Struct(&[
+    F::new("subtopologyId", T::Str, from(0)),
+    F::new("partitions", T::Array(&T::Int32), from(0)),
+    F::new("assignmentEpochs", T::Array(&T::Int32), from(0)).nullable(from(0)).tagged(0, from(0)),
+]));
+
 /// Which coordinator's records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Coordinator {
@@ -350,14 +395,7 @@ pub(crate) const CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE: Message = Messag
     name: "ConsumerGroupTargetAssignmentMemberValue",
     valid: range(0, 0),
     flexible: from(0),
-    fields: &[F::new(
-        "topicPartitions",
-        T::Array(&T::Struct(&[
-            F::new("topicId", T::Uuid, from(0)),
-            F::new("partitions", T::Array(&T::Int32), from(0)),
-        ])),
-        from(0),
-    )],
+    fields: &[F::new("topicPartitions", TOPIC_PARTITIONS, from(0))],
 };
 
 pub(crate) const CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY: Message = Message {
@@ -375,24 +413,8 @@ pub(crate) const CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE: Message = Messa
         F::new("memberEpoch", T::Int32, from(0)),
         F::new("previousMemberEpoch", T::Int32, from(0)),
         F::new("state", T::Int8, from(0)),
-        F::new(
-            "assignedPartitions",
-            T::Array(&T::Struct(&[
-                F::new("topicId", T::Uuid, from(0)),
-                F::new("partitions", T::Array(&T::Int32), from(0)),
-                F::new("assignmentEpochs", T::Array(&T::Int32), from(0)).nullable(from(0)).tagged(0, from(0)),
-            ])),
-            from(0),
-        ),
-        F::new(
-            "partitionsPendingRevocation",
-            T::Array(&T::Struct(&[
-                F::new("topicId", T::Uuid, from(0)),
-                F::new("partitions", T::Array(&T::Int32), from(0)),
-                F::new("assignmentEpochs", T::Array(&T::Int32), from(0)).nullable(from(0)).tagged(0, from(0)),
-            ])),
-            from(0),
-        ),
+        F::new("assignedPartitions", TOPIC_PARTITIONS_WITH_EPOCHS, from(0)),
+        F::new("partitionsPendingRevocation", TOPIC_PARTITIONS_WITH_EPOCHS, from(0)),
     ],
 };
 
@@ -457,14 +479,7 @@ pub(crate) const SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE: Message = Message {
     name: "ShareGroupTargetAssignmentMemberValue",
     valid: range(0, 0),
     flexible: from(0),
-    fields: &[F::new(
-        "topicPartitions",
-        T::Array(&T::Struct(&[
-            F::new("topicId", T::Uuid, from(0)),
-            F::new("partitions", T::Array(&T::Int32), from(0)),
-        ])),
-        from(0),
-    )],
+    fields: &[F::new("topicPartitions", TOPIC_PARTITIONS, from(0))],
 };
 
 pub(crate) const SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY: Message = Message {
@@ -482,14 +497,7 @@ pub(crate) const SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE: Message = Message 
         F::new("memberEpoch", T::Int32, from(0)),
         F::new("previousMemberEpoch", T::Int32, from(0)),
         F::new("state", T::Int8, from(0)),
-        F::new(
-            "assignedPartitions",
-            T::Array(&T::Struct(&[
-                F::new("topicId", T::Uuid, from(0)),
-                F::new("partitions", T::Array(&T::Int32), from(0)),
-            ])),
-            from(0),
-        ),
+        F::new("assignedPartitions", TOPIC_PARTITIONS, from(0)),
     ],
 };
 
@@ -505,24 +513,8 @@ pub(crate) const SHARE_GROUP_STATE_PARTITION_METADATA_VALUE: Message = Message {
     valid: range(0, 0),
     flexible: from(0),
     fields: &[
-        F::new(
-            "initializingTopics",
-            T::Array(&T::Struct(&[
-                F::new("topicId", T::Uuid, from(0)),
-                F::new("topicName", T::Str, from(0)),
-                F::new("partitions", T::Array(&T::Int32), from(0)),
-            ])),
-            from(0),
-        ),
-        F::new(
-            "initializedTopics",
-            T::Array(&T::Struct(&[
-                F::new("topicId", T::Uuid, from(0)),
-                F::new("topicName", T::Str, from(0)),
-                F::new("partitions", T::Array(&T::Int32), from(0)),
-            ])),
-            from(0),
-        ),
+        F::new("initializingTopics", NAMED_TOPIC_PARTITIONS, from(0)),
+        F::new("initializedTopics", NAMED_TOPIC_PARTITIONS, from(0)),
         F::new(
             "deletingTopics",
             T::Array(&T::Struct(&[F::new("topicId", T::Uuid, from(0)), F::new("topicName", T::Str, from(0))])),
@@ -564,13 +556,7 @@ pub(crate) const STREAMS_GROUP_METADATA_VALUE: Message = Message {
         F::new("epoch", T::Int32, from(0)),
         F::new("metadataHash", T::Int64, from(0)),
         F::new("validatedTopologyEpoch", T::Int32, from(0)).tagged(0, from(0)).default(D::Int(-1)),
-        F::new(
-            "lastAssignmentConfigs",
-            T::Array(&T::Struct(&[F::new("key", T::Str, from(0)), F::new("value", T::Str, from(0))])),
-            from(0),
-        )
-        .nullable(from(0))
-        .tagged(1, from(0)),
+        F::new("lastAssignmentConfigs", KEY_VALUES, from(0)).nullable(from(0)).tagged(1, from(0)),
         F::new("storedDescriptionTopologyEpoch", T::Int32, from(0)).tagged(2, from(0)).default(D::Int(-1)),
         F::new("failedDescriptionTopologyEpoch", T::Int32, from(0)).tagged(3, from(0)).default(D::Int(-1)),
     ],
@@ -602,11 +588,7 @@ pub(crate) const STREAMS_GROUP_MEMBER_METADATA_VALUE: Message = Message {
         )
         .nullable(from(0))
         .default(D::Null),
-        F::new(
-            "clientTags",
-            T::Array(&T::Struct(&[F::new("key", T::Str, from(0)), F::new("value", T::Str, from(0))])),
-            from(0),
-        ),
+        F::new("clientTags", KEY_VALUES, from(0)),
     ],
 };
 
@@ -639,30 +621,9 @@ pub(crate) const STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE: Message = Message
     valid: range(0, 0),
     flexible: from(0),
     fields: &[
-        F::new(
-            "activeTasks",
-            T::Array(&T::Struct(&[
-                F::new("subtopologyId", T::Str, from(0)),
-                F::new("partitions", T::Array(&T::Int32), from(0)),
-            ])),
-            from(0),
-        ),
-        F::new(
-            "standbyTasks",
-            T::Array(&T::Struct(&[
-                F::new("subtopologyId", T::Str, from(0)),
-                F::new("partitions", T::Array(&T::Int32), from(0)),
-            ])),
-            from(0),
-        ),
-        F::new(
-            "warmupTasks",
-            T::Array(&T::Struct(&[
-                F::new("subtopologyId", T::Str, from(0)),
-                F::new("partitions", T::Array(&T::Int32), from(0)),
-            ])),
-            from(0),
-        ),
+        F::new("activeTasks", TASK_IDS, from(0)),
+        F::new("standbyTasks", TASK_IDS, from(0)),
+        F::new("warmupTasks", TASK_IDS, from(0)),
     ],
 };
 
@@ -681,60 +642,12 @@ pub(crate) const STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE: Message = Messag
         F::new("memberEpoch", T::Int32, from(0)),
         F::new("previousMemberEpoch", T::Int32, from(0)),
         F::new("state", T::Int8, from(0)),
-        F::new(
-            "activeTasks",
-            T::Array(&T::Struct(&[
-                F::new("subtopologyId", T::Str, from(0)),
-                F::new("partitions", T::Array(&T::Int32), from(0)),
-                F::new("assignmentEpochs", T::Array(&T::Int32), from(0)).nullable(from(0)).tagged(0, from(0)),
-            ])),
-            from(0),
-        ),
-        F::new(
-            "standbyTasks",
-            T::Array(&T::Struct(&[
-                F::new("subtopologyId", T::Str, from(0)),
-                F::new("partitions", T::Array(&T::Int32), from(0)),
-                F::new("assignmentEpochs", T::Array(&T::Int32), from(0)).nullable(from(0)).tagged(0, from(0)),
-            ])),
-            from(0),
-        ),
-        F::new(
-            "warmupTasks",
-            T::Array(&T::Struct(&[
-                F::new("subtopologyId", T::Str, from(0)),
-                F::new("partitions", T::Array(&T::Int32), from(0)),
-                F::new("assignmentEpochs", T::Array(&T::Int32), from(0)).nullable(from(0)).tagged(0, from(0)),
-            ])),
-            from(0),
-        ),
-        F::new(
-            "activeTasksPendingRevocation",
-            T::Array(&T::Struct(&[
-                F::new("subtopologyId", T::Str, from(0)),
-                F::new("partitions", T::Array(&T::Int32), from(0)),
-                F::new("assignmentEpochs", T::Array(&T::Int32), from(0)).nullable(from(0)).tagged(0, from(0)),
-            ])),
-            from(0),
-        ),
-        F::new(
-            "standbyTasksPendingRevocation",
-            T::Array(&T::Struct(&[
-                F::new("subtopologyId", T::Str, from(0)),
-                F::new("partitions", T::Array(&T::Int32), from(0)),
-                F::new("assignmentEpochs", T::Array(&T::Int32), from(0)).nullable(from(0)).tagged(0, from(0)),
-            ])),
-            from(0),
-        ),
-        F::new(
-            "warmupTasksPendingRevocation",
-            T::Array(&T::Struct(&[
-                F::new("subtopologyId", T::Str, from(0)),
-                F::new("partitions", T::Array(&T::Int32), from(0)),
-                F::new("assignmentEpochs", T::Array(&T::Int32), from(0)).nullable(from(0)).tagged(0, from(0)),
-            ])),
-            from(0),
-        ),
+        F::new("activeTasks", TASK_IDS_WITH_EPOCHS, from(0)),
+        F::new("standbyTasks", TASK_IDS_WITH_EPOCHS, from(0)),
+        F::new("warmupTasks", TASK_IDS_WITH_EPOCHS, from(0)),
+        F::new("activeTasksPendingRevocation", TASK_IDS_WITH_EPOCHS, from(0)),
+        F::new("standbyTasksPendingRevocation", TASK_IDS_WITH_EPOCHS, from(0)),
+        F::new("warmupTasksPendingRevocation", TASK_IDS_WITH_EPOCHS, from(0)),
     ],
 };
 
@@ -757,35 +670,9 @@ pub(crate) const STREAMS_GROUP_TOPOLOGY_VALUE: Message = Message {
                 F::new("subtopologyId", T::Str, from(0)),
                 F::new("sourceTopics", T::Array(&T::Str), from(0)),
                 F::new("sourceTopicRegex", T::Array(&T::Str), from(0)),
-                F::new(
-                    "stateChangelogTopics",
-                    T::Array(&T::Struct(&[
-                        F::new("name", T::Str, from(0)),
-                        F::new("partitions", T::Int32, from(0)),
-                        F::new("replicationFactor", T::Int16, from(0)),
-                        F::new(
-                            "topicConfigs",
-                            T::Array(&T::Struct(&[F::new("key", T::Str, from(0)), F::new("value", T::Str, from(0))])),
-                            from(0),
-                        ),
-                    ])),
-                    from(0),
-                ),
+                F::new("stateChangelogTopics", TOPIC_INFOS, from(0)),
                 F::new("repartitionSinkTopics", T::Array(&T::Str), from(0)),
-                F::new(
-                    "repartitionSourceTopics",
-                    T::Array(&T::Struct(&[
-                        F::new("name", T::Str, from(0)),
-                        F::new("partitions", T::Int32, from(0)),
-                        F::new("replicationFactor", T::Int16, from(0)),
-                        F::new(
-                            "topicConfigs",
-                            T::Array(&T::Struct(&[F::new("key", T::Str, from(0)), F::new("value", T::Str, from(0))])),
-                            from(0),
-                        ),
-                    ])),
-                    from(0),
-                ),
+                F::new("repartitionSourceTopics", TOPIC_INFOS, from(0)),
                 F::new(
                     "copartitionGroups",
                     T::Array(&T::Struct(&[
@@ -888,16 +775,7 @@ pub(crate) const SHARE_SNAPSHOT_VALUE: Message = Message {
         F::new("deliveryCompleteCount", T::Int32, from(0)).tagged(0, from(0)).default(D::Int(-1)),
         F::new("createTimestamp", T::Int64, from(0)),
         F::new("writeTimestamp", T::Int64, from(0)),
-        F::new(
-            "stateBatches",
-            T::Array(&T::Struct(&[
-                F::new("firstOffset", T::Int64, from(0)),
-                F::new("lastOffset", T::Int64, from(0)),
-                F::new("deliveryState", T::Int8, from(0)),
-                F::new("deliveryCount", T::Int16, from(0)),
-            ])),
-            from(0),
-        ),
+        F::new("stateBatches", DELIVERY_STATES, from(0)),
     ],
 };
 
@@ -921,16 +799,7 @@ pub(crate) const SHARE_UPDATE_VALUE: Message = Message {
         F::new("leaderEpoch", T::Int32, from(0)),
         F::new("startOffset", T::Int64, from(0)),
         F::new("deliveryCompleteCount", T::Int32, from(0)).tagged(0, from(0)).default(D::Int(-1)),
-        F::new(
-            "stateBatches",
-            T::Array(&T::Struct(&[
-                F::new("firstOffset", T::Int64, from(0)),
-                F::new("lastOffset", T::Int64, from(0)),
-                F::new("deliveryState", T::Int8, from(0)),
-                F::new("deliveryCount", T::Int16, from(0)),
-            ])),
-            from(0),
-        ),
+        F::new("stateBatches", DELIVERY_STATES, from(0)),
     ],
 };
 

@@ -25,6 +25,25 @@
 use crate::message_schema::{D, F, Json, Message, T, from, range, read, read_fields, to_json};
 use crate::wire::{Reader, WireError};
 
+// The struct shapes several records share, named once.
+
+/// A node's listeners: name, host, port and security protocol.
+const ENDPOINTS: T = T::Array(&T::Struct(&[
+    F::new("name", T::Str, from(0)),
+    F::new("host", T::Str, from(0)),
+    F::new("port", T::Uint16, from(0)),
+    F::new("securityProtocol", T::Int16, from(0)),
+]));
+/// The features a node supports, each with its range of versions.
+const FEATURES: T = T::Array(&T::Struct(&[
+    F::new("name", T::Str, from(0)),
+    F::new("minSupportedVersion", T::Int16, from(0)),
+    F::new("maxSupportedVersion", T::Int16, from(0)),
+]));
+/// Raft voters by id and directory id.
+const VOTERS: T =
+    T::Array(&T::Struct(&[F::new("voterId", T::Int32, from(0)), F::new("voterDirectoryId", T::Uuid, from(1))]));
+
 /// The message a metadata record of `api_key` holds, with its `MetadataRecordType` name.
 pub fn record_type(api_key: u16) -> Option<(&'static str, &'static Message)> {
     RECORD_TYPES.iter().find(|(k, _, _)| *k == api_key).map(|(_, name, m)| (*name, *m))
@@ -153,25 +172,8 @@ pub(crate) const REGISTER_BROKER_RECORD: Message = Message {
         F::new("isMigratingZkBroker", T::Bool, from(2)).default(D::Bool(false)),
         F::new("incarnationId", T::Uuid, from(0)),
         F::new("brokerEpoch", T::Int64, from(0)),
-        F::new(
-            "endPoints",
-            T::Array(&T::Struct(&[
-                F::new("name", T::Str, from(0)),
-                F::new("host", T::Str, from(0)),
-                F::new("port", T::Uint16, from(0)),
-                F::new("securityProtocol", T::Int16, from(0)),
-            ])),
-            from(0),
-        ),
-        F::new(
-            "features",
-            T::Array(&T::Struct(&[
-                F::new("name", T::Str, from(0)),
-                F::new("minSupportedVersion", T::Int16, from(0)),
-                F::new("maxSupportedVersion", T::Int16, from(0)),
-            ])),
-            from(0),
-        ),
+        F::new("endPoints", ENDPOINTS, from(0)),
+        F::new("features", FEATURES, from(0)),
         F::new("rack", T::Str, from(0)).nullable(from(0)),
         F::new("fenced", T::Bool, from(0)).default(D::Bool(true)),
         F::new("inControlledShutdown", T::Bool, from(1)).default(D::Bool(false)),
@@ -425,25 +427,8 @@ pub(crate) const REGISTER_CONTROLLER_RECORD: Message = Message {
         F::new("controllerId", T::Int32, from(0)),
         F::new("incarnationId", T::Uuid, from(0)),
         F::new("zkMigrationReady", T::Bool, from(0)),
-        F::new(
-            "endPoints",
-            T::Array(&T::Struct(&[
-                F::new("name", T::Str, from(0)),
-                F::new("host", T::Str, from(0)),
-                F::new("port", T::Uint16, from(0)),
-                F::new("securityProtocol", T::Int16, from(0)),
-            ])),
-            from(0),
-        ),
-        F::new(
-            "features",
-            T::Array(&T::Struct(&[
-                F::new("name", T::Str, from(0)),
-                F::new("minSupportedVersion", T::Int16, from(0)),
-                F::new("maxSupportedVersion", T::Int16, from(0)),
-            ])),
-            from(0),
-        ),
+        F::new("endPoints", ENDPOINTS, from(0)),
+        F::new("features", FEATURES, from(0)),
     ],
 };
 
@@ -499,16 +484,8 @@ pub(crate) const LEADER_CHANGE_MESSAGE: Message = Message {
     fields: &[
         F::new("version", T::Int16, from(0)),
         F::new("leaderId", T::Int32, from(0)),
-        F::new(
-            "voters",
-            T::Array(&T::Struct(&[F::new("voterId", T::Int32, from(0)), F::new("voterDirectoryId", T::Uuid, from(1))])),
-            from(0),
-        ),
-        F::new(
-            "grantingVoters",
-            T::Array(&T::Struct(&[F::new("voterId", T::Int32, from(0)), F::new("voterDirectoryId", T::Uuid, from(1))])),
-            from(0),
-        ),
+        F::new("voters", VOTERS, from(0)),
+        F::new("grantingVoters", VOTERS, from(0)),
     ],
 };
 
