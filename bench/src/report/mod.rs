@@ -15,6 +15,7 @@
 //! the file backend only, so that the report itself stays under 2 GiB.
 
 pub mod baseline;
+pub mod conclusion;
 pub mod kafka;
 pub mod machine;
 pub mod markdown;
