@@ -59,12 +59,17 @@ impl From<MapArg> for MapKind {
 /// The offset map of a pass (`run`, `compact`, `clean`).
 #[derive(Debug, Args)]
 pub struct MapArgs {
-    /// The offset map of pass 1 (Kafka's is skimpy; external: the external pass).
+    /// The offset map of pass 1 (Kafka's: skimpy).
+    ///
+    /// skimpy is Kafka's map (an MD5 digest and an offset, 24 bytes a slot), fullkey an exact map of whole keys,
+    /// compact this project's map of 12 bytes a slot, and external the external pass (any key count in one pass).
     #[arg(long, value_enum, default_value_t = MapArg::Skimpy)]
     pub map: MapArg,
+    /// Where --map external spills its sorted runs.
+    ///
     /// With --map external: the directory its sorted runs are written to (default: the system's temporary
     /// directory); they are removed as the pass ends.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, hide_short_help = true, value_name = "DIR")]
     pub spill_dir: Option<PathBuf>,
 }
 
@@ -86,13 +91,15 @@ impl MapArgs {
 /// The dedupe buffer and its load factor (every command that cleans or sizes a pass).
 #[derive(Debug, Args)]
 pub struct BufferArgs {
+    /// Offset map memory for all threads together (log.cleaner.dedupe.buffer.size).
+    ///
     /// Offset map memory for all cleaner threads together (log.cleaner.dedupe.buffer.size), e.g. 4096, 64KiB,
     /// 128MiB, 1.5GiB. Small buffers give partial passes; the buffer must hold at least one key (48 bytes at
     /// load factor 0.9).
     #[arg(long, value_name = "BYTES", default_value = "128MiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
     pub dedupe_buffer: u64,
     /// Share of the map's slots that may fill (log.cleaner.io.buffer.load.factor), in [0.01, 1].
-    #[arg(long, value_name = "F", default_value_t = DEFAULT_LOAD_FACTOR, allow_hyphen_values = true)]
+    #[arg(long, hide_short_help = true, value_name = "F", default_value_t = DEFAULT_LOAD_FACTOR, allow_hyphen_values = true)]
     pub load_factor: f64,
 }
 
@@ -121,8 +128,9 @@ impl BufferArgs {
 /// `--copy-threads`.
 #[derive(Debug, Args)]
 pub struct ThreadsArgs {
-    /// Cleaner threads (log.cleaner.threads): the dedupe buffer is split evenly between them, and each cleans
-    /// one log at a time.
+    /// Cleaner threads (log.cleaner.threads)
+    ///
+    /// The dedupe buffer is split evenly between them, and each cleans one log at a time.
     #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
     pub threads: u32,
 }
@@ -154,13 +162,17 @@ pub fn cleaner_config(map: &MapArgs, buffer: &BufferArgs, copy_threads: u32) -> 
 /// Where a stopped Kafka broker's own settings of its topics are read (with --format kafka).
 #[derive(Debug, Args)]
 pub struct BrokerArgs {
+    /// The broker's KRaft metadata log, which gives each topic its settings (default: found).
+    ///
     /// The broker's KRaft metadata log (its `__cluster_metadata-0`, or the directory holding it), whose topic
     /// and broker configs give each topic its settings. Default: found from the log directory (it, or a log
     /// directory beside it of the same cluster.id and node.id, holding `__cluster_metadata-0`).
     #[arg(long, value_name = "DIR")]
     pub metadata_dir: Option<PathBuf>,
-    /// The broker's server.properties: its static log.* settings (under the metadata's dynamic ones) and where
-    /// its metadata log lies (metadata.log.dir, else the first of log.dirs).
+    /// The broker's server.properties
+    ///
+    /// Its static log.* settings (under the metadata's dynamic ones) and where its metadata log lies
+    /// (metadata.log.dir, else the first of log.dirs).
     #[arg(long, value_name = "FILE")]
     pub broker_config: Option<PathBuf>,
 }
@@ -201,14 +213,17 @@ pub fn tell_broker_notice(layers: &logcompact::datadir::settings::Layers) {
 /// The clock of the passes, fixed for reproducible output.
 #[derive(Debug, Args)]
 pub struct ClockArgs {
-    /// Take "now" as this time (ms since the Unix epoch) for every pass, as Kafka's tests inject their Time:
-    /// the delete horizons stamped into kept tombstones' batches, which tombstones are past theirs, and the
+    /// Take "now" as this time (ms since the Unix epoch) for every pass, as Kafka's tests inject their Time
+    ///
+    /// The delete horizons stamped into kept tombstones' batches, which tombstones are past theirs, and the
     /// compaction lags are all judged by it, so the same input, settings and clock give the same bytes.
-    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+    #[arg(long, hide_short_help = true, value_name = "MS", allow_hyphen_values = true)]
     pub now_ms: Option<i64>,
-    /// Take the clock as it is: without it a clock more than a day after the system's, or more than an hour
-    /// before the newest record of a log, is refused (its delete horizons would purge tombstones early).
-    #[arg(long)]
+    /// Take the clock as it is
+    ///
+    /// Without it a clock more than a day after the system's, or more than an hour before the newest record of a log,
+    /// is refused (its delete horizons would purge tombstones early).
+    #[arg(long, hide_short_help = true)]
     pub i_know_the_clock: bool,
 }
 
@@ -248,25 +263,37 @@ impl ClockArgs {
 /// default.
 #[derive(Debug, Args)]
 pub struct LogSettingsArgs {
-    /// cleanup.policy: compact, delete (the cleaner leaves the log alone) or compact,delete. Default: compact;
-    /// for a Kafka topic delete (Kafka's default), or compact when a settings section names the topic.
-    #[arg(long, value_name = "POLICY")]
+    /// cleanup.policy: compact, delete (the cleaner leaves the log alone) or compact,delete.
+    ///
+    /// Default: compact; for a Kafka topic delete (Kafka's default), or compact when a settings section names the
+    /// topic.
+    #[arg(long, hide_short_help = true, value_name = "POLICY")]
     pub cleanup_policy: Option<String>,
+    /// min.cleanable.dirty.ratio (default 0.5).
+    ///
     /// min.cleanable.dirty.ratio: the share of dirty bytes a log needs before it is cleaned. Default: 0.5.
-    #[arg(long, value_name = "R", allow_hyphen_values = true)]
+    #[arg(long, hide_short_help = true, value_name = "R", allow_hyphen_values = true)]
     pub min_cleanable_dirty_ratio: Option<String>,
-    /// min.compaction.lag.ms: closed segments holding a record younger than this are not cleaned yet. Default: 0.
-    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+    /// min.compaction.lag.ms: closed segments holding a record younger than this are not cleaned yet.
+    ///
+    /// Default: 0.
+    #[arg(long, hide_short_help = true, value_name = "MS", allow_hyphen_values = true)]
     pub min_compaction_lag_ms: Option<String>,
+    /// max.compaction.lag.ms (default: never).
+    ///
     /// max.compaction.lag.ms: a log whose oldest dirty record is older is cleaned whatever its ratio (and its
     /// active segment rolled once its first record is older). Default: never.
-    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+    #[arg(long, hide_short_help = true, value_name = "MS", allow_hyphen_values = true)]
     pub max_compaction_lag_ms: Option<String>,
-    /// delete.retention.ms: how long a tombstone lives after the first pass that keeps it. Default: 86400000.
-    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+    /// delete.retention.ms: how long a tombstone lives after the first pass that keeps it.
+    ///
+    /// Default: 86400000.
+    #[arg(long, hide_short_help = true, value_name = "MS", allow_hyphen_values = true)]
     pub delete_retention_ms: Option<String>,
+    /// segment.bytes (default 1GiB).
+    ///
     /// segment.bytes: the size logs roll at, and the most cleaned segments are merged into. Default: 1GiB.
-    #[arg(long, value_name = "BYTES", allow_hyphen_values = true)]
+    #[arg(long, hide_short_help = true, value_name = "BYTES", allow_hyphen_values = true)]
     pub segment_bytes: Option<String>,
 }
 

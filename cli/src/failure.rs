@@ -18,11 +18,22 @@ Exit codes (the same for every command):
   2  usage: bad options, a bad script line, or a directory that holds no log of this format
   3  the command could not be carried out: an I/O error, the directory is in use by a writer, too little memory";
 
+/// The exit codes in one line, for `-h`.
+pub const EXIT_CODES_SHORT: &str =
+    "--help shows every flag (Kafka's topic settings among them) and what the exit codes mean.";
+
 /// What to do about a checkpoint file of a broker's log directory that does not parse: it is the broker's,
 /// shared by the log directory's partitions, and no repair rewrites it.
 pub const BROKER_CHECKPOINT_HINT: &str = "(nothing was changed; this checkpoint file belongs to the broker and no \
      repair rewrites it: with the broker stopped, fix the line by hand or remove the file, and cleaning restarts \
      from each partition's log start)";
+
+/// What to do when a broker (or another run) holds a Kafka log directory's lock.
+pub const BROKER_LOCK_HINT: &str = "(nothing was changed: stop the broker, or let the other logcompact run end, then \
+     rerun; commands that only read, such as check, analyze and status, run beside a broker)";
+
+/// What to do when another writer holds a log's directory.
+pub const LOCK_HINT: &str = "(nothing was changed: let the other logcompact process that writes here end, then rerun)";
 
 /// What to do about a name the log cannot use (a directory or a symbolic link under a segment's or a swap's
 /// name): no repair can read or remove it.
@@ -114,6 +125,8 @@ impl Failure {
             | storage_file::Error::NotADirectory(_)
             | storage_file::Error::MetadataLog { .. }
             | storage_file::Error::OutsideLogDir { .. } => Failure::Usage(message),
+            storage_file::Error::BrokerLocked { .. } => Failure::Runtime(format!("{message}\n{BROKER_LOCK_HINT}")),
+            storage_file::Error::Locked { .. } => Failure::Runtime(format!("{message}\n{LOCK_HINT}")),
             _ => Failure::Runtime(message),
         }
     }
@@ -197,6 +210,8 @@ impl Failure {
             }
             DataDirError::Cleaner(c) => Failure::from_cleaner("bad cleaner settings", c),
             DataDirError::Clock { .. } => Failure::Usage(format!("{e} (give --i-know-the-clock if it is right)")),
+            DataDirError::Busy { broker_lock: true, .. } => Failure::Runtime(format!("{e}\n{BROKER_LOCK_HINT}")),
+            DataDirError::Busy { .. } => Failure::Runtime(format!("{e}\n{LOCK_HINT}")),
             DataDirError::Metadata(_)
             | DataDirError::Stray { .. }
             | DataDirError::Broker(logcompact::kafka::kraft::BrokerSettingsError::Properties { .. }) => {

@@ -8,6 +8,8 @@ mod args;
 mod backend;
 mod cmd;
 mod compact_summary;
+#[cfg(test)]
+mod documented_commands;
 mod dump_kafka;
 mod failure;
 mod format;
@@ -33,7 +35,7 @@ use cmd::{
 #[derive(Debug, Parser)]
 #[command(
     name = "logcompact",
-    version,
+    version = env!("LOGCOMPACT_VERSION"),
     about = "Kafka-style log compaction: read, check, analyse, size, repair and compact keyed logs (this project's \
              own format, or a stopped Kafka broker's partitions in place, with --format kafka), and keep a data \
              directory compacted as Kafka's cleaner does",
@@ -50,7 +52,7 @@ use cmd::{
                   logcompact clean   --format kafka --data-dir /var/lib/kafka/data --until-clean\n\n\
                   Sizing without a log: logcompact advise --keys 50M --records 400M. The lesson's command \
                   language: logcompact run SCRIPT. Each command's --help says more.",
-    after_help = failure::EXIT_CODES
+    after_help = failure::EXIT_CODES_SHORT, after_long_help = failure::EXIT_CODES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -65,16 +67,16 @@ enum Commands {
     /// Blank lines and lines starting with '#' are skipped. Example:
     ///
     ///   printf 'PUT a 1\nPUT a 2\nROLL\nCOMPACT\nDUMP\n' | logcompact run -
-    #[command(verbatim_doc_comment, after_help = failure::EXIT_CODES)]
+    #[command(verbatim_doc_comment, after_help = failure::EXIT_CODES_SHORT, after_long_help = failure::EXIT_CODES)]
     Run(RunArgs),
     /// Append a deterministic synthetic workload to the log in a directory; prints what it appended (--json: as
     /// JSON). Records are
     /// timestamped 1 ms apart, the last one now.
-    #[command(after_help = failure::EXIT_CODES)]
+    #[command(after_help = failure::EXIT_CODES_SHORT, after_long_help = failure::EXIT_CODES)]
     Gen(GenArgs),
     /// Clean the log in a directory; prints a summary of each pass and of the whole run (sizes before and
     /// after, records removed, time, what comes next), or with --json each pass's statistics as one JSON line.
-    #[command(after_help = failure::EXIT_CODES)]
+    #[command(after_help = failure::EXIT_CODES_SHORT, after_long_help = failure::EXIT_CODES)]
     Compact(CompactArgs),
     /// Keep every log of a data directory (each subdirectory a log, or a stopped broker's partitions) compacted,
     /// as Kafka's cleaner threads do.
@@ -90,25 +92,25 @@ enum Commands {
     /// on. Prints a summary per pass (or JSON lines), and keeps <data-dir>/cleaner-status.json up to date.
     /// SIGINT or SIGTERM abandons running passes (their logs unchanged); a second one ends at once.
     /// Exits 1 when a log is left uncleanable, after cleaning the others.
-    #[command(verbatim_doc_comment, after_help = failure::EXIT_CODES)]
+    #[command(verbatim_doc_comment, after_help = failure::EXIT_CODES_SHORT, after_long_help = failure::EXIT_CODES)]
     Clean(CleanArgs),
     /// Show the cleaner's gauges (Kafka's names) from the last `clean` run and every log's dirty ratio, last
     /// clean and last error. Reads only: works beside a running `clean`.
-    #[command(after_help = failure::EXIT_CODES)]
+    #[command(after_help = failure::EXIT_CODES_SHORT, after_long_help = failure::EXIT_CODES)]
     Status(StatusArgs),
     /// Seal the active segment of the log in a directory, so that a pass can take its records.
-    #[command(after_help = failure::EXIT_CODES)]
+    #[command(after_help = failure::EXIT_CODES_SHORT, after_long_help = failure::EXIT_CODES)]
     Roll(RollArgs),
     /// Print the log in a directory, one record per line (keys, values and headers quoted and escaped), or
     /// as JSON. Reads only: takes no lock, changes nothing.
-    #[command(after_help = failure::EXIT_CODES)]
+    #[command(after_help = failure::EXIT_CODES_SHORT, after_long_help = failure::EXIT_CODES)]
     Dump(DumpArgs),
     /// Verify every checksum and invariant of the log in a directory without changing anything.
     ///
     /// Takes no lock, so it works beside a running writer and on a read-only mount. Exits 0 with a JSON
     /// report when every record is intact (notices on standard error tell what a crash left for the next open
     /// to repair), or 1 naming the file and byte position of the first problem.
-    #[command(after_help = failure::EXIT_CODES)]
+    #[command(after_help = failure::EXIT_CODES_SHORT, after_long_help = failure::EXIT_CODES)]
     Check(CheckArgs),
     /// Size the dedupe buffer: for each offset map, the buffer one pass needs, the passes a buffer takes,
     /// bytes per key and the collision probability.
@@ -116,12 +118,12 @@ enum Commands {
     /// From counts (--keys, with --records for keys spread uniformly over that many records) or from a log
     /// (--dir: reads its dirty section without changing anything, counts the distinct keys exactly, or by
     /// HyperLogLog on very large logs, and replays pass 1 with every map to find the passes exactly).
-    #[command(after_help = failure::EXIT_CODES)]
+    #[command(after_help = failure::EXIT_CODES_SHORT, after_long_help = failure::EXIT_CODES)]
     Advise(AdviseArgs),
     /// Analyze a Kafka partition directory without changing it: records, keyed and unkeyed, tombstones,
     /// codecs, transactional and control batches, the dirty ratio against Kafka's cleaner-offset-checkpoint,
     /// what a full compaction would keep and reclaim (a dry run), and per map the buffer one pass needs.
-    #[command(after_help = failure::EXIT_CODES)]
+    #[command(after_help = failure::EXIT_CODES_SHORT, after_long_help = failure::EXIT_CODES)]
     Analyze(AnalyzeArgs),
     /// Show what a repair of a damaged log would drop, or with --apply do it.
     ///
@@ -129,8 +131,12 @@ enum Commands {
     /// aside a .swap file that is not a valid cleaned segment (restoring the segment it replaced), and sets
     /// aside an unreadable checkpoint. A copy of every cut byte is kept in repair-<time>.*.bytes files in the
     /// directory. Without --apply nothing is changed.
-    #[command(after_help = failure::EXIT_CODES)]
+    #[command(after_help = failure::EXIT_CODES_SHORT, after_long_help = failure::EXIT_CODES)]
     Repair(RepairArgs),
+    /// Print a shell's completion script for logcompact (bash, zsh, fish, elvish, powershell).
+    Completions(cmd::shell::CompletionsArgs),
+    /// Write logcompact's man pages (one a command) into a directory.
+    Man(cmd::shell::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -148,6 +154,8 @@ fn main() -> ExitCode {
         Commands::Analyze(a) => cmd::analyze::run(a),
         Commands::Repair(a) => cmd::repair::run(a),
         Commands::Advise(a) => cmd::advise::run(a),
+        Commands::Completions(a) => cmd::shell::completions(a),
+        Commands::Man(a) => cmd::shell::man(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

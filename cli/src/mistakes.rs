@@ -128,7 +128,12 @@ pub fn one_log(dir: &Path, format: Format, command: &str, data_dir_form: Option<
         return Ok(());
     }
     let logs = logs_in(dir);
-    let Some(first) = logs.first() else { return Ok(()) };
+    // The partition suggested is never the cluster's metadata log, which no command writes.
+    let not_metadata = |n: &&String| {
+        !log_core::kafka::topic_partition(n)
+            .is_some_and(|(topic, _)| log_core::kafka::metadata_log::is_metadata_topic(topic))
+    };
+    let Some(first) = logs.iter().find(not_metadata) else { return Ok(()) };
     let broker = is_broker_log_dir(dir, &logs);
     let (what, flag) = if broker {
         ("a Kafka broker's log directory", " --format kafka")

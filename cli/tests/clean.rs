@@ -334,3 +334,42 @@ fn watch_cleans_logs_as_they_get_dirty_and_sigint_ends_it() {
         serde_json::from_str(&ok(&logcompact(&["status", "--data-dir", path(&data), "--json"], ""))).expect("JSON");
     assert_eq!(status["status_file"]["running"], false, "the status file says the run ended");
 }
+
+/// The `logs` of a JSON status: each log's name with its passes and whether it has a last clean.
+fn passes_of(status: &serde_json::Value) -> BTreeMap<String, (u64, bool)> {
+    let logs = status["logs"].as_array().expect("logs");
+    logs.iter()
+        .map(|l| {
+            let name = l["name"].as_str().expect("name").to_owned();
+            (name, (l["passes"].as_u64().expect("passes"), !l["last_clean_ms"].is_null()))
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_with_nothing_to_do_says_what_status_says_and_a_run_ends_with_its_totals() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    gen_log(&data.join("orders"), 2000, 50, 1);
+    let clean = ["clean", "--data-dir", path(&data), "--until-clean", "--min-cleanable-dirty-ratio", "0"];
+    // A run that cleans: a line a pass, then the run's totals and its verdict.
+    let text = ok(&logcompact(&clean, ""));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.iter().any(|l| l.starts_with("cleaner 0: orders pass 1: ")), "one line a pass: {text}");
+    assert!(lines.iter().any(|l| l.starts_with("clean: 1 pass over 1 log: ")), "the totals: {text}");
+    assert_eq!(lines.last(), Some(&"every compacted log is clean"), "{text}");
+    // Nothing to do now: the run's final status, and `status` a moment later, count the same passes and
+    // both know the last clean.
+    let mut json = clean.to_vec();
+    json.push("--json");
+    let out = ok(&logcompact(&json, ""));
+    let finished: serde_json::Value =
+        serde_json::from_str(out.lines().last().expect("a finished event")).expect("json");
+    let status: serde_json::Value =
+        serde_json::from_str(&ok(&logcompact(&["status", "--data-dir", path(&data), "--json"], ""))).expect("json");
+    let from_run = passes_of(&finished["status"]);
+    assert_eq!(from_run, passes_of(&status["status"]), "{out}");
+    assert_eq!(from_run.get("orders"), Some(&(1, true)), "{out}");
+    let text = ok(&logcompact(&clean, ""));
+    assert!(text.contains("clean: no pass ran"), "{text}");
+}

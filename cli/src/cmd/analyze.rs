@@ -36,8 +36,10 @@ pub struct AnalyzeArgs {
     /// The directory's format.
     #[arg(long, value_enum, default_value_t = FormatArg::Kafka)]
     format: FormatArg,
-    /// The first dirty offset; default: the cleaner checkpoint (a Kafka partition's in its log directory's
-    /// cleaner-offset-checkpoint), else the log's start.
+    /// The first dirty offset
+    ///
+    /// Default: the cleaner checkpoint (a Kafka partition's in its log directory's cleaner-offset-checkpoint), else
+    /// the log's start.
     #[arg(long, value_name = "OFFSET", value_parser = size::parse_count, allow_hyphen_values = true)]
     checkpoint: Option<u64>,
     #[command(flatten)]

@@ -23,8 +23,10 @@ pub struct CheckArgs {
     /// The log's directory.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// A data directory (a broker's log directory with --format kafka): every log in it, one line a log, the
-    /// KRaft metadata log included (read, never written); exit 1 naming every damaged one.
+    /// A data directory (a broker's log directory with --format kafka)
+    ///
+    /// Every log in it, one line a log, the KRaft metadata log included (read, never written); exit 1 naming every
+    /// damaged one.
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
     /// The directory's format.
@@ -46,8 +48,10 @@ pub struct CheckArgs {
     /// With --format kafka: a settings file (as clean's --config) whose topic sections override the broker's.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// JSON instead of text: with --dir the report instead of a summary and a verdict line; with --data-dir one
-    /// object (every log's verdict and report) instead of a line a log.
+    /// JSON instead of text
+    ///
+    /// With --dir the report instead of a summary and a verdict line; with --data-dir one object (every log's verdict
+    /// and report) instead of a line a log.
     #[arg(long)]
     json: bool,
 }
@@ -164,16 +168,20 @@ fn logs(n: usize) -> String {
 fn log_line(line: &LogCheck) -> String {
     let (verdict, what) = match &line.verdict {
         LogVerdict::Intact { report } => {
-            let offsets = match (report.records, &report.notices[..]) {
-                (0, _) => "no records".to_owned(),
-                (n, []) => format!("{n} records"),
-                (n, notices) => format!("{n} records; {} notice(s): {}", notices.len(), notices[0].what),
-            };
+            use log_core::human::count;
+            let records =
+                if report.records == 0 { "no records".to_owned() } else { count(report.records, "record", "records") };
+            // Each notice names its file: what a crash left there, which the next writable open repairs.
+            let notices: String = report.notices.iter().map(|n| format!("; notice: {}: {}", n.file, n.what)).collect();
             let warning =
                 report.warnings.first().map_or_else(String::new, |w| format!("; warning: {}: {}", w.file, w.what));
             (
                 "intact",
-                format!("{} segments, {}, {offsets}{warning}", report.segments, log_core::human::bytes(report.bytes)),
+                format!(
+                    "{}, {}, {records}{notices}{warning}",
+                    count(report.segments, "segment", "segments"),
+                    log_core::human::bytes(report.bytes)
+                ),
             )
         }
         LogVerdict::Damaged { problem } => ("DAMAGED", problem.to_string()),

@@ -24,8 +24,9 @@ pub struct CompactArgs {
     map: MapArgs,
     #[command(flatten)]
     buffer: BufferArgs,
-    /// How long a tombstone lives after the first pass that keeps it (delete.retention.ms). Default: the
-    /// topic's (as the broker's metadata, saved settings or --config give it), else one day.
+    /// How long a tombstone lives after the first pass that keeps it (delete.retention.ms).
+    ///
+    /// Default: the topic's (as the broker's metadata, saved settings or --config give it), else one day.
     #[arg(long, value_name = "MS", allow_hyphen_values = true)]
     delete_retention_ms: Option<i64>,
     /// Purge: tombstones kept by an earlier pass go now, whatever their delete horizon, in this run's passes
@@ -35,12 +36,15 @@ pub struct CompactArgs {
     /// Repeat passes until the whole dirty section has been cleaned.
     #[arg(long)]
     until_clean: bool,
-    /// The log's segment.bytes: the most a group of cleaned segments is merged into. Default: the topic's (a
-    /// Kafka topic's internal.segment.bytes when set), else 1GiB.
+    /// The log's segment.bytes
+    ///
+    /// The most a group of cleaned segments is merged into. Default: the topic's (a Kafka topic's
+    /// internal.segment.bytes when set), else 1GiB.
     #[arg(long, value_name = "BYTES", value_parser = size::parse_bytes, allow_hyphen_values = true)]
     segment_bytes: Option<u64>,
-    /// Leave closed segments holding a record younger than this dirty (min.compaction.lag.ms). Default: the
-    /// topic's, else 0.
+    /// Leave closed segments holding a record younger than this dirty (min.compaction.lag.ms).
+    ///
+    /// Default: the topic's, else 0.
     #[arg(long, value_name = "MS", allow_hyphen_values = true)]
     min_compaction_lag_ms: Option<i64>,
     /// cleanup.policy: compact a Kafka partition whose topic the broker's metadata or the settings say is not
@@ -48,8 +52,10 @@ pub struct CompactArgs {
     /// records without a key).
     #[arg(long, value_name = "POLICY")]
     cleanup_policy: Option<String>,
-    /// Drop records without a key, as Kafka's cleaner drops them in a compacted topic. Without it, a pass that
-    /// would drop one changes nothing and fails (exit 2), unless the topic is known to be compacted.
+    /// Drop records without a key, as Kafka's cleaner drops them in a compacted topic.
+    ///
+    /// Without it, a pass that would drop one changes nothing and fails (exit 2), unless the topic is known to be
+    /// compacted.
     #[arg(long)]
     drop_invalid: bool,
     /// A settings file as `clean` takes it (Kafka's names, a [section] per topic or log), over the settings a
@@ -62,22 +68,27 @@ pub struct CompactArgs {
     /// this command, which cleans when asked, 0.5 for `clean`).
     #[arg(long, value_name = "R", default_value_t = 0.0, allow_hyphen_values = true)]
     min_cleanable_dirty_ratio: f64,
-    /// Threads within one pass: pass 1 reads the dirty section once into one map of the whole buffer, pass 2
-    /// copies groups of segments on this many threads, or judges a single group's segments on all of them
-    /// (Kafka gives a log to one thread). Every count writes the same bytes.
+    /// Threads within one pass
+    ///
+    /// Pass 1 reads the dirty section once into one map of the whole buffer, pass 2 copies groups of segments on this
+    /// many threads, or judges a single group's segments on all of them (Kafka gives a log to one thread). Every
+    /// count writes the same bytes.
     #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
     copy_threads: u32,
     /// Not taken: `compact` cleans one log; see --copy-threads.
     #[arg(long, value_name = "T", hide = true, allow_hyphen_values = true)]
     threads: Option<String>,
-    /// The directory's format: a native log, or a Kafka partition directory of a stopped broker (cleaned in
-    /// place under the broker's lock on its log directory, with Kafka's own swap protocol).
+    /// The directory's format
+    ///
+    /// A native log, or a Kafka partition directory of a stopped broker (cleaned in place under the broker's lock on
+    /// its log directory, with Kafka's own swap protocol).
     #[arg(long, value_enum, default_value_t = FormatArg::Native)]
     format: FormatArg,
-    /// Compact a copy made in this directory (which must not exist, or be empty) instead: --dir is then only
-    /// read, never written. Never inside a broker's log directory (one holding meta.properties): a broker would
-    /// take it for a partition it does not own, or refuse to start. The copy's cleaner checkpoint lives for this
-    /// run only (the passes start from the source's checkpoint).
+    /// Compact a copy made in this directory (which must not exist, or be empty) instead
+    ///
+    /// --dir is then only read, never written. Never inside a broker's log directory (one holding meta.properties): a
+    /// broker would take it for a partition it does not own, or refuse to start. The copy's cleaner checkpoint lives
+    /// for this run only (the passes start from the source's checkpoint).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Start from this first dirty offset instead of the cleaner checkpoint (the pass then writes its own).

@@ -75,8 +75,10 @@ struct KafkaDumpLogArgs {
     /// kafka-dump-log style: only check each index as a broker checks it on opening (`--index-sanity-check`).
     #[arg(long)]
     index_sanity_check: bool,
-    /// kafka-dump-log style: accepted as Kafka's flag; the style always iterates records. Alone (without
-    /// --print-data-log or a decoder) it is refused: Kafka would then print records without their contents.
+    /// kafka-dump-log style: accepted as Kafka's flag; the style always iterates records.
+    ///
+    /// Alone (without --print-data-log or a decoder) it is refused: Kafka would then print records without their
+    /// contents.
     #[arg(long)]
     deep_iteration: bool,
     /// kafka-dump-log style: accepted as Kafka's flag; the style always prints record contents.

@@ -10,4 +10,5 @@ pub mod generate;
 pub mod repair;
 pub mod roll;
 pub mod run;
+pub mod shell;
 pub mod status;

@@ -17,8 +17,10 @@ pub struct RepairArgs {
     /// The log's directory.
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
-    /// The directory's format: a native log, or a Kafka partition directory of a stopped broker (repaired
-    /// under the broker's lock; cut segments get their .index and .timeindex rewritten).
+    /// The directory's format
+    ///
+    /// A native log, or a Kafka partition directory of a stopped broker (repaired under the broker's lock; cut
+    /// segments get their .index and .timeindex rewritten).
     #[arg(long, value_enum, default_value_t = FormatArg::Native)]
     format: FormatArg,
     /// Carry the repair out (without it, only show what it would drop).

@@ -26,7 +26,9 @@ pub struct RunArgs {
     map: MapArgs,
     #[command(flatten)]
     buffer: BufferArgs,
-    /// How long a tombstone lives after the first pass that keeps it (delete.retention.ms). Default: one day.
+    /// How long a tombstone lives after the first pass that keeps it (delete.retention.ms).
+    ///
+    /// Default: one day.
     #[arg(long, value_name = "MS", allow_hyphen_values = true)]
     delete_retention_ms: Option<i64>,
     /// Roll the active segment before an append would take it past this size (segment.bytes).
@@ -40,8 +42,9 @@ pub struct RunArgs {
     /// cleaned into a replacement that keeps its base, and only segments left empty go.
     #[arg(long)]
     group_segments: bool,
-    /// Where the log lives: in memory (gone at exit) or in files under --dir (created or reopened, so a
-    /// second run continues the first).
+    /// Where the log lives
+    ///
+    /// In memory (gone at exit) or in files under --dir (created or reopened, so a second run continues the first).
     #[arg(long, value_enum, default_value_t = Backend::Mem)]
     backend: Backend,
     /// The log's directory, for --backend file.

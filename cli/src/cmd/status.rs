@@ -33,8 +33,9 @@ pub struct StatusArgs {
     format: FormatArg,
     #[command(flatten)]
     settings: LogSettingsArgs,
-    /// A settings file as `clean` takes it. Without it, and without flags, a log takes the settings the last
-    /// `clean` run saved in the data directory.
+    /// A settings file as `clean` takes it.
+    ///
+    /// Without it, and without flags, a log takes the settings the last `clean` run saved in the data directory.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     #[command(flatten)]

@@ -80,6 +80,8 @@ pub enum DataDirError {
         dir: PathBuf,
         /// Who holds it, as far as known.
         holder: String,
+        /// The lock held is a Kafka log directory's `.lock`: a broker may hold it.
+        broker_lock: bool,
     },
     /// No such scheduling policy.
     #[error("unknown policy {name:?} (dirtiest-first or oldest-dirty-first)")]
@@ -303,7 +305,11 @@ enum DirLock {
 
 /// Takes `data_dir` for one run, or says who holds it.
 fn take(data_dir: &Path, format: Format) -> Result<DirLock, DataDirError> {
-    let busy = |holder: String| DataDirError::Busy { dir: data_dir.to_path_buf(), holder };
+    let busy = |holder: String| DataDirError::Busy {
+        dir: data_dir.to_path_buf(),
+        holder,
+        broker_lock: format == Format::Kafka,
+    };
     match format {
         Format::Kafka => match storage_file::lock_log_dir(data_dir) {
             Ok(lock) => Ok(DirLock::Broker(lock)),
@@ -531,7 +537,33 @@ pub fn clean(req: &CleanRequest, hooks: &Hooks) -> Result<Finished, DataDirError
     if let Err(e) = status_file::write(&req.data_dir, &snapshot.at(status.clone(), false, &extra)) {
         notice(&format!("warning: cannot write {}: {e}", status_file::path(&req.data_dir).display()));
     }
+    let mut status = status;
+    if let Ok(Some(recorded)) = status_file::read(&req.data_dir) {
+        with_history(&mut status, &recorded);
+    }
     Ok(Finished { status, interrupted: hooks.stop.load(Ordering::SeqCst), left_alone, skipped })
+}
+
+/// Gives each log of a run's final `status` its history as `status` shows it from `recorded` (the status file
+/// the run just wrote): the passes of earlier runs and of `compact` added to this run's, and the later of its
+/// last clean and its last compaction, so that a run with nothing to do and `status` a moment later agree.
+fn with_history(status: &mut ManagerStatus, recorded: &status_file::StatusFile) {
+    for log in &mut status.logs {
+        log.passes += recorded.passes_before.get(&log.name).copied().unwrap_or(0);
+        let cleaned = recorded
+            .status
+            .logs
+            .iter()
+            .find(|l| l.name == log.name)
+            .and_then(|l| Some(status_file::LastPass { ended_ms: l.last_clean_ms?, secs: l.last_clean_secs? }));
+        let compacted = recorded.last_compactions.get(&log.name).copied();
+        let own =
+            log.last_clean_ms.zip(log.last_clean_secs).map(|(ended_ms, secs)| status_file::LastPass { ended_ms, secs });
+        if let Some(last) = own.into_iter().chain(cleaned).chain(compacted).max_by_key(|p| p.ended_ms) {
+            log.last_clean_ms = Some(last.ended_ms);
+            log.last_clean_secs = Some(last.secs);
+        }
+    }
 }
 
 /// What a status file is made of besides the manager's status.
@@ -843,15 +875,19 @@ fn load_broker(data_dir: &Path, source: &BrokerSource, layers: &mut Layers) -> R
                 format!(", its last record {} old", crate::clock::age(log_core::now_ms().saturating_sub(t)))
             });
             layers.broker_notice = Some(format!(
-                "topic settings from the broker's metadata log {} ({how}; {}{} record(s){age}){}",
+                "topic settings from the broker's metadata log {} ({how}; {}{}{age}){}",
                 dir.display(),
                 b.sources.snapshot.as_ref().map_or_else(String::new, |s| format!(
                     "snapshot {}, then ",
                     s.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
                 )),
-                b.image.records,
+                log_core::human::count(b.image.records, "record", "records"),
                 source.server_properties.as_ref().map_or_else(
-                    || "; without --broker-config, the broker's server.properties is not read".to_owned(),
+                    || {
+                        "; server.properties not read: nothing to do unless it sets log.* defaults of its own, \
+                         then give it with --broker-config"
+                            .to_owned()
+                    },
                     |p| format!(" and {}", p.display())
                 )
             ));
