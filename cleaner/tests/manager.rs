@@ -9,7 +9,7 @@ use cleaner::manager::{CleanerManager, Event, LogState, ManagerConfig, Mode, Old
 use cleaner::{Clock, LogSettings, ManualClock, MapKind};
 use log_core::{AppendRecord, Log, LogConfig, SegmentStore};
 use storage_mem::MemStore;
-use storage_mem::fault::{FaultStore, Op};
+use storage_mem::fault::{Op, fault_store};
 
 const NOW: i64 = 1_000_000_000;
 
@@ -132,11 +132,11 @@ fn a_failing_log_is_isolated_retried_after_reopening_and_then_waits_for_a_reques
     let events = record_events(&manager);
     // A log whose store fails the pass's first rename (the commit): the failure poisons it.
     let mem: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-    let faults = Arc::new(FaultStore::new(Arc::clone(&mem)));
+    let faults = Arc::new(fault_store(Arc::clone(&mem)));
     let flaky = Log::open(Arc::clone(&faults) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(log_config()))
         .expect("open");
     fill(&flaky, 100, 3, NOW);
-    faults.fail(Op::Rename, faults.count(Op::Rename));
+    faults.hooks().fail(Op::Rename, faults.hooks().count(Op::Rename));
     let reopen_store = Arc::clone(&mem);
     let opener: cleaner::manager::Opener =
         Box::new(move || Ok(Log::open(Arc::clone(&reopen_store), log_core::OpenOptions::new(log_config()))?));

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use cleaner::{Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions};
 use log_core::{CheckpointFile, Error, Format, Log, LogConfig, SegmentStore, SyncPolicy};
 use storage_mem::MemStore;
-use storage_mem::fault::{FaultStore, Op, is_injected};
+use storage_mem::fault::{Op, fault_store, is_injected};
 
 type View = BTreeMap<Vec<u8>, (u64, Vec<u8>)>;
 /// An acknowledged append: key, offset, value (`None` for a tombstone).
@@ -157,18 +157,18 @@ fn sweep_kafka(op: Op) -> u64 {
 fn sweep_with(format: Format, map: MapKind, op: Op) -> u64 {
     let clock = Arc::new(ManualClock::new(1_000_000));
     let dry_dir = log_dir(format);
-    let dry = FaultStore::new(torn_start(format, &dry_dir).0);
+    let dry = fault_store(torn_start(format, &dry_dir).0);
     {
         let log = open(format, Arc::new(dry.clone()), &dry_dir).expect("open");
         workload(map, &log, &clock, &mut Vec::new()).expect("the dry run succeeds");
     }
-    let total = dry.count(op);
+    let total = dry.hooks().count(op);
     eprintln!("{op:?} with {map} ({}): {total} operations, each failed once", format.name());
     for n in 0..total {
         let dir = log_dir(format);
         let (mem, mut acked) = torn_start(format, &dir);
-        let store = FaultStore::new(Arc::clone(&mem));
-        store.fail(op, n);
+        let store = fault_store(Arc::clone(&mem));
+        store.hooks().fail(op, n);
         match open(format, Arc::new(store.clone()), &dir) {
             // The failure struck while the log was being opened (and its torn tail cut): it surfaced.
             Err(e) => assert!(matches!(&e, Error::Io { source, .. } if is_injected(source)), "{op:?} {n}: {e}"),
@@ -181,7 +181,7 @@ fn sweep_with(format: Format, map: MapKind, op: Op) -> u64 {
                 assert!(matches!(pass(map, &log, &clock, 170, false), Err(cleaner::Error::Log(Error::Poisoned))));
             }
         }
-        assert_eq!(store.fired(), 1, "{op:?} {n}");
+        assert_eq!(store.hooks().fired(), 1, "{op:?} {n}");
         let report = check(format, Arc::clone(&mem), &dir)
             .unwrap_or_else(|p| panic!("{op:?} {n}: check after the failure found {p}"));
         let log = open(format, Arc::clone(&mem), &dir).unwrap_or_else(|e| panic!("{op:?} {n}: reopen: {e}"));

@@ -36,6 +36,7 @@ mod config;
 mod error;
 pub mod format;
 mod group_copy;
+pub mod hooked;
 pub mod human;
 mod index;
 mod log;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use log_core::{AppendRecord, Cleaning, Error, Log, LogConfig, Replacement, ReplacementProblem, SegmentStore, Stamp};
 use storage_mem::MemStore;
-use storage_mem::fault::{FaultStore, Op};
+use storage_mem::fault::{Op, fault_store};
 
 fn log_on(store: Arc<dyn SegmentStore>, segment_bytes: u64) -> Log {
     Log::open(store, log_core::OpenOptions::new(LogConfig { segment_bytes, ..LogConfig::default() })).expect("open")
@@ -78,7 +78,7 @@ fn one_pass_at_a_time_and_a_commit_swaps_groups_in() {
 #[test]
 fn dropping_a_transaction_removes_its_output_unless_the_log_is_poisoned() {
     let mem: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-    let faults = Arc::new(FaultStore::new(Arc::clone(&mem)));
+    let faults = Arc::new(fault_store(Arc::clone(&mem)));
     let log = log_on(Arc::clone(&faults) as Arc<dyn SegmentStore>, 1 << 20);
     fill(&log, 30, 30, 10, |_| 0);
     {
@@ -91,7 +91,7 @@ fn dropping_a_transaction_removes_its_output_unless_the_log_is_poisoned() {
     assert!(cleaned_files(&*mem).is_empty(), "the abandoned output is gone");
     // Now a write fails while the copy is written: the log is poisoned and its files are left alone.
     let cleaning = log.begin_cleaning().expect("begin");
-    faults.fail(Op::Sync, faults.count(Op::Sync));
+    faults.hooks().fail(Op::Sync, faults.hooks().count(Op::Sync));
     let group = cleaning.groups(20).remove(0);
     let mut copy = cleaning.copy(&group);
     copy.drop_batch().expect("drop");

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::datadir::settings::Resolved;
 use crate::datadir::{BrokerSource, DataDirError};
-use crate::throttle::{ReadRate, ThrottledStore};
+use crate::throttle::ReadRate;
 
 /// Why a check could not pass.
 #[derive(Debug, thiserror::Error)]
@@ -63,7 +63,7 @@ pub fn check_limited(
     let problem = |problem| CheckError::Problem { dir: dir.to_path_buf(), problem };
     let limited = |store: Arc<dyn SegmentStore>| -> Arc<dyn SegmentStore> {
         match rate {
-            Some(rate) => Arc::new(ThrottledStore::new(store, Arc::clone(rate))),
+            Some(rate) => Arc::new(crate::throttle::throttled(store, Arc::clone(rate))),
             None => store,
         }
     };

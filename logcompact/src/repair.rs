@@ -10,7 +10,6 @@ use log_core::repair::{RepairOutcome, RepairPlan};
 use log_core::{Format, LogConfig, SegmentStore};
 
 use crate::dir::{OpenError, kafka_stores, native_store, open_read_only};
-use crate::metered::MeteredStore;
 
 /// Why a repair could not be planned or carried out.
 #[derive(Debug, thiserror::Error)]
@@ -77,7 +76,7 @@ pub fn repair_metered(
             .filter_map(|n| store.open(n).ok().map(|f| f.len()))
             .sum();
         m.begin("plan", Some(total));
-        Arc::new(MeteredStore::new(store, Arc::clone(m)))
+        Arc::new(crate::metered::metered(store, Arc::clone(m)))
     };
     // Not even a plan: one that could never be applied would only mislead.
     storage_file::refuse_metadata_log(dir).map_err(|source| OpenError::Store { dir: dir.to_path_buf(), source })?;

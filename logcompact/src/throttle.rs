@@ -6,12 +6,12 @@
 //! after the first read, so over any run the average stays at or under the rate, and a pause (a slow disk,
 //! a stopped process) is never made up by a burst larger than one read.
 
-use std::fmt;
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use log_core::{Segment, SegmentBytes, SegmentStore};
+use log_core::SegmentStore;
+use log_core::hooked::{HookedStore, StoreHooks, StoreOp};
 
 /// Bytes a second shared by every file of a [`ThrottledStore`] (and by every store given the same `Arc`).
 #[derive(Debug)]
@@ -66,113 +66,33 @@ impl ReadRate {
     }
 }
 
-/// A store whose files' reads wait on a [`ReadRate`]; everything else is the inner store's.
-pub struct ThrottledStore {
-    inner: Arc<dyn SegmentStore>,
-    rate: Arc<ReadRate>,
-}
+/// A store whose files' reads wait on a [`ReadRate`]; everything else is the inner store's ([`HookedStore`]).
+pub type ThrottledStore = HookedStore<ReadRateHook>;
 
-impl ThrottledStore {
-    /// `inner`, its reads limited by `rate`.
-    #[must_use]
-    pub fn new(inner: Arc<dyn SegmentStore>, rate: Arc<ReadRate>) -> ThrottledStore {
-        ThrottledStore { inner, rate }
-    }
-}
-
-impl fmt::Debug for ThrottledStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ThrottledStore").field("inner", &self.inner).field("rate", &self.rate.bytes_per_second).finish()
-    }
-}
-
-impl SegmentStore for ThrottledStore {
-    fn create(&self, name: &str) -> io::Result<Arc<dyn Segment>> {
-        Ok(self.wrap(self.inner.create(name)?))
-    }
-
-    fn open(&self, name: &str) -> io::Result<Arc<dyn Segment>> {
-        Ok(self.wrap(self.inner.open(name)?))
-    }
-
-    fn list(&self) -> io::Result<Vec<String>> {
-        self.inner.list()
-    }
-
-    fn file_id(&self, name: &str) -> io::Result<u64> {
-        self.inner.file_id(name)
-    }
-
-    fn is_read_only(&self) -> bool {
-        self.inner.is_read_only()
-    }
-
-    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-
-    fn delete(&self, name: &str) -> io::Result<()> {
-        self.inner.delete(name)
-    }
-
-    fn sync_dir(&self) -> io::Result<()> {
-        self.inner.sync_dir()
-    }
-}
-
-impl ThrottledStore {
-    fn wrap(&self, inner: Arc<dyn Segment>) -> Arc<dyn Segment> {
-        Arc::new(ThrottledSegment { inner, rate: Arc::clone(&self.rate) })
-    }
-}
-
-/// A file of a [`ThrottledStore`].
+/// The hook of a [`ThrottledStore`]: each read waits its turn on the shared rate.
 #[derive(Debug)]
-struct ThrottledSegment {
-    inner: Arc<dyn Segment>,
-    rate: Arc<ReadRate>,
-}
+pub struct ReadRateHook(Arc<ReadRate>);
 
-impl Segment for ThrottledSegment {
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-
-    fn append(&self, data: &[u8]) -> io::Result<u64> {
-        self.inner.append(data)
-    }
-
-    fn read_at(&self, pos: u64, out: &mut [u8]) -> io::Result<()> {
-        self.rate.take(out.len() as u64);
-        self.inner.read_at(pos, out)
-    }
-
-    fn truncate(&self, len: u64) -> io::Result<()> {
-        self.inner.truncate(len)
-    }
-
-    fn sync(&self) -> io::Result<()> {
-        self.inner.sync()
-    }
-
-    fn seal(&self) -> io::Result<()> {
-        self.inner.seal()
-    }
-
-    fn is_sealed(&self) -> bool {
-        self.inner.is_sealed()
+impl StoreHooks for ReadRateHook {
+    fn before(&self, op: StoreOp<'_>) -> io::Result<()> {
+        if let StoreOp::Read(bytes) = op {
+            self.0.take(bytes);
+        }
+        Ok(())
     }
 
     /// Never a view: a view's bytes would be read around the limit, so every read goes through
-    /// [`Segment::read_at`] (readers fall back to reads on `Unsupported`, as for a file another process may
-    /// change).
-    fn view(&self) -> io::Result<SegmentBytes> {
-        Err(io::Error::new(io::ErrorKind::Unsupported, "a throttled file is only read through reads"))
+    /// [`log_core::Segment::read_at`] (readers fall back to reads on `Unsupported`, as for a file another
+    /// process may change).
+    fn allows_views(&self) -> bool {
+        false
     }
+}
 
-    fn file_id(&self) -> u64 {
-        self.inner.file_id()
-    }
+/// `inner`, its reads limited by `rate`.
+#[must_use]
+pub fn throttled(inner: Arc<dyn SegmentStore>, rate: Arc<ReadRate>) -> ThrottledStore {
+    HookedStore::new(inner, Arc::new(ReadRateHook(rate)))
 }
 
 #[cfg(test)]
