@@ -13,19 +13,6 @@ use cleaner::{Cleaner, CleanerConfig, MapKind, PassOptions, SystemClock};
 use log_core::workload::Workload;
 use log_core::{Log, LogConfig, SegmentStore};
 
-/// Copies every file of `from` into `to`.
-fn copy_store(from: &dyn SegmentStore, to: &dyn SegmentStore) {
-    for name in from.list().expect("list") {
-        let f = from.open(&name).expect("open");
-        let mut bytes = vec![0; f.len() as usize];
-        f.read_at(0, &mut bytes).expect("read");
-        let out = to.create(&name).expect("create");
-        out.append(&bytes).expect("append");
-        out.sync().expect("sync");
-    }
-    to.sync_dir().expect("sync dir");
-}
-
 fn bench_passes(c: &mut Criterion) {
     let mut group = c.benchmark_group("pass");
     group.sample_size(10).measurement_time(Duration::from_secs(5));
@@ -57,7 +44,7 @@ fn bench_passes(c: &mut Criterion) {
                                     "mem" => Arc::new(storage_mem::MemStore::new()),
                                     _ => Arc::new(storage_file::FileStore::open(tmp.path()).expect("dir")),
                                 };
-                                copy_store(&*prepared, &*store);
+                                bench::store::copy_store(&*prepared, &*store).expect("copy");
                                 let log = Log::open(store, log_core::OpenOptions::new(config.clone())).expect("open");
                                 let budget = map.bytes_for(keys as usize / divisor, 0.9, 16);
                                 let cc = CleanerConfig { map, dedupe_buffer_bytes: budget, ..CleanerConfig::default() };

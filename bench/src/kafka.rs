@@ -275,22 +275,6 @@ pub fn write_offsets_partition(
     w.finish(offset)
 }
 
-/// Copies every file of `from` into `to` (a fresh store).
-///
-/// # Errors
-/// The store's error, as text.
-pub fn copy_store(from: &dyn SegmentStore, to: &dyn SegmentStore) -> Result<(), String> {
-    for n in from.list().map_err(|e| e.to_string())? {
-        let f = from.open(&n).map_err(|e| e.to_string())?;
-        let mut bytes = vec![0u8; usize::try_from(f.len()).map_err(|e| e.to_string())?];
-        f.read_at(0, &mut bytes).map_err(|e| e.to_string())?;
-        let g = to.create(&n).map_err(|e| e.to_string())?;
-        g.append(&bytes).map_err(|e| e.to_string())?;
-        g.sync().map_err(|e| e.to_string())?;
-    }
-    Ok(())
-}
-
 /// Opens the Kafka partition in `store` (its checkpoint kept in memory).
 ///
 /// # Errors

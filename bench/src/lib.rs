@@ -10,21 +10,14 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod args;
 pub mod bare;
 pub mod kafka;
 pub mod maps;
 pub mod report;
 pub mod rss;
+pub mod store;
 pub mod vs_kafka;
-
-/// Prints `usage` and exits with success when the command line asks for help (`-h` or `--help`), so that
-/// no benchmark binary starts a long run instead of saying what it takes.
-pub fn exit_if_help(usage: &str) {
-    if std::env::args().skip(1).any(|a| a == "-h" || a == "--help") {
-        println!("{usage}");
-        std::process::exit(0);
-    }
-}
 
 /// Bytes in `n` GiB.
 pub fn gib(n: f64) -> f64 {

@@ -44,7 +44,7 @@ fn changelog(root: &Path) -> std::path::PathBuf {
     bench::kafka::write_transactional_partition(&*generated, &keys, 60_000, SEGMENT, 1).expect("write");
     let source = partition_dir(&root.join("source"), "pass-start");
     let files = storage_file::FileStore::open(&source).expect("open");
-    bench::kafka::copy_store(&*generated, &files).expect("copy");
+    bench::store::copy_store(&*generated, &files).expect("copy");
     source
 }
 

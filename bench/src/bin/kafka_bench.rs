@@ -20,90 +20,47 @@ use cleaner::map::MapKind;
 use cleaner::{Cleaner, CleanerConfig, PassOptions, SystemClock};
 use log_core::kafka::Compression;
 use log_core::{Format, LogConfig};
-use logcompact::size::{parse_bytes, parse_count};
 
-const USAGE: &str = "kafka-bench: analyze and compact throughput on a generated Kafka partition, with each map
-
-usage: kafka-bench [--bytes 1GiB] [--keys 1000000] [--codec none|lz4|gzip|snappy|zstd] [--dir D]
-                   [--segment-bytes 256MiB] [--dedupe-buffer 128MiB] [--maps skimpy,fullkey,compact,external]
-                   [--generate-only]
-
-Writes a partition (100 records a batch, 16-byte keys, 100-byte values, 1% tombstones) into D/bench-<codec>-0,
-times analyze, the floors (what a pass must do with its own parsing: batches and records read, keys put in and
-looked up in a bare table, CRC-32Cs checked, kept batches written with Kafka's .index and .timeindex and synced;
-the codec floor also compresses a rebuilt batch again with its codec) and, per map, an in-place compaction of a
-copy until clean, and prints a JSON line each, the compactions with their time over each floor per phase and
-their peak resident memory above the opened copy's (anonymous, and file-backed: the mapped segments' pages).
---generate-only stops after writing the partition.
-
-D may hold other files: kafka-bench refuses to start when a directory it would write (bench-<codec>-0, and
-kafka-bench-work for the copies it compacts) is there already, and removes only what it wrote (D too, if it
-made D and D is left empty).";
-
+/// Analyze and compact throughput on a generated Kafka partition, with each map.
+///
+/// Writes a partition (100 records a batch, 16-byte keys, 100-byte values, 1% tombstones) into
+/// D/bench-<codec>-0, times analyze, the floors (what a pass must do with its own parsing: batches and records
+/// read, keys put in and looked up in a bare table, CRC-32Cs checked, kept batches written with Kafka's .index
+/// and .timeindex and synced; the codec floor also compresses a rebuilt batch again with its codec) and, per
+/// map, an in-place compaction of a copy until clean, and prints a JSON line each, the compactions with their
+/// time over each floor per phase and their peak resident memory above the opened copy's (anonymous, and
+/// file-backed: the mapped segments' pages).
+///
+/// D may hold other files: kafka-bench refuses to start when a directory it would write (bench-<codec>-0, and
+/// kafka-bench-work for the copies it compacts) is there already, and removes only what it wrote (D too, if it
+/// made D and D is left empty).
+#[derive(clap::Parser)]
+#[command(name = "kafka-bench")]
 struct Args {
+    /// Bytes of the partition written.
+    #[arg(long, value_parser = bench::args::bytes, default_value = "1GiB")]
     bytes: u64,
+    /// Distinct keys.
+    #[arg(long, value_parser = bench::args::count, default_value = "1000000")]
     keys: u64,
+    /// The batches' codec.
+    #[arg(long, value_parser = bench::args::codec, default_value = "none")]
     codec: Compression,
+    /// Where the partition and the copies go.
+    #[arg(long, value_name = "D", default_value_os_t = std::env::temp_dir().join("kafka-bench"))]
     dir: PathBuf,
+    /// The partition's segment size.
+    #[arg(long, value_parser = bench::args::bytes, default_value = "256MiB")]
     segment_bytes: u64,
-    dedupe_buffer: usize,
+    /// The dedupe buffer of every compaction.
+    #[arg(long, value_parser = bench::args::bytes, default_value = "128MiB")]
+    dedupe_buffer: u64,
+    /// The maps to compact with, comma separated.
+    #[arg(long, value_parser = bench::args::map, value_delimiter = ',', default_value = "skimpy,fullkey,compact")]
     maps: Vec<MapKind>,
+    /// Stop after writing the partition, and keep it.
+    #[arg(long)]
     generate_only: bool,
-}
-
-fn parse() -> Result<Args, String> {
-    let mut a = Args {
-        bytes: 1 << 30,
-        keys: 1_000_000,
-        codec: Compression::None,
-        dir: std::env::temp_dir().join("kafka-bench"),
-        segment_bytes: 256 << 20,
-        dedupe_buffer: 128 << 20,
-        maps: MapKind::ALL.to_vec(),
-        generate_only: false,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        if flag == "-h" || flag == "--help" {
-            println!("{USAGE}");
-            std::process::exit(0);
-        }
-        if flag == "--generate-only" {
-            a.generate_only = true;
-            continue;
-        }
-        let value = it.next().ok_or(format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--bytes" => a.bytes = parse_bytes(&value).map_err(|e| format!("--bytes: {e}"))?,
-            "--keys" => a.keys = parse_count(&value).map_err(|e| format!("--keys: {e}"))?,
-            "--codec" => {
-                a.codec = match value.as_str() {
-                    "none" => Compression::None,
-                    "lz4" => Compression::Lz4,
-                    "gzip" => Compression::Gzip,
-                    "snappy" => Compression::Snappy,
-                    "zstd" => Compression::Zstd,
-                    other => return Err(format!("unknown codec {other}")),
-                }
-            }
-            "--dir" => a.dir = PathBuf::from(value),
-            "--maps" => {
-                a.maps = value
-                    .split(',')
-                    .map(|m| MapKind::from_name(m.trim()).ok_or(format!("unknown map {m}")))
-                    .collect::<Result<_, _>>()?;
-            }
-            "--segment-bytes" => {
-                a.segment_bytes = parse_bytes(&value).map_err(|e| format!("--segment-bytes: {e}"))?;
-            }
-            "--dedupe-buffer" => {
-                let bytes = parse_bytes(&value).map_err(|e| format!("--dedupe-buffer: {e}"))?;
-                a.dedupe_buffer = usize::try_from(bytes).map_err(|e| format!("--dedupe-buffer: {e}"))?;
-            }
-            other => return Err(format!("unknown option {other}")),
-        }
-    }
-    Ok(a)
 }
 
 fn generate(a: &Args, dir: &std::path::Path) -> Result<(u64, u64), String> {
@@ -117,13 +74,7 @@ fn generate(a: &Args, dir: &std::path::Path) -> Result<(u64, u64), String> {
 
 fn main() -> std::process::ExitCode {
     cleaner::allocator::return_large_frees_to_the_system();
-    let a = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e} (kafka-bench --help shows the usage)");
-            return std::process::ExitCode::from(2);
-        }
-    };
+    let a: Args = bench::args::parse_or_exit();
     match run(&a) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -248,7 +199,8 @@ fn run(a: &Args) -> Result<(), String> {
         logcompact::copy::copy_log(&src, Format::Kafka, &out).map_err(|e| e.to_string())?;
         let config = LogConfig { segment_bytes: a.segment_bytes, ..LogConfig::default() };
         let log = logcompact::dir::open_writable_copy(&out, Format::Kafka, config).map_err(|e| e.to_string())?.log;
-        let config = CleanerConfig { map, dedupe_buffer_bytes: a.dedupe_buffer, ..CleanerConfig::default() };
+        let dedupe_buffer_bytes = usize::try_from(a.dedupe_buffer).map_err(|e| format!("--dedupe-buffer: {e}"))?;
+        let config = CleanerConfig { map, dedupe_buffer_bytes, ..CleanerConfig::default() };
         let mut cleaner = Cleaner::new(config, Arc::new(SystemClock)).map_err(|e| e.to_string())?;
         let t = Instant::now();
         // Resident memory above what the opened copy held: the map's (anonymous) and the mapped segments'

@@ -6,36 +6,32 @@ use bench::Keys;
 use bench::maps::{time_bare, time_map};
 use cleaner::MapKind;
 
-fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+/// The offset maps side by side with the bare limit.
+///
+/// Prints one JSON line per map, cardinality and load factor, with each map's times over the bare limit's at
+/// the same load factor in the same run (put_over_bare, hit_over_bare, miss_over_bare).
+#[derive(clap::Parser)]
+#[command(name = "map-bench")]
+struct Args {
+    /// Key cardinalities, comma separated.
+    #[arg(long, value_parser = bench::args::count, value_delimiter = ',', default_value = "1000000,10000000")]
+    keys: Vec<u64>,
+    /// Bytes of each key.
+    #[arg(long, default_value_t = 16)]
+    key_bytes: usize,
+    /// The maps, comma separated.
+    #[arg(long, value_parser = bench::args::map, value_delimiter = ',', default_value = "skimpy,fullkey,compact")]
+    maps: Vec<MapKind>,
+    /// Load factors, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "0.9")]
+    load_factors: Vec<f64>,
 }
 
 fn main() {
     cleaner::allocator::return_large_frees_to_the_system();
-    bench::exit_if_help(
-        "map-bench: the offset maps side by side with the bare limit
-
-usage: map-bench [--keys 1000000,10000000] [--key-bytes 16] [--maps skimpy,fullkey,compact]
-                 [--load-factors 0.9]
-
-Prints one JSON line per map, cardinality and load factor, with each map's times over the bare limit's at the
-same load factor in the same run (put_over_bare, hit_over_bare, miss_over_bare).",
-    );
-    let cardinalities: Vec<usize> = arg("--keys")
-        .unwrap_or_else(|| "1000000,10000000".into())
-        .split(',')
-        .map(|s| s.trim().parse().expect("--keys N[,N...]"))
-        .collect();
-    let key_bytes: usize = arg("--key-bytes").map_or(16, |s| s.parse().expect("--key-bytes B"));
-    let maps: Vec<MapKind> = arg("--maps").map_or(MapKind::ALL.to_vec(), |s| {
-        s.split(',').map(|m| MapKind::from_name(m.trim()).expect("a map name")).collect()
-    });
-    let load_factors: Vec<f64> = arg("--load-factors")
-        .unwrap_or_else(|| "0.9".into())
-        .split(',')
-        .map(|s| s.trim().parse().expect("--load-factors F[,F...]"))
-        .collect();
+    let a: Args = bench::args::parse_or_exit();
+    let cardinalities: Vec<usize> = a.keys.iter().map(|&k| usize::try_from(k).unwrap_or(usize::MAX)).collect();
+    let (key_bytes, maps, load_factors) = (a.key_bytes, a.maps.clone(), a.load_factors.clone());
     for &n in &cardinalities {
         let present = Keys::new(n, key_bytes, 1);
         let absent = Keys::new(n, key_bytes, 2);

@@ -13,42 +13,53 @@ use cleaner::{Cleaner, CleanerConfig, MapKind, PassOptions, SystemClock};
 use log_core::workload::Workload;
 use log_core::{Log, LogConfig, SegmentStore};
 
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map_or(default, |s| logcompact::size::parse_bytes(s).expect(name))
-}
-
-fn text_arg(name: &str) -> Option<String> {
-    std::env::args().skip_while(|a| a != name).nth(1)
+/// One whole cleaning pass (both phases) per offset map, beside its floor on the same log.
+///
+/// Prints one JSON line per map: ns per record of each phase, ours over the floor per phase (what a pass must
+/// do and nothing more, with its own parsing: read the frames, keys in a bare table, CRC-32Cs checked, the kept
+/// frames and their index written to new files and synced, or to memory on the memory backend), and the pass's
+/// peak resident memory above the built log's.
+#[derive(clap::Parser)]
+#[command(name = "pass-bench")]
+struct Args {
+    /// Records of the log.
+    #[arg(long, value_parser = bench::args::count, default_value = "10000000")]
+    records: u64,
+    /// Distinct keys.
+    #[arg(long, value_parser = bench::args::count, default_value = "1000000")]
+    keys: u64,
+    /// Bytes of each value.
+    #[arg(long, default_value_t = 100)]
+    value_bytes: usize,
+    /// The maps, comma separated.
+    #[arg(long, value_parser = bench::args::map, value_delimiter = ',', default_value = "skimpy,fullkey,compact")]
+    maps: Vec<MapKind>,
+    /// Threads within a pass.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// The log's segment size.
+    #[arg(long, value_parser = bench::args::bytes, default_value = "64MiB")]
+    segment_bytes: u64,
+    /// The dedupe buffer (default: one that holds every key; 16 MiB for the external pass).
+    #[arg(long, value_parser = bench::args::bytes)]
+    dedupe_buffer: Option<u64>,
+    /// The backend: mem or file.
+    #[arg(long, default_value = "mem", value_parser = ["mem", "file"])]
+    backend: String,
+    /// Where the external pass spills.
+    #[arg(long, value_name = "DIR")]
+    spill_dir: Option<std::path::PathBuf>,
 }
 
 fn main() {
     cleaner::allocator::return_large_frees_to_the_system();
-    bench::exit_if_help(
-        "pass-bench: one whole cleaning pass (both phases) per offset map, beside its floor on the same log
-
-usage: pass-bench [--records 10000000] [--keys 1000000] [--value-bytes 100]
-                  [--maps skimpy,fullkey,compact,external] [--threads 1] [--segment-bytes 64MiB]
-                  [--dedupe-buffer BYTES] [--backend mem|file] [--spill-dir DIR]
-
-Prints one JSON line per map: ns per record of each phase, ours over the floor per phase (what a pass must do
-and nothing more, with its own parsing: read the frames, keys in a bare table, CRC-32Cs checked, the kept
-frames and their index written to new files and synced, or to memory on the memory backend), and the pass's
-peak resident memory above the built log's.",
-    );
-    let records = arg("--records", 10_000_000);
-    let keys = arg("--keys", 1_000_000);
-    let value_bytes = arg("--value-bytes", 100) as usize;
-    let threads = arg("--threads", 1) as usize;
-    let segment_bytes = arg("--segment-bytes", 64 << 20);
-    let buffer = text_arg("--dedupe-buffer").map(|b| logcompact::size::parse_bytes(&b).expect("--dedupe-buffer"));
-    let file_backend = text_arg("--backend").is_some_and(|b| b == "file");
-    let spill_dir = text_arg("--spill-dir").map(std::path::PathBuf::from);
-    let maps: Vec<MapKind> = text_arg("--maps")
-        .map_or(MapKind::ALL.to_vec(), |s| s.split(',').map(|m| MapKind::from_name(m).expect("map")).collect());
+    let a: Args = bench::args::parse_or_exit();
+    let (records, keys, value_bytes, threads, segment_bytes) =
+        (a.records, a.keys, a.value_bytes, a.threads, a.segment_bytes);
+    let buffer = a.dedupe_buffer;
+    let file_backend = a.backend == "file";
+    let spill_dir = a.spill_dir.clone();
+    let maps = a.maps.clone();
     let workload = Workload { records, keys, value_bytes, tombstone_fraction: 0.0, seed: 11 };
     for map in maps {
         let dir = tempfile::tempdir().expect("tempdir");

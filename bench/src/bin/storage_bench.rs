@@ -36,17 +36,20 @@ struct Report {
     open_after_torn_tail_seconds: f64,
 }
 
-fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
-}
-
-/// A flag's value read by `parse`, or a usage error (exit 2) naming the flag.
-fn parsed(flag: &str, value: &str, parse: fn(&str) -> Result<u64, String>) -> u64 {
-    parse(value).unwrap_or_else(|e| {
-        eprintln!("error: {flag}: {e} (storage-bench --help shows the usage)");
-        std::process::exit(2)
-    })
+/// Append throughput, a sequential read, a cleaning pass on files against the same pass in memory, and open
+/// time. Prints one JSON object.
+#[derive(clap::Parser)]
+#[command(name = "storage-bench")]
+struct Args {
+    /// Bytes of the log written.
+    #[arg(long, value_parser = bench::args::bytes, default_value = "1GiB")]
+    bytes: u64,
+    /// Distinct keys.
+    #[arg(long, value_parser = bench::args::count, default_value = "1000000")]
+    keys: u64,
+    /// Where the logs go (default: a new temporary directory).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
 }
 
 fn file_log(dir: &Path, sync: SyncPolicy) -> Log {
@@ -64,15 +67,10 @@ fn clean(log: &Log) -> (f64, u64) {
 
 fn main() {
     cleaner::allocator::return_large_frees_to_the_system();
-    bench::exit_if_help("storage-bench: append throughput, a sequential read, a cleaning pass on files against the same pass in memory, and open time
-
-usage: storage-bench [--bytes 1GiB] [--keys 1000000] [--dir DIR]
-
-Prints one JSON object.");
-    let bytes = arg("--bytes").map_or(1 << 30, |v| parsed("--bytes", &v, logcompact::size::parse_bytes));
-    let keys = arg("--keys").map_or(1_000_000, |v| parsed("--keys", &v, logcompact::size::parse_count));
+    let a: Args = bench::args::parse_or_exit();
+    let (bytes, keys) = (a.bytes, a.keys);
     let tmp = tempfile::tempdir().expect("tempdir");
-    let root: PathBuf = arg("--dir").map_or_else(|| tmp.path().to_path_buf(), PathBuf::from);
+    let root: PathBuf = a.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     // The run writes its logs in these and removes them: never one it did not make.
     for sub in ["append", "sync-every"] {
         let p = root.join(sub);

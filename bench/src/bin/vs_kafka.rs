@@ -23,107 +23,66 @@ use std::time::Instant;
 use bench::vs_kafka::{Run, Settings, copy, first_difference, log_bytes, segment_files};
 use cleaner::map::MapKind;
 use log_core::kafka::Compression;
-use logcompact::size::{parse_bytes, parse_count};
-
-const USAGE: &str = "vs-kafka: Kafka 4.4's own cleaner against ours, on the same partition, buffer, settings and clock
-
-usage: vs-kafka [--records 2M] [--keys 250k] [--codecs none,lz4,gzip,zstd,snappy] [--maps compact,skimpy]
-                [--dedupe-buffer 128MiB] [--segment-bytes 64MiB] [--rounds 2] [--threads 1] [--dir D] [--json]
-                [--broker]
-       vs-kafka --write-only --dir D [--records ...] [--keys ...] [--codecs ...] [--segment-bytes ...]
-
---threads is ours: a pass's groups of segments copied in parallel (Kafka's cleaner runs a log on one thread).
---write-only writes the partitions (D/vs-<codec>/vs-0) and keeps them, running no cleaner (no Java needed).
---broker: the partitions are written by a real Kafka 4.4 broker from its Java producer (once for a size, cached
-under target/kafka-interop/) instead of by this project's writer.
-
-Needs Java 17 and Maven (Kafka's jars are resolved from Maven Central into target/ once). Writes its partitions
-and copies under D (default: a new temporary directory), which it removes at the end.";
 
 /// The clock both cleaners are given: after every record's timestamp.
 const NOW_MS: i64 = 4_000_000_000_000;
 
+/// Kafka 4.4's own cleaner against ours, on the same partition, buffer, settings and clock.
+///
+/// --threads is ours: a pass's groups of segments copied in parallel (Kafka's cleaner runs a log on one
+/// thread). --write-only writes the partitions (D/vs-<codec>/vs-0) and keeps them, running no cleaner (no Java
+/// needed). --broker: the partitions are written by a real Kafka 4.4 broker from its Java producer (once for a
+/// size, cached under target/kafka-interop/) instead of by this project's writer.
+///
+/// Needs Java 17 and Maven (Kafka's jars are resolved from Maven Central into target/ once). Writes its
+/// partitions and copies under D (default: a new temporary directory), which it removes at the end.
+#[derive(clap::Parser)]
+#[command(name = "vs-kafka")]
 struct Args {
+    /// Records of each partition.
+    #[arg(long, value_parser = bench::args::count, default_value = "2M")]
     records: u64,
+    /// Distinct keys.
+    #[arg(long, value_parser = bench::args::count, default_value = "250k")]
     keys: u64,
+    /// The codecs, a partition each, comma separated.
+    #[arg(long, value_parser = bench::args::codec, value_delimiter = ',', default_value = "none,lz4,gzip,zstd")]
     codecs: Vec<Compression>,
+    /// Our maps, comma separated.
+    #[arg(long, value_parser = bench::args::map, value_delimiter = ',', default_value = "compact,skimpy")]
     maps: Vec<MapKind>,
+    /// The dedupe buffer of both cleaners.
+    #[arg(long = "dedupe-buffer", value_parser = bench::args::bytes, default_value = "128MiB")]
     buffer: u64,
+    /// The partitions' segment size.
+    #[arg(long, value_parser = bench::args::bytes, default_value = "64MiB")]
     segment_bytes: u64,
+    /// Rounds, each on fresh copies.
+    #[arg(long, default_value_t = 2, value_parser = at_least_one)]
     rounds: usize,
+    /// Our threads within a pass.
+    #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Where the partitions and copies go.
+    #[arg(long, value_name = "D")]
     dir: Option<PathBuf>,
+    /// JSON lines as well as the table.
+    #[arg(long)]
     json: bool,
+    /// Only write the partitions, and keep them.
+    #[arg(long, requires = "dir", conflicts_with = "broker")]
     write_only: bool,
+    /// Partitions a real Kafka 4.4 broker wrote.
+    #[arg(long)]
     broker: bool,
 }
 
-fn codec(name: &str) -> Result<Compression, String> {
-    Compression::ALL.into_iter().find(|c| c.name() == name).ok_or(format!("unknown codec {name}"))
-}
-
-fn parse() -> Result<Args, String> {
-    let mut a = Args {
-        records: 2_000_000,
-        keys: 250_000,
-        codecs: vec![Compression::None, Compression::Lz4, Compression::Gzip, Compression::Zstd],
-        maps: vec![MapKind::Compact, MapKind::Skimpy],
-        buffer: 128 << 20,
-        segment_bytes: 64 << 20,
-        rounds: 2,
-        threads: 1,
-        dir: None,
-        json: false,
-        write_only: false,
-        broker: false,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        match flag.as_str() {
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                std::process::exit(0);
-            }
-            "--json" => {
-                a.json = true;
-                continue;
-            }
-            "--write-only" => {
-                a.write_only = true;
-                continue;
-            }
-            "--broker" => {
-                a.broker = true;
-                continue;
-            }
-            _ => {}
-        }
-        let value = it.next().ok_or(format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--records" => a.records = parse_count(&value).map_err(|e| format!("--records: {e}"))?,
-            "--keys" => a.keys = parse_count(&value).map_err(|e| format!("--keys: {e}"))?,
-            "--codecs" => a.codecs = value.split(',').map(|c| codec(c.trim())).collect::<Result<_, _>>()?,
-            "--maps" => {
-                a.maps = value
-                    .split(',')
-                    .map(|m| MapKind::from_name(m.trim()).ok_or(format!("unknown map {m}")))
-                    .collect::<Result<_, _>>()?;
-            }
-            "--dedupe-buffer" => a.buffer = parse_bytes(&value).map_err(|e| format!("--dedupe-buffer: {e}"))?,
-            "--segment-bytes" => a.segment_bytes = parse_bytes(&value).map_err(|e| format!("--segment-bytes: {e}"))?,
-            "--rounds" => a.rounds = value.parse().map_err(|_| format!("--rounds: {value} is not a count"))?,
-            "--threads" => a.threads = value.parse().map_err(|_| format!("--threads: {value} is not a count"))?,
-            "--dir" => a.dir = Some(PathBuf::from(value)),
-            other => return Err(format!("unknown option {other}")),
-        }
+/// A count of at least one.
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("{text} is not a count of at least 1")),
     }
-    if a.rounds == 0 {
-        return Err("--rounds must be at least 1".into());
-    }
-    if a.broker && a.write_only {
-        return Err("--broker and --write-only: the broker's partitions are kept under target/kafka-interop/".into());
-    }
-    Ok(a)
 }
 
 /// A line on standard error; a failed write is ignored.
@@ -264,16 +223,7 @@ fn main() -> std::process::ExitCode {
             }
         };
     }
-    let a = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            let _ = std::io::Write::write_all(
-                &mut std::io::stderr(),
-                format!("error: {e} (vs-kafka --help shows the usage)\n").as_bytes(),
-            );
-            return std::process::ExitCode::from(2);
-        }
-    };
+    let a: Args = bench::args::parse_or_exit();
     match run(&a) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -335,7 +335,7 @@ fn run_row(config: &Config, shape: &Shape, map: MapKind, buffer: usize, share: f
     let mut runs = Vec::with_capacity(shape.repeats);
     for _ in 0..shape.repeats.max(1) {
         let store: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-        crate::kafka::copy_store(&*shape.source, &*store).map_err(failed)?;
+        crate::store::copy_store(&*shape.source, &*store).map_err(failed)?;
         // The floors: what a pass must do with its own parsing, writing into memory as the pass does here;
         // the codec floor recompresses what it rebuilds (the same as the other for uncompressed batches).
         let floor = {
@@ -466,7 +466,7 @@ fn write_files(shape: &Shape, scratch: &std::path::Path) -> Result<std::path::Pa
     let topic = format!("{}-{}", shape.name.replace(['_', ' '], "-"), shape.codec.name());
     let dir = crate::vs_kafka::partition_dir(&scratch.join("source"), &topic);
     let store = storage_file::FileStore::open(&dir).map_err(|e| failed(format!("{}: {e}", dir.display())))?;
-    crate::kafka::copy_store(&*shape.source, &store).map_err(failed)?;
+    crate::store::copy_store(&*shape.source, &store).map_err(failed)?;
     Ok(dir)
 }
 
@@ -502,7 +502,7 @@ fn kafka_runs(
 fn in_memory(dir: &std::path::Path) -> Result<Arc<dyn SegmentStore>, ReportError> {
     let files = storage_file::FileStore::open(dir).map_err(|e| failed(format!("{}: {e}", dir.display())))?;
     let store: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-    crate::kafka::copy_store(&files, &*store).map_err(failed)?;
+    crate::store::copy_store(&files, &*store).map_err(failed)?;
     Ok(store)
 }
 

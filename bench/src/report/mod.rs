@@ -343,20 +343,6 @@ pub enum ReportError {
     Failed(String),
 }
 
-/// Copies every file of `from` into `to` (a fresh copy of a prepared log for each cell).
-fn copy_store(from: &dyn SegmentStore, to: &dyn SegmentStore) -> Result<(), ReportError> {
-    let failed = |e: std::io::Error| ReportError::Failed(format!("copying a prepared log: {e}"));
-    for name in from.list().map_err(failed)? {
-        let f = from.open(&name).map_err(failed)?;
-        let mut bytes = vec![0; f.len() as usize];
-        f.read_at(0, &mut bytes).map_err(failed)?;
-        let out = to.create(&name).map_err(failed)?;
-        out.append(&bytes).map_err(failed)?;
-        out.sync().map_err(failed)?;
-    }
-    to.sync_dir().map_err(failed)
-}
-
 /// The digest of what a log holds: every record's offset, key and value (or tombstone), in order.
 fn digest(log: &Log) -> Result<String, ReportError> {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
@@ -464,7 +450,7 @@ fn run_once(
         "mem" => Arc::new(storage_mem::MemStore::new()),
         _ => Arc::new(storage_file::FileStore::open(tmp.path()).map_err(|e| failed("directory", &e))?),
     };
-    copy_store(&*prepared.store, &*store)?;
+    crate::store::copy_store(&*prepared.store, &*store).map_err(ReportError::Failed)?;
     let log = Log::open(
         store,
         log_core::OpenOptions::new(LogConfig { segment_bytes: config.segment_bytes, ..LogConfig::default() }),

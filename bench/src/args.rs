@@ -1,0 +1,50 @@
+//! What the benchmark binaries' command lines share: clap value parsers for sizes, counts, maps and codecs,
+//! and [`parse_or_exit`], which answers `--help` and bad flags the same way in every binary.
+
+use cleaner::map::MapKind;
+use log_core::kafka::Compression;
+
+/// A size with a binary unit (`4096`, `64KiB`, `1.5GiB`).
+///
+/// # Errors
+/// Why the text is not a size.
+pub fn bytes(text: &str) -> Result<u64, String> {
+    logcompact::size::parse_bytes(text).map_err(|e| e.to_string())
+}
+
+/// A count with a decimal unit (`250k`, `2M`).
+///
+/// # Errors
+/// Why the text is not a count.
+pub fn count(text: &str) -> Result<u64, String> {
+    logcompact::size::parse_count(text).map_err(|e| e.to_string())
+}
+
+/// A map by its name (`skimpy`, `fullkey`, `compact`, `external`).
+///
+/// # Errors
+/// The names there are.
+pub fn map(text: &str) -> Result<MapKind, String> {
+    MapKind::from_name(text.trim()).ok_or(format!("unknown map {text} (skimpy, fullkey, compact or external)"))
+}
+
+/// A codec by Kafka's name (`none`, `gzip`, `snappy`, `lz4`, `zstd`).
+///
+/// # Errors
+/// The names there are.
+pub fn codec(text: &str) -> Result<Compression, String> {
+    Compression::ALL
+        .into_iter()
+        .find(|c| c.name() == text.trim())
+        .ok_or(format!("unknown codec {text} (none, gzip, snappy, lz4 or zstd)"))
+}
+
+/// The arguments of this process, parsed as `A`: on `--help` the help and exit 0, on a bad flag the error and
+/// exit 2.
+pub fn parse_or_exit<A: clap::Parser>() -> A {
+    A::try_parse().unwrap_or_else(|e| {
+        let code = if e.use_stderr() { 2 } else { 0 };
+        let _ = e.print();
+        std::process::exit(code)
+    })
+}
