@@ -171,8 +171,17 @@ fn log_line(line: &LogCheck) -> String {
             use log_core::human::count;
             let records =
                 if report.records == 0 { "no records".to_owned() } else { count(report.records, "record", "records") };
-            // Each notice names its file: what a crash left there, which the next writable open repairs.
-            let notices: String = report.notices.iter().map(|n| format!("; notice: {}: {}", n.file, n.what)).collect();
+            // Each notice names its files (those with the same notice together): what a crash left there,
+            // which the next writable open repairs, or a file the check ignored.
+            let mut grouped: Vec<(&str, Vec<&str>)> = Vec::new();
+            for n in &report.notices {
+                match grouped.iter_mut().find(|(what, _)| *what == n.what) {
+                    Some((_, files)) => files.push(&n.file),
+                    None => grouped.push((&n.what, vec![&n.file])),
+                }
+            }
+            let notices: String =
+                grouped.iter().map(|(what, files)| format!("; notice: {}: {what}", files.join(", "))).collect();
             let warning =
                 report.warnings.first().map_or_else(String::new, |w| format!("; warning: {}: {}", w.file, w.what));
             (

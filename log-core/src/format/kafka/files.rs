@@ -43,6 +43,10 @@ pub fn classify(name: &str) -> KafkaName {
     if name.starts_with("leader-epoch-checkpoint") || name.starts_with("partition.metadata") {
         return KafkaName::Broker;
     }
+    // The raft layer's own files in the metadata log's directory: its snapshots and its quorum state.
+    if super::metadata_log::is_raft_snapshot(name) || name == super::metadata_log::QUORUM_STATE_FILE {
+        return KafkaName::Broker;
+    }
     let (rest, stage) = [Stage::Cleaned, Stage::Swap, Stage::Deleted]
         .into_iter()
         .find_map(|st| name.strip_suffix(st.suffix()).map(|r| (r, st)))
@@ -121,5 +125,7 @@ mod tests {
         assert_eq!(classify("00000000000000000100.snapshot"), KafkaName::Snapshot);
         assert_eq!(classify("leader-epoch-checkpoint"), KafkaName::Broker);
         assert_eq!(classify("partition.metadata"), KafkaName::Broker);
+        assert_eq!(classify("quorum-state"), KafkaName::Broker);
+        assert_eq!(classify("00000000000000000132-0000000001.checkpoint"), KafkaName::Broker);
     }
 }
