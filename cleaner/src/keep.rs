@@ -2,7 +2,7 @@
 //! place these rules live: both segment formats (this project's frames, Kafka's batches) are judged by them.
 
 use log_core::BatchRef;
-use log_core::kafka::txn::{MarkerType, TxnState};
+use log_core::txn::{MarkerType, TxnState};
 
 use crate::map::Probes;
 
@@ -165,7 +165,7 @@ pub(crate) fn mapped_by_pass1(batch: &BatchRef<'_>, txns: &TxnState) -> bool {
 
 /// Pass 1's transactional view from its first dirty offset on: [`mapped_by_pass1`], and, as Kafka's cleaner
 /// reads a pass that starts inside a segment, the transactional batches of the producers
-/// [`log_core::kafka::txn::producers_read_as_aborted`] names left unmapped until each one's next ABORT marker.
+/// [`log_core::Format::producers_read_as_aborted`] names left unmapped until each one's next ABORT marker.
 pub(crate) struct Pass1Txns<'a> {
     txns: &'a TxnState,
     /// The pass's first dirty offset: batches before it were accounted for in `read_as_aborted`.

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use log_core::kafka::txn::TxnState;
 use log_core::progress::{Meter, Tally};
+use log_core::txn::TxnState;
 use log_core::{Cleaning, Log, Replacement, SealedSegment};
 
 use crate::clock::Clock;
@@ -333,7 +333,7 @@ impl Cleaner {
         };
         let limit = section.first_uncleanable_offset;
         let mut txns = snapshot.transactions()?;
-        log_core::kafka::txn::verify_index_files(&**log.store(), &snapshot, &mut txns)?;
+        log.format().verify_txn_indexes(&**log.store(), &snapshot, &mut txns)?;
         if let Some(start) = snapshot.log_start() {
             txns.forget_aborted_before(start);
         }
@@ -580,7 +580,7 @@ pub struct DryRun {
 type ThreadCopies = (Vec<(usize, Replacement)>, CopyCounts);
 
 /// The producers Kafka's cleaner reads as aborted from a pass's first dirty offset `checkpoint` (see
-/// [`log_core::kafka::txn::producers_read_as_aborted`]): from the closed segment holding it.
+/// [`log_core::Format::producers_read_as_aborted`]): from the closed segment holding it.
 fn read_as_aborted_at(
     store: &dyn log_core::SegmentStore,
     closed: &[Arc<SealedSegment>],
@@ -589,7 +589,7 @@ fn read_as_aborted_at(
     txns: &TxnState,
 ) -> Result<Vec<i64>> {
     let Some(segment) = closed.iter().rev().find(|s| s.base() <= checkpoint) else { return Ok(Vec::new()) };
-    Ok(log_core::kafka::txn::producers_read_as_aborted(store, segment, checkpoint, config.index_interval_bytes, txns)?)
+    Ok(segment.format().producers_read_as_aborted(store, segment, checkpoint, config.index_interval_bytes, txns)?)
 }
 
 /// The offset whose batch ends a cleaning round for Kafka 4.4's cleaner: a batch whose next offset is the log's

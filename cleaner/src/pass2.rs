@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use log_core::{BatchRef, Cleaning, Format, Frame, GroupCopy, Placed, RecordRef, Replacement, SealedSegment, Stamp};
 
-use log_core::kafka::txn::TxnState;
 use log_core::producers::ActiveProducers;
+use log_core::txn::TxnState;
 
 use crate::error::Result;
 use crate::external::StaleSet;
@@ -519,7 +519,7 @@ fn judge_marker<O: CopyOutput>(
     let result = (|| -> Result<()> {
         let records: Vec<RecordRef<'_>> =
             batch.records(&mut scratch).map_err(corrupt)?.collect::<std::result::Result<_, _>>().map_err(corrupt)?;
-        let kind = records.first().and_then(|r| log_core::kafka::txn::marker_type(r.key));
+        let kind = records.first().and_then(|r| batch.format().marker_type(r.key));
         let may_go = kind.is_some_and(|k| marker_may_go(batch, k, cx.txns));
         let mut decision = match (records.is_empty(), may_go) {
             // An emptied marker kept earlier (a bare header) stays only while it ends the round or holds its

@@ -53,7 +53,7 @@ mod segment;
 pub mod storage;
 pub mod swap_proof;
 mod tail;
-mod txn;
+pub mod txn;
 pub mod workload;
 
 // The format wing's modules under the paths they had before it was gathered in `format/`.

@@ -13,6 +13,35 @@ use crate::storage::{SegmentSource, SegmentStore};
 use crate::txn::SegmentTxns;
 
 impl Format {
+    /// What the control record whose key is `key` marks: a transaction's `ABORT` or `COMMIT`; `None` for a key
+    /// that is no marker's, and always for a format without transactions.
+    pub fn marker_type(self, key: Option<&[u8]>) -> Option<crate::txn::MarkerType> {
+        match self {
+            Format::Native => None,
+            Format::Kafka => kafka::txn::marker_type(key),
+        }
+    }
+
+    /// The producers whose batches a pass starting at offset `start` inside `segment` reads as aborted, as the
+    /// format's own cleaner finds them from where it starts reading (the pass-start rule); none for a format
+    /// without transactions.
+    ///
+    /// # Errors
+    /// As the format's reading of its indexes ([`kafka::txn::producers_read_as_aborted`]).
+    pub fn producers_read_as_aborted(
+        self,
+        store: &dyn SegmentStore,
+        segment: &crate::SealedSegment,
+        start: u64,
+        index_interval: u64,
+        txns: &crate::txn::TxnState,
+    ) -> Result<Vec<i64>> {
+        match self {
+            Format::Native => Ok(Vec::new()),
+            Format::Kafka => kafka::txn::producers_read_as_aborted(store, segment, start, index_interval, txns),
+        }
+    }
+
     /// Refuses a cleaner checkpoint in `checkpoint` unless a log of this format may keep it there (a native log
     /// keeps its own; a Kafka partition's lives in its broker's log directory, or nowhere).
     ///
