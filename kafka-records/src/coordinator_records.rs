@@ -73,6 +73,68 @@ const TASK_IDS_WITH_EPOCHS: T = T::Array(&T::Struct(&[
     F::new("assignmentEpochs", T::Array(&T::Int32), from(0)).nullable(from(0)).tagged(0, from(0)),
 ]));
 
+// Messages that differ only in their names share a shape.
+
+/// `shape` under the name `name`.
+const fn named(name: &'static str, shape: Message) -> Message {
+    Message { name, ..shape }
+}
+
+/// An offset commit's key: group, topic and partition.
+const OFFSET_COMMIT_KEY_SHAPE: Message = Message {
+    name: "",
+    valid: range(0, 0),
+    flexible: NONE,
+    fields: &[
+        F::new("group", T::Str, range(0, 0)),
+        F::new("topic", T::Str, range(0, 0)),
+        F::new("partition", T::Int32, range(0, 0)),
+    ],
+};
+
+/// A key of a group's own record: its id.
+const GROUP_KEY: Message =
+    Message { name: "", valid: range(0, 0), flexible: NONE, fields: &[F::new("groupId", T::Str, range(0, 0))] };
+
+/// A key of a group member's record: the group's id and the member's.
+const GROUP_MEMBER_KEY: Message = Message {
+    name: "",
+    valid: range(0, 0),
+    flexible: NONE,
+    fields: &[F::new("groupId", T::Str, range(0, 0)), F::new("memberId", T::Str, range(0, 0))],
+};
+
+/// A group's target assignment epoch and its time.
+const TARGET_ASSIGNMENT_METADATA_VALUE: Message = Message {
+    name: "",
+    valid: range(0, 0),
+    flexible: from(0),
+    fields: &[
+        F::new("assignmentEpoch", T::Int32, from(0)),
+        F::new("assignmentTimestamp", T::Int64, from(0)).tagged(0, from(0)),
+    ],
+};
+
+/// A member's target assignment: partitions by topic id.
+const TARGET_ASSIGNMENT_MEMBER_VALUE: Message = Message {
+    name: "",
+    valid: range(0, 0),
+    flexible: from(0),
+    fields: &[F::new("topicPartitions", TOPIC_PARTITIONS, from(0))],
+};
+
+/// A share partition's key: the group, topic id and partition.
+const SHARE_PARTITION_KEY: Message = Message {
+    name: "",
+    valid: range(0, 0),
+    flexible: NONE,
+    fields: &[
+        F::new("groupId", T::Str, range(0, 0)),
+        F::new("topicId", T::Uuid, range(0, 0)),
+        F::new("partition", T::Int32, range(0, 0)),
+    ],
+};
+
 /// Which coordinator's records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Coordinator {
@@ -205,16 +267,7 @@ fn name_transaction_state(data: &mut Json) {
     *slot = Json::Text(name.to_owned());
 }
 
-pub(crate) const LEGACY_OFFSET_COMMIT_KEY: Message = Message {
-    name: "LegacyOffsetCommitKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[
-        F::new("group", T::Str, range(0, 0)),
-        F::new("topic", T::Str, range(0, 0)),
-        F::new("partition", T::Int32, range(0, 0)),
-    ],
-};
+pub(crate) const LEGACY_OFFSET_COMMIT_KEY: Message = named("LegacyOffsetCommitKey", OFFSET_COMMIT_KEY_SHAPE);
 
 pub(crate) const LEGACY_OFFSET_COMMIT_VALUE: Message = Message {
     name: "LegacyOffsetCommitValue",
@@ -227,16 +280,7 @@ pub(crate) const LEGACY_OFFSET_COMMIT_VALUE: Message = Message {
     ],
 };
 
-pub(crate) const OFFSET_COMMIT_KEY: Message = Message {
-    name: "OffsetCommitKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[
-        F::new("group", T::Str, range(0, 0)),
-        F::new("topic", T::Str, range(0, 0)),
-        F::new("partition", T::Int32, range(0, 0)),
-    ],
-};
+pub(crate) const OFFSET_COMMIT_KEY: Message = named("OffsetCommitKey", OFFSET_COMMIT_KEY_SHAPE);
 
 pub(crate) const OFFSET_COMMIT_VALUE: Message = Message {
     name: "OffsetCommitValue",
@@ -286,12 +330,7 @@ pub(crate) const GROUP_METADATA_VALUE: Message = Message {
     ],
 };
 
-pub(crate) const CONSUMER_GROUP_METADATA_KEY: Message = Message {
-    name: "ConsumerGroupMetadataKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0))],
-};
+pub(crate) const CONSUMER_GROUP_METADATA_KEY: Message = named("ConsumerGroupMetadataKey", GROUP_KEY);
 
 pub(crate) const CONSUMER_GROUP_METADATA_VALUE: Message = Message {
     name: "ConsumerGroupMetadataValue",
@@ -300,12 +339,7 @@ pub(crate) const CONSUMER_GROUP_METADATA_VALUE: Message = Message {
     fields: &[F::new("epoch", T::Int32, from(0)), F::new("metadataHash", T::Int64, from(0)).tagged(0, from(0))],
 };
 
-pub(crate) const CONSUMER_GROUP_PARTITION_METADATA_KEY: Message = Message {
-    name: "ConsumerGroupPartitionMetadataKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0))],
-};
+pub(crate) const CONSUMER_GROUP_PARTITION_METADATA_KEY: Message = named("ConsumerGroupPartitionMetadataKey", GROUP_KEY);
 
 pub(crate) const CONSUMER_GROUP_PARTITION_METADATA_VALUE: Message = Message {
     name: "ConsumerGroupPartitionMetadataValue",
@@ -330,12 +364,8 @@ pub(crate) const CONSUMER_GROUP_PARTITION_METADATA_VALUE: Message = Message {
     )],
 };
 
-pub(crate) const CONSUMER_GROUP_MEMBER_METADATA_KEY: Message = Message {
-    name: "ConsumerGroupMemberMetadataKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0)), F::new("memberId", T::Str, range(0, 0))],
-};
+pub(crate) const CONSUMER_GROUP_MEMBER_METADATA_KEY: Message =
+    named("ConsumerGroupMemberMetadataKey", GROUP_MEMBER_KEY);
 
 pub(crate) const CONSUMER_GROUP_MEMBER_METADATA_VALUE: Message = Message {
     name: "ConsumerGroupMemberMetadataValue",
@@ -367,43 +397,20 @@ pub(crate) const CONSUMER_GROUP_MEMBER_METADATA_VALUE: Message = Message {
     ],
 };
 
-pub(crate) const CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY: Message = Message {
-    name: "ConsumerGroupTargetAssignmentMetadataKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0))],
-};
+pub(crate) const CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY: Message =
+    named("ConsumerGroupTargetAssignmentMetadataKey", GROUP_KEY);
 
-pub(crate) const CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE: Message = Message {
-    name: "ConsumerGroupTargetAssignmentMetadataValue",
-    valid: range(0, 0),
-    flexible: from(0),
-    fields: &[
-        F::new("assignmentEpoch", T::Int32, from(0)),
-        F::new("assignmentTimestamp", T::Int64, from(0)).tagged(0, from(0)),
-    ],
-};
+pub(crate) const CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE: Message =
+    named("ConsumerGroupTargetAssignmentMetadataValue", TARGET_ASSIGNMENT_METADATA_VALUE);
 
-pub(crate) const CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY: Message = Message {
-    name: "ConsumerGroupTargetAssignmentMemberKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0)), F::new("memberId", T::Str, range(0, 0))],
-};
+pub(crate) const CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY: Message =
+    named("ConsumerGroupTargetAssignmentMemberKey", GROUP_MEMBER_KEY);
 
-pub(crate) const CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE: Message = Message {
-    name: "ConsumerGroupTargetAssignmentMemberValue",
-    valid: range(0, 0),
-    flexible: from(0),
-    fields: &[F::new("topicPartitions", TOPIC_PARTITIONS, from(0))],
-};
+pub(crate) const CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE: Message =
+    named("ConsumerGroupTargetAssignmentMemberValue", TARGET_ASSIGNMENT_MEMBER_VALUE);
 
-pub(crate) const CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY: Message = Message {
-    name: "ConsumerGroupCurrentMemberAssignmentKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0)), F::new("memberId", T::Str, range(0, 0))],
-};
+pub(crate) const CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY: Message =
+    named("ConsumerGroupCurrentMemberAssignmentKey", GROUP_MEMBER_KEY);
 
 pub(crate) const CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE: Message = Message {
     name: "ConsumerGroupCurrentMemberAssignmentValue",
@@ -418,12 +425,7 @@ pub(crate) const CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE: Message = Messa
     ],
 };
 
-pub(crate) const SHARE_GROUP_MEMBER_METADATA_KEY: Message = Message {
-    name: "ShareGroupMemberMetadataKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0)), F::new("memberId", T::Str, range(0, 0))],
-};
+pub(crate) const SHARE_GROUP_MEMBER_METADATA_KEY: Message = named("ShareGroupMemberMetadataKey", GROUP_MEMBER_KEY);
 
 pub(crate) const SHARE_GROUP_MEMBER_METADATA_VALUE: Message = Message {
     name: "ShareGroupMemberMetadataValue",
@@ -437,12 +439,7 @@ pub(crate) const SHARE_GROUP_MEMBER_METADATA_VALUE: Message = Message {
     ],
 };
 
-pub(crate) const SHARE_GROUP_METADATA_KEY: Message = Message {
-    name: "ShareGroupMetadataKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0))],
-};
+pub(crate) const SHARE_GROUP_METADATA_KEY: Message = named("ShareGroupMetadataKey", GROUP_KEY);
 
 pub(crate) const SHARE_GROUP_METADATA_VALUE: Message = Message {
     name: "ShareGroupMetadataValue",
@@ -451,43 +448,20 @@ pub(crate) const SHARE_GROUP_METADATA_VALUE: Message = Message {
     fields: &[F::new("epoch", T::Int32, from(0)), F::new("metadataHash", T::Int64, from(0))],
 };
 
-pub(crate) const SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY: Message = Message {
-    name: "ShareGroupTargetAssignmentMetadataKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0))],
-};
+pub(crate) const SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY: Message =
+    named("ShareGroupTargetAssignmentMetadataKey", GROUP_KEY);
 
-pub(crate) const SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE: Message = Message {
-    name: "ShareGroupTargetAssignmentMetadataValue",
-    valid: range(0, 0),
-    flexible: from(0),
-    fields: &[
-        F::new("assignmentEpoch", T::Int32, from(0)),
-        F::new("assignmentTimestamp", T::Int64, from(0)).tagged(0, from(0)),
-    ],
-};
+pub(crate) const SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE: Message =
+    named("ShareGroupTargetAssignmentMetadataValue", TARGET_ASSIGNMENT_METADATA_VALUE);
 
-pub(crate) const SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY: Message = Message {
-    name: "ShareGroupTargetAssignmentMemberKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0)), F::new("memberId", T::Str, range(0, 0))],
-};
+pub(crate) const SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY: Message =
+    named("ShareGroupTargetAssignmentMemberKey", GROUP_MEMBER_KEY);
 
-pub(crate) const SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE: Message = Message {
-    name: "ShareGroupTargetAssignmentMemberValue",
-    valid: range(0, 0),
-    flexible: from(0),
-    fields: &[F::new("topicPartitions", TOPIC_PARTITIONS, from(0))],
-};
+pub(crate) const SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE: Message =
+    named("ShareGroupTargetAssignmentMemberValue", TARGET_ASSIGNMENT_MEMBER_VALUE);
 
-pub(crate) const SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY: Message = Message {
-    name: "ShareGroupCurrentMemberAssignmentKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0)), F::new("memberId", T::Str, range(0, 0))],
-};
+pub(crate) const SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY: Message =
+    named("ShareGroupCurrentMemberAssignmentKey", GROUP_MEMBER_KEY);
 
 pub(crate) const SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE: Message = Message {
     name: "ShareGroupCurrentMemberAssignmentValue",
@@ -501,12 +475,8 @@ pub(crate) const SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE: Message = Message 
     ],
 };
 
-pub(crate) const SHARE_GROUP_STATE_PARTITION_METADATA_KEY: Message = Message {
-    name: "ShareGroupStatePartitionMetadataKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0))],
-};
+pub(crate) const SHARE_GROUP_STATE_PARTITION_METADATA_KEY: Message =
+    named("ShareGroupStatePartitionMetadataKey", GROUP_KEY);
 
 pub(crate) const SHARE_GROUP_STATE_PARTITION_METADATA_VALUE: Message = Message {
     name: "ShareGroupStatePartitionMetadataValue",
@@ -541,12 +511,7 @@ pub(crate) const CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE: Message = Message {
     ],
 };
 
-pub(crate) const STREAMS_GROUP_METADATA_KEY: Message = Message {
-    name: "StreamsGroupMetadataKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0))],
-};
+pub(crate) const STREAMS_GROUP_METADATA_KEY: Message = named("StreamsGroupMetadataKey", GROUP_KEY);
 
 pub(crate) const STREAMS_GROUP_METADATA_VALUE: Message = Message {
     name: "StreamsGroupMetadataValue",
@@ -562,12 +527,7 @@ pub(crate) const STREAMS_GROUP_METADATA_VALUE: Message = Message {
     ],
 };
 
-pub(crate) const STREAMS_GROUP_MEMBER_METADATA_KEY: Message = Message {
-    name: "StreamsGroupMemberMetadataKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0)), F::new("memberId", T::Str, range(0, 0))],
-};
+pub(crate) const STREAMS_GROUP_MEMBER_METADATA_KEY: Message = named("StreamsGroupMemberMetadataKey", GROUP_MEMBER_KEY);
 
 pub(crate) const STREAMS_GROUP_MEMBER_METADATA_VALUE: Message = Message {
     name: "StreamsGroupMemberMetadataValue",
@@ -592,29 +552,14 @@ pub(crate) const STREAMS_GROUP_MEMBER_METADATA_VALUE: Message = Message {
     ],
 };
 
-pub(crate) const STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_KEY: Message = Message {
-    name: "StreamsGroupTargetAssignmentMetadataKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0))],
-};
+pub(crate) const STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_KEY: Message =
+    named("StreamsGroupTargetAssignmentMetadataKey", GROUP_KEY);
 
-pub(crate) const STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE: Message = Message {
-    name: "StreamsGroupTargetAssignmentMetadataValue",
-    valid: range(0, 0),
-    flexible: from(0),
-    fields: &[
-        F::new("assignmentEpoch", T::Int32, from(0)),
-        F::new("assignmentTimestamp", T::Int64, from(0)).tagged(0, from(0)),
-    ],
-};
+pub(crate) const STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE: Message =
+    named("StreamsGroupTargetAssignmentMetadataValue", TARGET_ASSIGNMENT_METADATA_VALUE);
 
-pub(crate) const STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY: Message = Message {
-    name: "StreamsGroupTargetAssignmentMemberKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0)), F::new("memberId", T::Str, range(0, 0))],
-};
+pub(crate) const STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY: Message =
+    named("StreamsGroupTargetAssignmentMemberKey", GROUP_MEMBER_KEY);
 
 pub(crate) const STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE: Message = Message {
     name: "StreamsGroupTargetAssignmentMemberValue",
@@ -627,12 +572,8 @@ pub(crate) const STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE: Message = Message
     ],
 };
 
-pub(crate) const STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY: Message = Message {
-    name: "StreamsGroupCurrentMemberAssignmentKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0)), F::new("memberId", T::Str, range(0, 0))],
-};
+pub(crate) const STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY: Message =
+    named("StreamsGroupCurrentMemberAssignmentKey", GROUP_MEMBER_KEY);
 
 pub(crate) const STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE: Message = Message {
     name: "StreamsGroupCurrentMemberAssignmentValue",
@@ -651,12 +592,7 @@ pub(crate) const STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE: Message = Messag
     ],
 };
 
-pub(crate) const STREAMS_GROUP_TOPOLOGY_KEY: Message = Message {
-    name: "StreamsGroupTopologyKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[F::new("groupId", T::Str, range(0, 0))],
-};
+pub(crate) const STREAMS_GROUP_TOPOLOGY_KEY: Message = named("StreamsGroupTopologyKey", GROUP_KEY);
 
 pub(crate) const STREAMS_GROUP_TOPOLOGY_VALUE: Message = Message {
     name: "StreamsGroupTopologyValue",
@@ -752,16 +688,7 @@ pub(crate) const TRANSACTION_LOG_VALUE: Message = Message {
 pub(crate) const TRANSACTION_RECORDS: &[(i16, &Message, &Message)] =
     &[(0, &TRANSACTION_LOG_KEY, &TRANSACTION_LOG_VALUE)];
 
-pub(crate) const SHARE_SNAPSHOT_KEY: Message = Message {
-    name: "ShareSnapshotKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[
-        F::new("groupId", T::Str, range(0, 0)),
-        F::new("topicId", T::Uuid, range(0, 0)),
-        F::new("partition", T::Int32, range(0, 0)),
-    ],
-};
+pub(crate) const SHARE_SNAPSHOT_KEY: Message = named("ShareSnapshotKey", SHARE_PARTITION_KEY);
 
 pub(crate) const SHARE_SNAPSHOT_VALUE: Message = Message {
     name: "ShareSnapshotValue",
@@ -779,16 +706,7 @@ pub(crate) const SHARE_SNAPSHOT_VALUE: Message = Message {
     ],
 };
 
-pub(crate) const SHARE_UPDATE_KEY: Message = Message {
-    name: "ShareUpdateKey",
-    valid: range(0, 0),
-    flexible: NONE,
-    fields: &[
-        F::new("groupId", T::Str, range(0, 0)),
-        F::new("topicId", T::Uuid, range(0, 0)),
-        F::new("partition", T::Int32, range(0, 0)),
-    ],
-};
+pub(crate) const SHARE_UPDATE_KEY: Message = named("ShareUpdateKey", SHARE_PARTITION_KEY);
 
 pub(crate) const SHARE_UPDATE_VALUE: Message = Message {
     name: "ShareUpdateValue",
