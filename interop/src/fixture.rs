@@ -100,10 +100,17 @@ pub(crate) fn cached(
     let lock_path = kafka.work.join(format!("fixture-{lock_name}.lock"));
     let lock =
         fs::File::create(&lock_path).map_err(|source| Error::Io { what: "create", path: lock_path.clone(), source })?;
-    lock.lock().map_err(|source| Error::Io { what: "lock", path: lock_path.clone(), source })?;
+    if lock.try_lock().is_err() {
+        crate::say(&format!("Kafka fixture {lock_name}: waiting for another test process that builds it"));
+        lock.lock().map_err(|source| Error::Io { what: "lock", path: lock_path.clone(), source })?;
+    }
     if !dir.join("ready").exists() {
         let building = kafka.work.join(format!("fixture-{key}.building"));
         let _ = fs::remove_dir_all(&building);
+        crate::say(&format!(
+            "Kafka fixture {lock_name}: a real Kafka 4.4 broker writes it once into {} (a minute or two; cached)",
+            dir.display()
+        ));
         build(&building)?;
         fs::write(building.join("ready"), b"").map_err(|source| Error::Io {
             what: "write",

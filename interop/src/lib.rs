@@ -260,3 +260,10 @@ pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     })?;
     succeeded(&format!("cp -a {} {}", from.display(), to.display()), out).map(drop)
 }
+
+/// Says what a long setup step is doing on standard error, past the test harness's capture (which takes only
+/// `eprintln!`'s lines), so that a person watching `cargo test` sees why it is quiet; a failed write is ignored.
+pub(crate) fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}

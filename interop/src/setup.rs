@@ -59,7 +59,10 @@ fn make() -> Result<Kafka> {
     // One process sets up; the others wait for it (test binaries run side by side).
     let lock_path = work.join("setup.lock");
     let lock = fs::File::create(&lock_path).map_err(io("create", &lock_path))?;
-    lock.lock().map_err(io("lock", &lock_path))?;
+    if lock.try_lock().is_err() {
+        crate::say("Kafka 4.4 for the tests: waiting for another test process that sets it up");
+        lock.lock().map_err(io("lock", &lock_path))?;
+    }
     check_java()?;
     let jars = work.join("jars");
     resolve_jars(&root, &target, &jars)?;
@@ -110,6 +113,10 @@ fn resolve_jars(root: &Path, target: &Path, jars: &Path) -> Result<()> {
         return Ok(());
     }
     let _ = fs::remove_dir_all(jars);
+    crate::say(&format!(
+        "Kafka 4.4 for the tests: Maven fetches its jars from Maven Central into {} (once; a minute or two)",
+        jars.display()
+    ));
     let out = Command::new("mvn")
         .args(["-q", "-B", "-f"])
         .arg(&pom)
@@ -162,6 +169,10 @@ fn compile(root: &Path, work: &Path, jars: &Path) -> Result<(PathBuf, u64)> {
     let fresh = work.join("classes.new");
     let _ = fs::remove_dir_all(&fresh);
     fs::create_dir_all(&fresh).map_err(io("create", &fresh))?;
+    crate::say(&format!(
+        "Kafka 4.4 for the tests: compiling the Java test programs (interop/kafka/src) into {}",
+        classes.display()
+    ));
     let out = Command::new("javac")
         .args(["-nowarn", "-encoding", "UTF-8", "-d"])
         .arg(&fresh)
