@@ -52,6 +52,7 @@ fn a_held_broker_lock_keeps_every_writing_command_out_and_nothing_changes() {
         let out = logcompact(&args, "");
         assert_eq!(out.status.code(), Some(3), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(".lock") && stderr(&out).contains("locked"), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("stop the broker"), "the way out is said: {args:?}: {}", stderr(&out));
         assert_eq!((contents(&part), contents(&log_dir)), before, "{args:?} changed nothing");
     }
     // Reading takes no lock: it works beside the broker.

@@ -56,6 +56,13 @@ fn data_dir_of(node: &Node, partition: &str) -> PathBuf {
     node.partition(partition).and_then(|p| p.parent().map(Path::to_path_buf)).expect("the partition's data dir")
 }
 
+/// The data directory holding the node's metadata log, and the metadata log's own directory.
+fn metadata_log_of(node: &Node) -> (PathBuf, PathBuf) {
+    let home = data_dir_of(node, "__cluster_metadata-0");
+    let meta = home.join("__cluster_metadata-0");
+    (home, meta)
+}
+
 #[test]
 fn a_stale_copy_of_the_metadata_beside_the_real_one_is_never_believed() {
     let Some(kafka) = Kafka::get() else { return };
@@ -458,8 +465,7 @@ fn one_bad_topic_config_skips_one_topic_and_a_bad_broker_setting_stops_the_run()
     let f = fixture::main(kafka);
     let tmp = tempfile::tempdir().expect("tempdir");
     let node = f.copy_to(tmp.path());
-    let meta_home = data_dir_of(&node, "__cluster_metadata-0");
-    let meta = meta_home.join("__cluster_metadata-0");
+    let (meta_home, meta) = metadata_log_of(&node);
     // Two compacted topics in one data directory: one gets a policy Kafka refuses.
     let in_dir: Vec<(String, PathBuf)> = node
         .partitions()
@@ -521,8 +527,7 @@ fn check_judges_the_metadata_log_as_clean_reads_it() {
     let f = fixture::main(kafka);
     let tmp = tempfile::tempdir().expect("tempdir");
     let node = f.copy_to(tmp.path());
-    let meta_home = data_dir_of(&node, "__cluster_metadata-0");
-    let meta = meta_home.join("__cluster_metadata-0");
+    let (meta_home, meta) = metadata_log_of(&node);
     let check = || logcompact(&["check", "--format", "kafka", "--data-dir", path(&meta_home)], "");
     let out = check();
     assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));

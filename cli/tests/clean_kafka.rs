@@ -115,6 +115,7 @@ fn a_held_data_directory_is_refused_with_exit_3_and_nothing_changes() {
     let out = logcompact(&["clean", "--format", "kafka", "--data-dir", path(&root), "--until-clean"], "");
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(stderr(&out).contains("in use") && stderr(&out).contains(".lock"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("stop the broker"), "the way out is said: {}", stderr(&out));
     assert_eq!(contents(&root.join("__consumer_offsets-0")), before);
     drop(lock);
 
@@ -130,6 +131,7 @@ fn a_held_data_directory_is_refused_with_exit_3_and_nothing_changes() {
     let out = logcompact(&["clean", "--data-dir", path(&data), "--until-clean"], "");
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(stderr(&out).contains("another `logcompact clean`"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("let the other logcompact process"), "the way out is said: {}", stderr(&out));
     assert_eq!(contents(&data), before);
     drop(held);
     ok(&logcompact(&["clean", "--data-dir", path(&data), "--until-clean"], ""));

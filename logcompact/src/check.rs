@@ -259,6 +259,18 @@ pub fn check_data_dir(
     Ok(checked)
 }
 
+/// Damage to the metadata log in `dir`: `what` went wrong, and what it makes of every topic's settings.
+fn metadata_damage(dir: &Path, what: String) -> LogVerdict {
+    LogVerdict::Damaged {
+        problem: log_core::check::Problem {
+            class: ProblemClass::Corruption,
+            file: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            position: None,
+            what: format!("{what}: clean and analyze take every topic as delete"),
+        },
+    }
+}
+
 /// The KRaft metadata log's verdict, as `clean` and `analyze` read it: its segments checked as a partition's
 /// (when it has any: one holding only snapshots, or nothing yet, is a metadata log all the same), then replayed
 /// from its latest snapshot as a broker's start replays it; a snapshot or record that does not read is damage,
@@ -280,18 +292,7 @@ fn check_metadata_log(dir: &Path, options: &DirCheckOptions) -> LogVerdict {
                 bad = Some(e);
             }
         }) {
-            Err(e) => {
-                return LogVerdict::Damaged {
-                    problem: log_core::check::Problem {
-                        class: ProblemClass::Corruption,
-                        file: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-                        position: None,
-                        what: format!(
-                            "the metadata log cannot be read ({e}): clean and analyze take every topic as delete"
-                        ),
-                    },
-                };
-            }
+            Err(e) => return metadata_damage(dir, format!("the metadata log cannot be read ({e})")),
             Ok(sources) if sources.snapshot.is_none() && sources.segments.is_empty() => {
                 report.notices.push(log_core::check::Notice {
                     file: String::new(),
@@ -301,16 +302,7 @@ fn check_metadata_log(dir: &Path, options: &DirCheckOptions) -> LogVerdict {
             Ok(_) => {}
         }
         if let Some(e) = bad {
-            return LogVerdict::Damaged {
-                problem: log_core::check::Problem {
-                    class: ProblemClass::Corruption,
-                    file: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-                    position: None,
-                    what: format!(
-                        "a metadata record does not decode ({e}): clean and analyze take every topic as delete"
-                    ),
-                },
-            };
+            return metadata_damage(dir, format!("a metadata record does not decode ({e})"));
         }
     }
     verdict
