@@ -304,7 +304,7 @@ mod tests {
 
     /// A Kafka partition of five closed segments (one group) whose batches take each codec in turn, written by
     /// three producers (each one's last batch is kept, emptied if need be), over 30 keys, some tombstones.
-    /// Transactions are the Kafka model test's (`cleaner/tests/kafka_model.rs`, run on 1-3 threads).
+    /// Transactions are the Kafka model test's (`cleaner/tests/suite/kafka_model.rs`, run on 1-3 threads).
     fn kafka_log() -> (Arc<dyn SegmentStore>, Log) {
         kafka_log_damaged(false)
     }

@@ -3,7 +3,7 @@ prints (the Java `org.apache.kafka.tools.DumpLogSegments`, on a UTF-8 locale). I
 documented format (interop/kafka/notes/dump-log-segments.md) and Kafka's own sources, not from this project's
 Rust code, so that cli/tests can check the Rust implementation line by line on partitions the client libraries
 write; the reference outputs of Kafka 4.4 itself (interop/kafka/notes/dump-vectors, replayed by
-cli/tests/dump_log_vectors.rs) are the oracle this script was checked against.
+cli/tests/suite/dump_log_vectors.rs) are the oracle this script was checked against.
 
 usage: dump_log_reference.py [--verify-index-only] FILE [FILE ...]
 

@@ -1,5 +1,5 @@
 """Writes Kafka partition directories with kafka-python's own record-batch builder, one per codec, and a JSON
-file of every record written, for cli/tests/kafka.rs to compare with what logcompact reads.
+file of every record written, for cli/tests/suite/kafka.rs to compare with what logcompact reads.
 
 usage: make_partitions.py ROOT
 

@@ -1,0 +1,8 @@
+//! The `cleaner` crate's tests in one binary (one link instead of 5): each module was a
+//! test file of its own. Run one with `cargo test -p cleaner --test suite MODULE::`.
+
+mod concurrent_readers;
+mod kafka_model;
+mod kafka_rules;
+mod manager;
+mod pass_settings;

@@ -1,0 +1,125 @@
+//! Mistakes answered once, with the fix (issue 26 item 5): a broker's log directory given where one partition
+//! is wanted, a partition given where a directory of partitions is wanted, a broker's log directory without
+//! `--format kafka`, and a mistyped path. Each is one line on standard error, the first and only one, naming
+//! the command that fits; nothing is changed.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::{contents, logcompact, path, stderr, stdout};
+
+/// A stopped broker's log directory with two partitions of topic `orders`.
+fn broker(root: &Path) -> std::path::PathBuf {
+    let logs = root.join("kafka-logs");
+    common::kafka_partition(&logs.join("orders-0"), 50, 4, 3, 20);
+    common::kafka_partition(&logs.join("orders-1"), 50, 4, 3, 20);
+    std::fs::write(logs.join("meta.properties"), "version=1\nnode.id=1\ncluster.id=test\n").expect("meta.properties");
+    logs
+}
+
+/// Runs `args`, expecting exit 2 and exactly one line on standard error, which it returns; nothing on
+/// standard output.
+fn refused(args: &[&str]) -> String {
+    let out = logcompact(args, "");
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    assert_eq!(stdout(&out), "", "{args:?}");
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{args:?}: one line, the answer: {err}");
+    err.trim_end().to_owned()
+}
+
+#[test]
+fn a_log_directory_given_for_a_partition_and_a_partition_for_a_log_directory_name_the_form_that_fits() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let logs = broker(tmp.path());
+    let (l, part) = (path(&logs), logs.join("orders-0"));
+    let before = (contents(&logs), contents(&part));
+
+    let err = refused(&["compact", "--format", "kafka", "--dir", l]);
+    assert_eq!(
+        err,
+        format!(
+            "error: --dir {l} is a Kafka broker's log directory (it holds orders-0, orders-1), not one partition: \
+             `logcompact compact --format kafka --dir {l}/orders-0` takes one, `logcompact clean --format kafka \
+             --data-dir {l}` all of them (with --until-clean)"
+        )
+    );
+    // Without --format kafka too: the directory says what it is.
+    assert!(refused(&["compact", "--dir", l]).contains("is a Kafka broker's log directory"));
+    let err = refused(&["analyze", "--format", "kafka", "--dir", l]);
+    assert!(err.ends_with(&format!("`logcompact analyze --format kafka --data-dir {l}` all of them")), "{err}");
+    let err = refused(&["check", "--format", "kafka", "--dir", l]);
+    assert!(err.ends_with(&format!("`logcompact check --format kafka --data-dir {l}` all of them")), "{err}");
+    for cmd in ["dump", "advise", "repair", "roll"] {
+        let err = refused(&[cmd, "--format", "kafka", "--dir", l]);
+        assert!(err.ends_with(&format!("`logcompact {cmd} --format kafka --dir {l}/orders-0` takes one")), "{err}");
+    }
+
+    // And the other way round: one partition where a directory of them is wanted.
+    let p = path(&part);
+    for (cmd, fits) in [("clean", "compact"), ("status", "analyze"), ("analyze", "analyze")] {
+        let mut args = vec![cmd, "--format", "kafka", "--data-dir", p];
+        if cmd == "clean" {
+            args.push("--until-clean");
+        }
+        let err = refused(&args);
+        assert_eq!(
+            err,
+            format!(
+                "error: --data-dir {p} is one log (it holds segment files), not a directory of logs: `logcompact \
+                 {fits} --format kafka --dir {p}` takes it"
+            )
+        );
+    }
+    assert_eq!((contents(&logs), contents(&part)), before, "nothing was changed");
+}
+
+#[test]
+fn a_broker_log_directory_without_format_kafka_is_told_so_before_anything_else() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let logs = broker(tmp.path());
+    let l = path(&logs);
+    let before = contents(&logs);
+    // No "skipping" line per partition, no note about the metadata log: the answer alone, right for the command.
+    let err = refused(&["clean", "--data-dir", l, "--until-clean"]);
+    assert_eq!(
+        err,
+        format!(
+            "error: --data-dir {l} is a Kafka broker's log directory (partitions orders-0, orders-1): give --format \
+             kafka, as in `logcompact clean --format kafka --data-dir {l} --until-clean`"
+        )
+    );
+    let err = refused(&["status", "--data-dir", l]);
+    assert!(err.ends_with(&format!("as in `logcompact status --format kafka --data-dir {l}`")), "{err}");
+    assert_eq!(contents(&logs), before, "nothing was changed");
+}
+
+#[test]
+fn a_mistyped_path_is_named_once_with_the_nearest_sibling() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let logs = broker(tmp.path());
+    let typo = logs.join("ordres-0");
+    let err = refused(&["check", "--format", "kafka", "--dir", path(&typo)]);
+    assert_eq!(
+        err,
+        format!("error: --dir {} does not exist; did you mean {}?", typo.display(), logs.join("orders-0").display())
+    );
+    assert_eq!(err.matches(path(&typo)).count(), 1, "named once: {err}");
+    // compact says it before any note about the topic's settings.
+    let err = refused(&["compact", "--format", "kafka", "--dir", path(&typo)]);
+    assert!(err.contains("did you mean "), "{err}");
+    // A data directory one letter off, and a path whose parent is missing too.
+    let err = refused(&["clean", "--format", "kafka", "--data-dir", &format!("{}s", path(&logs)), "--until-clean"]);
+    assert!(err.ends_with(&format!("does not exist; did you mean {}?", logs.display())), "{err}");
+    let deep = tmp.path().join("nowhere").join("orders-0");
+    let err = refused(&["dump", "--format", "kafka", "--dir", path(&deep)]);
+    assert_eq!(
+        err,
+        format!(
+            "error: --dir {} does not exist: the nearest existing directory is {}",
+            deep.display(),
+            tmp.path().display()
+        )
+    );
+}
