@@ -197,7 +197,10 @@ fn a_deleted_topics_old_directory_is_stray_and_left_alone() {
     started(&mut node);
     let findings = node.load_findings();
     stopped(&mut node);
-    let ours: Vec<&String> = findings.unexpected.iter().filter(|l| !l.contains("stray")).collect();
+    // Kafka may also warn that it could not write the stray partition's leader-epoch checkpoint as it renamed
+    // it ("This is ok if the topic/partition is being deleted"): a race of its own, seen on a busy machine.
+    let of_the_stray = |l: &str| l.contains("stray") || (l.contains("unkeyed-delete-0") && l.contains("being deleted"));
+    let ours: Vec<&String> = findings.unexpected.iter().filter(|l| !of_the_stray(l)).collect();
     assert!(ours.is_empty(), "{ours:#?}");
     let renamed: Vec<PathBuf> = std::fs::read_dir(&data)
         .expect("list")
