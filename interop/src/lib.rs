@@ -22,6 +22,7 @@
 
 pub mod bench_partitions;
 pub mod cleaner_server;
+pub mod cluster;
 pub mod fixture;
 mod node;
 mod setup;
@@ -30,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub use cleaner_server::CleanerServer;
+pub use cluster::Cluster;
 pub use node::{LoadFindings, Node, NodeSpec, PartitionLoad};
 
 /// The Kafka version every jar is of.

@@ -78,6 +78,8 @@ pub struct Node {
     pub dir: PathBuf,
     broker_port: u16,
     controller_port: u16,
+    /// Its `node.id`, and the cluster's `controller.quorum.voters` (`None`: this node alone).
+    membership: (u32, Option<String>),
     child: Option<Child>,
     /// Lines of `server.log` before the current run.
     start_line: usize,
@@ -86,6 +88,12 @@ pub struct Node {
 /// Two free loopback ports (bound and released: another process could take one in between, which a start
 /// then reports).
 fn free_ports() -> Result<(u16, u16)> {
+    let pairs = free_port_pairs(1)?;
+    Ok(pairs[0])
+}
+
+/// `n` pairs of free loopback ports, all different (every one held until all are found).
+pub(crate) fn free_port_pairs(n: usize) -> Result<Vec<(u16, u16)>> {
     let bind = || {
         std::net::TcpListener::bind("127.0.0.1:0").map_err(|source| Error::Io {
             what: "bind",
@@ -96,14 +104,21 @@ fn free_ports() -> Result<(u16, u16)> {
     let port = |l: &std::net::TcpListener| {
         l.local_addr().map(|a| a.port()).map_err(|source| Error::Io { what: "bind", path: PathBuf::new(), source })
     };
-    // Both held at once, so they differ.
-    let (a, b) = (bind()?, bind()?);
-    Ok((port(&a)?, port(&b)?))
+    // All held at once, so they differ.
+    let mut held = Vec::with_capacity(2 * n);
+    for _ in 0..2 * n {
+        held.push(bind()?);
+    }
+    let mut pairs = Vec::with_capacity(n);
+    for two in held.chunks(2) {
+        pairs.push((port(&two[0])?, port(&two[1])?));
+    }
+    Ok(pairs)
 }
 
 /// A new cluster id: 16 bytes as Kafka's `Uuid.toString` writes them (URL-safe base64, no padding), never
 /// starting with `-` (Kafka's `randomUuid` rule).
-fn cluster_id() -> String {
+pub(crate) fn cluster_id() -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let seed = format!("{:?}{}", Instant::now(), std::process::id());
     let mut bits: u128 = xxhash_rust::xxh3::xxh3_128(seed.as_bytes());
@@ -128,13 +143,30 @@ impl Node {
     /// # Errors
     /// When the storage tool fails.
     pub fn format(kafka: &'static Kafka, dir: &Path, spec: &NodeSpec) -> Result<Node> {
+        let ports = free_ports()?;
+        Node::format_member(kafka, dir, spec, Member { id: 1, ports, voters: None, cluster_id: cluster_id() })
+    }
+
+    /// Formats a node of a cluster in `dir` (created): its id, ports and the cluster's voters as `member` says.
+    ///
+    /// # Errors
+    /// When the storage tool fails.
+    pub(crate) fn format_member(kafka: &'static Kafka, dir: &Path, spec: &NodeSpec, member: Member) -> Result<Node> {
         fs::create_dir_all(dir.join("logs")).map_err(|source| Error::Io {
             what: "create",
             path: dir.to_path_buf(),
             source,
         })?;
-        let (broker_port, controller_port) = free_ports()?;
-        let node = Node { kafka, dir: dir.to_path_buf(), broker_port, controller_port, child: None, start_line: 0 };
+        let (broker_port, controller_port) = member.ports;
+        let node = Node {
+            kafka,
+            dir: dir.to_path_buf(),
+            broker_port,
+            controller_port,
+            membership: (member.id, member.voters),
+            child: None,
+            start_line: 0,
+        };
         let mut props = node.properties(spec.log_dirs);
         for line in &spec.extra {
             props.push_str(line);
@@ -142,7 +174,7 @@ impl Node {
         }
         let file = dir.join("server.properties");
         fs::write(&file, props).map_err(|source| Error::Io { what: "write", path: file.clone(), source })?;
-        let id = cluster_id();
+        let id = member.cluster_id;
         let mut args = vec!["format", "-t", &id, "-c", path_str(&file)];
         let feature = spec.transaction_version.map(|v| format!("transaction.version={v}"));
         if let Some(f) = &feature {
@@ -165,7 +197,15 @@ impl Node {
             .find_map(|l| l.strip_prefix("log.dirs="))
             .map_or(1, |v| v.split(',').filter(|s| !s.is_empty()).count());
         let (broker_port, controller_port) = free_ports()?;
-        let node = Node { kafka, dir: dir.to_path_buf(), broker_port, controller_port, child: None, start_line: 0 };
+        let node = Node {
+            kafka,
+            dir: dir.to_path_buf(),
+            broker_port,
+            controller_port,
+            membership: (1, None),
+            child: None,
+            start_line: 0,
+        };
         let ours: Vec<&str> =
             ["process.roles", "node.id", "controller.quorum.voters", "listeners", "advertised.listeners", "log.dirs"]
                 .to_vec();
@@ -186,14 +226,24 @@ impl Node {
         let dirs: Vec<String> =
             (0..log_dirs.max(1)).map(|i| self.dir.join(format!("data-{i}")).display().to_string()).collect();
         let (b, c) = (self.broker_port, self.controller_port);
+        let (id, voters) = (self.membership.0, self.membership.1.clone().unwrap_or_else(|| format!("1@127.0.0.1:{c}")));
+        // A node alone holds every internal topic's one replica; a cluster's nodes hold them on every node.
+        let rf = if self.membership.1.is_some() { 3 } else { 1 };
+        // A voter is broker and controller in one JVM; the other nodes of a cluster are brokers only.
+        let voter = voters.split(',').any(|v| v.starts_with(&format!("{id}@")));
+        let (roles, listeners) = if voter {
+            ("broker,controller", format!("PLAINTEXT://127.0.0.1:{b},CONTROLLER://127.0.0.1:{c}"))
+        } else {
+            ("broker", format!("PLAINTEXT://127.0.0.1:{b}"))
+        };
         format!(
-            "process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:{c}\n\
-             listeners=PLAINTEXT://127.0.0.1:{b},CONTROLLER://127.0.0.1:{c}\nadvertised.listeners=PLAINTEXT://127.0.0.1:{b}\n\
+            "process.roles={roles}\nnode.id={id}\ncontroller.quorum.voters={voters}\n\
+             listeners={listeners}\nadvertised.listeners=PLAINTEXT://127.0.0.1:{b}\n\
              inter.broker.listener.name=PLAINTEXT\ncontroller.listener.names=CONTROLLER\n\
              listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\nlog.dirs={}\nnum.partitions=1\n\
-             offsets.topic.replication.factor=1\noffsets.topic.num.partitions=1\n\
-             transaction.state.log.replication.factor=1\ntransaction.state.log.min.isr=1\n\
-             transaction.state.log.num.partitions=1\nshare.coordinator.state.topic.replication.factor=1\n\
+             offsets.topic.replication.factor={rf}\noffsets.topic.num.partitions=1\n\
+             transaction.state.log.replication.factor={rf}\ntransaction.state.log.min.isr=1\n\
+             transaction.state.log.num.partitions=1\nshare.coordinator.state.topic.replication.factor={rf}\n\
              share.coordinator.state.topic.min.isr=1\nshare.coordinator.state.topic.num.partitions=1\n\
              group.initial.rebalance.delay.ms=0\ntransaction.max.timeout.ms=86400000\nlog.cleaner.enable=false\n\
              metadata.log.segment.ms=2000\nmetadata.log.max.record.bytes.between.snapshots=16384\n\
@@ -253,6 +303,21 @@ impl Node {
     /// # Errors
     /// [`Error::Timeout`] or [`Error::Command`] (the JVM exited) with the end of its output.
     pub fn start(&mut self) -> Result<()> {
+        self.launch()?;
+        self.await_start()
+    }
+
+    /// This node's `node.id`.
+    pub fn id(&self) -> u32 {
+        self.membership.0
+    }
+
+    /// Starts the broker's JVM without waiting for it (the nodes of a cluster wait for each other's quorum):
+    /// [`Node::await_start`] then waits.
+    ///
+    /// # Errors
+    /// When `java` cannot be started.
+    pub(crate) fn launch(&mut self) -> Result<()> {
         self.stop()?;
         self.start_line = self.server_log_text().lines().count();
         let logs = self.dir.join("logs");
@@ -281,6 +346,15 @@ impl Node {
         let child =
             cmd.spawn().map_err(|source| Error::Io { what: "start java", path: PathBuf::from("java"), source })?;
         self.child = Some(child);
+        Ok(())
+    }
+
+    /// Waits until the broker launched says `Kafka Server started` (90 s at most).
+    ///
+    /// # Errors
+    /// As [`Node::start`].
+    pub(crate) fn await_start(&mut self) -> Result<()> {
+        let stdout_path = self.dir.join("logs").join("stdout.txt");
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             if self.since_start().contains("Kafka Server started") {
@@ -431,6 +505,18 @@ fn parse_load(line: &str) -> Option<(String, PartitionLoad)> {
             log_end: number_after("log-end-offset")?,
         },
     ))
+}
+
+/// Who a node of a cluster is.
+pub(crate) struct Member {
+    /// Its `node.id`.
+    pub(crate) id: u32,
+    /// Its broker and controller ports.
+    pub(crate) ports: (u16, u16),
+    /// `controller.quorum.voters` of the cluster (`None`: this node alone).
+    pub(crate) voters: Option<String>,
+    /// The cluster's id.
+    pub(crate) cluster_id: String,
 }
 
 impl Drop for Node {

@@ -19,6 +19,8 @@ pub const BROKER_RESOURCE: i8 = 4;
 
 const REGISTER_BROKER_RECORD: u64 = 0;
 const TOPIC_RECORD: u64 = 2;
+const PARTITION_RECORD: u64 = 3;
+const PARTITION_CHANGE_RECORD: u64 = 5;
 const BROKER_REGISTRATION_CHANGE_RECORD: u64 = 17;
 const CONFIG_RECORD: u64 = 4;
 const REMOVE_TOPIC_RECORD: u64 = 9;
@@ -98,6 +100,17 @@ enum Change {
         name: String,
         value: Option<String>,
     },
+    /// A partition created (`PartitionRecord`, `whole`) or changed (`PartitionChangeRecord`: each field that is
+    /// `None`, or a leader of -2, unchanged).
+    Partition {
+        topic_id: String,
+        partition: i32,
+        whole: bool,
+        replicas: Option<Vec<i32>>,
+        isr: Option<Vec<i32>>,
+        leader: i32,
+        leader_epoch: Option<i32>,
+    },
     /// A broker's registration, or a change of it: its log directories' ids (`None`: unchanged).
     Broker {
         id: i32,
@@ -163,11 +176,61 @@ fn decode(offset: i64, value: &[u8]) -> Result<Change, BadRecord> {
             let log_dirs = (api_key == REGISTER_BROKER_RECORD || !dirs.is_empty()).then_some(dirs);
             Change::Broker { id, log_dirs }
         }
+        PARTITION_RECORD | PARTITION_CHANGE_RECORD => {
+            let whole = api_key == PARTITION_RECORD;
+            let message =
+                if whole { &super::schema::PARTITION_RECORD } else { &super::schema::PARTITION_CHANGE_RECORD };
+            let version = i16::try_from(_version).unwrap_or(i16::MAX);
+            let mut fields =
+                crate::message_schema::read_fields(message, &mut crate::wire::Reader::new(&value[w.at..]), version)
+                    .map_err(|_| bad("a partition record that does not decode"))?;
+            let int = |f: &mut crate::message_schema::Json, name: &str| match f.get_mut(name) {
+                Some(crate::message_schema::Json::Int(i)) => i32::try_from(*i).ok(),
+                _ => None,
+            };
+            let ints = |f: &mut crate::message_schema::Json, name: &str| match f.get_mut(name) {
+                Some(crate::message_schema::Json::Array(a)) => Some(
+                    a.iter()
+                        .filter_map(|v| match v {
+                            crate::message_schema::Json::Int(i) => i32::try_from(*i).ok(),
+                            _ => None,
+                        })
+                        .collect(),
+                ),
+                _ => None,
+            };
+            let topic_id = match fields.get_mut("topicId") {
+                Some(crate::message_schema::Json::Text(t)) => t.clone(),
+                _ => return Err(bad("a partition record without a topic id")),
+            };
+            Change::Partition {
+                topic_id,
+                partition: int(&mut fields, "partitionId").unwrap_or(-1),
+                whole,
+                replicas: ints(&mut fields, "replicas"),
+                isr: ints(&mut fields, "isr"),
+                leader: int(&mut fields, "leader").unwrap_or(-2),
+                leader_epoch: if whole { int(&mut fields, "leaderEpoch") } else { None },
+            }
+        }
         BEGIN_TRANSACTION_RECORD => Change::Begin,
         END_TRANSACTION_RECORD => Change::End,
         ABORT_TRANSACTION_RECORD => Change::Abort,
         _ => Change::Other,
     })
+}
+
+/// A partition's replicas and leader as the metadata says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PartitionState {
+    /// Its replicas' node ids, the preferred leader first.
+    pub replicas: Vec<i32>,
+    /// The in-sync replicas.
+    pub isr: Vec<i32>,
+    /// The leader's node id (-1: none).
+    pub leader: i32,
+    /// The leader epoch: each change of leader adds one.
+    pub leader_epoch: i32,
 }
 
 /// Topics and configs as a broker's start leaves them.
@@ -179,6 +242,8 @@ pub struct MetadataImage {
     pub configs: BTreeMap<(i8, String), BTreeMap<String, String>>,
     /// Each registered broker's log directories (their `directory.id`s), by node id.
     pub brokers: BTreeMap<i32, Vec<String>>,
+    /// Each partition's replicas and leader, by (topic id as Kafka prints it, partition).
+    pub partitions: BTreeMap<(String, i32), PartitionState>,
     /// Records replayed.
     pub records: u64,
     /// The newest record's timestamp.
@@ -217,6 +282,27 @@ impl MetadataImage {
             Change::RemoveTopic { id } => {
                 if let Some(name) = self.topics.remove(&id) {
                     self.configs.remove(&(TOPIC_RESOURCE, name));
+                }
+                let printed = crate::wire::uuid_string(&id);
+                self.partitions.retain(|(t, _), _| *t != printed);
+            }
+            Change::Partition { topic_id, partition, whole, replicas, isr, leader, leader_epoch } => {
+                let p = self.partitions.entry((topic_id, partition)).or_default();
+                if whole {
+                    *p = PartitionState::default();
+                }
+                if let Some(r) = replicas {
+                    p.replicas = r;
+                }
+                if let Some(i) = isr {
+                    p.isr = i;
+                }
+                if leader != -2 {
+                    p.leader = leader;
+                    p.leader_epoch = match leader_epoch {
+                        Some(e) => e,
+                        None => p.leader_epoch.saturating_add(1),
+                    };
                 }
             }
             Change::Config { resource_type, resource, name, value: Some(value) } => {
@@ -259,6 +345,12 @@ impl MetadataImage {
     /// The id of the topic named `topic`, if it exists.
     pub fn topic_id(&self, topic: &str) -> Option<[u8; 16]> {
         self.topics.iter().find(|(_, t)| *t == topic).map(|(id, _)| *id)
+    }
+
+    /// The replicas and leader of partition `partition` of `topic`, if the metadata has it.
+    pub fn partition(&self, topic: &str, partition: i32) -> Option<&PartitionState> {
+        let id = crate::wire::uuid_string(&self.topic_id(topic)?);
+        self.partitions.get(&(id, partition))
     }
 
     /// True when `topic` exists.
