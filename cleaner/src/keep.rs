@@ -28,6 +28,11 @@ pub(crate) struct Judge {
     pub(crate) horizon: i64,
     /// Drop every tombstone whose horizon is set, passed or not.
     pub(crate) purge: bool,
+    /// Tombstones and markers at or past this offset stay whatever their horizon ([`PassOptions::removal_floor`];
+    /// `u64::MAX` for Kafka's rule).
+    ///
+    /// [`PassOptions::removal_floor`]: crate::PassOptions::removal_floor
+    pub(crate) removal_floor: u64,
     /// The largest record a compressed batch may hold (`max.decompressed.message.bytes`).
     pub(crate) max_record_bytes: u64,
 }
@@ -127,7 +132,7 @@ pub(crate) fn verdict(rec: Facts, mapped: Option<u64>, judge: Judge, counts: &mu
         return Verdict::Keep;
     }
     match rec.delete_horizon {
-        Some(h) if judge.purge || judge.now >= h => {
+        Some(h) if (judge.purge || judge.now >= h) && rec.offset < judge.removal_floor => {
             counts.tombstones_dropped += 1;
             Verdict::Drop
         }
@@ -211,11 +216,12 @@ pub(crate) fn marker_may_go(batch: &BatchRef<'_>, kind: MarkerType, txns: &TxnSt
     !matches!(kind, MarkerType::Other(_)) && !txns.has_data(p, batch.base_offset)
 }
 
-/// What becomes of a marker that may go: stamped with the pass's horizon the first time, removed once its
-/// horizon has passed (or at once, purging), kept while it has not.
-pub(crate) fn marker_decision(horizon: Option<i64>, judge: &Judge) -> BatchDecision {
+/// What becomes of a marker at `offset` that may go: stamped with the pass's horizon the first time, removed
+/// once its horizon has passed (or at once, purging) and every replica cleaned past it ([`Judge::removal_floor`]),
+/// kept while not.
+pub(crate) fn marker_decision(horizon: Option<i64>, offset: u64, judge: &Judge) -> BatchDecision {
     match horizon {
-        Some(h) if judge.purge || judge.now >= h => BatchDecision::Remove,
+        Some(h) if (judge.purge || judge.now >= h) && offset < judge.removal_floor => BatchDecision::Remove,
         Some(_) => BatchDecision::Copy,
         None => BatchDecision::Rewrite { horizon: Some(judge.horizon) },
     }

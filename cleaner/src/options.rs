@@ -29,6 +29,11 @@ pub struct PassOptions {
     /// pass's clock, with no transaction open, is not active when the partition's producer state is loaded
     /// ([`Log::active_producers`]), so its last batch is not kept for it.
     pub producer_id_expiration_ms: i64,
+    /// Replica-safe removal (Redpanda's rule, applied offline): a tombstone or a transaction marker at or past
+    /// this offset stays, whatever its delete horizon says, because some replica's cleaner has not cleaned past
+    /// it (that replica may still hold an older value it shadows, or the transaction's data, and would keep
+    /// them for good once it is gone from the leader). `None`: Kafka's rule, removal timed by the horizon alone.
+    pub removal_floor: Option<u64>,
 }
 
 /// How pass 2 groups the closed segments it re-copies.
@@ -53,6 +58,7 @@ impl Default for PassOptions {
             drop_invalid: true,
             max_decompressed_message_bytes: crate::settings::DEFAULT_MAX_DECOMPRESSED_MESSAGE_BYTES,
             producer_id_expiration_ms: log_core::producers::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+            removal_floor: None,
         }
     }
 }
@@ -75,6 +81,7 @@ impl LogSettings {
             drop_invalid: true,
             max_decompressed_message_bytes: self.max_decompressed_message_bytes,
             producer_id_expiration_ms: log_core::producers::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+            removal_floor: self.removal_floor,
         }
     }
 }

@@ -263,6 +263,7 @@ impl Cleaner {
             now,
             horizon: now.saturating_add(options.delete_retention_ms.max(0)),
             purge: options.purge,
+            removal_floor: options.removal_floor.unwrap_or(u64::MAX),
             max_record_bytes: options.max_decompressed_message_bytes,
         };
         // Segments from the first one no pass may rewrite (a too young one, the active one) are left alone.
@@ -349,6 +350,7 @@ impl Cleaner {
             now,
             horizon: now.saturating_add(options.delete_retention_ms.max(0)),
             purge: options.purge,
+            removal_floor: options.removal_floor.unwrap_or(u64::MAX),
             max_record_bytes: options.max_decompressed_message_bytes,
         };
         let max_bytes = match options.grouping {

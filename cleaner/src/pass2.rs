@@ -526,7 +526,7 @@ fn judge_marker<O: CopyOutput>(
             // producer's last write, as in Kafka.
             (true, _) if cx.keeps_empty(batch) => BatchDecision::Copy,
             (true, _) => BatchDecision::Remove,
-            (false, true) => marker_decision(batch.delete_horizon, &cx.judge),
+            (false, true) => marker_decision(batch.delete_horizon, batch.base_offset, &cx.judge),
             (false, false) => BatchDecision::Copy,
         };
         // A marker that may go but ends the round or holds its producer's last write stays as a bare header,

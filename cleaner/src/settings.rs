@@ -80,6 +80,10 @@ pub struct LogSettings {
     /// indexes, in the segments a pass writes.
     #[serde(default = "default_index_interval")]
     pub index_interval_bytes: u64,
+    /// Replica-safe removal: tombstones and markers at or past this offset stay ([`crate::PassOptions::removal_floor`]).
+    /// Not a Kafka setting: given for one run (`clean --replica-audits`), never saved.
+    #[serde(skip)]
+    pub removal_floor: Option<u64>,
 }
 
 fn default_index_interval() -> u64 {
@@ -104,6 +108,7 @@ impl Default for LogSettings {
             segment_bytes: log_core::DEFAULT_SEGMENT_BYTES,
             max_decompressed_message_bytes: DEFAULT_MAX_DECOMPRESSED_MESSAGE_BYTES,
             index_interval_bytes: log_core::DEFAULT_INDEX_INTERVAL_BYTES,
+            removal_floor: None,
         }
     }
 }
