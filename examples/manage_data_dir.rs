@@ -54,6 +54,7 @@ fn run(data_dir: &Path, settings: &Path) -> Result<datadir::Finished, Box<dyn st
         mode: Mode::UntilClean,
         now_ms: None,
         clock_trust: logcompact::clock::ClockTrust::Checked,
+        replica_floors: None,
     };
     let hooks = Hooks {
         on_event: Arc::new(|event: &Event| {

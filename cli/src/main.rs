@@ -27,8 +27,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use cmd::{
-    advise::AdviseArgs, analyze::AnalyzeArgs, check::CheckArgs, clean::CleanArgs, compact::CompactArgs, dump::DumpArgs,
-    generate::GenArgs, repair::RepairArgs, roll::RollArgs, run::RunArgs, status::StatusArgs,
+    advise::AdviseArgs, analyze::AnalyzeArgs, audit::AuditArgs, check::CheckArgs, clean::CleanArgs,
+    compact::CompactArgs, dump::DumpArgs, generate::GenArgs, repair::RepairArgs, roll::RollArgs, run::RunArgs,
+    status::StatusArgs,
 };
 
 /// Kafka-style log compaction: a segmented keyed log, its two-pass cleaner and its offset maps.
@@ -133,6 +134,16 @@ enum Commands {
     /// directory. Without --apply nothing is changed.
     #[command(after_help = failure::EXIT_CODES_SHORT, after_long_help = failure::EXIT_CODES)]
     Repair(RepairArgs),
+    /// Audit a partition's replicas across brokers: what each broker's replica holds (--data-dir, read only,
+    /// beside a running broker, into --out FILE), or the files of every broker compared (--compare), naming the
+    /// partitions whose replicas disagree (a deleted key back, a transaction read otherwise) and the fix.
+    #[command(after_help = failure::EXIT_CODES_SHORT, after_long_help = failure::EXIT_CODES)]
+    Audit(AuditArgs),
+    /// Move a disagreeing replica's partition directory out of a stopped broker's log directory, so that the
+    /// broker fetches the partition again from the leader at its next start (Kafka's remedy; under the broker's
+    /// lock, nothing deleted).
+    #[command(after_help = failure::EXIT_CODES_SHORT, after_long_help = failure::EXIT_CODES)]
+    Refetch(cmd::refetch::RefetchArgs),
     /// Print a shell's completion script for logcompact (bash, zsh, fish, elvish, powershell).
     Completions(cmd::shell::CompletionsArgs),
     /// Write logcompact's man pages (one a command) into a directory.
@@ -154,6 +165,8 @@ fn main() -> ExitCode {
         Commands::Analyze(a) => cmd::analyze::run(a),
         Commands::Repair(a) => cmd::repair::run(a),
         Commands::Advise(a) => cmd::advise::run(a),
+        Commands::Audit(a) => cmd::audit::run(a),
+        Commands::Refetch(a) => cmd::refetch::run(a),
         Commands::Completions(a) => cmd::shell::completions(a),
         Commands::Man(a) => cmd::shell::man(a),
     };

@@ -50,6 +50,7 @@
 pub use kafka_records as kafka;
 
 pub mod analyze;
+pub mod audit;
 pub mod check;
 pub mod clock;
 pub mod compact;
@@ -61,6 +62,7 @@ pub mod generate;
 pub mod metered;
 pub mod metrics;
 mod recovery;
+pub mod refetch;
 pub mod repair;
 pub mod size;
 pub mod throttle;

@@ -85,6 +85,12 @@ pub struct CleanArgs {
     config: Option<PathBuf>,
     #[command(flatten)]
     broker: BrokerArgs,
+    /// With --format kafka: the other replicas' audit files (`logcompact audit`). A tombstone or transaction
+    /// marker then goes only once its delete horizon passed and every other replica's cleaner has cleaned past
+    /// it; a replica without a file keeps every one. Without it, removal is timed by the horizon alone, as
+    /// Kafka's cleaner does.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    replica_audits: Vec<PathBuf>,
     /// Print each event as one JSON line, and the final status as JSON.
     #[arg(long)]
     json: bool,
@@ -138,8 +144,26 @@ pub fn run(a: &CleanArgs) -> Result<(), Failure> {
         mode: if a.watch { cleaner::manager::Mode::Watch } else { cleaner::manager::Mode::UntilClean },
         now_ms: a.clock.now_ms,
         clock_trust: a.clock.trust(),
+        replica_floors: replica_floors(a, format)?,
     };
     clean(&request, a.json, a.verbose, a.metrics_addr.as_deref())
+}
+
+/// The other replicas' audits `--replica-audits` names, read once; `None` without the option.
+fn replica_floors(
+    a: &CleanArgs,
+    format: log_core::Format,
+) -> Result<Option<std::collections::BTreeMap<String, u64>>, Failure> {
+    if a.replica_audits.is_empty() {
+        return Ok(None);
+    }
+    if format != log_core::Format::Kafka {
+        return Err(Failure::Usage("--replica-audits is for a broker's log directory (--format kafka)".into()));
+    }
+    let own = logcompact::kafka::kraft::meta_property(&a.data_dir, "node.id").and_then(|n| n.trim().parse().ok());
+    logcompact::audit::ReplicaFloors::read(&a.replica_audits, own)
+        .map(|f| Some(f.all()))
+        .map_err(|e| Failure::Usage(e.to_string()))
 }
 
 /// Runs the manager over the data directory until it is clean, or until a signal when watching.

@@ -96,6 +96,12 @@ pub struct CompactArgs {
     checkpoint: Option<u64>,
     #[command(flatten)]
     clock: ClockArgs,
+    /// With --format kafka: the other replicas' audit files (`logcompact audit`). A tombstone or transaction
+    /// marker then goes only once its delete horizon passed and every other replica's cleaner has cleaned past
+    /// it, so that no replica down or lagging keeps for good what it shadows; a replica without a file keeps
+    /// every one. Without it, removal is timed by the horizon alone, as Kafka's cleaner does.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    replica_audits: Vec<PathBuf>,
     /// Print each pass's statistics as one JSON line instead of the summary for people.
     #[arg(long)]
     json: bool,
@@ -141,6 +147,7 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
         delete_retention_ms: s.delete_retention_ms,
         drop_invalid: a.drop_invalid,
         max_decompressed_message_bytes: s.max_decompressed_message_bytes,
+        removal_floor: replica_floor(a, format)?,
         ..PassOptions::default()
     };
     let request = logcompact::CompactRequest {
@@ -171,6 +178,41 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
         );
     }
     compact(&c, a.clock.clock()?, &request, &resolved.given(), a.json)
+}
+
+/// The replica-safe removal floor `--replica-audits` gives, said on standard error; `None` without the option.
+fn replica_floor(a: &CompactArgs, format: log_core::Format) -> Result<Option<u64>, Failure> {
+    if a.replica_audits.is_empty() {
+        return Ok(None);
+    }
+    if format != log_core::Format::Kafka {
+        return Err(Failure::Usage("--replica-audits is for a Kafka partition (--format kafka)".into()));
+    }
+    let name = a.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let own = a
+        .dir
+        .parent()
+        .and_then(|d| logcompact::kafka::kraft::meta_property(d, "node.id"))
+        .and_then(|n| n.trim().parse().ok());
+    let f = logcompact::audit::ReplicaFloors::read(&a.replica_audits, own)
+        .map_err(|e| Failure::Usage(e.to_string()))?
+        .of(&name);
+    let replicas: Vec<String> = f.replicas.iter().map(|(n, c)| format!("broker {n} cleaned to {c}")).collect();
+    let missing = if f.missing.is_empty() {
+        String::new()
+    } else {
+        format!("; no audit of broker(s) {:?}, so every tombstone and marker stays", f.missing)
+    };
+    crate::out::diag!(
+        "note: replica-safe removal: tombstones and markers at or past offset {} stay ({}{missing})",
+        f.floor,
+        if replicas.is_empty() {
+            "no other replica's audit holds this partition".to_owned()
+        } else {
+            replicas.join(", ")
+        }
+    );
+    Ok(Some(f.floor))
 }
 
 /// Runs one pass (or passes until nothing is dirty) on the log in a directory (or on a copy of it made in

@@ -2,11 +2,13 @@
 
 pub mod advise;
 pub mod analyze;
+pub mod audit;
 pub mod check;
 pub mod clean;
 pub mod compact;
 pub mod dump;
 pub mod generate;
+pub mod refetch;
 pub mod repair;
 pub mod roll;
 pub mod run;

@@ -33,6 +33,7 @@ mod progress;
 mod real_kafka;
 mod reliability;
 mod repair_kafka;
+mod replicas;
 mod run;
 mod status_compact;
 mod summaries;

@@ -24,6 +24,7 @@
 //!     mode: cleaner::manager::Mode::UntilClean,
 //!     now_ms: None,
 //!     clock_trust: logcompact::clock::ClockTrust::Checked,
+//!     replica_floors: None,
 //! };
 //! let done = clean(&req, &Hooks::quiet())?;
 //! println!("{} passes", done.status.passes);
@@ -217,6 +218,10 @@ pub struct CleanRequest {
     pub now_ms: Option<i64>,
     /// Whether the clock is checked against each log's newest record before any pass ([`crate::clock`]).
     pub clock_trust: crate::clock::ClockTrust,
+    /// Replica-safe removal of tombstones and markers (a Kafka log directory): each partition's floor, as the
+    /// other replicas' audits give it (`crate::audit::ReplicaFloors::all`); a partition not named keeps every
+    /// tombstone and marker. `None`: removal timed by the horizon alone, as Kafka's cleaner does.
+    pub replica_floors: Option<BTreeMap<String, u64>>,
 }
 
 /// How [`clean`] reports and is stopped.
@@ -369,10 +374,20 @@ fn add(
         left_alone.push((found.name.clone(), stray.to_string()));
         return Ok(false);
     }
-    let Some(Resolved { settings, sources: from }) = req.layers.resolve(&found.settings_name)? else {
+    let Some(Resolved { mut settings, sources: from }) = req.layers.resolve(&found.settings_name)? else {
         left_alone.push((found.name.clone(), req.layers.why_left_alone(&found.settings_name)));
         return Ok(false);
     };
+    if let Some(floors) = &req.replica_floors {
+        let floor = floors.get(&found.name).copied().unwrap_or(0);
+        if floor == 0 {
+            notice(&format!(
+                "{}: some replica has no audit holding it, or has not cleaned: every tombstone and marker stays",
+                found.name
+            ));
+        }
+        settings.removal_floor = Some(floor);
+    }
     let open = opener(found.dir.clone(), req.format, settings.log_config());
     if req.mode == Mode::Watch {
         // Watching, a log is opened for each pass and closed after it; it is measured read-only.

@@ -1,0 +1,285 @@
+//! Replicas that disagree for good, on a real three-broker Kafka 4.4 cluster (issue 43): a follower stopped
+//! while keys are deleted, the leader's cleaner removing the old values and then the tombstones, the follower
+//! restarted. Kafka serves the deleted keys again once that follower leads; `audit --compare` names the keys
+//! (by the offsets of the records that came back) and the replica; `refetch` on it makes the replicas agree
+//! again. Then our own cleaner, run offline on a broker while another is down: without the other replicas'
+//! audits it causes the same divergence (its removal is timed as Kafka's), with them (`--replica-audits`) it
+//! does not.
+//!
+//! Needs Java 17 and Maven, as every real-broker test (`LOGCOMPACT_SKIP_KAFKA=1` skips, refused under CI).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use kafka_interop::{Cluster, Kafka, NodeSpec};
+use serde_json::Value;
+
+use crate::common::{kafka_records, logcompact, path, stderr, stdout};
+
+/// Broker settings that let a cleaner remove a tombstone within seconds.
+fn fast_cleaner() -> NodeSpec {
+    NodeSpec {
+        log_dirs: 1,
+        transaction_version: None,
+        extra: [
+            "log.cleaner.enable=true",
+            "log.cleaner.backoff.ms=200",
+            "log.cleaner.dedupe.buffer.size=8388608",
+            "log.segment.delete.delay.ms=0",
+            "replica.high.watermark.checkpoint.interval.ms=200",
+            "replica.lag.time.max.ms=10000",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+    }
+}
+
+const TOPIC_CONFIGS: [&str; 10] = [
+    "--config",
+    "cleanup.policy=compact",
+    "--config",
+    "delete.retention.ms=1000",
+    "--config",
+    "segment.ms=300",
+    "--config",
+    "min.cleanable.dirty.ratio=0.01",
+    "--config",
+    "min.compaction.lag.ms=0",
+];
+
+fn step(cluster: &Cluster, name: &str, args: &[&str]) -> String {
+    cluster.step(name, args).unwrap_or_else(|e| panic!("{name} {args:?}: {e}"))
+}
+
+/// The log directory of node `id`.
+fn log_dir(cluster: &mut Cluster, id: u32) -> PathBuf {
+    cluster.node(id).log_dirs().into_iter().next().expect("a log dir")
+}
+
+/// Audits node `id` (running) into `out`.
+fn audit(cluster: &mut Cluster, id: u32, out: &Path) {
+    let dir = log_dir(cluster, id);
+    let o = logcompact(&["audit", "--data-dir", path(&dir), "--out", path(out)], "");
+    assert!(o.status.success(), "audit of broker {id}: {}", stderr(&o));
+}
+
+/// `audit --compare` of the files, as JSON, with its exit code.
+fn compare(files: &[&Path]) -> (Value, Option<i32>, String) {
+    let mut args = vec!["audit", "--json", "--compare"];
+    args.extend(files.iter().map(|f| path(f)));
+    let o = logcompact(&args, "");
+    let mut human_args = vec!["audit", "--compare"];
+    human_args.extend(files.iter().map(|f| path(f)));
+    let human = logcompact(&human_args, "");
+    (serde_json::from_str(&stdout(&o)).expect("compare prints JSON"), o.status.code(), stdout(&human))
+}
+
+/// The records of partition `t-0` on node `id`, read from its files (read-only, beside the broker).
+fn records_on(cluster: &mut Cluster, id: u32) -> Vec<(i64, String, Option<String>)> {
+    kafka_records(&log_dir(cluster, id).join("t-0"))
+}
+
+/// The report of partition `name` in `compare`'s JSON.
+fn partition_report<'r>(report: &'r Value, name: &str) -> &'r Value {
+    report["partitions"].as_array().expect("partitions").iter().find(|p| p["name"] == name).expect("the partition")
+}
+
+/// Produces filler records (keys `k001000`...) to `topic` until `done` holds, 90 s at most.
+fn produce_until(cluster: &mut Cluster, topic: &str, mut done: impl FnMut(&mut Cluster) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut next = 1000;
+    while !done(cluster) {
+        assert!(Instant::now() < deadline, "the leader's cleaner did not remove the tombstones in 90 s");
+        step(cluster, "produce", &["--topic", topic, "--from", &next.to_string(), "--count", "10", "--sleep-ms", "60"]);
+        next += 10;
+    }
+}
+
+/// One cluster at a time: each is four JVMs' worth of work on two cores.
+static ONE_CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn is_deleted_key(k: &str) -> bool {
+    k.strip_prefix('k').and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n < 100)
+}
+
+#[test]
+fn a_follower_down_while_tombstones_go_keeps_the_deleted_keys_and_the_audit_names_them() {
+    let Some(kafka) = Kafka::get() else { return };
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut cluster = Cluster::format(kafka, &tmp.path().join("cluster"), 3, &fast_cleaner()).expect("format");
+    cluster.start().expect("the cluster starts");
+    let mut args = vec!["--topic", "t", "--replicas", "1,2,3"];
+    args.extend(TOPIC_CONFIGS);
+    step(&cluster, "create", &args);
+    step(&cluster, "produce", &["--topic", "t", "--from", "0", "--count", "1000"]);
+    step(&cluster, "wait-isr", &["--topic", "t", "--size", "3"]);
+
+    // Broker 3 goes down; keys 0-99 are deleted; the leader's cleaner removes their values, then the tombstones.
+    cluster.node(3).stop().expect("broker 3 stops");
+    step(&cluster, "produce", &["--topic", "t", "--from", "0", "--count", "100", "--tombstones"]);
+    let deleted = is_deleted_key;
+    produce_until(&mut cluster, "t", |c| {
+        let on_leader = records_on(c, 1);
+        !on_leader.iter().any(|(_, k, _)| deleted(k))
+    });
+
+    // Broker 3 comes back and catches up to the same end offset.
+    cluster.node(3).start().expect("broker 3 restarts");
+    step(&cluster, "wait-isr", &["--topic", "t", "--size", "3", "--timeout-ms", "120000"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let back: BTreeMap<String, i64> = records_on(&mut cluster, 3)
+        .into_iter()
+        .filter(|(_, k, v)| deleted(k) && v.is_some())
+        .map(|(o, k, _)| (k, o))
+        .collect();
+    assert_eq!(back.len(), 100, "broker 3 still holds a value of each deleted key");
+
+    // The audit of each broker, compared: broker 3 disagrees on exactly those keys, at exactly those offsets.
+    let files: Vec<PathBuf> = (1..=3).map(|i| tmp.path().join(format!("broker-{i}.audit"))).collect();
+    for (i, f) in files.iter().enumerate() {
+        audit(&mut cluster, i as u32 + 1, f);
+    }
+    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let (report, code, human) = compare(&refs);
+    assert_eq!(code, Some(1), "disagreeing replicas exit 1:\n{human}");
+    let t0 = report["partitions"].as_array().expect("partitions").iter().find(|p| p["name"] == "t-0").expect("t-0");
+    assert_eq!(t0["keys_disagreeing"], 100, "{human}");
+    assert_eq!(t0["outcomes"]["deleted_key_back"], 100, "{human}");
+    let odd: Vec<i64> = t0["disagreements"]
+        .as_array()
+        .expect("listed")
+        .iter()
+        .flat_map(|d| d["odd"].as_array().cloned().unwrap_or_default())
+        .filter_map(|n| n.as_i64())
+        .collect();
+    assert!(!odd.is_empty() && odd.iter().all(|&n| n == 3), "broker 3 is the odd one: {odd:?}");
+    let mut offsets: Vec<i64> = t0["disagreements"]
+        .as_array()
+        .expect("listed")
+        .iter()
+        .map(|d| d["views"]["3"]["offset"].as_i64().expect("broker 3 shows a record"))
+        .collect();
+    offsets.sort_unstable();
+    let mut expected: Vec<i64> = back.values().copied().collect();
+    expected.sort_unstable();
+    assert_eq!(offsets, expected, "the audit names the offsets of the records that came back");
+    assert!(human.contains("DISAGREE") && human.contains("logcompact refetch"), "{human}");
+
+    // The wrong view Kafka itself serves once broker 3 leads: the deleted keys read again, under both isolation
+    // levels.
+    step(&cluster, "lead", &["--topic", "t", "--leader", "3"]);
+    for isolation in ["read_uncommitted", "read_committed"] {
+        let read = cluster.consume("t", isolation).expect("consume");
+        let resurrected = read.iter().filter(|(_, k, v)| k.as_deref().is_some_and(deleted) && v.is_some()).count();
+        assert_eq!(resurrected, 100, "{isolation}: Kafka serves the 100 deleted keys from broker 3");
+    }
+
+    // The fix: broker 3 stopped, its partition moved out, restarted: it fetches everything again.
+    let aside = tmp.path().join("aside");
+    std::fs::create_dir_all(&aside).expect("aside");
+    cluster.node(3).stop().expect("broker 3 stops");
+    let dir3 = log_dir(&mut cluster, 3);
+    let o = logcompact(&["refetch", "--data-dir", path(&dir3), "--partition", "t-0", "--to", path(&aside)], "");
+    assert!(o.status.success(), "refetch: {}", stderr(&o));
+    cluster.node(3).start().expect("broker 3 restarts");
+    step(&cluster, "wait-isr", &["--topic", "t", "--size", "3", "--timeout-ms", "120000"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    for (i, f) in files.iter().enumerate() {
+        audit(&mut cluster, i as u32 + 1, f);
+    }
+    let (report, code, human) = compare(&refs);
+    assert_eq!(code, Some(0), "after the fix every replica agrees:\n{human}");
+    assert!(!report["partitions"].as_array().expect("partitions").is_empty());
+    let findings = cluster.node(3).load_findings();
+    assert!(findings.failures.is_empty(), "broker 3 judged nothing bad: {:?}", findings.failures);
+}
+
+/// Cleans `partition` of broker `id` (stopped) with our cleaner until clean, twice, a delete horizon apart (the
+/// first run stamps the tombstones; the second, from offset 0 so that it has a dirty section to pass over, may
+/// remove them), with `extra` arguments.
+fn compact_twice(cluster: &mut Cluster, id: u32, partition: &str, extra: &[&str]) {
+    let dir = log_dir(cluster, id).join(partition);
+    for round in 0..2 {
+        if round == 1 {
+            std::thread::sleep(Duration::from_millis(1300));
+        }
+        let mut args = vec!["compact", "--format", "kafka", "--until-clean", "--dir", path(&dir)];
+        if round == 1 {
+            args.extend(["--checkpoint", "0"]);
+        }
+        args.extend_from_slice(extra);
+        let o = logcompact(&args, "");
+        assert!(o.status.success(), "compact {partition} on broker {id}: {}", stderr(&o));
+    }
+}
+
+fn tombstones(cluster: &mut Cluster, id: u32, partition: &str) -> usize {
+    kafka_records(&log_dir(cluster, id).join(partition))
+        .iter()
+        .filter(|(_, k, v)| is_deleted_key(k) && v.is_none())
+        .count()
+}
+
+#[test]
+fn our_cleaner_keeps_tombstones_a_down_replica_needs_with_replica_audits_and_not_without() {
+    let Some(kafka) = Kafka::get() else { return };
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let spec = NodeSpec {
+        log_dirs: 1,
+        transaction_version: None,
+        extra: vec!["replica.high.watermark.checkpoint.interval.ms=200".into()],
+    };
+    let mut cluster = Cluster::format(kafka, &tmp.path().join("cluster"), 3, &spec).expect("format");
+    cluster.start().expect("the cluster starts");
+    // Kafka's cleaner is off: only ours cleans. Broker 2 is each partition's preferred leader.
+    for topic in ["plain", "safe"] {
+        let mut args = vec!["--topic", topic, "--replicas", "2,1,3"];
+        args.extend(TOPIC_CONFIGS);
+        step(&cluster, "create", &args);
+        step(&cluster, "produce", &["--topic", topic, "--from", "0", "--count", "1000"]);
+        step(&cluster, "wait-isr", &["--topic", topic, "--size", "3"]);
+    }
+    cluster.node(3).stop().expect("broker 3 stops");
+    for topic in ["plain", "safe"] {
+        step(&cluster, "produce", &["--topic", topic, "--from", "0", "--count", "100", "--tombstones"]);
+        std::thread::sleep(Duration::from_millis(400));
+        step(&cluster, "produce", &["--topic", topic, "--from", "1000", "--count", "10", "--sleep-ms", "60"]);
+    }
+    cluster.node(2).stop().expect("broker 2 stops");
+    // The other replicas' audits, for the replica-safe rule: broker 1 running, broker 3 stopped.
+    let a1 = tmp.path().join("broker-1.audit");
+    let a3 = tmp.path().join("broker-3.audit");
+    audit(&mut cluster, 1, &a1);
+    audit(&mut cluster, 3, &a3);
+    compact_twice(&mut cluster, 2, "plain-0", &[]);
+    assert_eq!(tombstones(&mut cluster, 2, "plain-0"), 0, "without the audits the horizon alone decides: gone");
+    compact_twice(&mut cluster, 2, "safe-0", &["--replica-audits", path(&a1), path(&a3)]);
+    assert_eq!(tombstones(&mut cluster, 2, "safe-0"), 100, "with them: kept, broker 3 has not cleaned past them");
+
+    // Broker 2 leads again; broker 3 comes back and fetches from it.
+    cluster.node(2).start().expect("broker 2 restarts");
+    for topic in ["plain", "safe"] {
+        step(&cluster, "wait-isr", &["--topic", topic, "--size", "2", "--timeout-ms", "120000"]);
+        step(&cluster, "lead", &["--topic", topic, "--leader", "2"]);
+    }
+    cluster.node(3).start().expect("broker 3 restarts");
+    for topic in ["plain", "safe"] {
+        step(&cluster, "wait-isr", &["--topic", topic, "--size", "3", "--timeout-ms", "120000"]);
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let files: Vec<PathBuf> = (1..=3).map(|i| tmp.path().join(format!("after-{i}.audit"))).collect();
+    for (i, f) in files.iter().enumerate() {
+        audit(&mut cluster, i as u32 + 1, f);
+    }
+    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let (report, code, human) = compare(&refs);
+    assert_eq!(code, Some(1), "{human}");
+    let plain = partition_report(&report, "plain-0");
+    assert_eq!(plain["outcomes"]["deleted_key_back"], 100, "without the audits the deleted keys come back:\n{human}");
+    let safe = partition_report(&report, "safe-0");
+    assert_eq!(safe["keys_disagreeing"], 0, "with them every replica agrees:\n{human}");
+    assert!(safe["keys_compared"].as_u64().is_some_and(|n| n >= 1000), "{human}");
+}

@@ -1,0 +1,125 @@
+//! `compare` on audit files written by hand: replicas cleaned at different moments agree, a key back on one
+//! replica is found with its offset, recent keys are counted, not flagged, and bad files are errors.
+
+use std::path::{Path, PathBuf};
+
+use super::compare::{CompareError, Outcome, View, compare};
+use super::digest::Entry;
+use super::file::{AuditWriter, BrokerHeader, PartitionHeader};
+use kafka_records::kraft::image::PartitionState;
+
+/// A replica: (key, offset, value or deleted) records as its latest per key.
+type Latest<'a> = &'a [(&'a str, u64, Option<&'a str>)];
+
+fn write(dir: &Path, node: i32, cluster: &str, end: u64, latest: Latest<'_>, topic_id: &str) -> PathBuf {
+    let path = dir.join(format!("broker-{node}.audit"));
+    let mut metadata = std::collections::BTreeMap::new();
+    metadata.insert(
+        "t-0".to_owned(),
+        PartitionState { replicas: vec![1, 2, 3], isr: vec![1, 2, 3], leader: 1, leader_epoch: 4 },
+    );
+    let broker =
+        BrokerHeader { node_id: Some(node), cluster_id: Some(cluster.into()), metadata, ..BrokerHeader::default() };
+    let mut w = AuditWriter::create(&path, &broker).expect("create");
+    let mut entries: Vec<Entry> =
+        latest.iter().map(|(k, o, v)| Entry::of(k.as_bytes(), v.map(str::as_bytes), *o, false)).collect();
+    entries.sort_by_key(|e| e.key_hash);
+    let header = PartitionHeader {
+        name: "t-0".into(),
+        topic: "t".into(),
+        topic_id: Some(topic_id.into()),
+        log_end: end,
+        high_watermark: Some(end),
+        last_stable_offset: end,
+        keys: entries.len() as u64,
+        ..PartitionHeader::default()
+    };
+    w.partition(&header, &mut |sink| {
+        for e in &entries {
+            sink(*e)?;
+        }
+        Ok(entries.len() as u64)
+    })
+    .expect("partition");
+    w.finish().expect("finish");
+    path
+}
+
+#[test]
+fn cleaners_at_different_moments_agree_and_a_key_back_is_found_at_its_offset() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    // Broker 1 cleaned everything (tombstone of a gone); broker 2 still holds the tombstone; broker 3 never
+    // received it and holds a's old value at offset 0.
+    let one = write(tmp.path(), 1, "c", 100, &[("b", 5, Some("2"))], "T");
+    let two = write(tmp.path(), 2, "c", 100, &[("a", 7, None), ("b", 5, Some("2"))], "T");
+    let three = write(tmp.path(), 3, "c", 100, &[("a", 0, Some("1")), ("b", 5, Some("2"))], "T");
+    let agree = compare(&[one.clone(), two.clone()]).expect("compare");
+    assert!(!agree.disagrees(), "{agree:?}");
+    assert_eq!(agree.partitions[0].keys_compared, 2);
+    let report = compare(&[one, two, three]).expect("compare");
+    let p = &report.partitions[0];
+    assert_eq!(p.keys_disagreeing, 1);
+    assert_eq!(p.outcomes.get(&Outcome::DeletedKeyBack), Some(&1));
+    let d = &p.disagreements[0];
+    assert_eq!(d.odd, vec![3]);
+    assert!(matches!(d.views[&3], View::Live { offset: 0, .. }), "{d:?}");
+    assert_eq!(d.views[&2], View::Deleted { offset: 7 });
+}
+
+#[test]
+fn keys_past_the_lowest_last_stable_offset_are_counted_not_flagged() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    // Broker 2 has not fetched offset 50 yet.
+    let one = write(tmp.path(), 1, "c", 60, &[("a", 50, Some("new"))], "T");
+    let two = write(tmp.path(), 2, "c", 40, &[("a", 3, Some("old"))], "T");
+    let report = compare(&[one, two]).expect("compare");
+    let p = &report.partitions[0];
+    assert!(!report.disagrees(), "{p:?}");
+    assert_eq!((p.keys_recent, p.keys_compared), (1, 0));
+    assert_eq!(p.missing, vec![3], "the metadata names broker 3, whose file is missing");
+}
+
+#[test]
+fn bad_files_are_errors_never_an_agreement() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let one = write(tmp.path(), 1, "c", 10, &[("a", 1, Some("x"))], "T");
+    let other = write(&tmp.path().join("x").tap_mkdir(), 2, "elsewhere", 10, &[("a", 1, Some("x"))], "T");
+    assert!(matches!(compare(&[one.clone(), other]), Err(CompareError::OtherCluster { .. })));
+    let two = write(tmp.path(), 2, "c", 10, &[("a", 1, Some("x"))], "T");
+    // Cut short, anywhere: an error naming the file.
+    let bytes = std::fs::read(&two).expect("read");
+    for cut in [4, 20, bytes.len() - 30, bytes.len() - 1] {
+        let cut_path = tmp.path().join("cut.audit");
+        std::fs::write(&cut_path, &bytes[..cut]).expect("write");
+        let e = compare(&[one.clone(), cut_path]).expect_err("a cut file is an error");
+        assert!(e.to_string().contains("cut.audit"), "{e}");
+    }
+    // A flipped byte in the entries: the checksum says so.
+    let mut flipped = bytes.clone();
+    let at = flipped.len() - 30;
+    flipped[at] ^= 1;
+    let flipped_path = tmp.path().join("flipped.audit");
+    std::fs::write(&flipped_path, &flipped).expect("write");
+    assert!(compare(&[one.clone(), flipped_path]).is_err());
+    // Another version.
+    let mut v2 = bytes;
+    v2[8] = 2;
+    let v2_path = tmp.path().join("v2.audit");
+    std::fs::write(&v2_path, &v2).expect("write");
+    assert!(compare(&[one.clone(), v2_path]).expect_err("version").to_string().contains("version 2"));
+    // Another topic under the same name: not compared, never "agree".
+    let renamed = write(&tmp.path().join("y").tap_mkdir(), 3, "c", 10, &[("a", 1, Some("x"))], "OTHER");
+    let report = compare(&[one, renamed]).expect("compare");
+    assert!(report.partitions[0].not_compared.as_deref().is_some_and(|w| w.contains("different topics")));
+}
+
+trait MkDir {
+    fn tap_mkdir(self) -> Self;
+}
+
+impl MkDir for PathBuf {
+    fn tap_mkdir(self) -> Self {
+        std::fs::create_dir_all(&self).expect("mkdir");
+        self
+    }
+}
