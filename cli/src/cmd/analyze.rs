@@ -192,7 +192,16 @@ fn analyze(req: &AnalyzeRequest, resolved: &Resolved, json: bool) -> Result<(), 
             )
         }
     });
-    for l in lines.iter().chain(&a.notes).chain(&policy) {
+    // Kafka removes tombstones and markers on a clock, one replica at a time.
+    let replicas = (req.format == Format::Kafka && (a.tombstones > 0 || a.control_batches > 0)).then(|| {
+        format!(
+            "tombstones and markers go {} ms (delete.retention.ms) after the pass that first keeps them: timed, not \
+             coordinated with the other replicas, so a replica down longer keeps for good what they shadow \
+             (`logcompact audit --compare` finds it; compact and clean --replica-audits wait for every replica)",
+            resolved.settings.delete_retention_ms
+        )
+    });
+    for l in lines.iter().chain(&a.notes).chain(&policy).chain(&replicas) {
         writeln!(out, "{l}").map_err(failed)?;
     }
     for t in &a.transactions.open_transactions {

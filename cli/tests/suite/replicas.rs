@@ -29,6 +29,10 @@ fn fast_cleaner() -> NodeSpec {
             "log.segment.delete.delay.ms=0",
             "replica.high.watermark.checkpoint.interval.ms=200",
             "replica.lag.time.max.ms=10000",
+            // A marker holding its producer's last write stays until the producer expires (Kafka keeps each
+            // active producer's last batch): producers expire within seconds here.
+            "producer.id.expiration.ms=2000",
+            "producer.id.expiration.check.interval.ms=500",
         ]
         .map(str::to_owned)
         .to_vec(),
@@ -77,7 +81,12 @@ fn compare(files: &[&Path]) -> (Value, Option<i32>, String) {
 
 /// The records of partition `t-0` on node `id`, read from its files (read-only, beside the broker).
 fn records_on(cluster: &mut Cluster, id: u32) -> Vec<(i64, String, Option<String>)> {
-    kafka_records(&log_dir(cluster, id).join("t-0"))
+    records_on_topic(cluster, id, "t-0")
+}
+
+/// The records of `partition` on node `id`, read from its files (read-only, beside the broker).
+fn records_on_topic(cluster: &mut Cluster, id: u32, partition: &str) -> Vec<(i64, String, Option<String>)> {
+    kafka_records(&log_dir(cluster, id).join(partition))
 }
 
 /// The report of partition `name` in `compare`'s JSON.
@@ -85,12 +94,13 @@ fn partition_report<'r>(report: &'r Value, name: &str) -> &'r Value {
     report["partitions"].as_array().expect("partitions").iter().find(|p| p["name"] == name).expect("the partition")
 }
 
-/// Produces filler records (keys `k001000`...) to `topic` until `done` holds, 90 s at most.
-fn produce_until(cluster: &mut Cluster, topic: &str, mut done: impl FnMut(&mut Cluster) -> bool) {
+/// Produces filler records (keys `k001000`...) to `topic` until `done` holds, 90 s at most (then fails saying
+/// `what` did not happen).
+fn produce_until(cluster: &mut Cluster, topic: &str, what: &str, mut done: impl FnMut(&mut Cluster) -> bool) {
     let deadline = Instant::now() + Duration::from_secs(90);
     let mut next = 1000;
     while !done(cluster) {
-        assert!(Instant::now() < deadline, "the leader's cleaner did not remove the tombstones in 90 s");
+        assert!(Instant::now() < deadline, "in 90 s the leader's cleaner did not remove {what}");
         step(cluster, "produce", &["--topic", topic, "--from", &next.to_string(), "--count", "10", "--sleep-ms", "60"]);
         next += 10;
     }
@@ -120,7 +130,7 @@ fn a_follower_down_while_tombstones_go_keeps_the_deleted_keys_and_the_audit_name
     cluster.node(3).stop().expect("broker 3 stops");
     step(&cluster, "produce", &["--topic", "t", "--from", "0", "--count", "100", "--tombstones"]);
     let deleted = is_deleted_key;
-    produce_until(&mut cluster, "t", |c| {
+    produce_until(&mut cluster, "t", "the tombstones", |c| {
         let on_leader = records_on(c, 1);
         !on_leader.iter().any(|(_, k, _)| deleted(k))
     });
@@ -282,4 +292,102 @@ fn our_cleaner_keeps_tombstones_a_down_replica_needs_with_replica_audits_and_not
     let safe = partition_report(&report, "safe-0");
     assert_eq!(safe["keys_disagreeing"], 0, "with them every replica agrees:\n{human}");
     assert!(safe["keys_compared"].as_u64().is_some_and(|n| n >= 1000), "{human}");
+}
+
+/// Control batches (transaction markers) of partition `partition` on node `id`.
+fn markers(cluster: &mut Cluster, id: u32, partition: &str) -> usize {
+    let dir = log_dir(cluster, id).join(partition);
+    let o = logcompact(&["dump", "--format", "kafka", "--json", "--dir", path(&dir)], "");
+    assert!(o.status.success(), "dump: {}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+    v["batches"].as_array().expect("batches").iter().filter(|b| b["control"] == true).count()
+}
+
+#[test]
+fn a_follower_down_while_an_abort_goes_holds_the_transaction_open_then_reads_it_committed() {
+    let Some(kafka) = Kafka::get() else { return };
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut cluster = Cluster::format(kafka, &tmp.path().join("cluster"), 3, &fast_cleaner()).expect("format");
+    cluster.start().expect("the cluster starts");
+    let mut args = vec!["--topic", "tx", "--replicas", "1,2,3"];
+    args.extend(TOPIC_CONFIGS);
+    step(&cluster, "create", &args);
+    step(&cluster, "produce", &["--topic", "tx", "--from", "0", "--count", "100"]);
+    // A transaction over keys 0-9 reaches every replica (acks=all), and its producer dies with it open.
+    step(&cluster, "txn", &["--topic", "tx", "--id", "A", "--from", "0", "--count", "10", "--value", "t1", "--open"]);
+    step(&cluster, "wait-isr", &["--topic", "tx", "--size", "3"]);
+    let txn1_first = records_on_topic(&mut cluster, 1, "tx-0")
+        .iter()
+        .filter(|(_, _, v)| v.as_deref().is_some_and(|v| v.starts_with("t1-")))
+        .map(|(o, _, _)| *o)
+        .min()
+        .expect("the transaction's records");
+    // Broker 3 goes down; the producer's successor aborts the transaction; the leader's cleaner removes the
+    // aborted records, then the ABORT.
+    cluster.node(3).stop().expect("broker 3 stops");
+    step(&cluster, "txn", &["--topic", "tx", "--id", "A", "--init-only"]);
+    produce_until(&mut cluster, "tx", "the aborted records", |c| {
+        !records_on_topic(c, 1, "tx-0").iter().any(|(_, _, v)| v.as_deref().is_some_and(|v| v.starts_with("t1-")))
+    });
+    produce_until(&mut cluster, "tx", "the ABORT marker", |c| markers(c, 1, "tx-0") == 0);
+    cluster.node(3).start().expect("broker 3 restarts");
+    step(&cluster, "wait-isr", &["--topic", "tx", "--size", "3", "--timeout-ms", "120000"]);
+    std::thread::sleep(Duration::from_millis(1500));
+
+    // Broker 3 holds the transaction open for good: led by it, read_committed stops at its first offset.
+    let files: Vec<PathBuf> = (1..=3).map(|i| tmp.path().join(format!("broker-{i}.audit"))).collect();
+    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    for (i, f) in files.iter().enumerate() {
+        audit(&mut cluster, i as u32 + 1, f);
+    }
+    let (report, code, human) = compare(&refs);
+    assert_eq!(code, Some(1), "{human}");
+    let stuck = partition_report(&report, "tx-0")["stuck_transactions"].clone();
+    let stuck: Vec<(i64, i64, i64)> = serde_json::from_value(stuck).expect("stuck transactions");
+    assert!(
+        stuck.len() == 1 && stuck[0].0 == 3 && stuck[0].2 == txn1_first,
+        "broker 3 holds the transaction open from offset {txn1_first}: {stuck:?}\n{human}"
+    );
+    step(&cluster, "lead", &["--topic", "tx", "--leader", "3"]);
+    let committed = cluster.consume("tx", "read_committed").expect("consume");
+    assert!(
+        committed.iter().all(|(o, _, _)| *o < txn1_first),
+        "read_committed from broker 3 stops at offset {txn1_first}"
+    );
+
+    // The producer commits a new transaction: broker 3 closes both as committed, and the aborted records read
+    // as committed there.
+    step(
+        &cluster,
+        "txn",
+        &["--topic", "tx", "--id", "A", "--from", "500", "--count", "5", "--value", "t2", "--commit"],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let read = cluster.consume("tx", "read_committed").expect("consume");
+    let aborted_read = read.iter().filter(|(_, _, v)| v.as_deref().is_some_and(|v| v.starts_with("t1-"))).count();
+    assert_eq!(aborted_read, 10, "Kafka serves the aborted transaction's 10 records as committed from broker 3");
+    for (i, f) in files.iter().enumerate() {
+        audit(&mut cluster, i as u32 + 1, f);
+    }
+    let (report, code, human) = compare(&refs);
+    assert_eq!(code, Some(1), "{human}");
+    let tx = partition_report(&report, "tx-0");
+    assert_eq!(tx["outcomes"]["aborted_read_as_committed"], 10, "{human}");
+
+    // The fix makes every replica agree again.
+    let aside = tmp.path().join("aside");
+    std::fs::create_dir_all(&aside).expect("aside");
+    cluster.node(3).stop().expect("broker 3 stops");
+    let dir3 = log_dir(&mut cluster, 3);
+    let o = logcompact(&["refetch", "--data-dir", path(&dir3), "--partition", "tx-0", "--to", path(&aside)], "");
+    assert!(o.status.success(), "refetch: {}", stderr(&o));
+    cluster.node(3).start().expect("broker 3 restarts");
+    step(&cluster, "wait-isr", &["--topic", "tx", "--size", "3", "--timeout-ms", "120000"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    for (i, f) in files.iter().enumerate() {
+        audit(&mut cluster, i as u32 + 1, f);
+    }
+    let (_, code, human) = compare(&refs);
+    assert_eq!(code, Some(0), "after the fix every replica agrees:\n{human}");
 }

@@ -27,7 +27,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Drives a replicated partition through the steps of a replica-divergence scenario, one step a run:
  *   create   --topic T --replicas 1,2,3 [--config k=v]...   a one-partition topic on those brokers, in that order
  *   produce  --topic T --from N --count C [--tombstones] [--value V] [--sleep-ms S]   keys k000000.. with acks=all
- *   txn      --topic T --id TID --from N --count C (--commit|--abort|--open)   one transaction of those keys
+ *   txn      --topic T --id TID --from N --count C (--commit|--abort|--open)   one transaction of those keys;
+ *            --init-only: the id's producer starts (its coordinator aborts a transaction left open) and ends
  *   lead     --topic T --leader ID      makes ID the preferred replica and elects it
  *   describe --topic T                  {"leader":L,"replicas":[..],"isr":[..]} on stdout
  *   wait-isr --topic T --size N         waits until the ISR has N replicas
@@ -45,7 +46,7 @@ public final class Replicas {
         Args a = new Args("Replicas " + step, rest,
             Set.of("bootstrap", "topic", "replicas", "config", "from", "count", "value", "sleep-ms", "id", "leader",
                 "size", "timeout-ms"),
-            Set.of("tombstones", "commit", "abort", "open"));
+            Set.of("tombstones", "commit", "abort", "open", "init-only"));
         long timeoutMs = a.getLong("timeout-ms", 60_000);
         switch (step) {
             case "create" -> create(a, timeoutMs);
@@ -132,6 +133,10 @@ public final class Replicas {
         props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, a.required("id"));
         KafkaProducer<byte[], byte[]> p = new KafkaProducer<>(props);
         p.initTransactions();
+        if (a.flag("init-only")) {
+            p.close();
+            return;
+        }
         p.beginTransaction();
         for (long i = from; i < from + count; i++)
             p.send(new ProducerRecord<>(topic, 0, key(i), (value + "-" + i).getBytes()));
