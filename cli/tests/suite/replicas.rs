@@ -391,3 +391,59 @@ fn a_follower_down_while_an_abort_goes_holds_the_transaction_open_then_reads_it_
     let (_, code, human) = compare(&refs);
     assert_eq!(code, Some(0), "after the fix every replica agrees:\n{human}");
 }
+
+#[test]
+fn healthy_replicas_agree_whenever_each_cleaner_ran_and_after_our_cleaner_ran_on_one() {
+    let Some(kafka) = Kafka::get() else { return };
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut cluster = Cluster::format(kafka, &tmp.path().join("cluster"), 3, &fast_cleaner()).expect("format");
+    cluster.start().expect("the cluster starts");
+    let mut args = vec!["--topic", "h", "--replicas", "1,2,3"];
+    args.extend(TOPIC_CONFIGS);
+    step(&cluster, "create", &args);
+    step(&cluster, "produce", &["--topic", "h", "--from", "0", "--count", "500"]);
+    let files: Vec<PathBuf> = (1..=3).map(|i| tmp.path().join(format!("broker-{i}.audit"))).collect();
+    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let mut compared = 0;
+    // Rounds of updates, deletes, a committed and an aborted transaction, each audited while every broker's
+    // cleaner runs at its own moments (and the producers keep writing between the audits).
+    for round in 0..4u32 {
+        let from = (round * 100).to_string();
+        step(&cluster, "produce", &["--topic", "h", "--from", &from, "--count", "50", "--tombstones"]);
+        step(
+            &cluster,
+            "produce",
+            &["--topic", "h", "--from", &from, "--count", "100", "--value", "u", "--sleep-ms", "5"],
+        );
+        step(
+            &cluster,
+            "txn",
+            &["--topic", "h", "--id", "H", "--from", &from, "--count", "10", "--value", "c", "--commit"],
+        );
+        step(
+            &cluster,
+            "txn",
+            &["--topic", "h", "--id", "H", "--from", &from, "--count", "10", "--value", "a", "--abort"],
+        );
+        step(&cluster, "produce", &["--topic", "h", "--from", "1000", "--count", "20", "--sleep-ms", "60"]);
+        for (i, f) in files.iter().enumerate() {
+            audit(&mut cluster, i as u32 + 1, f);
+        }
+        let (report, code, human) = compare(&refs);
+        assert_eq!(code, Some(0), "round {round}: healthy replicas agree:\n{human}");
+        compared += partition_report(&report, "h-0")["keys_compared"].as_u64().unwrap_or(0);
+    }
+    assert!(compared > 1000, "the rounds compared keys ({compared})");
+    // Broker 2 cleaned offline by us (tombstones stamped, then gone), restarted: still every replica agrees.
+    cluster.node(2).stop().expect("broker 2 stops");
+    compact_twice(&mut cluster, 2, "h-0", &[]);
+    cluster.node(2).start().expect("broker 2 restarts");
+    step(&cluster, "wait-isr", &["--topic", "h", "--size", "3", "--timeout-ms", "120000"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    for (i, f) in files.iter().enumerate() {
+        audit(&mut cluster, i as u32 + 1, f);
+    }
+    let (_, code, human) = compare(&refs);
+    assert_eq!(code, Some(0), "after our cleaner ran on broker 2:\n{human}");
+}

@@ -66,7 +66,8 @@ pub struct PartitionHeader {
     pub log_end: u64,
     /// The high watermark (`replication-offset-checkpoint`), if recorded.
     pub high_watermark: Option<u64>,
-    /// The last stable offset: what `read_committed` reads up to (and what the digest covers).
+    /// The last stable offset: what `read_committed` reads up to now (capped by the high watermark; the digest
+    /// covers up to the first open transaction, and the comparison stops at the lowest of these).
     pub last_stable_offset: u64,
     /// Open transactions: (producer id, first offset).
     pub open_transactions: Vec<(i64, u64)>,

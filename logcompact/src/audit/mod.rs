@@ -247,7 +247,8 @@ pub fn audit_broker(req: &AuditRequest, progress: &mut dyn FnMut(&str)) -> Resul
 }
 
 /// Reads the replica in `dir` into `header` and `builder`: every keyed record a `read_committed` consumer reads
-/// below the last stable offset, markers and aborted transactions left out.
+/// once the high watermark reaches it (below the first open transaction), markers and aborted transactions left
+/// out.
 fn read_replica(dir: &Path, header: &mut PartitionHeader, builder: &mut DigestBuilder<'_>) -> Result<(), String> {
     let opened = crate::open_read_only(dir, Format::Kafka).map_err(|e| e.to_string())?;
     let log = &opened.log;
@@ -260,7 +261,12 @@ fn read_replica(dir: &Path, header: &mut PartitionHeader, builder: &mut DigestBu
     header.last_stable_offset = txns.last_stable_offset;
     header.open_transactions = txns.open.iter().map(|t| (t.producer_id, t.first_offset)).collect();
     header.cleaner_checkpoint = log.cleaner_checkpoint();
-    let lso = txns.last_stable_offset;
+    // The digest goes up to the first open transaction (or the log end), past the high watermark the broker
+    // last wrote down: that checkpoint lags the log by seconds, and a record the replica holds past it (a
+    // tombstone, say) must show, so that the comparison counts the key as recent rather than flag the older
+    // value under it. The comparison itself stops at the lowest last stable offset (the header's, capped by the
+    // high watermark).
+    let lso = txns.open.iter().map(|t| t.first_offset).min().unwrap_or(header.log_end).max(header.log_start);
     let mut scratch = Vec::new();
     let mut each_scan = |scan: &mut SegmentScan<'_>| -> Result<bool, String> {
         while let Some(window) = scan.next_window().map_err(|e| e.to_string())? {
