@@ -836,7 +836,16 @@ pub fn settings_of(
     broker: &BrokerSource,
 ) -> Result<(Resolved, Layers), DataDirError> {
     let full = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let parent = full.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    // The data directory as the user gave it (`data` for `data/orders-0`, `.` for `orders-0`), so that the
+    // notes name it so; resolved only where the path names none by itself (`.`, `..`).
+    // A link is followed: the given parent is kept only when it is where the directory really lies.
+    let real_parent = full.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let given = match (dir.parent(), dir.file_name()) {
+        (Some(p), Some(_)) if !p.as_os_str().is_empty() => Some(p.to_path_buf()),
+        (Some(_), Some(_)) => Some(PathBuf::from(".")),
+        _ => None,
+    };
+    let parent = given.filter(|g| g.canonicalize().is_ok_and(|c| c == real_parent)).unwrap_or(real_parent);
     let name = match format {
         Format::Native => full.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
         Format::Kafka => topic_of(&full),
