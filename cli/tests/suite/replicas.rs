@@ -106,9 +106,6 @@ fn produce_until(cluster: &mut Cluster, topic: &str, what: &str, mut done: impl 
     }
 }
 
-/// One cluster at a time: each is four JVMs' worth of work on two cores.
-static ONE_CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn is_deleted_key(k: &str) -> bool {
     k.strip_prefix('k').and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n < 100)
 }
@@ -116,7 +113,6 @@ fn is_deleted_key(k: &str) -> bool {
 #[test]
 fn a_follower_down_while_tombstones_go_keeps_the_deleted_keys_and_the_audit_names_them() {
     let Some(kafka) = Kafka::get() else { return };
-    let _one = ONE_CLUSTER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut cluster = Cluster::format(kafka, &tmp.path().join("cluster"), 3, &fast_cleaner()).expect("format");
     cluster.start().expect("the cluster starts");
@@ -235,7 +231,6 @@ fn tombstones(cluster: &mut Cluster, id: u32, partition: &str) -> usize {
 #[test]
 fn our_cleaner_keeps_tombstones_a_down_replica_needs_with_replica_audits_and_not_without() {
     let Some(kafka) = Kafka::get() else { return };
-    let _one = ONE_CLUSTER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let tmp = tempfile::tempdir().expect("tempdir");
     let spec = NodeSpec {
         log_dirs: 1,
@@ -306,7 +301,6 @@ fn markers(cluster: &mut Cluster, id: u32, partition: &str) -> usize {
 #[test]
 fn a_follower_down_while_an_abort_goes_holds_the_transaction_open_then_reads_it_committed() {
     let Some(kafka) = Kafka::get() else { return };
-    let _one = ONE_CLUSTER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut cluster = Cluster::format(kafka, &tmp.path().join("cluster"), 3, &fast_cleaner()).expect("format");
     cluster.start().expect("the cluster starts");
@@ -395,7 +389,6 @@ fn a_follower_down_while_an_abort_goes_holds_the_transaction_open_then_reads_it_
 #[test]
 fn healthy_replicas_agree_whenever_each_cleaner_ran_and_after_our_cleaner_ran_on_one() {
     let Some(kafka) = Kafka::get() else { return };
-    let _one = ONE_CLUSTER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut cluster = Cluster::format(kafka, &tmp.path().join("cluster"), 3, &fast_cleaner()).expect("format");
     cluster.start().expect("the cluster starts");

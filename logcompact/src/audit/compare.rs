@@ -332,13 +332,16 @@ fn compare_partition(
     if at.len() < 2 && report.not_compared.is_none() {
         report.not_compared = Some("one replica only: nothing to compare it with".into());
     }
-    // Open transactions one replica has and another has closed.
+    // Open transactions one replica has and another has closed, though the first has fetched past where the
+    // other's marker lies (below the other's last stable offset): a replica merely behind is not flagged.
     for (i, h) in headers.iter().enumerate() {
         for &(pid, first) in &h.open_transactions {
-            let closed_elsewhere = headers
-                .iter()
-                .enumerate()
-                .any(|(j, o)| j != i && o.last_stable_offset > first && !o.open_transactions.contains(&(pid, first)));
+            let closed_elsewhere = headers.iter().enumerate().any(|(j, o)| {
+                j != i
+                    && o.last_stable_offset > first
+                    && h.log_end >= o.last_stable_offset
+                    && !o.open_transactions.contains(&(pid, first))
+            });
             if closed_elsewhere {
                 report.stuck_transactions.push((report.replicas[i].node_id, pid, first));
             }

@@ -12,6 +12,18 @@ use kafka_records::kraft::image::PartitionState;
 type Latest<'a> = &'a [(&'a str, u64, Option<&'a str>)];
 
 fn write(dir: &Path, node: i32, cluster: &str, end: u64, latest: Latest<'_>, topic_id: &str) -> PathBuf {
+    write_with(dir, node, cluster, end, latest, topic_id, |_| {})
+}
+
+fn write_with(
+    dir: &Path,
+    node: i32,
+    cluster: &str,
+    end: u64,
+    latest: Latest<'_>,
+    topic_id: &str,
+    tweak: impl Fn(&mut PartitionHeader),
+) -> PathBuf {
     let path = dir.join(format!("broker-{node}.audit"));
     let mut metadata = std::collections::BTreeMap::new();
     metadata.insert(
@@ -24,7 +36,7 @@ fn write(dir: &Path, node: i32, cluster: &str, end: u64, latest: Latest<'_>, top
     let mut entries: Vec<Entry> =
         latest.iter().map(|(k, o, v)| Entry::of(k.as_bytes(), v.map(str::as_bytes), *o, false)).collect();
     entries.sort_by_key(|e| e.key_hash);
-    let header = PartitionHeader {
+    let mut header = PartitionHeader {
         name: "t-0".into(),
         topic: "t".into(),
         topic_id: Some(topic_id.into()),
@@ -34,6 +46,7 @@ fn write(dir: &Path, node: i32, cluster: &str, end: u64, latest: Latest<'_>, top
         keys: entries.len() as u64,
         ..PartitionHeader::default()
     };
+    tweak(&mut header);
     w.partition(&header, &mut |sink| {
         for e in &entries {
             sink(*e)?;
@@ -111,6 +124,26 @@ fn bad_files_are_errors_never_an_agreement() {
     let renamed = write(&tmp.path().join("y").tap_mkdir(), 3, "c", 10, &[("a", 1, Some("x"))], "OTHER");
     let report = compare(&[one, renamed]).expect("compare");
     assert!(report.partitions[0].not_compared.as_deref().is_some_and(|w| w.contains("different topics")));
+}
+
+#[test]
+fn a_transaction_open_on_a_replica_that_fetched_past_its_marker_is_stuck_and_one_behind_is_not() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let leader = write(tmp.path(), 1, "c", 100, &[("a", 5, Some("x"))], "T");
+    let open_at_40 = |end: u64| {
+        move |h: &mut PartitionHeader| {
+            h.open_transactions = vec![(7, 40)];
+            h.last_stable_offset = 40;
+            h.log_end = end;
+        }
+    };
+    let behind = write_with(&tmp.path().join("b").tap_mkdir(), 2, "c", 60, &[("a", 5, Some("x"))], "T", open_at_40(60));
+    let report = compare(&[leader.clone(), behind]).expect("compare");
+    assert!(report.partitions[0].stuck_transactions.is_empty(), "a replica behind the marker is not flagged");
+    let past = write_with(&tmp.path().join("p").tap_mkdir(), 2, "c", 100, &[("a", 5, Some("x"))], "T", open_at_40(100));
+    let report = compare(&[leader, past]).expect("compare");
+    assert_eq!(report.partitions[0].stuck_transactions, vec![(2, 7, 40)]);
+    assert!(report.disagrees());
 }
 
 trait MkDir {
