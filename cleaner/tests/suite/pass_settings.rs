@@ -91,6 +91,26 @@ fn the_delete_retention_is_the_pass_options() {
 }
 
 #[test]
+fn a_tombstone_at_or_past_the_removal_floor_outlives_its_horizon() {
+    // Two tombstones stamped by a first pass (offsets 1 and 3), then a purge with the floor between them:
+    // the one below goes, the one at or past it stays (a replica has not cleaned past it).
+    let log = log(1 << 20);
+    for k in ["a", "b"] {
+        append(&log, k, Some("1"), NOW);
+        append(&log, k, None, NOW);
+    }
+    log.roll().expect("roll");
+    cleaner(MapKind::Skimpy, 10, 1).clean(&log, PassOptions::default()).expect("stamps");
+    append(&log, "c", Some("1"), NOW);
+    log.roll().expect("roll");
+    let options = PassOptions { removal_floor: Some(2), ..PassOptions::purge() };
+    let stats = cleaner(MapKind::Skimpy, 10, 1).clean(&log, options).expect("pass");
+    assert_eq!(stats.tombstones_dropped, 1);
+    let left: Vec<(u64, Option<String>)> = records(&log).into_iter().map(|(o, _, v, _)| (o, v)).collect();
+    assert_eq!(left, vec![(3, None), (4, Some("1".into()))], "the tombstone at 3 stays; the one at 1 went");
+}
+
+#[test]
 fn a_stopped_pass_changes_nothing() {
     let store: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
     let log = Log::open(Arc::clone(&store), log_core::OpenOptions::new(LogConfig::default())).expect("open");
