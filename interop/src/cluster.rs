@@ -84,6 +84,20 @@ impl Cluster {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// As [`Cluster::step`], on a thread of its own (a step that waits for the test, say): join it for the
+    /// output.
+    pub fn step_in_background(&self, step: &str, args: &[&str]) -> std::thread::JoinHandle<Result<String>> {
+        let kafka = self.kafka;
+        let mut all: Vec<String> = vec![step.to_owned(), "--bootstrap".into(), self.bootstrap()];
+        all.extend(args.iter().map(|a| (*a).to_owned()));
+        std::thread::spawn(move || {
+            let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+            let out =
+                succeeded(&format!("Replicas {}", all.join(" ")), kafka.run("logcompact.interop.Replicas", &refs)?)?;
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        })
+    }
+
     /// Reads partition 0 of `topic` from the cluster's current leader under `isolation`
     /// (`read_committed` or `read_uncommitted`): `(key, value)` per record, in offset order, with the offset.
     ///

@@ -440,3 +440,78 @@ fn healthy_replicas_agree_whenever_each_cleaner_ran_and_after_our_cleaner_ran_on
     let (_, code, human) = compare(&refs);
     assert_eq!(code, Some(0), "after our cleaner ran on broker 2:\n{human}");
 }
+
+#[test]
+fn a_follower_down_while_a_commit_goes_reads_the_committed_records_late_but_never_differently() {
+    let Some(kafka) = Kafka::get() else { return };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut cluster = Cluster::format(kafka, &tmp.path().join("cluster"), 3, &fast_cleaner()).expect("format");
+    cluster.start().expect("the cluster starts");
+    let mut args = vec!["--topic", "tc", "--replicas", "1,2,3"];
+    args.extend(TOPIC_CONFIGS);
+    step(&cluster, "create", &args);
+    step(&cluster, "produce", &["--topic", "tc", "--from", "0", "--count", "100"]);
+    // A transaction over keys 0-9 reaches every replica; its producer waits, alive, while broker 3 stops, then
+    // commits.
+    let (ready, go) = (tmp.path().join("ready"), tmp.path().join("go"));
+    let producer = cluster.step_in_background(
+        "txn",
+        &["--topic", "tc", "--id", "C", "--from", "0", "--count", "10", "--value", "t1", "--commit"]
+            .into_iter()
+            .chain(["--ready-file", path(&ready), "--go-file", path(&go)])
+            .collect::<Vec<_>>(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ready.exists() {
+        assert!(Instant::now() < deadline, "the transaction's records were not flushed in 60 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    step(&cluster, "wait-isr", &["--topic", "tc", "--size", "3"]);
+    let txn1_first = records_on_topic(&mut cluster, 1, "tc-0")
+        .iter()
+        .filter(|(_, _, v)| v.as_deref().is_some_and(|v| v.starts_with("t1-")))
+        .map(|(o, _, _)| *o)
+        .min()
+        .expect("the transaction's records");
+    cluster.node(3).stop().expect("broker 3 stops");
+    std::fs::write(&go, b"").expect("go");
+    producer.join().expect("the producer's thread").expect("the COMMIT");
+    // The committed records superseded (a COMMIT goes only once its transaction holds no record), then the
+    // leader's cleaner removes them and the COMMIT.
+    step(&cluster, "produce", &["--topic", "tc", "--from", "0", "--count", "10", "--value", "v2"]);
+    produce_until(&mut cluster, "tc", "the committed records", |c| {
+        !records_on_topic(c, 1, "tc-0").iter().any(|(_, _, v)| v.as_deref().is_some_and(|v| v.starts_with("t1-")))
+    });
+    produce_until(&mut cluster, "tc", "the COMMIT marker", |c| markers(c, 1, "tc-0") == 0);
+    cluster.node(3).start().expect("broker 3 restarts");
+    step(&cluster, "wait-isr", &["--topic", "tc", "--size", "3", "--timeout-ms", "120000"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let files: Vec<PathBuf> = (1..=3).map(|i| tmp.path().join(format!("broker-{i}.audit"))).collect();
+    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    for (i, f) in files.iter().enumerate() {
+        audit(&mut cluster, i as u32 + 1, f);
+    }
+    // What Kafka 4.4 does: broker 3 holds the transaction open (the committed records after it, v2 among them,
+    // are hidden from read_committed there)...
+    let (report, code, human) = compare(&refs);
+    assert_eq!(code, Some(1), "{human}");
+    let stuck: Vec<(i64, i64, i64)> =
+        serde_json::from_value(partition_report(&report, "tc-0")["stuck_transactions"].clone()).expect("stuck");
+    assert!(stuck.len() == 1 && stuck[0].0 == 3 && stuck[0].2 == txn1_first, "{stuck:?}\n{human}");
+    step(&cluster, "lead", &["--topic", "tc", "--leader", "3"]);
+    let read = cluster.consume("tc", "read_committed").expect("consume");
+    assert!(
+        read.iter().all(|(o, _, v)| *o < txn1_first && v.as_deref().is_none_or(|v| !v.starts_with("v2-"))),
+        "led by broker 3, read_committed hides every committed record from offset {txn1_first} on"
+    );
+    // ...until the producer's next marker, an ABORT, closes both there: the records it then reads as aborted
+    // are ones every replica has superseded, so no consumer's state differs.
+    step(&cluster, "txn", &["--topic", "tc", "--id", "C", "--from", "600", "--count", "2", "--value", "t2", "--abort"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    for (i, f) in files.iter().enumerate() {
+        audit(&mut cluster, i as u32 + 1, f);
+    }
+    let (report, code, human) = compare(&refs);
+    assert_eq!(code, Some(0), "no lasting difference:\n{human}");
+    assert!(partition_report(&report, "tc-0")["keys_compared"].as_u64().is_some_and(|n| n >= 100), "{human}");
+}

@@ -28,7 +28,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *   create   --topic T --replicas 1,2,3 [--config k=v]...   a one-partition topic on those brokers, in that order
  *   produce  --topic T --from N --count C [--tombstones] [--value V] [--sleep-ms S]   keys k000000.. with acks=all
  *   txn      --topic T --id TID --from N --count C (--commit|--abort|--open)   one transaction of those keys;
- *            --init-only: the id's producer starts (its coordinator aborts a transaction left open) and ends
+ *            --init-only: the id's producer starts (its coordinator aborts a transaction left open) and ends;
+ *            --ready-file R --go-file G: once the records are flushed, R is made, and the end waits for G
  *   lead     --topic T --leader ID      makes ID the preferred replica and elects it
  *   describe --topic T                  {"leader":L,"replicas":[..],"isr":[..]} on stdout
  *   wait-isr --topic T --size N         waits until the ISR has N replicas
@@ -45,7 +46,7 @@ public final class Replicas {
         String[] rest = java.util.Arrays.copyOfRange(argv, 1, argv.length);
         Args a = new Args("Replicas " + step, rest,
             Set.of("bootstrap", "topic", "replicas", "config", "from", "count", "value", "sleep-ms", "id", "leader",
-                "size", "timeout-ms"),
+                "size", "timeout-ms", "ready-file", "go-file"),
             Set.of("tombstones", "commit", "abort", "open", "init-only"));
         long timeoutMs = a.getLong("timeout-ms", 60_000);
         switch (step) {
@@ -141,6 +142,15 @@ public final class Replicas {
         for (long i = from; i < from + count; i++)
             p.send(new ProducerRecord<>(topic, 0, key(i), (value + "-" + i).getBytes()));
         p.flush();
+        if (a.get("ready-file", null) != null) {
+            java.nio.file.Files.createFile(java.nio.file.Path.of(a.required("ready-file")));
+            java.nio.file.Path go = java.nio.file.Path.of(a.required("go-file"));
+            long deadline = System.currentTimeMillis() + 120_000;
+            while (!java.nio.file.Files.exists(go)) {
+                if (System.currentTimeMillis() > deadline) throw new Args.Fail("no " + go + " in 120 s", 1);
+                Thread.sleep(50);
+            }
+        }
         if (a.flag("commit")) p.commitTransaction();
         else if (a.flag("abort")) p.abortTransaction();
         else if (a.flag("open")) Runtime.getRuntime().halt(0);
