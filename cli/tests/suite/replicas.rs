@@ -106,6 +106,63 @@ fn produce_until(cluster: &mut Cluster, topic: &str, what: &str, mut done: impl 
     }
 }
 
+/// A cluster of three brokers as `spec` says, started, with the one-partition topic `topic` on every broker
+/// (in the order `replicas`) under [`TOPIC_CONFIGS`].
+fn cluster_with(kafka: &'static Kafka, dir: &Path, spec: &NodeSpec, topic: &str, replicas: &str) -> Cluster {
+    let mut cluster = Cluster::format(kafka, &dir.join("cluster"), 3, spec).expect("format");
+    cluster.start().expect("the cluster starts");
+    let mut args = vec!["--topic", topic, "--replicas", replicas];
+    args.extend(TOPIC_CONFIGS);
+    step(&cluster, "create", &args);
+    cluster
+}
+
+/// Audits every broker (running or not) into `files` (one a broker, in node order) and compares them.
+fn audit_all(cluster: &mut Cluster, files: &[PathBuf]) -> (Value, Option<i32>, String) {
+    for (i, f) in files.iter().enumerate() {
+        audit(cluster, i as u32 + 1, f);
+    }
+    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    compare(&refs)
+}
+
+/// The audit files of the three brokers in `dir`, named `<stem>-<node>.audit`.
+fn audit_files(dir: &Path, stem: &str) -> Vec<PathBuf> {
+    (1..=3).map(|i| dir.join(format!("{stem}-{i}.audit"))).collect()
+}
+
+/// Broker 3 back in sync with `topic`'s other replicas, and their high watermarks written down.
+fn rejoined(cluster: &mut Cluster, topic: &str) {
+    cluster.node(3).start().expect("broker 3 restarts");
+    step(cluster, "wait-isr", &["--topic", topic, "--size", "3", "--timeout-ms", "120000"]);
+    std::thread::sleep(Duration::from_millis(1500));
+}
+
+/// The fix on broker 3: stopped, `partition` moved out with `refetch`, restarted and back in sync; then every
+/// replica agrees.
+fn refetch_on_3_and_agree(cluster: &mut Cluster, tmp: &Path, topic: &str, files: &[PathBuf]) {
+    let aside = tmp.join("aside");
+    std::fs::create_dir_all(&aside).expect("aside");
+    cluster.node(3).stop().expect("broker 3 stops");
+    let dir3 = log_dir(cluster, 3);
+    let partition = format!("{topic}-0");
+    let o = logcompact(&["refetch", "--data-dir", path(&dir3), "--partition", &partition, "--to", path(&aside)], "");
+    assert!(o.status.success(), "refetch: {}", stderr(&o));
+    rejoined(cluster, topic);
+    let (_, code, human) = audit_all(cluster, files);
+    assert_eq!(code, Some(0), "after the fix every replica agrees:\n{human}");
+}
+
+/// The first offset of the records of `partition` on broker 1 whose value starts with `prefix`.
+fn first_with(cluster: &mut Cluster, partition: &str, prefix: &str) -> i64 {
+    records_on_topic(cluster, 1, partition)
+        .iter()
+        .filter(|(_, _, v)| v.as_deref().is_some_and(|v| v.starts_with(prefix)))
+        .map(|(o, _, _)| *o)
+        .min()
+        .expect("the transaction's records")
+}
+
 fn is_deleted_key(k: &str) -> bool {
     k.strip_prefix('k').and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n < 100)
 }
@@ -114,11 +171,7 @@ fn is_deleted_key(k: &str) -> bool {
 fn a_follower_down_while_tombstones_go_keeps_the_deleted_keys_and_the_audit_names_them() {
     let Some(kafka) = Kafka::get() else { return };
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut cluster = Cluster::format(kafka, &tmp.path().join("cluster"), 3, &fast_cleaner()).expect("format");
-    cluster.start().expect("the cluster starts");
-    let mut args = vec!["--topic", "t", "--replicas", "1,2,3"];
-    args.extend(TOPIC_CONFIGS);
-    step(&cluster, "create", &args);
+    let mut cluster = cluster_with(kafka, tmp.path(), &fast_cleaner(), "t", "1,2,3");
     step(&cluster, "produce", &["--topic", "t", "--from", "0", "--count", "1000"]);
     step(&cluster, "wait-isr", &["--topic", "t", "--size", "3"]);
 
@@ -132,9 +185,7 @@ fn a_follower_down_while_tombstones_go_keeps_the_deleted_keys_and_the_audit_name
     });
 
     // Broker 3 comes back and catches up to the same end offset.
-    cluster.node(3).start().expect("broker 3 restarts");
-    step(&cluster, "wait-isr", &["--topic", "t", "--size", "3", "--timeout-ms", "120000"]);
-    std::thread::sleep(Duration::from_millis(1500));
+    rejoined(&mut cluster, "t");
     let back: BTreeMap<String, i64> = records_on(&mut cluster, 3)
         .into_iter()
         .filter(|(_, k, v)| deleted(k) && v.is_some())
@@ -143,12 +194,8 @@ fn a_follower_down_while_tombstones_go_keeps_the_deleted_keys_and_the_audit_name
     assert_eq!(back.len(), 100, "broker 3 still holds a value of each deleted key");
 
     // The audit of each broker, compared: broker 3 disagrees on exactly those keys, at exactly those offsets.
-    let files: Vec<PathBuf> = (1..=3).map(|i| tmp.path().join(format!("broker-{i}.audit"))).collect();
-    for (i, f) in files.iter().enumerate() {
-        audit(&mut cluster, i as u32 + 1, f);
-    }
-    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-    let (report, code, human) = compare(&refs);
+    let files = audit_files(tmp.path(), "broker");
+    let (report, code, human) = audit_all(&mut cluster, &files);
     assert_eq!(code, Some(1), "disagreeing replicas exit 1:\n{human}");
     let t0 = report["partitions"].as_array().expect("partitions").iter().find(|p| p["name"] == "t-0").expect("t-0");
     assert_eq!(t0["keys_disagreeing"], 100, "{human}");
@@ -183,21 +230,7 @@ fn a_follower_down_while_tombstones_go_keeps_the_deleted_keys_and_the_audit_name
     }
 
     // The fix: broker 3 stopped, its partition moved out, restarted: it fetches everything again.
-    let aside = tmp.path().join("aside");
-    std::fs::create_dir_all(&aside).expect("aside");
-    cluster.node(3).stop().expect("broker 3 stops");
-    let dir3 = log_dir(&mut cluster, 3);
-    let o = logcompact(&["refetch", "--data-dir", path(&dir3), "--partition", "t-0", "--to", path(&aside)], "");
-    assert!(o.status.success(), "refetch: {}", stderr(&o));
-    cluster.node(3).start().expect("broker 3 restarts");
-    step(&cluster, "wait-isr", &["--topic", "t", "--size", "3", "--timeout-ms", "120000"]);
-    std::thread::sleep(Duration::from_millis(1500));
-    for (i, f) in files.iter().enumerate() {
-        audit(&mut cluster, i as u32 + 1, f);
-    }
-    let (report, code, human) = compare(&refs);
-    assert_eq!(code, Some(0), "after the fix every replica agrees:\n{human}");
-    assert!(!report["partitions"].as_array().expect("partitions").is_empty());
+    refetch_on_3_and_agree(&mut cluster, tmp.path(), "t", &files);
     let findings = cluster.node(3).load_findings();
     assert!(findings.failures.is_empty(), "broker 3 judged nothing bad: {:?}", findings.failures);
 }
@@ -275,12 +308,8 @@ fn our_cleaner_keeps_tombstones_a_down_replica_needs_with_replica_audits_and_not
         step(&cluster, "wait-isr", &["--topic", topic, "--size", "3", "--timeout-ms", "120000"]);
     }
     std::thread::sleep(Duration::from_millis(1500));
-    let files: Vec<PathBuf> = (1..=3).map(|i| tmp.path().join(format!("after-{i}.audit"))).collect();
-    for (i, f) in files.iter().enumerate() {
-        audit(&mut cluster, i as u32 + 1, f);
-    }
-    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-    let (report, code, human) = compare(&refs);
+    let files = audit_files(tmp.path(), "after");
+    let (report, code, human) = audit_all(&mut cluster, &files);
     assert_eq!(code, Some(1), "{human}");
     let plain = partition_report(&report, "plain-0");
     assert_eq!(plain["outcomes"]["deleted_key_back"], 100, "without the audits the deleted keys come back:\n{human}");
@@ -302,21 +331,12 @@ fn markers(cluster: &mut Cluster, id: u32, partition: &str) -> usize {
 fn a_follower_down_while_an_abort_goes_holds_the_transaction_open_then_reads_it_committed() {
     let Some(kafka) = Kafka::get() else { return };
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut cluster = Cluster::format(kafka, &tmp.path().join("cluster"), 3, &fast_cleaner()).expect("format");
-    cluster.start().expect("the cluster starts");
-    let mut args = vec!["--topic", "tx", "--replicas", "1,2,3"];
-    args.extend(TOPIC_CONFIGS);
-    step(&cluster, "create", &args);
+    let mut cluster = cluster_with(kafka, tmp.path(), &fast_cleaner(), "tx", "1,2,3");
     step(&cluster, "produce", &["--topic", "tx", "--from", "0", "--count", "100"]);
     // A transaction over keys 0-9 reaches every replica (acks=all), and its producer dies with it open.
     step(&cluster, "txn", &["--topic", "tx", "--id", "A", "--from", "0", "--count", "10", "--value", "t1", "--open"]);
     step(&cluster, "wait-isr", &["--topic", "tx", "--size", "3"]);
-    let txn1_first = records_on_topic(&mut cluster, 1, "tx-0")
-        .iter()
-        .filter(|(_, _, v)| v.as_deref().is_some_and(|v| v.starts_with("t1-")))
-        .map(|(o, _, _)| *o)
-        .min()
-        .expect("the transaction's records");
+    let txn1_first = first_with(&mut cluster, "tx-0", "t1-");
     // Broker 3 goes down; the producer's successor aborts the transaction; the leader's cleaner removes the
     // aborted records, then the ABORT.
     cluster.node(3).stop().expect("broker 3 stops");
@@ -325,17 +345,11 @@ fn a_follower_down_while_an_abort_goes_holds_the_transaction_open_then_reads_it_
         !records_on_topic(c, 1, "tx-0").iter().any(|(_, _, v)| v.as_deref().is_some_and(|v| v.starts_with("t1-")))
     });
     produce_until(&mut cluster, "tx", "the ABORT marker", |c| markers(c, 1, "tx-0") == 0);
-    cluster.node(3).start().expect("broker 3 restarts");
-    step(&cluster, "wait-isr", &["--topic", "tx", "--size", "3", "--timeout-ms", "120000"]);
-    std::thread::sleep(Duration::from_millis(1500));
+    rejoined(&mut cluster, "tx");
 
     // Broker 3 holds the transaction open for good: led by it, read_committed stops at its first offset.
-    let files: Vec<PathBuf> = (1..=3).map(|i| tmp.path().join(format!("broker-{i}.audit"))).collect();
-    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-    for (i, f) in files.iter().enumerate() {
-        audit(&mut cluster, i as u32 + 1, f);
-    }
-    let (report, code, human) = compare(&refs);
+    let files = audit_files(tmp.path(), "broker");
+    let (report, code, human) = audit_all(&mut cluster, &files);
     assert_eq!(code, Some(1), "{human}");
     let stuck = partition_report(&report, "tx-0")["stuck_transactions"].clone();
     let stuck: Vec<(i64, i64, i64)> = serde_json::from_value(stuck).expect("stuck transactions");
@@ -361,43 +375,22 @@ fn a_follower_down_while_an_abort_goes_holds_the_transaction_open_then_reads_it_
     let read = cluster.consume("tx", "read_committed").expect("consume");
     let aborted_read = read.iter().filter(|(_, _, v)| v.as_deref().is_some_and(|v| v.starts_with("t1-"))).count();
     assert_eq!(aborted_read, 10, "Kafka serves the aborted transaction's 10 records as committed from broker 3");
-    for (i, f) in files.iter().enumerate() {
-        audit(&mut cluster, i as u32 + 1, f);
-    }
-    let (report, code, human) = compare(&refs);
+    let (report, code, human) = audit_all(&mut cluster, &files);
     assert_eq!(code, Some(1), "{human}");
     let tx = partition_report(&report, "tx-0");
     assert_eq!(tx["outcomes"]["aborted_read_as_committed"], 10, "{human}");
 
     // The fix makes every replica agree again.
-    let aside = tmp.path().join("aside");
-    std::fs::create_dir_all(&aside).expect("aside");
-    cluster.node(3).stop().expect("broker 3 stops");
-    let dir3 = log_dir(&mut cluster, 3);
-    let o = logcompact(&["refetch", "--data-dir", path(&dir3), "--partition", "tx-0", "--to", path(&aside)], "");
-    assert!(o.status.success(), "refetch: {}", stderr(&o));
-    cluster.node(3).start().expect("broker 3 restarts");
-    step(&cluster, "wait-isr", &["--topic", "tx", "--size", "3", "--timeout-ms", "120000"]);
-    std::thread::sleep(Duration::from_millis(1500));
-    for (i, f) in files.iter().enumerate() {
-        audit(&mut cluster, i as u32 + 1, f);
-    }
-    let (_, code, human) = compare(&refs);
-    assert_eq!(code, Some(0), "after the fix every replica agrees:\n{human}");
+    refetch_on_3_and_agree(&mut cluster, tmp.path(), "tx", &files);
 }
 
 #[test]
 fn healthy_replicas_agree_whenever_each_cleaner_ran_and_after_our_cleaner_ran_on_one() {
     let Some(kafka) = Kafka::get() else { return };
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut cluster = Cluster::format(kafka, &tmp.path().join("cluster"), 3, &fast_cleaner()).expect("format");
-    cluster.start().expect("the cluster starts");
-    let mut args = vec!["--topic", "h", "--replicas", "1,2,3"];
-    args.extend(TOPIC_CONFIGS);
-    step(&cluster, "create", &args);
+    let mut cluster = cluster_with(kafka, tmp.path(), &fast_cleaner(), "h", "1,2,3");
     step(&cluster, "produce", &["--topic", "h", "--from", "0", "--count", "500"]);
-    let files: Vec<PathBuf> = (1..=3).map(|i| tmp.path().join(format!("broker-{i}.audit"))).collect();
-    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let files = audit_files(tmp.path(), "broker");
     let mut compared = 0;
     // Rounds of updates, deletes, a committed and an aborted transaction, each audited while every broker's
     // cleaner runs at its own moments (and the producers keep writing between the audits).
@@ -420,10 +413,7 @@ fn healthy_replicas_agree_whenever_each_cleaner_ran_and_after_our_cleaner_ran_on
             &["--topic", "h", "--id", "H", "--from", &from, "--count", "10", "--value", "a", "--abort"],
         );
         step(&cluster, "produce", &["--topic", "h", "--from", "1000", "--count", "20", "--sleep-ms", "60"]);
-        for (i, f) in files.iter().enumerate() {
-            audit(&mut cluster, i as u32 + 1, f);
-        }
-        let (report, code, human) = compare(&refs);
+        let (report, code, human) = audit_all(&mut cluster, &files);
         assert_eq!(code, Some(0), "round {round}: healthy replicas agree:\n{human}");
         compared += partition_report(&report, "h-0")["keys_compared"].as_u64().unwrap_or(0);
     }
@@ -434,10 +424,7 @@ fn healthy_replicas_agree_whenever_each_cleaner_ran_and_after_our_cleaner_ran_on
     cluster.node(2).start().expect("broker 2 restarts");
     step(&cluster, "wait-isr", &["--topic", "h", "--size", "3", "--timeout-ms", "120000"]);
     std::thread::sleep(Duration::from_millis(1500));
-    for (i, f) in files.iter().enumerate() {
-        audit(&mut cluster, i as u32 + 1, f);
-    }
-    let (_, code, human) = compare(&refs);
+    let (_, code, human) = audit_all(&mut cluster, &files);
     assert_eq!(code, Some(0), "after our cleaner ran on broker 2:\n{human}");
 }
 
@@ -445,11 +432,7 @@ fn healthy_replicas_agree_whenever_each_cleaner_ran_and_after_our_cleaner_ran_on
 fn a_follower_down_while_a_commit_goes_reads_the_committed_records_late_but_never_differently() {
     let Some(kafka) = Kafka::get() else { return };
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut cluster = Cluster::format(kafka, &tmp.path().join("cluster"), 3, &fast_cleaner()).expect("format");
-    cluster.start().expect("the cluster starts");
-    let mut args = vec!["--topic", "tc", "--replicas", "1,2,3"];
-    args.extend(TOPIC_CONFIGS);
-    step(&cluster, "create", &args);
+    let mut cluster = cluster_with(kafka, tmp.path(), &fast_cleaner(), "tc", "1,2,3");
     step(&cluster, "produce", &["--topic", "tc", "--from", "0", "--count", "100"]);
     // A transaction over keys 0-9 reaches every replica; its producer waits, alive, while broker 3 stops, then
     // commits.
@@ -467,12 +450,7 @@ fn a_follower_down_while_a_commit_goes_reads_the_committed_records_late_but_neve
         std::thread::sleep(Duration::from_millis(50));
     }
     step(&cluster, "wait-isr", &["--topic", "tc", "--size", "3"]);
-    let txn1_first = records_on_topic(&mut cluster, 1, "tc-0")
-        .iter()
-        .filter(|(_, _, v)| v.as_deref().is_some_and(|v| v.starts_with("t1-")))
-        .map(|(o, _, _)| *o)
-        .min()
-        .expect("the transaction's records");
+    let txn1_first = first_with(&mut cluster, "tc-0", "t1-");
     cluster.node(3).stop().expect("broker 3 stops");
     std::fs::write(&go, b"").expect("go");
     producer.join().expect("the producer's thread").expect("the COMMIT");
@@ -483,17 +461,11 @@ fn a_follower_down_while_a_commit_goes_reads_the_committed_records_late_but_neve
         !records_on_topic(c, 1, "tc-0").iter().any(|(_, _, v)| v.as_deref().is_some_and(|v| v.starts_with("t1-")))
     });
     produce_until(&mut cluster, "tc", "the COMMIT marker", |c| markers(c, 1, "tc-0") == 0);
-    cluster.node(3).start().expect("broker 3 restarts");
-    step(&cluster, "wait-isr", &["--topic", "tc", "--size", "3", "--timeout-ms", "120000"]);
-    std::thread::sleep(Duration::from_millis(1500));
-    let files: Vec<PathBuf> = (1..=3).map(|i| tmp.path().join(format!("broker-{i}.audit"))).collect();
-    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-    for (i, f) in files.iter().enumerate() {
-        audit(&mut cluster, i as u32 + 1, f);
-    }
+    rejoined(&mut cluster, "tc");
+    let files = audit_files(tmp.path(), "broker");
     // What Kafka 4.4 does: broker 3 holds the transaction open (the committed records after it, v2 among them,
     // are hidden from read_committed there)...
-    let (report, code, human) = compare(&refs);
+    let (report, code, human) = audit_all(&mut cluster, &files);
     assert_eq!(code, Some(1), "{human}");
     let stuck: Vec<(i64, i64, i64)> =
         serde_json::from_value(partition_report(&report, "tc-0")["stuck_transactions"].clone()).expect("stuck");
@@ -508,10 +480,7 @@ fn a_follower_down_while_a_commit_goes_reads_the_committed_records_late_but_neve
     // are ones every replica has superseded, so no consumer's state differs.
     step(&cluster, "txn", &["--topic", "tc", "--id", "C", "--from", "600", "--count", "2", "--value", "t2", "--abort"]);
     std::thread::sleep(Duration::from_millis(1500));
-    for (i, f) in files.iter().enumerate() {
-        audit(&mut cluster, i as u32 + 1, f);
-    }
-    let (report, code, human) = compare(&refs);
+    let (report, code, human) = audit_all(&mut cluster, &files);
     assert_eq!(code, Some(0), "no lasting difference:\n{human}");
     assert!(partition_report(&report, "tc-0")["keys_compared"].as_u64().is_some_and(|n| n >= 100), "{human}");
 }
