@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use log_core::SegmentStore;
 use log_core::kafka::checkpoints;
 
 /// What [`refetch`] is asked to do.
@@ -98,6 +99,7 @@ const CHECKPOINT_FILES: [&str; 4] = [
     checkpoints::REPLICATION_OFFSET_CHECKPOINT,
 ];
 
+/// Syncs the directory `dir` (the destination, which no store of ours holds).
 fn sync_dir(dir: &Path) -> Result<(), RefetchError> {
     std::fs::File::open(dir).and_then(|f| f.sync_all()).map_err(|source| RefetchError::Io {
         what: "sync",
@@ -152,7 +154,7 @@ pub fn refetch(req: &RefetchRequest) -> Result<Refetched, RefetchError> {
         }
     }
     std::fs::rename(&dir, &moved_to).map_err(io("move", &dir))?;
-    sync_dir(&log_dir)?;
+    store.sync_dir().map_err(io("sync", &log_dir))?;
     sync_dir(&to)?;
     drop(lock);
     Ok(Refetched { moved_to, checkpoints: edited })
