@@ -106,7 +106,7 @@ pub struct SealedSegment {
     data_len: u64,
     summary: SegmentSummary,
     /// Its transactional facts (Kafka), walked once on first use: the segment never changes.
-    txns: std::sync::OnceLock<Arc<crate::txn::SegmentTxns>>,
+    txns: TxnsOnce,
 }
 
 /// What loading a segment learned besides its summary.
@@ -142,8 +142,8 @@ impl SealedSegment {
         file.seal().map_err(Error::io("seal", &name))?;
         let source = SegmentSource::of(&file).map_err(Error::io("map", &name))?;
         let len = file.len();
-        let (summary, data_len) = summarize(format, base, &name, &source, len, index_interval, true)?;
-        Ok(SealedSegment { base, name, format, file, source, data_len, summary, txns: Default::default() })
+        let (summary, data_len, txns) = summarize(format, base, &name, &source, len, index_interval, true)?;
+        Ok(SealedSegment { base, name, format, file, source, data_len, summary, txns })
     }
 
     /// As [`SealedSegment::load`], also returning what it noticed.
@@ -162,12 +162,9 @@ impl SealedSegment {
         let len = file.len();
         // Kafka's checksums are verified by every read and pass, not at open: only the headers are walked.
         let verify = format.verifies_at_load();
-        let (summary, data_len) = summarize(format, base, &name, &source, len, index_interval, verify)?;
+        let (summary, data_len, txns) = summarize(format, base, &name, &source, len, index_interval, verify)?;
         let zero_fill = (data_len < len).then_some(data_len);
-        Ok((
-            SealedSegment { base, name, format, file, source, data_len, summary, txns: Default::default() },
-            Loaded { zero_fill },
-        ))
+        Ok((SealedSegment { base, name, format, file, source, data_len, summary, txns }, Loaded { zero_fill }))
     }
 
     /// Opens a sealed segment of the native format using its `.lcindex` hint when it checks out (no scan),
@@ -200,8 +197,8 @@ impl SealedSegment {
                 Loaded::default(),
             ));
         }
-        let (summary, data_len) = summarize(format, base, &name, &source, len, index_interval, true)?;
-        let segment = SealedSegment { base, name, format, file, source, data_len, summary, txns: Default::default() };
+        let (summary, data_len, txns) = summarize(format, base, &name, &source, len, index_interval, true)?;
+        let segment = SealedSegment { base, name, format, file, source, data_len, summary, txns };
         if rewrite_hint {
             // The hint is optional: failing to save it (a full disk) must not keep the log from opening; the
             // log is not live yet, so nothing waits on this write, and the next open tries again.
@@ -370,7 +367,11 @@ impl SealedSegment {
 }
 
 /// Scans `source` (`len` bytes) and builds its summary, checking every checksum when `verify` is set; returns
-/// it and where the data ends.
+/// it, where the data ends, and the segment's transactional facts folded on the way (set when its format has
+/// them and they parsed: a segment's first [`SealedSegment::transactions`] then reads nothing again).
+/// A segment's transactional facts, once known.
+type TxnsOnce = std::sync::OnceLock<Arc<crate::txn::SegmentTxns>>;
+
 fn summarize(
     format: Format,
     base: u64,
@@ -379,8 +380,9 @@ fn summarize(
     len: u64,
     index_interval: u64,
     verify: bool,
-) -> Result<(SegmentSummary, u64)> {
+) -> Result<(SegmentSummary, u64, TxnsOnce)> {
     let mut summary = SegmentSummary::new(index_interval);
+    let mut fold = format.txn_fold();
     let mut scan = SegmentScan::new(format, name, source, 0, len, verify);
     while let Some(window) = scan.next_window()? {
         for item in window.batches() {
@@ -388,9 +390,16 @@ fn summarize(
             summary
                 .note(base, Stamp::of(&placed.batch), placed.position, placed.batch.len() as u64)
                 .map_err(|kind| Error::Corrupt { segment: name.to_owned(), position: placed.position, kind })?;
+            if let Some(f) = &mut fold {
+                f.batch(name, placed.position, &placed.batch);
+            }
         }
     }
-    Ok((summary, scan.zero_fill().unwrap_or(len)))
+    let txns = std::sync::OnceLock::new();
+    if let Some(t) = fold.and_then(|f| f.finish()) {
+        let _ = txns.set(Arc::new(t));
+    }
+    Ok((summary, scan.zero_fill().unwrap_or(len), txns))
 }
 
 /// Builds a segment by appending whole batches, buffering writes (Kafka's 512 KiB I/O buffer) and keeping the

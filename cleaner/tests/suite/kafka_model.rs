@@ -417,6 +417,12 @@ proptest! {
         let buffer = if small_buffer { map.bytes_for(3, 0.9, 2) } else { 1 << 20 };
         let config = LogConfig { segment_bytes: 1 << 30, ..LogConfig::default() };
         let log = Log::open(Arc::clone(&source), log_core::OpenOptions::kafka(config, CheckpointFile::Memory)).expect("open");
+        // A segment's transactions, gathered as its load walked its batches, are what a walk of its headers
+        // alone reads.
+        for s in log.snapshot().closed() {
+            let walked = log_core::kafka::txn::SegmentTxns::scan(s.source(), s.name(), s.size()).expect("walk");
+            prop_assert_eq!(&*s.transactions().expect("loaded"), &walked, "{}", s.name());
+        }
         log.set_cleaner_checkpoint(first_dirty as u64);
         // Several threads: a group's segments are judged on all of them and written in order by one.
         let cleaner_config = CleanerConfig { map, dedupe_buffer_bytes: buffer, threads, ..CleanerConfig::default() };

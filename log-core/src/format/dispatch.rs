@@ -196,6 +196,15 @@ impl Format {
         }
     }
 
+    /// A fold of a segment's transactional facts from the batches a walk of it reads anyway (none for a format
+    /// without transactions): [`Format::segment_txns`] without a walk of its own.
+    pub(crate) fn txn_fold(self) -> Option<TxnFold> {
+        match self {
+            Format::Native => None,
+            Format::Kafka => Some(TxnFold(kafka::txn::TxnWalk::from(0))),
+        }
+    }
+
     /// The transactional facts of a segment's batches below `end` (none for a format without transactions).
     ///
     /// # Errors
@@ -383,5 +392,23 @@ impl Format {
             Format::Native => log.commit_replacements(replacements, checkpoint),
             Format::Kafka => log.commit_kafka(replacements, checkpoint, owned),
         }
+    }
+}
+
+/// A segment's transactional facts folded from the batches of a walk ([`Format::txn_fold`]).
+#[derive(Debug)]
+pub(crate) struct TxnFold(kafka::txn::TxnWalk);
+
+impl TxnFold {
+    /// Folds the batch at `pos` of the segment `name`.
+    pub(crate) fn batch(&mut self, name: &str, pos: u64, batch: &super::BatchRef<'_>) {
+        if let Some(h) = batch.kafka_header() {
+            self.0.batch_bytes(name, pos, h, batch.bytes());
+        }
+    }
+
+    /// The facts; `None` when a batch did not parse as one (a walk of its own then reports why).
+    pub(crate) fn finish(self) -> Option<SegmentTxns> {
+        self.0.finish().ok()
     }
 }

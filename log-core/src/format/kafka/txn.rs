@@ -30,57 +30,92 @@ impl SegmentTxns {
     /// # Errors
     /// As [`SegmentTxns::scan`].
     pub fn scan_from(source: &SegmentSource, name: &str, end: u64, from: u64) -> Result<SegmentTxns> {
-        let mut out = SegmentTxns::default();
-        let mut producers = crate::producers::StepsBuilder::default();
-        let mut problem: Option<Error> = None;
+        let mut walk = TxnWalk::from(from);
         let mut buf = Vec::new();
         for_each_kafka_header(source, name, end, |pos, h| {
-            if problem.is_some() || h.producer_id < 0 {
-                return;
-            }
-            let (Ok(base), Ok(last_offset)) = (u64::try_from(h.base_offset), u64::try_from(h.last_offset())) else {
-                return;
-            };
-            if last_offset < from {
-                return;
-            }
-            if h.is_control() {
-                match read_marker(source, name, pos, h, &mut buf) {
-                    // An emptied marker (a bare header a cleaner kept) is no write; the transaction it ended stays
-                    // ended (the broker saw its marker).
-                    Ok(None) => out.events.push(TxnEvent::Ended { producer_id: h.producer_id, offset: base }),
-                    Ok(Some(marker)) => {
-                        producers.marker(h.producer_id, h.producer_epoch, marker.timestamp);
-                        out.events.push(TxnEvent::Marker {
-                            producer_id: h.producer_id,
-                            producer_epoch: h.producer_epoch,
-                            offset: base,
-                            kind: marker.kind,
-                            coordinator_epoch: marker.coordinator_epoch,
-                            bytes: h.size() as u64,
-                        });
-                    }
-                    Err(e) => problem = Some(e),
-                }
-                return;
-            }
-            producers.data(h.producer_id, h.producer_epoch, last_offset, h.max_timestamp, h.is_transactional());
-            if h.is_transactional() {
-                out.events.push(TxnEvent::Data {
-                    producer_id: h.producer_id,
-                    producer_epoch: h.producer_epoch,
-                    base_offset: base,
-                    last_offset,
-                    timestamp: h.base_timestamp,
-                    records: u64::try_from(h.records_count).unwrap_or(0),
-                    bytes: h.size() as u64,
-                });
-            }
+            walk.batch(h, || read_marker(source, name, pos, h, &mut buf));
         })?;
-        if let Some(e) = problem {
+        walk.finish()
+    }
+}
+
+/// A segment's [`SegmentTxns`] folded one batch at a time, in order: what [`SegmentTxns::scan_from`] does
+/// with the headers it reads, and what a segment's load does with the batches it walks anyway (so that opening
+/// a partition and then asking for its transactions reads its batches once, not twice).
+#[derive(Debug, Default)]
+pub struct TxnWalk {
+    from: u64,
+    out: SegmentTxns,
+    producers: crate::producers::StepsBuilder,
+    problem: Option<Error>,
+}
+
+impl TxnWalk {
+    /// A walk keeping the batches whose last offset is `from` or later.
+    pub fn from(from: u64) -> TxnWalk {
+        TxnWalk { from, ..TxnWalk::default() }
+    }
+
+    /// Folds the batch of header `h`; `marker` reads its control record when it is a control batch.
+    fn batch(&mut self, h: &BatchHeader, marker: impl FnOnce() -> Result<Option<Marker>>) {
+        if self.problem.is_some() || h.producer_id < 0 {
+            return;
+        }
+        let (Ok(base), Ok(last_offset)) = (u64::try_from(h.base_offset), u64::try_from(h.last_offset())) else {
+            return;
+        };
+        if last_offset < self.from {
+            return;
+        }
+        if h.is_control() {
+            match marker() {
+                // An emptied marker (a bare header a cleaner kept) is no write; the transaction it ended stays
+                // ended (the broker saw its marker).
+                Ok(None) => self.out.events.push(TxnEvent::Ended { producer_id: h.producer_id, offset: base }),
+                Ok(Some(marker)) => {
+                    self.producers.marker(h.producer_id, h.producer_epoch, marker.timestamp);
+                    self.out.events.push(TxnEvent::Marker {
+                        producer_id: h.producer_id,
+                        producer_epoch: h.producer_epoch,
+                        offset: base,
+                        kind: marker.kind,
+                        coordinator_epoch: marker.coordinator_epoch,
+                        bytes: h.size() as u64,
+                    });
+                }
+                Err(e) => self.problem = Some(e),
+            }
+            return;
+        }
+        self.producers.data(h.producer_id, h.producer_epoch, last_offset, h.max_timestamp, h.is_transactional());
+        if h.is_transactional() {
+            self.out.events.push(TxnEvent::Data {
+                producer_id: h.producer_id,
+                producer_epoch: h.producer_epoch,
+                base_offset: base,
+                last_offset,
+                timestamp: h.base_timestamp,
+                records: u64::try_from(h.records_count).unwrap_or(0),
+                bytes: h.size() as u64,
+            });
+        }
+    }
+
+    /// Folds the whole batch `bytes` at `pos` of the segment `name` (its control record read from them).
+    pub fn batch_bytes(&mut self, name: &str, pos: u64, h: &BatchHeader, bytes: &[u8]) {
+        self.batch(h, || marker_of(name, pos, h, bytes));
+    }
+
+    /// The segment's transactions.
+    ///
+    /// # Errors
+    /// The first control batch that did not parse.
+    pub fn finish(self) -> Result<SegmentTxns> {
+        if let Some(e) = self.problem {
             return Err(e);
         }
-        out.producers = producers.finish();
+        let mut out = self.out;
+        out.producers = self.producers.finish();
         Ok(out)
     }
 }
@@ -113,7 +148,19 @@ fn read_marker(
     buf.clear();
     buf.resize(len as usize, 0);
     source.read_at(pos, buf).map_err(Error::io("read", name))?;
-    let batch = Batch::parse_unverified(buf).map_err(|p| Error::Corrupt {
+    marker_of(name, pos, h, buf)
+}
+
+/// As [`read_marker`], from the control batch's `bytes`.
+fn marker_of(name: &str, pos: u64, h: &BatchHeader, bytes: &[u8]) -> Result<Option<Marker>> {
+    if h.records_count == 0 {
+        return Ok(None);
+    }
+    let corrupt = |what| Error::Corrupt { segment: name.to_owned(), position: pos, kind: CorruptKind::Malformed(what) };
+    if h.size() as u64 > MAX_CONTROL_BATCH_BYTES {
+        return Err(corrupt("a control batch larger than any transaction marker"));
+    }
+    let batch = Batch::parse_unverified(bytes).map_err(|p| Error::Corrupt {
         segment: name.to_owned(),
         position: pos,
         kind: CorruptKind::Kafka(p),
