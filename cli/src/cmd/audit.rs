@@ -26,7 +26,8 @@ pub struct AuditArgs {
     /// Compare the audit files of the brokers (one a broker, at least two). Exits 1 when replicas disagree.
     #[arg(long, value_name = "FILE", num_args = 2.., conflicts_with_all = ["data_dir", "out"])]
     compare: Vec<PathBuf>,
-    /// Keys held in memory a partition (24 bytes each) before sorted runs go to --tmp-dir.
+    /// Slots of a partition's table of keys in memory (24 bytes each, rounded down to a power of two); once
+    /// three quarters hold keys, they go to --tmp-dir as a sorted run.
     #[arg(long, value_name = "N", default_value_t = 4 << 20)]
     memory_keys: usize,
     /// Where sorted runs of a partition too large for --memory-keys go (never a log directory).
