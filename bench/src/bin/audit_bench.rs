@@ -37,6 +37,8 @@ struct Report {
     keys: u64,
     partition_bytes: u64,
     audit_seconds: f64,
+    /// CPU seconds of the audit (user and system, every thread: it reads on one and places on another).
+    audit_cpu_seconds: f64,
     audit_peak_anon_bytes: u64,
     audit_file_bytes: u64,
     audit_file_bytes_per_key: f64,
@@ -77,7 +79,9 @@ fn run(a: &Args) -> Result<Report, String> {
     let out = tmp.path().join("broker.audit");
     let req = AuditRequest::new(vec![log_dir.clone()], out.clone());
     let started = Instant::now();
+    let cpu_before = cpu_seconds();
     let (summary, audit_peak) = bench::rss::peak_during(|| audit_broker(&req, &mut |_| {}));
+    let audit_cpu_seconds = cpu_seconds() - cpu_before;
     let summary = summary.map_err(|e| e.to_string())?;
     let audit_seconds = started.elapsed().as_secs_f64();
 
@@ -112,6 +116,7 @@ fn run(a: &Args) -> Result<Report, String> {
         keys: summary.keys,
         partition_bytes,
         audit_seconds,
+        audit_cpu_seconds,
         audit_peak_anon_bytes: audit_peak.anon,
         audit_file_bytes: summary.file_bytes,
         audit_file_bytes_per_key: summary.file_bytes as f64 / summary.keys.max(1) as f64,
@@ -123,6 +128,16 @@ fn run(a: &Args) -> Result<Report, String> {
         compare_seconds,
         compare_peak_anon_bytes: compare_peak.anon,
     })
+}
+
+/// The process's user and system CPU seconds so far, every thread's (`/proc/self/stat`, in Linux's 100 Hz
+/// ticks; 0 where it cannot be read).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th of them.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = after.split_whitespace().skip(11).take(2).filter_map(|t| t.parse::<u64>().ok()).sum();
+    ticks as f64 / 100.0
 }
 
 fn dir_bytes(dir: &Path) -> u64 {
