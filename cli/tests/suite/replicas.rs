@@ -261,6 +261,22 @@ fn tombstones(cluster: &mut Cluster, id: u32, partition: &str) -> usize {
         .count()
 }
 
+/// `logcompact clean --until-clean --json` over node `id`'s log directory (the broker stopped) with `extra`;
+/// the partitions a pass cleaned.
+fn clean_broker(cluster: &mut Cluster, id: u32, extra: &[&str]) -> Vec<String> {
+    let dir = log_dir(cluster, id);
+    let mut args = vec!["clean", "--format", "kafka", "--until-clean", "--json", "--data-dir", path(&dir)];
+    args.extend_from_slice(extra);
+    let o = logcompact(&args, "");
+    assert!(o.status.success(), "clean on broker {id}: {}", stderr(&o));
+    stdout(&o)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "cleaned")
+        .filter_map(|v| v["log"].as_str().map(str::to_owned))
+        .collect()
+}
+
 #[test]
 fn our_cleaner_keeps_tombstones_a_down_replica_needs_with_replica_audits_and_not_without() {
     let Some(kafka) = Kafka::get() else { return };
@@ -272,8 +288,11 @@ fn our_cleaner_keeps_tombstones_a_down_replica_needs_with_replica_audits_and_not
     };
     let mut cluster = Cluster::format(kafka, &tmp.path().join("cluster"), 3, &spec).expect("format");
     cluster.start().expect("the cluster starts");
-    // Kafka's cleaner is off: only ours cleans. Broker 2 is each partition's preferred leader.
-    for topic in ["plain", "safe"] {
+    // Kafka's cleaner is off: only ours cleans. Broker 2 is each partition's preferred leader. `plain` is
+    // compacted without the other replicas' audits, `safe` with them, and `managed` by `clean` (Kafka's
+    // cleaner manager over the whole log directory) with them.
+    const TOPICS: [&str; 3] = ["plain", "safe", "managed"];
+    for topic in TOPICS {
         let mut args = vec!["--topic", topic, "--replicas", "2,1,3"];
         args.extend(TOPIC_CONFIGS);
         step(&cluster, "create", &args);
@@ -281,7 +300,7 @@ fn our_cleaner_keeps_tombstones_a_down_replica_needs_with_replica_audits_and_not
         step(&cluster, "wait-isr", &["--topic", topic, "--size", "3"]);
     }
     cluster.node(3).stop().expect("broker 3 stops");
-    for topic in ["plain", "safe"] {
+    for topic in TOPICS {
         step(&cluster, "produce", &["--topic", topic, "--from", "0", "--count", "100", "--tombstones"]);
         std::thread::sleep(Duration::from_millis(400));
         step(&cluster, "produce", &["--topic", topic, "--from", "1000", "--count", "10", "--sleep-ms", "60"]);
@@ -292,19 +311,31 @@ fn our_cleaner_keeps_tombstones_a_down_replica_needs_with_replica_audits_and_not
     let a3 = tmp.path().join("broker-3.audit");
     audit(&mut cluster, 1, &a1);
     audit(&mut cluster, 3, &a3);
+    let audits = ["--replica-audits", path(&a1), path(&a3)];
     compact_twice(&mut cluster, 2, "plain-0", &[]);
     assert_eq!(tombstones(&mut cluster, 2, "plain-0"), 0, "without the audits the horizon alone decides: gone");
-    compact_twice(&mut cluster, 2, "safe-0", &["--replica-audits", path(&a1), path(&a3)]);
+    compact_twice(&mut cluster, 2, "safe-0", &audits);
     assert_eq!(tombstones(&mut cluster, 2, "safe-0"), 100, "with them: kept, broker 3 has not cleaned past them");
+    // `clean`: a first pass keeps the tombstones (their horizon starts); a second pass, once the horizon has
+    // passed and new records made the log dirty again, would remove them without the audits.
+    assert!(clean_broker(&mut cluster, 2, &audits).iter().any(|l| l.ends_with("managed-0")), "a first pass");
+    cluster.node(2).start().expect("broker 2 restarts");
+    step(&cluster, "wait-isr", &["--topic", "managed", "--size", "2", "--timeout-ms", "120000"]);
+    step(&cluster, "produce", &["--topic", "managed", "--from", "1010", "--count", "20", "--sleep-ms", "60"]);
+    step(&cluster, "wait-isr", &["--topic", "managed", "--size", "2", "--timeout-ms", "120000"]);
+    cluster.node(2).stop().expect("broker 2 stops again");
+    std::thread::sleep(Duration::from_millis(1300));
+    assert!(clean_broker(&mut cluster, 2, &audits).iter().any(|l| l.ends_with("managed-0")), "a second pass");
+    assert_eq!(tombstones(&mut cluster, 2, "managed-0"), 100, "clean with the audits keeps them too");
 
     // Broker 2 leads again; broker 3 comes back and fetches from it.
     cluster.node(2).start().expect("broker 2 restarts");
-    for topic in ["plain", "safe"] {
+    for topic in TOPICS {
         step(&cluster, "wait-isr", &["--topic", topic, "--size", "2", "--timeout-ms", "120000"]);
         step(&cluster, "lead", &["--topic", topic, "--leader", "2"]);
     }
     cluster.node(3).start().expect("broker 3 restarts");
-    for topic in ["plain", "safe"] {
+    for topic in TOPICS {
         step(&cluster, "wait-isr", &["--topic", topic, "--size", "3", "--timeout-ms", "120000"]);
     }
     std::thread::sleep(Duration::from_millis(1500));
@@ -313,9 +344,11 @@ fn our_cleaner_keeps_tombstones_a_down_replica_needs_with_replica_audits_and_not
     assert_eq!(code, Some(1), "{human}");
     let plain = partition_report(&report, "plain-0");
     assert_eq!(plain["outcomes"]["deleted_key_back"], 100, "without the audits the deleted keys come back:\n{human}");
-    let safe = partition_report(&report, "safe-0");
-    assert_eq!(safe["keys_disagreeing"], 0, "with them every replica agrees:\n{human}");
-    assert!(safe["keys_compared"].as_u64().is_some_and(|n| n >= 1000), "{human}");
+    for partition in ["safe-0", "managed-0"] {
+        let safe = partition_report(&report, partition);
+        assert_eq!(safe["keys_disagreeing"], 0, "{partition}: with them every replica agrees:\n{human}");
+        assert!(safe["keys_compared"].as_u64().is_some_and(|n| n >= 1000), "{partition}: {human}");
+    }
 }
 
 /// Control batches (transaction markers) of partition `partition` on node `id`.
