@@ -42,6 +42,9 @@ struct Report {
     audit_peak_anon_bytes: u64,
     audit_file_bytes: u64,
     audit_file_bytes_per_key: f64,
+    /// The same broker's summary (`audit --summary`: key-range hashes, no keys).
+    summary_file_bytes: u64,
+    summary_file_bytes_per_key: f64,
     pass1_seconds: f64,
     pass1_bytes_read: u64,
     audit_over_pass1: f64,
@@ -85,6 +88,10 @@ fn run(a: &Args) -> Result<Report, String> {
     let summary = summary.map_err(|e| e.to_string())?;
     let audit_seconds = started.elapsed().as_secs_f64();
 
+    let mut summary_req = AuditRequest::new(vec![log_dir.clone()], tmp.path().join("broker.summary"));
+    summary_req.summary = true;
+    let summary_file_bytes = audit_broker(&summary_req, &mut |_| {}).map_err(|e| e.to_string())?.file_bytes;
+
     // Pass 1 over the same bytes: one pass of the default map on a copy, its pass-1 time.
     let copy = tmp.path().join("copy");
     std::fs::create_dir_all(&copy).map_err(|e| e.to_string())?;
@@ -120,6 +127,8 @@ fn run(a: &Args) -> Result<Report, String> {
         audit_peak_anon_bytes: audit_peak.anon,
         audit_file_bytes: summary.file_bytes,
         audit_file_bytes_per_key: summary.file_bytes as f64 / summary.keys.max(1) as f64,
+        summary_file_bytes,
+        summary_file_bytes_per_key: summary_file_bytes as f64 / summary.keys.max(1) as f64,
         pass1_seconds: first.pass1.seconds,
         pass1_bytes_read: first.pass1.bytes_read,
         audit_over_pass1: audit_seconds / first.pass1.seconds.max(1e-9),

@@ -33,6 +33,14 @@ pub struct AuditArgs {
     /// Where sorted runs of a partition too large for --memory-keys go (never a log directory).
     #[arg(long, value_name = "DIR")]
     tmp_dir: Option<PathBuf>,
+    /// Write each partition's key-range hashes (4,096 ranges at most, a few bytes a range) instead of its
+    /// keys: a small file. --compare then names the partitions whose ranges differ, to audit in full with
+    /// --partition; the others agree.
+    #[arg(long, requires = "data_dir")]
+    summary: bool,
+    /// Audit only this partition (`<topic>-<partition>`; repeat for more).
+    #[arg(long, value_name = "NAME", requires = "data_dir")]
+    partition: Vec<String>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -49,12 +57,16 @@ pub fn run(a: &AuditArgs) -> Result<(), Failure> {
     let Some(out) = &a.out else { return Err(Failure::Usage("audit --data-dir needs --out FILE".into())) };
     let mut req = AuditRequest::new(a.data_dir.clone(), out.clone());
     req.memory_entries = a.memory_keys;
+    req.summary = a.summary;
+    req.partitions = a.partition.clone();
     if let Some(t) = &a.tmp_dir {
         req.tmp_dir = t.clone();
     }
     let started = std::time::Instant::now();
     let summary = audit_broker(&req, &mut |_| {}).map_err(|e| match e {
-        logcompact::audit::AuditError::OutInLogDir { .. } => Failure::Usage(e.to_string()),
+        logcompact::audit::AuditError::OutInLogDir { .. } | logcompact::audit::AuditError::NoSuchPartition { .. } => {
+            Failure::Usage(e.to_string())
+        }
         e => Failure::Runtime(e.to_string()),
     })?;
     let secs = started.elapsed().as_secs_f64();
@@ -117,6 +129,30 @@ fn partition(out: &mut String, p: &PartitionReport) {
         let _ = writeln!(out, "{}: not compared: {why}", p.name);
         return;
     }
+    if let Some(r) = &p.ranges {
+        if r.ranges_differing == 0 && p.stuck_transactions.is_empty() {
+            let _ = writeln!(
+                out,
+                "{}: agree: every one of {} key ranges on brokers {} (leader {leader}) (summaries: range hashes)",
+                p.name,
+                r.ranges,
+                replicas.join(", ")
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "{}: AUDIT IN FULL: {} of {} key ranges differ between brokers {} (summaries cannot tell a                  disagreement from keys written too recently): on each broker `logcompact audit --data-dir DIR                  --partition {} --out FILE`, then --compare those files",
+                p.name,
+                r.ranges_differing,
+                r.ranges,
+                replicas.join(", "),
+                p.name
+            );
+        }
+        stuck(out, p);
+        missing(out, p);
+        return;
+    }
     if !p.disagrees() {
         let _ = writeln!(
             out,
@@ -145,13 +181,7 @@ fn partition(out: &mut String, p: &PartitionReport) {
         for (outcome, n) in &p.outcomes {
             let _ = writeln!(out, "  {n} keys: {}", outcome.describe());
         }
-        for (node, pid, first) in &p.stuck_transactions {
-            let _ = writeln!(
-                out,
-                "  broker {node} holds a transaction of producer {pid} open from offset {first} that the others \
-                 closed: read_committed consumers of it stop there for good"
-            );
-        }
+        stuck(out, p);
         for d in p.disagreements.iter().take(10) {
             let views: Vec<String> = d.views.iter().map(|(n, v)| format!("broker {n} {}", view(v))).collect();
             let _ = writeln!(out, "  key {:016x}: {}", d.key_hash, views.join("; "));
@@ -174,6 +204,22 @@ fn partition(out: &mut String, p: &PartitionReport) {
             );
         }
     }
+    missing(out, p);
+}
+
+/// The transactions one replica holds open that the others closed.
+fn stuck(out: &mut String, p: &PartitionReport) {
+    for (node, pid, first) in &p.stuck_transactions {
+        let _ = writeln!(
+            out,
+            "  broker {node} holds a transaction of producer {pid} open from offset {first} that the others \
+             closed: read_committed consumers of it stop there for good"
+        );
+    }
+}
+
+/// The replicas the metadata names with no file.
+fn missing(out: &mut String, p: &PartitionReport) {
     if !p.missing.is_empty() {
         let _ = writeln!(
             out,

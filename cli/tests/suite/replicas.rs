@@ -126,6 +126,21 @@ fn audit_all(cluster: &mut Cluster, files: &[PathBuf]) -> (Value, Option<i32>, S
     compare(&refs)
 }
 
+/// Every broker's summary (`audit --summary`: key-range hashes, no keys) into `<stem>-<node>.summary` in
+/// `dir`, compared; with the files' total bytes.
+fn summaries(cluster: &mut Cluster, dir: &Path, stem: &str) -> (Value, Option<i32>, String, u64) {
+    let files: Vec<PathBuf> = (1..=3).map(|i| dir.join(format!("{stem}-{i}.summary"))).collect();
+    for (i, f) in files.iter().enumerate() {
+        let data = log_dir(cluster, i as u32 + 1);
+        let o = logcompact(&["audit", "--summary", "--data-dir", path(&data), "--out", path(f)], "");
+        assert!(o.status.success(), "summary of broker {}: {}", i + 1, stderr(&o));
+    }
+    let bytes = files.iter().map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum();
+    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let (report, code, human) = compare(&refs);
+    (report, code, human, bytes)
+}
+
 /// The audit files of the three brokers in `dir`, named `<stem>-<node>.audit`.
 fn audit_files(dir: &Path, stem: &str) -> Vec<PathBuf> {
     (1..=3).map(|i| dir.join(format!("{stem}-{i}.audit"))).collect()
@@ -219,6 +234,16 @@ fn a_follower_down_while_tombstones_go_keeps_the_deleted_keys_and_the_audit_name
     expected.sort_unstable();
     assert_eq!(offsets, expected, "the audit names the offsets of the records that came back");
     assert!(human.contains("DISAGREE") && human.contains("logcompact refetch"), "{human}");
+    // Summaries (key-range hashes) find the partition too, in files a fraction of the size, and ask for the
+    // full audit of it alone.
+    let (report, code, human, bytes) = summaries(&mut cluster, tmp.path(), "broker");
+    assert_eq!(code, Some(1), "{human}");
+    let ranges = &partition_report(&report, "t-0")["ranges"];
+    let differing = ranges["ranges_differing"].as_u64().expect("compared by ranges");
+    assert!((1..=100).contains(&differing), "the 100 keys back fall in 1-100 ranges: {human}");
+    assert!(human.contains("AUDIT IN FULL") && human.contains("--partition t-0"), "{human}");
+    let full: u64 = files.iter().map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum();
+    assert!(bytes * 2 < full, "summaries of {bytes} bytes against full audits of {full}");
 
     // The wrong view Kafka itself serves once broker 3 leads: the deleted keys read again, under both isolation
     // levels.
@@ -231,6 +256,9 @@ fn a_follower_down_while_tombstones_go_keeps_the_deleted_keys_and_the_audit_name
 
     // The fix: broker 3 stopped, its partition moved out, restarted: it fetches everything again.
     refetch_on_3_and_agree(&mut cluster, tmp.path(), "t", &files);
+    let (report, code, human, _) = summaries(&mut cluster, tmp.path(), "fixed");
+    assert_eq!(code, Some(0), "once fixed the summaries agree too: {human}");
+    assert_eq!(partition_report(&report, "t-0")["ranges"]["ranges_differing"], 0, "{human}");
     let findings = cluster.node(3).load_findings();
     assert!(findings.failures.is_empty(), "broker 3 judged nothing bad: {:?}", findings.failures);
 }

@@ -147,6 +147,19 @@ pub struct PartitionReport {
     pub stuck_transactions: Vec<(i32, i64, u64)>,
     /// Why the partition was not compared (a replica unreadable, different topic ids), if it was not.
     pub not_compared: Option<String>,
+    /// When a file is a summary (`audit --summary`): the partition compared range by range, not key by key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranges: Option<RangeComparison>,
+}
+
+/// A partition compared by the hashes of its key ranges (one replica's file, at least, a summary).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RangeComparison {
+    /// Key ranges holding a live key on some replica.
+    pub ranges: u64,
+    /// Of those, ranges whose replicas differ: the partition is then audited in full on each broker
+    /// (`audit --partition NAME`), which names the keys, or finds they were only written too recently.
+    pub ranges_differing: u64,
 }
 
 impl PartitionReport {
@@ -156,9 +169,12 @@ impl PartitionReport {
     }
 
     /// True when the replicas disagree, or could not be compared though several were audited (a replica
-    /// unreadable, different topics under one name): never taken for an agreement.
+    /// unreadable, different topics under one name), or their key ranges differ in a summary (to audit in
+    /// full): never taken for an agreement.
     pub fn needs_attention(&self) -> bool {
-        self.disagrees() || (self.not_compared.is_some() && self.replicas.len() > 1)
+        self.disagrees()
+            || (self.not_compared.is_some() && self.replicas.len() > 1)
+            || self.ranges.as_ref().is_some_and(|r| r.ranges_differing > 0)
     }
 
     /// The replicas that disagree with the leader and the majority.
@@ -354,6 +370,10 @@ fn compare_partition(
         drain(inputs, at)?;
         return Ok(report);
     }
+    if headers.iter().any(|h| h.ranges.is_some()) {
+        report.ranges = Some(compare_ranges(inputs, at)?);
+        return Ok(report);
+    }
     let leader_pos = report.leader.and_then(|l| at.iter().position(|&i| inputs[i].node == l));
     let nodes: Vec<i32> = at.iter().map(|&i| inputs[i].node).collect();
     let mut heads: Vec<Option<Entry>> = Vec::with_capacity(at.len());
@@ -393,6 +413,36 @@ fn compare_partition(
         }
     }
     Ok(report)
+}
+
+/// Compares the partition's replicas `at` by their key ranges: a summary's from its header, a full file's
+/// folded from its entries as it is read.
+fn compare_ranges(inputs: &mut [Input], at: &[usize]) -> Result<RangeComparison, CompareError> {
+    let mut each: Vec<super::digest::RangeHashes> = Vec::with_capacity(at.len());
+    for &i in at {
+        let given = inputs[i].current.as_ref().and_then(|c| c.header.ranges.clone());
+        let ranges = match given {
+            Some(r) => r,
+            None => {
+                let mut folded = super::digest::RangeHashes::new();
+                while let Some(e) = next_entry(&mut inputs[i])? {
+                    folded.add(&e);
+                }
+                folded
+            }
+        };
+        each.push(ranges);
+    }
+    // Every replica's ranges as wide as the widest any replica wrote (their sums add up exactly).
+    let bits = each.iter().map(|r| r.bits).min().unwrap_or(0);
+    let mut by_range: BTreeMap<u16, Vec<Option<(u64, u64)>>> = BTreeMap::new();
+    for (pos, ranges) in each.iter().enumerate() {
+        for (range, keys, sum) in ranges.coarsened(bits).hashes {
+            by_range.entry(range).or_insert_with(|| vec![None; each.len()])[pos] = Some((keys, sum));
+        }
+    }
+    let differing = by_range.values().filter(|v| v.iter().any(|x| *x != v[0])).count();
+    Ok(RangeComparison { ranges: by_range.len() as u64, ranges_differing: differing as u64 })
 }
 
 /// The replicas (positions) whose view differs from the majority's (the leader's on a tie), and what the

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::compare::{CompareError, Outcome, View, compare};
-use super::digest::Entry;
+use super::digest::{Entry, RangeHashes};
 use super::file::{AuditWriter, BrokerHeader, PartitionHeader};
 use kafka_records::kraft::image::PartitionState;
 
@@ -155,4 +155,82 @@ impl MkDir for PathBuf {
         std::fs::create_dir_all(&self).expect("mkdir");
         self
     }
+}
+
+/// As [`write`], a summary (`audit --summary`): the key-range hashes in the header, no entries.
+fn write_summary(dir: &Path, node: i32, end: u64, latest: Latest<'_>) -> PathBuf {
+    let mut entries: Vec<Entry> =
+        latest.iter().map(|(k, o, v)| Entry::of(k.as_bytes(), v.map(str::as_bytes), *o, false)).collect();
+    entries.sort_by_key(|e| e.key_hash);
+    let mut ranges = super::digest::RangeHashes::new();
+    for e in &entries {
+        ranges.add(e);
+    }
+    let path = dir.join(format!("broker-{node}.summary"));
+    let broker = BrokerHeader { node_id: Some(node), cluster_id: Some("c".into()), ..BrokerHeader::default() };
+    let mut w = AuditWriter::create(&path, &broker).expect("create");
+    let header = PartitionHeader {
+        name: "t-0".into(),
+        topic: "t".into(),
+        topic_id: Some("T".into()),
+        log_end: end,
+        high_watermark: Some(end),
+        last_stable_offset: end,
+        keys: entries.len() as u64,
+        ranges: Some(ranges.sized()),
+        ..PartitionHeader::default()
+    };
+    w.partition(&header, &mut |_| Ok(0)).expect("partition");
+    w.finish().expect("finish");
+    path
+}
+
+#[test]
+fn summaries_agree_range_by_range_and_a_differing_range_asks_for_a_full_audit() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let keys: Vec<String> = (0..5_000).map(|k| format!("key-{k}")).collect();
+    let base: Vec<(&str, u64, Option<&str>)> =
+        keys.iter().enumerate().map(|(i, k)| (k.as_str(), i as u64, Some("v"))).collect();
+    // Broker 2 still holds a tombstone broker 1 removed: they read the same.
+    let mut with_tombstone = base.clone();
+    with_tombstone.push(("gone", 6_000, None));
+    let one = write_summary(tmp.path(), 1, 7_000, &base);
+    let two = write_summary(tmp.path(), 2, 7_000, &with_tombstone);
+    let report = compare(&[one.clone(), two]).expect("compare");
+    let p = &report.partitions[0];
+    let r = p.ranges.as_ref().expect("compared by ranges");
+    assert_eq!((r.ranges_differing, p.needs_attention()), (0, false), "{p:?}");
+    assert_eq!(r.ranges, 256, "5,000 keys in 256 ranges of about 20 keys: {r:?}");
+    // Broker 3 holds one key back (its tombstone removed before it fetched it): one range differs.
+    let mut back = base.clone();
+    back.push(("gone", 10, Some("old")));
+    let three = write_summary(tmp.path(), 3, 7_000, &back);
+    let report = compare(&[one.clone(), three]).expect("compare");
+    let p = &report.partitions[0];
+    assert_eq!(p.ranges.as_ref().map(|r| r.ranges_differing), Some(1), "{p:?}");
+    assert!(p.needs_attention() && report.disagrees());
+    // A summary beside a full audit: the full file's ranges are folded from its entries.
+    let full = write(tmp.path(), 4, "c", 7_000, &base, "T");
+    let report = compare(&[one, full.clone()]).expect("compare");
+    assert_eq!(report.partitions[0].ranges.as_ref().map(|r| r.ranges_differing), Some(0), "{report:?}");
+    let full_back = write(tmp.path(), 5, "c", 7_000, &back, "T");
+    let report = compare(&[full, full_back]).expect("compare");
+    assert!(report.partitions[0].ranges.is_none(), "two full files are compared key by key");
+    assert_eq!(report.partitions[0].keys_disagreeing, 1);
+}
+
+#[test]
+fn a_summary_file_announcing_entries_is_damage() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let path = tmp.path().join("bad.summary");
+    let broker = BrokerHeader { node_id: Some(1), cluster_id: Some("c".into()), ..BrokerHeader::default() };
+    let mut w = AuditWriter::create(&path, &broker).expect("create");
+    let header =
+        PartitionHeader { name: "t-0".into(), keys: 1, ranges: Some(RangeHashes::new()), ..PartitionHeader::default() };
+    let e = Entry::of(b"k", Some(b"v"), 1, false);
+    let wrote = w.partition(&header, &mut |sink| {
+        sink(e)?;
+        Ok(1)
+    });
+    assert!(wrote.is_err(), "a summary holds no entries");
 }

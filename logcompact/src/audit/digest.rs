@@ -93,6 +93,73 @@ impl Entry {
     }
 }
 
+/// Most bits of a key hash that name its range in a summary ([`RangeHashes`]): 4,096 ranges.
+pub const RANGE_BITS: u32 = 12;
+/// Live keys a range holds at least, on average, in a summary: a range costs about 35 bytes of the file, so a
+/// summary stays near 2 bytes a key on a small partition and far below on a large one (4,096 ranges).
+const KEYS_PER_RANGE: u64 = 16;
+
+/// A partition's live keys by key-hash range, what `audit --summary` writes instead of the entries: the ranges
+/// named by the top `bits` of a key hash, and for each range holding a live key `(range, live keys, the sum of
+/// their entries' xxh3-64)`, in range order. Replicas whose views of every key of a range agree give it the
+/// same pair (a tombstone and no record read the same, so tombstones are left out); a range whose pairs differ
+/// is compared key by key in a full audit. Sums add up, so ranges narrower than another replica's are merged
+/// exactly into its wider ones ([`RangeHashes::coarsened`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RangeHashes {
+    /// Bits of the key hash naming a range (at most [`RANGE_BITS`]).
+    pub bits: u32,
+    /// `(range, live keys, sum of their entries' hashes)`, ranges in order.
+    pub hashes: Vec<(u16, u64, u64)>,
+}
+
+impl RangeHashes {
+    /// Empty, with [`RANGE_BITS`] bits.
+    pub fn new() -> RangeHashes {
+        RangeHashes { bits: RANGE_BITS, hashes: Vec::new() }
+    }
+
+    /// Adds the entry `e`, later in key-hash order than every one added before.
+    pub fn add(&mut self, e: &Entry) {
+        if e.is_deleted() {
+            return;
+        }
+        let range = if self.bits == 0 { 0 } else { (e.key_hash >> (64 - self.bits)) as u16 };
+        let h = xxhash_rust::xxh3::xxh3_64(&e.to_bytes());
+        match self.hashes.last_mut() {
+            Some((r, keys, sum)) if *r == range => {
+                *keys += 1;
+                *sum = sum.wrapping_add(h);
+            }
+            _ => self.hashes.push((range, 1, h)),
+        }
+    }
+
+    /// The same keys in ranges of `bits` bits (no more than it has).
+    pub fn coarsened(&self, bits: u32) -> RangeHashes {
+        let bits = bits.min(self.bits);
+        let mut out = RangeHashes { bits, hashes: Vec::new() };
+        for &(range, keys, sum) in &self.hashes {
+            let wide = range >> (self.bits - bits);
+            match out.hashes.last_mut() {
+                Some((r, k, s)) if *r == wide => {
+                    *k += keys;
+                    *s = s.wrapping_add(sum);
+                }
+                _ => out.hashes.push((wide, keys, sum)),
+            }
+        }
+        out
+    }
+
+    /// Narrowed to about [`KEYS_PER_RANGE`] live keys a range, as a summary writes it.
+    pub fn sized(&self) -> RangeHashes {
+        let live: u64 = self.hashes.iter().map(|r| r.1).sum();
+        let ranges = (live / KEYS_PER_RANGE).max(1);
+        self.coarsened(u64::BITS - 1 - ranges.leading_zeros())
+    }
+}
+
 /// Sorts `entries` by key hash (each key once: they come from the table).
 fn sort_by_key(entries: &mut [Entry]) {
     entries.sort_unstable_by_key(|e| e.key_hash);

@@ -7,6 +7,7 @@
 //! per partition, in name order:
 //!   u8 1, u32 n, n bytes: its header (JSON: PartitionHeader), u64 entries, entries x 24 bytes,
 //!   u64 xxh3-64 of the header's bytes and the entries' bytes
+//!   (a summary, `audit --summary`, holds its key ranges' hashes in the header and no entries)
 //! u8 0, u64 partitions: the end (a file without it was cut short)
 //! ```
 //! A reader checks the magic, the version, each partition's checksum and the end, so a truncated, damaged or
@@ -85,6 +86,17 @@ pub struct PartitionHeader {
     pub keys: u64,
     /// Why the replica could not be read, when it could not (its entries are then none).
     pub error: Option<String>,
+    /// Set by `audit --summary`: its live keys by key-hash range ([`super::digest::RangeHashes`]), and no
+    /// entries follow the header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranges: Option<super::digest::RangeHashes>,
+}
+
+impl PartitionHeader {
+    /// Entries that follow the header: every key's, or none in a summary.
+    pub fn entries(&self) -> u64 {
+        if self.ranges.is_some() { 0 } else { self.keys }
+    }
 }
 
 /// Why an audit file cannot be read or written.
@@ -164,7 +176,7 @@ impl AuditWriter {
         self.put(&[1])?;
         self.put(&u32::try_from(json.len()).unwrap_or(u32::MAX).to_le_bytes())?;
         self.put(&json)?;
-        self.put(&header.keys.to_le_bytes())?;
+        self.put(&header.entries().to_le_bytes())?;
         let w = &mut self.w;
         let written = entries(&mut |e| {
             let b = e.to_bytes();
@@ -172,11 +184,11 @@ impl AuditWriter {
             w.write_all(&b)
         })
         .map_err(|source| AuditFileError::Io { path: self.path.clone(), source })?;
-        if written != header.keys {
+        if written != header.entries() {
             return Err(AuditFileError::Bad {
                 path: self.path.clone(),
                 at: 0,
-                what: format!("{}: {written} entries written, {} announced", header.name, header.keys),
+                what: format!("{}: {written} entries written, {} announced", header.name, header.entries()),
             });
         }
         self.put(&hasher.digest().to_le_bytes())?;
@@ -319,8 +331,12 @@ impl AuditReader {
                 let header: PartitionHeader = serde_json::from_slice(&json)
                     .map_err(|e| self.bad(format!("a partition header that does not parse: {e}")))?;
                 let left = self.u64()?;
-                if left != header.keys {
-                    return Err(self.bad(format!("{}: {left} entries, its header says {}", header.name, header.keys)));
+                if left != header.entries() {
+                    return Err(self.bad(format!(
+                        "{}: {left} entries, its header says {}",
+                        header.name,
+                        header.entries()
+                    )));
                 }
                 let mut hasher = xxhash_rust::xxh3::Xxh3::new();
                 hasher.update(&json);

@@ -46,13 +46,25 @@ pub struct AuditRequest {
     pub memory_entries: usize,
     /// Where sorted runs go (never a log directory).
     pub tmp_dir: PathBuf,
+    /// Write each partition's key-range hashes instead of its entries: a file of a few kilobytes a partition
+    /// that `compare` checks range by range, naming the partitions to audit in full (the others agree).
+    pub summary: bool,
+    /// Audit only these partitions (`<topic>-<partition>`); every one when empty.
+    pub partitions: Vec<String>,
 }
 
 impl AuditRequest {
     /// A request with a table of at most 4M slots (96 MiB) in memory and runs in the system's temporary
     /// directory.
     pub fn new(log_dirs: Vec<PathBuf>, out: PathBuf) -> AuditRequest {
-        AuditRequest { log_dirs, out, memory_entries: 4 << 20, tmp_dir: std::env::temp_dir() }
+        AuditRequest {
+            log_dirs,
+            out,
+            memory_entries: 4 << 20,
+            tmp_dir: std::env::temp_dir(),
+            summary: false,
+            partitions: Vec::new(),
+        }
     }
 }
 
@@ -90,6 +102,12 @@ pub enum AuditError {
         out: PathBuf,
         /// The log directory.
         log_dir: PathBuf,
+    },
+    /// A partition asked for is in none of the log directories.
+    #[error("no partition {name} in the log directories given")]
+    NoSuchPartition {
+        /// `<topic>-<partition>`.
+        name: String,
     },
     /// The file could not be written.
     #[error(transparent)]
@@ -188,6 +206,12 @@ pub fn audit_broker(req: &AuditRequest, progress: &mut dyn FnMut(&str)) -> Resul
         partitions.extend(found.logs);
     }
     partitions.sort_by(|a, b| a.name.cmp(&b.name));
+    if !req.partitions.is_empty() {
+        partitions.retain(|p| req.partitions.contains(&p.name));
+        if let Some(name) = req.partitions.iter().find(|n| !partitions.iter().any(|p| p.name == **n)) {
+            return Err(AuditError::NoSuchPartition { name: name.clone() });
+        }
+    }
     let (metadata, metadata_source) = metadata_of(&req.log_dirs);
     let first = req.log_dirs.first().map(PathBuf::as_path).unwrap_or(Path::new("."));
     let broker = BrokerHeader {
@@ -236,8 +260,21 @@ pub fn audit_broker(req: &AuditRequest, progress: &mut dyn FnMut(&str)) -> Resul
         builder.seal().map_err(tmp_io)?;
         // The header, written first, counts the keys: a first merge counts them (over the runs, when the
         // partition did not fit in memory), the second writes them.
-        header.keys = builder.merge(&mut |_| Ok(())).map_err(tmp_io)?;
-        writer.partition(&header, &mut |sink| builder.merge(sink))?;
+        let mut ranges = digest::RangeHashes::new();
+        header.keys = builder
+            .merge(&mut |e| {
+                if req.summary {
+                    ranges.add(&e);
+                }
+                Ok(())
+            })
+            .map_err(tmp_io)?;
+        if req.summary && header.error.is_none() {
+            header.ranges = Some(ranges.sized());
+            writer.partition(&header, &mut |_| Ok(0))?;
+        } else {
+            writer.partition(&header, &mut |sink| builder.merge(sink))?;
+        }
         summary.partitions += 1;
         summary.keys += header.keys;
         summary.records += header.records;
