@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use log_core::progress::{Meter, Tally};
 use log_core::txn::TxnState;
-use log_core::{Cleaning, Log, Replacement, SealedSegment};
+use log_core::{Cleaning, Log, LogSnapshot, Replacement, SealedSegment};
 
 use crate::clock::Clock;
 use crate::config::CleanerConfig;
@@ -226,54 +226,13 @@ impl Cleaner {
             });
         }
         let started = Instant::now();
-        let now = self.clock.now_ms();
-        let checkpoint = cleaning.checkpoint();
-        let section = cleaning.dirty_section(now, options.min_compaction_lag_ms);
-        let snapshot = cleaning.snapshot().clone();
-        let mut stats = CleanStats {
-            map: self.strategy.kind().name().to_owned(),
-            threads: self.config.threads,
-            purge: options.purge,
-            now_ms: now,
-            first_dirty_offset: checkpoint,
-            first_uncleanable_offset: section.first_uncleanable_offset,
-            active_base: snapshot.active_base(),
-            dirty_bytes: section.dirty_bytes,
-            clean_bytes: section.clean_bytes,
-            ..CleanStats::default()
-        };
-        let closed = snapshot.closed();
-        let limit = section.first_uncleanable_offset;
         // Checked against the .txnindex files: one that disagrees with the markers is damage, and nothing is
         // cleaned on a guess.
         let txns = cleaning.transactions()?.clone();
-        // Pass 1 maps only segments before the first one no pass may rewrite, and nothing past the LSO.
-        let bounds = Bounds { checkpoint, limit, first_uncleanable_base: section.first_uncleanable_base };
-        let log = cleaning.log();
-        let read_as_aborted = read_as_aborted_at(&**log.store(), closed, checkpoint, log.config(), &txns)?;
-        let (end_offset, stale) = self.pass_one(closed, bounds, &txns, read_as_aborted, &mut stats)?;
-        stats.end_offset = end_offset;
-
+        let plan =
+            self.plan(cleaning.log(), cleaning.snapshot(), cleaning.checkpoint(), txns, &options, self.config.threads)?;
+        let Plan { mut stats, txns, stale, judge, groups, producers } = plan;
         let pass2 = Instant::now();
-        let judge = Judge {
-            end_offset,
-            judge_past_end: cleaning.log().format() == log_core::Format::Kafka,
-            round_end: (cleaning.log().format() == log_core::Format::Kafka).then(|| round_end(&snapshot)),
-            last_stable_offset: txns.last_stable_offset,
-            now,
-            horizon: now.saturating_add(options.delete_retention_ms.max(0)),
-            purge: options.purge,
-            removal_floor: options.removal_floor.unwrap_or(u64::MAX),
-            max_record_bytes: options.max_decompressed_message_bytes,
-        };
-        // Segments from the first one no pass may rewrite (a too young one, the active one) are left alone.
-        let recopy = end_offset.min(section.first_uncleanable_base);
-        let groups = match options.grouping {
-            Grouping::BySize => cleaning.groups(recopy),
-            Grouping::None => cleaning.single_groups(recopy),
-        };
-        stats.groups = groups.len() as u64;
-        let producers = cleaning.log().active_producers(&snapshot, now, options.producer_id_expiration_ms)?;
         let cx = CopyContext { judge, lookup: self.lookup(stale.as_ref()), txns: &txns, producers: &producers };
         let (replacements, counts) = self.copy_groups(&cleaning, &groups, &cx)?;
         counts.into_stats(&mut stats);
@@ -303,7 +262,7 @@ impl Cleaner {
             return Err(Error::Aborted);
         }
         let swap = Instant::now();
-        cleaning.commit(replacements, end_offset)?;
+        cleaning.commit(replacements, stats.end_offset)?;
         stats.swap_seconds = swap.elapsed().as_secs_f64();
         stats.total_seconds = started.elapsed().as_secs_f64();
         Ok(stats)
@@ -316,50 +275,10 @@ impl Cleaner {
     /// # Errors
     /// As [`Cleaner::clean_in`], but never an error of a write.
     pub fn dry_run(&mut self, log: &Log, options: PassOptions) -> Result<(CleanStats, DryRun)> {
-        let now = self.clock.now_ms();
-        let checkpoint = log.cleaner_checkpoint();
         let snapshot = log.snapshot();
-        let section = log_core::DirtySection::of(&snapshot, checkpoint, now, options.min_compaction_lag_ms);
-        let mut stats = CleanStats {
-            map: self.strategy.kind().name().to_owned(),
-            threads: 1,
-            purge: options.purge,
-            now_ms: now,
-            first_dirty_offset: checkpoint,
-            first_uncleanable_offset: section.first_uncleanable_offset,
-            active_base: snapshot.active_base(),
-            dirty_bytes: section.dirty_bytes,
-            clean_bytes: section.clean_bytes,
-            ..CleanStats::default()
-        };
-        let limit = section.first_uncleanable_offset;
-        let mut txns = snapshot.transactions()?;
-        log.format().verify_txn_indexes(&**log.store(), &snapshot, &mut txns)?;
-        if let Some(start) = snapshot.log_start() {
-            txns.forget_aborted_before(start);
-        }
-        let bounds = Bounds { checkpoint, limit, first_uncleanable_base: section.first_uncleanable_base };
-        let read_as_aborted = read_as_aborted_at(&**log.store(), snapshot.closed(), checkpoint, log.config(), &txns)?;
-        let (end_offset, stale) = self.pass_one(snapshot.closed(), bounds, &txns, read_as_aborted, &mut stats)?;
-        stats.end_offset = end_offset;
-        let judge = Judge {
-            end_offset,
-            judge_past_end: log.format() == log_core::Format::Kafka,
-            round_end: (log.format() == log_core::Format::Kafka).then(|| round_end(&snapshot)),
-            last_stable_offset: txns.last_stable_offset,
-            now,
-            horizon: now.saturating_add(options.delete_retention_ms.max(0)),
-            purge: options.purge,
-            removal_floor: options.removal_floor.unwrap_or(u64::MAX),
-            max_record_bytes: options.max_decompressed_message_bytes,
-        };
-        let max_bytes = match options.grouping {
-            Grouping::BySize => log.config().segment_bytes,
-            Grouping::None => 0,
-        };
-        let recopy = end_offset.min(section.first_uncleanable_base);
-        let groups = log_core::cleaning::plan_groups(log.format(), snapshot.closed(), recopy, max_bytes);
-        let producers = log.active_producers(&snapshot, now, options.producer_id_expiration_ms)?;
+        let txns = log.verified_transactions(&snapshot)?;
+        let plan = self.plan(log, &snapshot, log.cleaner_checkpoint(), txns, &options, 1)?;
+        let Plan { mut stats, txns, stale, judge, groups, producers } = plan;
         let cx = CopyContext { judge, lookup: self.lookup(stale.as_ref()), txns: &txns, producers: &producers };
         self.begin(STAGE_COPY, groups.iter().flatten().map(|s| s.size()).sum());
         let mut counts = CopyCounts::default();
@@ -372,6 +291,67 @@ impl Cleaner {
         counts.into_stats(&mut stats);
         self.record_map_stats(&mut stats, counts.probes);
         Ok((stats, DryRun { bytes_written: out.bytes, batches_written: out.batches }))
+    }
+
+    /// What a pass settles before pass 2 copies anything, the same for a pass that writes ([`Cleaner::clean_in`])
+    /// and a dry run ([`Cleaner::dry_run`]), from `snapshot` of `log` cleaned from `checkpoint` with the
+    /// transactions `txns` (checked against the `.txnindex` files): the dirty section at this moment, pass 1
+    /// over it, the judge of pass 2, the groups it re-copies and the producers it keeps a write of.
+    fn plan(
+        &mut self,
+        log: &Log,
+        snapshot: &LogSnapshot,
+        checkpoint: u64,
+        txns: TxnState,
+        options: &PassOptions,
+        threads: usize,
+    ) -> Result<Plan> {
+        let now = self.clock.now_ms();
+        let section = log_core::DirtySection::of(snapshot, checkpoint, now, options.min_compaction_lag_ms);
+        let mut stats = CleanStats {
+            map: self.strategy.kind().name().to_owned(),
+            threads,
+            purge: options.purge,
+            now_ms: now,
+            first_dirty_offset: checkpoint,
+            first_uncleanable_offset: section.first_uncleanable_offset,
+            active_base: snapshot.active_base(),
+            dirty_bytes: section.dirty_bytes,
+            clean_bytes: section.clean_bytes,
+            ..CleanStats::default()
+        };
+        let closed = snapshot.closed();
+        // Pass 1 maps only segments before the first one no pass may rewrite, and nothing past the LSO.
+        let bounds = Bounds {
+            checkpoint,
+            limit: section.first_uncleanable_offset,
+            first_uncleanable_base: section.first_uncleanable_base,
+        };
+        let read_as_aborted = read_as_aborted_at(&**log.store(), closed, checkpoint, log.config(), &txns)?;
+        let (end_offset, stale) = self.pass_one(closed, bounds, &txns, read_as_aborted, &mut stats)?;
+        stats.end_offset = end_offset;
+        let format = log.format();
+        let judge = Judge {
+            end_offset,
+            judge_past_end: format.judges_past_end(),
+            round_end: format.ends_rounds_at_high_watermark().then(|| round_end(snapshot)),
+            last_stable_offset: txns.last_stable_offset,
+            now,
+            horizon: now.saturating_add(options.delete_retention_ms.max(0)),
+            purge: options.purge,
+            removal_floor: options.removal_floor.unwrap_or(u64::MAX),
+            max_record_bytes: options.max_decompressed_message_bytes,
+        };
+        // Segments from the first one no pass may rewrite (a too young one, the active one) are left alone.
+        let recopy = end_offset.min(section.first_uncleanable_base);
+        let max_bytes = match options.grouping {
+            Grouping::BySize => log.config().segment_bytes,
+            Grouping::None => 0,
+        };
+        let groups = log_core::cleaning::plan_groups(format, closed, recopy, max_bytes);
+        stats.groups = groups.len() as u64;
+        let producers = log.active_producers(snapshot, now, options.producer_id_expiration_ms)?;
+        Ok(Plan { stats, txns, stale, judge, groups, producers })
     }
 
     /// Pass 1: `(end_offset, stale offsets)`. With a map, `end_offset` is the offset of the first keyed record
@@ -576,6 +556,19 @@ pub struct DryRun {
     pub bytes_written: u64,
     /// Those batches.
     pub batches_written: u64,
+}
+
+/// What [`Cleaner::plan`] settles for pass 2.
+struct Plan {
+    /// The pass's statistics so far (pass 1's among them).
+    stats: CleanStats,
+    txns: TxnState,
+    /// The external pass's stale offsets (`None` with a map).
+    stale: Option<StaleSet>,
+    judge: Judge,
+    /// The groups of closed segments pass 2 re-copies, each into one output.
+    groups: Vec<Vec<Arc<SealedSegment>>>,
+    producers: Arc<log_core::producers::ActiveProducers>,
 }
 
 /// What one pass-2 thread copied: replacements by group index, and its counts.

@@ -164,6 +164,22 @@ pub struct Cleaning<'a> {
 }
 
 impl Log {
+    /// The transaction state of `snapshot` (of this log) as a pass judges it: checked against the
+    /// partition's `.txnindex` files and narrowed by them ([`crate::Format::verify_txn_indexes`]), aborted
+    /// transactions below the log start forgotten. What [`Cleaning::transactions`] holds, for a pass that
+    /// opens no transaction (a dry run).
+    ///
+    /// # Errors
+    /// As [`Cleaning::transactions`].
+    pub fn verified_transactions(&self, snapshot: &LogSnapshot) -> Result<crate::txn::TxnState> {
+        let mut t = snapshot.transactions()?;
+        self.format.verify_txn_indexes(&**self.store(), snapshot, &mut t)?;
+        if let Some(start) = snapshot.log_start() {
+            t.forget_aborted_before(start);
+        }
+        Ok(t)
+    }
+
     /// Waits until no other pass is cleaning this log, then starts a cleaning transaction.
     ///
     /// # Errors
@@ -250,11 +266,7 @@ impl<'a> Cleaning<'a> {
         if let Some(t) = self.txns.get() {
             return Ok(t);
         }
-        let mut t = self.snapshot.transactions()?;
-        self.log.format.verify_txn_indexes(&**self.log.store(), &self.snapshot, &mut t)?;
-        if let Some(start) = self.snapshot.log_start() {
-            t.forget_aborted_before(start);
-        }
+        let t = self.log.verified_transactions(&self.snapshot)?;
         Ok(self.txns.get_or_init(|| t))
     }
 

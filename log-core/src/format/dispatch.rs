@@ -187,6 +187,26 @@ impl Format {
         }
     }
 
+    /// Whether a cleaner judges the batches at or past a pass's end offset (below the last stable offset) as
+    /// Kafka's does, rewriting the segment holding the end offset whole: an aborted batch goes, a marker
+    /// follows the marker rule, a tombstone gets its delete horizon, every record is kept. The native format
+    /// copies them as they are (a later pass judges them).
+    pub fn judges_past_end(self) -> bool {
+        match self {
+            Format::Native => false,
+            Format::Kafka => true,
+        }
+    }
+
+    /// Whether a cleaning round ends at the log's high watermark, keeping the batch that ends there (emptied
+    /// if need be) so that the round's last offset is not lost: Kafka 4.4's `upperBoundOffsetOfCleaningRound`.
+    pub fn ends_rounds_at_high_watermark(self) -> bool {
+        match self {
+            Format::Native => false,
+            Format::Kafka => true,
+        }
+    }
+
     /// Whether its batches carry transactions (Kafka's transactional producers and markers). A format without
     /// has an empty transaction state whose last stable offset is the log end.
     pub fn has_transactions(self) -> bool {
