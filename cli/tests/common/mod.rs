@@ -271,3 +271,11 @@ pub fn kafka_records(dir: &Path) -> Vec<(i64, String, Option<String>)> {
     }
     all
 }
+
+/// The arguments of `compact --format kafka --cleanup-policy compact --dir DIR` followed by `more`: a Kafka
+/// partition compacted as a topic whose policy is `compact`, how most of these tests start a Kafka run.
+pub fn compact_kafka<'a>(dir: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", dir];
+    args.extend_from_slice(more);
+    args
+}

@@ -128,39 +128,14 @@ fn a_copy_is_never_made_inside_a_brokers_log_directory() {
     std::fs::write(log_dir.join("meta.properties"), "version=1\nnode.id=1\n").expect("meta.properties");
     let before = contents(&log_dir);
     for name in ["orders-7", "orders-1-copy"] {
-        let out = logcompact(
-            &[
-                "compact",
-                "--format",
-                "kafka",
-                "--cleanup-policy",
-                "compact",
-                "--dir",
-                path(&part),
-                "--out",
-                path(&log_dir.join(name)),
-            ],
-            "",
-        );
+        let out = logcompact(&crate::common::compact_kafka(path(&part), &["--out", path(&log_dir.join(name))]), "");
         assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
         assert!(stderr(&out).contains("inside the broker's log directory"), "{}", stderr(&out));
         assert_eq!(contents(&log_dir), before, "{name}: nothing written into the broker's directory");
     }
     // Beside it, the copy is made.
-    let out = logcompact(
-        &[
-            "compact",
-            "--format",
-            "kafka",
-            "--cleanup-policy",
-            "compact",
-            "--dir",
-            path(&part),
-            "--out",
-            path(&tmp.path().join("orders-1")),
-        ],
-        "",
-    );
+    let out =
+        logcompact(&crate::common::compact_kafka(path(&part), &["--out", path(&tmp.path().join("orders-1"))]), "");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 

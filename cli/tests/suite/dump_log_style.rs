@@ -94,21 +94,8 @@ fn partitions(py: &str, script: &str, root: &Path) -> Vec<PathBuf> {
 }
 
 fn compact(dir: &Path) {
-    let out = logcompact(
-        &[
-            "compact",
-            "--format",
-            "kafka",
-            "--cleanup-policy",
-            "compact",
-            "--dir",
-            path(dir),
-            "--until-clean",
-            "--delete-retention-ms",
-            "0",
-        ],
-        "",
-    );
+    let out =
+        logcompact(&crate::common::compact_kafka(path(dir), &["--until-clean", "--delete-retention-ms", "0"]), "");
     assert!(out.status.success(), "compact {}: {}", dir.display(), stderr(&out));
 }
 

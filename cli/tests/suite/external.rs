@@ -111,38 +111,13 @@ fn a_kafka_partition_compacts_externally_as_with_a_map() {
     copy_dir(&source, &a);
     copy_dir(&source, &b);
     let external = passes(&ok(&logcompact(
-        &[
-            "compact",
-            "--format",
-            "kafka",
-            "--cleanup-policy",
-            "compact",
-            "--dir",
+        &crate::common::compact_kafka(
             path(&a),
-            "--map",
-            "external",
-            "--dedupe-buffer",
-            "4KiB",
-            "--until-clean",
-            "--json",
-        ],
+            &["--map", "external", "--dedupe-buffer", "4KiB", "--until-clean", "--json"],
+        ),
         "",
     )));
-    ok(&logcompact(
-        &[
-            "compact",
-            "--format",
-            "kafka",
-            "--cleanup-policy",
-            "compact",
-            "--dir",
-            path(&b),
-            "--map",
-            "fullkey",
-            "--until-clean",
-        ],
-        "",
-    ));
+    ok(&logcompact(&crate::common::compact_kafka(path(&b), &["--map", "fullkey", "--until-clean"]), ""));
     assert_eq!(external.len(), 1);
     assert_eq!(common::kafka_records(&a), common::kafka_records(&b));
     ok(&logcompact(&["check", "--format", "kafka", "--dir", path(&a)], ""));

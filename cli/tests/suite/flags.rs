@@ -39,20 +39,7 @@ fn flags_that_cannot_apply_are_refused_naming_them_and_change_nothing() {
             vec!["compact", "--dir", n, "--min-compaction-lag-ms", "-5"],
             "min.compaction.lag.ms = -5 (--min-compaction-lag-ms)",
         ),
-        (
-            vec![
-                "compact",
-                "--format",
-                "kafka",
-                "--cleanup-policy",
-                "compact",
-                "--dir",
-                k,
-                "--min-compaction-lag-ms",
-                "-5",
-            ],
-            "at least 0",
-        ),
+        (crate::common::compact_kafka(k, &["--min-compaction-lag-ms", "-5"]), "at least 0"),
         (vec!["clean", "--data-dir", path(&data), "--until-clean", "--backoff-ms", "5000"], "--backoff-ms"),
         // A broker's settings with the native format: there is no broker to read.
         (vec!["compact", "--dir", n, "--metadata-dir", k], "--metadata-dir reads a Kafka broker's settings"),

@@ -195,25 +195,21 @@ fn compact_writes_a_partition_kafka_python_reads_with_the_latest_record_of_every
         for (map, buffer) in [("skimpy", "128MiB"), ("fullkey", "128MiB"), ("compact", "128MiB"), ("compact", "600")] {
             let out = out_root.path().join(format!("{name}-{map}-{buffer}"));
             let stats = ok(&logcompact(
-                &[
-                    "compact",
-                    "--format",
-                    "kafka",
-                    "--cleanup-policy",
-                    "compact",
-                    "--dir",
+                &crate::common::compact_kafka(
                     path(&dir),
-                    "--out",
-                    path(&out),
-                    "--checkpoint",
-                    "0",
-                    "--map",
-                    map,
-                    "--dedupe-buffer",
-                    buffer,
-                    "--until-clean",
-                    "--json",
-                ],
+                    &[
+                        "--out",
+                        path(&out),
+                        "--checkpoint",
+                        "0",
+                        "--map",
+                        map,
+                        "--dedupe-buffer",
+                        buffer,
+                        "--until-clean",
+                        "--json",
+                    ],
+                ),
                 "",
             ));
             let passes = stats.lines().count();
@@ -255,22 +251,7 @@ fn compact_writes_a_partition_kafka_python_reads_with_the_latest_record_of_every
         // A second compaction of the output changes no record (tombstones are within their horizon).
         let again = out_root.path().join(format!("{name}-again"));
         let first = out_root.path().join(format!("{name}-skimpy-128MiB"));
-        ok(&logcompact(
-            &[
-                "compact",
-                "--format",
-                "kafka",
-                "--cleanup-policy",
-                "compact",
-                "--dir",
-                path(&first),
-                "--out",
-                path(&again),
-                "--checkpoint",
-                "0",
-            ],
-            "",
-        ));
+        ok(&logcompact(&crate::common::compact_kafka(path(&first), &["--out", path(&again), "--checkpoint", "0"]), ""));
         let read = run_python(&p.py, &[script("read_partition.py").to_str().expect("utf-8"), path(&again)]);
         let records: Vec<Value> = read["batches"]
             .as_array()
@@ -396,20 +377,7 @@ fn formats_are_never_mistaken_for_each_other_and_damage_is_named() {
             stderr(&out)
         );
     }
-    let out = logcompact(
-        &[
-            "compact",
-            "--format",
-            "kafka",
-            "--cleanup-policy",
-            "compact",
-            "--dir",
-            path(&damaged),
-            "--out",
-            path(&tmp.path().join("out")),
-        ],
-        "",
-    );
+    let out = logcompact(&crate::common::compact_kafka(path(&damaged), &["--out", path(&tmp.path().join("out"))]), "");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert_eq!(contents(&damaged), before, "nothing was changed");
     assert!(!tmp.path().join("out").exists() && !tmp.path().join("out.pass-1").exists(), "a failed run leaves nothing");
@@ -418,35 +386,12 @@ fn formats_are_never_mistaken_for_each_other_and_damage_is_named() {
     // missing.
     let source = contents(&kafka_dir);
     for out in [kafka_dir.join("sub"), kafka_dir.join("sub").join("deeper"), kafka_dir.join("x").join("..").join("y")] {
-        let run = logcompact(
-            &[
-                "compact",
-                "--format",
-                "kafka",
-                "--cleanup-policy",
-                "compact",
-                "--dir",
-                path(&kafka_dir),
-                "--out",
-                path(&out),
-            ],
-            "",
-        );
+        let run = logcompact(&crate::common::compact_kafka(path(&kafka_dir), &["--out", path(&out)]), "");
         assert_eq!(run.status.code(), Some(2), "{}: {}", out.display(), stderr(&run));
         assert!(stderr(&run).contains("inside the source partition"), "{}", stderr(&run));
     }
     let run = logcompact(
-        &[
-            "compact",
-            "--format",
-            "kafka",
-            "--cleanup-policy",
-            "compact",
-            "--dir",
-            path(&kafka_dir),
-            "--out",
-            path(&tmp.path().join("no").join("out")),
-        ],
+        &crate::common::compact_kafka(path(&kafka_dir), &["--out", path(&tmp.path().join("no").join("out"))]),
         "",
     );
     assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));

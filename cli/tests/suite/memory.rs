@@ -86,17 +86,7 @@ fn a_batch_of_a_million_tiny_records_is_compacted_in_memory_bounded_by_its_bytes
     // this bound (4a6e2c2) peaked at 230 MB compacting it and 212 MB analysing it.
     let peak = peak_kib(&["analyze", "--format", "kafka", "--dir", path(&part), "--dedupe-buffer", "1MiB"]);
     assert!(peak < 80 * 1024, "analyze peaked at {peak} KiB");
-    let peak = peak_kib(&[
-        "compact",
-        "--format",
-        "kafka",
-        "--cleanup-policy",
-        "compact",
-        "--dir",
-        path(&part),
-        "--dedupe-buffer",
-        "1MiB",
-    ]);
+    let peak = peak_kib(&crate::common::compact_kafka(path(&part), &["--dedupe-buffer", "1MiB"]));
     assert!(peak < 80 * 1024, "compact peaked at {peak} KiB");
     let dump = Command::new(bin()).args(["dump", "--format", "kafka", "--json", "--dir", path(&part)]).output();
     let v: serde_json::Value = serde_json::from_slice(&dump.expect("dump").stdout).expect("json");

@@ -20,18 +20,7 @@ fn partition(dir: &Path) {
 
 fn compact(dir: &Path, now: Option<i64>) {
     let now_text = now.map(|n| n.to_string());
-    let mut args = vec![
-        "compact",
-        "--format",
-        "kafka",
-        "--cleanup-policy",
-        "compact",
-        "--dir",
-        path(dir),
-        "--until-clean",
-        "--delete-retention-ms",
-        "1000",
-    ];
+    let mut args = crate::common::compact_kafka(path(dir), &["--until-clean", "--delete-retention-ms", "1000"]);
     if let Some(n) = &now_text {
         args.extend(["--now-ms", n]);
     }

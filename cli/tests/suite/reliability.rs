@@ -583,17 +583,7 @@ fn parallel_kafka_compactions_to_targets_with_dots_in_their_names_never_share_fi
             .iter()
             .map(|out| {
                 Command::new(bin())
-                    .args([
-                        "compact",
-                        "--format",
-                        "kafka",
-                        "--cleanup-policy",
-                        "compact",
-                        "--dir",
-                        path(&src),
-                        "--out",
-                        path(out),
-                    ])
+                    .args(crate::common::compact_kafka(path(&src), &["--out", path(out)]))
                     .args(["--dedupe-buffer", "8000", "--until-clean"])
                     .stdout(Stdio::null())
                     .stderr(Stdio::piped())
@@ -626,17 +616,7 @@ fn a_second_kafka_compaction_to_the_same_target_is_refused() {
         let children: Vec<_> = (0..2)
             .map(|_| {
                 Command::new(bin())
-                    .args([
-                        "compact",
-                        "--format",
-                        "kafka",
-                        "--cleanup-policy",
-                        "compact",
-                        "--dir",
-                        path(&src),
-                        "--out",
-                        path(&out),
-                    ])
+                    .args(crate::common::compact_kafka(path(&src), &["--out", path(&out)]))
                     .args(["--dedupe-buffer", "8000", "--until-clean"])
                     .stdout(Stdio::null())
                     .stderr(Stdio::piped())
