@@ -116,16 +116,21 @@ fn missing(path: &Path, flag: &str) -> Failure {
 
 /// Before a command that takes one log with `--dir`: a missing path, or a directory of logs (a broker's log
 /// directory or a data directory), is refused with the form that fits. `data_dir_form` is the command line
-/// that takes the whole directory, when the command has one (`clean` for `compact`).
+/// that takes the whole directory, when the command has one (`clean` for `compact`). Returns the directory's
+/// listing (empty for a path that is not a directory), read once here for the checks that follow.
 ///
 /// # Errors
 /// [`Failure::Usage`] with the fix.
-pub fn one_log(dir: &Path, format: Format, command: &str, data_dir_form: Option<&str>) -> Result<(), Failure> {
+pub fn one_log(dir: &Path, format: Format, command: &str, data_dir_form: Option<&str>) -> Result<Vec<String>, Failure> {
     if !dir.exists() {
         return Err(missing(dir, "--dir"));
     }
-    if !dir.is_dir() || holds_segments(dir) {
-        return Ok(());
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let names = storage_file::list_names(dir);
+    if names.iter().any(|n| is_segment_name(n)) {
+        return Ok(names);
     }
     let logs = logs_in(dir);
     // The partition suggested is never the cluster's metadata log, which no command writes.
@@ -133,7 +138,7 @@ pub fn one_log(dir: &Path, format: Format, command: &str, data_dir_form: Option<
         !log_core::kafka::topic_partition(n)
             .is_some_and(|(topic, _)| log_core::kafka::metadata_log::is_metadata_topic(topic))
     };
-    let Some(first) = logs.iter().find(not_metadata) else { return Ok(()) };
+    let Some(first) = logs.iter().find(not_metadata) else { return Ok(names) };
     let broker = is_broker_log_dir(dir, &logs);
     let (what, flag) = if broker {
         ("a Kafka broker's log directory", " --format kafka")

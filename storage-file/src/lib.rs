@@ -35,4 +35,6 @@ mod store;
 pub use broker_lock::{BROKER_LOCK_FILE, LogDirLock, lock_log_dir};
 pub use error::{Error, Result};
 pub use segment::FileSegment;
-pub use store::{Access, FileStore, LOCK_FILE, log_dir_of, metadata_log_sign, refuse_metadata_log};
+pub use store::{
+    Access, FileStore, LOCK_FILE, list_names, log_dir_of, metadata_log_sign, metadata_log_sign_in, refuse_metadata_log,
+};

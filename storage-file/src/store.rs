@@ -91,6 +91,11 @@ impl FileStore {
     pub fn open_existing(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = Self::existing_dir(dir.as_ref())?;
         refuse_metadata_log(&dir)?;
+        Self::lock_existing(dir)
+    }
+
+    /// Locks the existing directory `dir` (already refused if it is the metadata log) for reading and writing.
+    fn lock_existing(dir: PathBuf) -> Result<Self> {
         let lock = File::open(&dir).map_err(io_err("open directory", &dir))?;
         match lock.try_lock() {
             Ok(()) => {}
@@ -122,7 +127,8 @@ impl FileStore {
             return Err(Error::OutsideLogDir { dir, given_log_dir: given, real_log_dir: parent });
         }
         let broker = crate::broker_lock::lock_log_dir(&parent)?;
-        let mut store = Self::open_existing(&dir)?;
+        // Refused above as the metadata log or not: its listing is not read again.
+        let mut store = Self::lock_existing(dir)?;
         store._broker = Some(broker);
         Ok(store)
     }
@@ -156,7 +162,9 @@ impl FileStore {
     /// [`Error::NotFound`] or [`Error::NotADirectory`]; [`Error::Io`] when it cannot be read.
     pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = Self::existing_dir(dir.as_ref())?;
-        fs::read_dir(&dir).map_err(io_err("read directory", &dir))?;
+        // Opened, not listed: a directory that cannot be read fails here, and its names are read when the log
+        // asks for them.
+        File::open(&dir).map_err(io_err("read directory", &dir))?;
         Ok(FileStore { dir, access: Access::ReadOnly, _lock: None, _broker: None, handles: Mutex::new(HashMap::new()) })
     }
 
@@ -211,13 +219,22 @@ pub fn refuse_metadata_log(dir: &Path) -> Result<()> {
 
 /// What shows `dir` to be a KRaft metadata log, if anything does (reads its listing only).
 pub fn metadata_log_sign(dir: &Path) -> Option<log_core::kafka::metadata_log::MetadataLogSign> {
+    metadata_log_sign_in(dir, &list_names(dir))
+}
+
+/// As [`metadata_log_sign`], from the listing `names` of `dir` already read.
+pub fn metadata_log_sign_in(dir: &Path, names: &[String]) -> Option<log_core::kafka::metadata_log::MetadataLogSign> {
     let resolved = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let dir_name = resolved.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let names: Vec<String> = match fs::read_dir(dir) {
+    log_core::kafka::metadata_log::sign_of(&dir_name, names.iter().map(String::as_str))
+}
+
+/// The names in `dir` (none when it cannot be listed).
+pub fn list_names(dir: &Path) -> Vec<String> {
+    match fs::read_dir(dir) {
         Ok(entries) => entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect(),
         Err(_) => Vec::new(),
-    };
-    log_core::kafka::metadata_log::sign_of(&dir_name, names.iter().map(String::as_str))
+    }
 }
 
 /// The log directory holding the partition directory `dir`: its parent, links resolved.

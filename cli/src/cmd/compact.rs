@@ -114,7 +114,7 @@ pub struct CompactArgs {
 /// [`Failure::Usage`] for bad settings, a directory without a log or a topic that is not compacted;
 /// [`Failure::Corruption`] for damage; [`Failure::Runtime`] when a pass fails otherwise.
 pub fn run(a: &CompactArgs) -> Result<(), Failure> {
-    crate::mistakes::one_log(&a.dir, a.format.into(), "compact", Some("clean"))?;
+    let listing = crate::mistakes::one_log(&a.dir, a.format.into(), "compact", Some("clean"))?;
     if a.threads.is_some() {
         return Err(Failure::Usage(
             "compact cleans one log: --threads is log.cleaner.threads (clean's, the buffer split between threads \
@@ -123,9 +123,12 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
         ));
     }
     let c = cleaner_config(&a.map, &a.buffer, a.copy_threads)?;
-    // The metadata log is refused for what it is before its topic's settings are asked about.
-    storage_file::refuse_metadata_log(&a.dir)
-        .map_err(|source| Failure::from_open(&logcompact::OpenError::Store { dir: a.dir.clone(), source }))?;
+    // The metadata log is refused for what it is before its topic's settings are asked about (from the
+    // listing read above).
+    if let Some(sign) = storage_file::metadata_log_sign_in(&a.dir, &listing) {
+        let source = storage_file::Error::MetadataLog { dir: a.dir.clone(), sign };
+        return Err(Failure::from_open(&logcompact::OpenError::Store { dir: a.dir.clone(), source }));
+    }
     if let Some(ms) = a.delete_retention_ms.filter(|ms| *ms < 0) {
         return Err(Failure::Usage(format!("--delete-retention-ms {ms} is negative")));
     }
