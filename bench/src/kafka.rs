@@ -304,21 +304,3 @@ pub fn compact_until_clean(
     let passes = cleaner.clean_until_clean(&log, PassOptions::default(), |_| Ok(())).map_err(|e| e.to_string())?;
     Ok((log, passes))
 }
-
-/// xxh3 of every record's offset, key and value, in order, and the number of records.
-///
-/// # Errors
-/// A damaged partition, as text.
-pub fn digest(log: &Log) -> Result<(String, u64), String> {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    let mut n = 0;
-    for r in log.snapshot().reader(0) {
-        let r = r.map_err(|e| e.to_string())?;
-        n += 1;
-        h.update(&r.offset.to_le_bytes());
-        h.update(r.key.as_deref().unwrap_or_default());
-        h.update(&[u8::from(r.value.is_some())]);
-        h.update(r.value.as_deref().unwrap_or_default());
-    }
-    Ok((format!("{:016x}", h.digest()), n))
-}

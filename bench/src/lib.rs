@@ -12,6 +12,7 @@
 
 pub mod args;
 pub mod bare;
+pub mod digest;
 pub mod kafka;
 pub mod maps;
 pub mod report;

@@ -353,7 +353,7 @@ fn run_row(config: &Config, shape: &Shape, map: MapKind, buffer: usize, share: f
         });
         let (log, passes) = outcome.map_err(failed)?;
         let seconds = started.elapsed().as_secs_f64();
-        let (digest, kept) = crate::kafka::digest(&log).map_err(failed)?;
+        let (digest, kept) = crate::digest::records(&log).map_err(failed)?;
         runs.push((seconds, floor, peak, passes, digest, kept));
     }
     let seconds = Spread::of(runs.iter().map(|r| r.0));
@@ -457,7 +457,7 @@ struct OnFiles {
     runs: Vec<crate::vs_kafka::Run>,
     /// The first run's closed segment files.
     files: Vec<(String, Vec<u8>)>,
-    /// The first run's records (see [`crate::kafka::digest`]).
+    /// The first run's records (see [`crate::digest::records`]).
     digest: String,
 }
 
@@ -510,7 +510,7 @@ fn in_memory(dir: &std::path::Path) -> Result<Arc<dyn SegmentStore>, ReportError
 fn records_on_files(dir: &std::path::Path, segment_bytes: u64) -> Result<String, ReportError> {
     let log = crate::kafka::open(in_memory(dir)?, segment_bytes).map_err(failed)?;
     let (digest, _) =
-        crate::kafka::digest(&log).map_err(|e| failed(format!("Kafka's output in {}: {e}", dir.display())))?;
+        crate::digest::records(&log).map_err(|e| failed(format!("Kafka's output in {}: {e}", dir.display())))?;
     Ok(digest)
 }
 

@@ -343,26 +343,6 @@ pub enum ReportError {
     Failed(String),
 }
 
-/// The digest of what a log holds: every record's offset, key and value (or tombstone), in order.
-fn digest(log: &Log) -> Result<String, ReportError> {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    for r in log.snapshot().reader(0) {
-        let r = r.map_err(|e| ReportError::Failed(format!("reading a cleaned log: {e}")))?;
-        h.update(&r.offset.to_le_bytes());
-        let key = r.key.unwrap_or_default();
-        h.update(&(key.len() as u64).to_le_bytes());
-        h.update(&key);
-        match r.value {
-            Some(v) => {
-                h.update(&(v.len() as u64).to_le_bytes());
-                h.update(&v);
-            }
-            None => h.update(&u64::MAX.to_le_bytes()),
-        }
-    }
-    Ok(format!("{:032x}", h.digest128()))
-}
-
 /// A prepared workload: its log, built once and copied for each run of a cell (in memory, or for a file-only
 /// workload in a directory of its own).
 struct Prepared {
@@ -522,7 +502,8 @@ fn run_once(
     });
     outcome?;
     run.peak = peak;
-    run.digest = digest(&log)?;
+    run.digest =
+        crate::digest::records(&log).map_err(|e| ReportError::Failed(format!("reading a cleaned log: {e}")))?.0;
     Ok(run)
 }
 
