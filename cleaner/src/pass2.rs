@@ -342,14 +342,7 @@ fn judge_singles<O: CopyOutput>(
     let mut looked_up = latest.iter();
     for frame in run {
         let r = &frame.record;
-        let mapped =
-            if r.offset < judge.end_offset && r.key.is_some() { looked_up.next().copied().flatten() } else { None };
-        let facts = Facts {
-            offset: r.offset,
-            keyed: r.key.is_some(),
-            tombstone: r.is_tombstone(),
-            delete_horizon: r.delete_horizon,
-        };
+        let (facts, mapped) = judged(r, &judge, &mut looked_up);
         match verdict(facts, mapped, judge, counts) {
             Verdict::Keep => {
                 counts.records_kept += 1;
@@ -438,17 +431,7 @@ fn judge_compressed<O: CopyOutput>(
             cx.lookup.get_batch(&keys, &offsets[..keys.len()], &mut latest[..keys.len()], &mut counts.probes);
             let mut looked_up = latest.iter();
             for r in &run {
-                let mapped = if r.offset < judge.end_offset && r.key.is_some() {
-                    looked_up.next().copied().flatten()
-                } else {
-                    None
-                };
-                let facts = Facts {
-                    offset: r.offset,
-                    keyed: r.key.is_some(),
-                    tombstone: r.is_tombstone(),
-                    delete_horizon: r.delete_horizon,
-                };
+                let (facts, mapped) = judged(r, &judge, &mut looked_up);
                 let keep = match verdict(facts, mapped, judge, counts) {
                     Verdict::Drop => false,
                     Verdict::Keep => true,
@@ -620,14 +603,7 @@ fn judge_run<O: CopyOutput>(
         kept.clear();
         let mut stamp = None;
         for r in &records[p.records.clone()] {
-            let mapped =
-                if r.offset < judge.end_offset && r.key.is_some() { looked_up.next().copied().flatten() } else { None };
-            let facts = Facts {
-                offset: r.offset,
-                keyed: r.key.is_some(),
-                tombstone: r.is_tombstone(),
-                delete_horizon: r.delete_horizon,
-            };
+            let (facts, mapped) = judged(r, &judge, &mut looked_up);
             match verdict(facts, mapped, judge, counts) {
                 Verdict::Drop => {}
                 Verdict::Keep => kept.push(*r),
@@ -679,4 +655,24 @@ fn decide<O: CopyOutput>(
             Ok(())
         }
     }
+}
+
+/// A record's facts for [`verdict`], with the latest offset pass 1 mapped for its key: the next of
+/// `looked_up` (a run's lookups, in record order, made for each keyed record below the end offset), or `None`
+/// for a record that has no lookup.
+#[inline]
+fn judged<'l>(
+    r: &RecordRef<'_>,
+    judge: &Judge,
+    looked_up: &mut impl Iterator<Item = &'l Option<u64>>,
+) -> (Facts, Option<u64>) {
+    let mapped =
+        if r.offset < judge.end_offset && r.key.is_some() { looked_up.next().copied().flatten() } else { None };
+    let facts = Facts {
+        offset: r.offset,
+        keyed: r.key.is_some(),
+        tombstone: r.is_tombstone(),
+        delete_horizon: r.delete_horizon,
+    };
+    (facts, mapped)
 }

@@ -174,17 +174,7 @@ pub(crate) fn scan_active(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::{EncodeFields, encode};
-
-    fn frames(offsets: impl IntoIterator<Item = u64>) -> Vec<u8> {
-        let mut out = Vec::new();
-        for offset in offsets {
-            let fields =
-                EncodeFields { offset, timestamp: 7, key: Some(b"key"), value: Some(b"value"), delete_horizon: None };
-            encode(&fields, std::iter::empty(), &mut out).expect("encodes");
-        }
-        out
-    }
+    use crate::codec::test_frames as frames;
 
     fn find(bytes: &[u8], from: u64, floor: Option<u64>) -> Found {
         let read_at = |pos: u64, out: &mut [u8]| {

@@ -241,6 +241,11 @@ pub fn run_python(py: &str, args: &[&str]) -> serde_json::Value {
 /// every CRC checked.
 pub fn kafka_python_records(py: &str, dir: &Path) -> Vec<(i64, String, Option<String>)> {
     let read = run_python(py, &[kafka_script("read_partition.py").to_str().expect("utf-8"), path(dir)]);
+    records_of_batches(&read)
+}
+
+/// (offset, key, value) of every record of the batches of a JSON read of a partition (`dump --json`'s shape).
+fn records_of_batches(read: &serde_json::Value) -> Vec<(i64, String, Option<String>)> {
     let mut all = Vec::new();
     for b in read["batches"].as_array().expect("batches") {
         for r in b["records"].as_array().expect("records") {
@@ -259,17 +264,7 @@ pub fn kafka_records(dir: &Path) -> Vec<(i64, String, Option<String>)> {
     let out = logcompact(&["dump", "--format", "kafka", "--json", "--dir", path(dir)], "");
     assert!(out.status.success(), "dump: {}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    let mut all = Vec::new();
-    for b in v["batches"].as_array().expect("batches") {
-        for r in b["records"].as_array().expect("records") {
-            all.push((
-                r["offset"].as_i64().expect("offset"),
-                r["key"].as_str().expect("key").to_owned(),
-                r["value"].as_str().map(str::to_owned),
-            ));
-        }
-    }
-    all
+    records_of_batches(&v)
 }
 
 /// The arguments of `compact --format kafka --cleanup-policy compact --dir DIR` followed by `more`: a Kafka

@@ -167,17 +167,7 @@ fn records_read(batch: &crate::BatchRef<'_>, scratch: &mut Vec<u8>) -> std::resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::{EncodeFields, encode};
-
-    fn frames(offsets: impl IntoIterator<Item = u64>) -> Vec<u8> {
-        let mut out = Vec::new();
-        for offset in offsets {
-            let fields =
-                EncodeFields { offset, timestamp: 7, key: Some(b"key"), value: Some(b"value"), delete_horizon: None };
-            encode(&fields, std::iter::empty(), &mut out).expect("encodes");
-        }
-        out
-    }
+    use crate::codec::test_frames as frames;
 
     /// A segment read from memory.
     #[derive(Debug)]

@@ -347,6 +347,17 @@ fn split_one_header(b: &[u8]) -> Option<HeaderSplit<'_>> {
     Some((name, Some(value), rest))
 }
 
+/// Frames of records `key` = `value` (timestamp 7) at `offsets`: a segment's bytes, for unit tests.
+#[cfg(test)]
+pub(crate) fn test_frames(offsets: impl IntoIterator<Item = u64>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for offset in offsets {
+        let fields =
+            EncodeFields { offset, timestamp: 7, key: Some(b"key"), value: Some(b"value"), delete_horizon: None };
+        encode(&fields, std::iter::empty(), &mut out).expect("encodes");
+    }
+    out
+}
 #[cfg(test)]
 mod tests {
     use super::*;
