@@ -390,6 +390,7 @@ impl Format {
         new: &crate::segment::SealedSegment,
         files: &super::side_indexes::SideIndexFiles,
     ) -> Result<()> {
+        let super::side_indexes::SideIndexFiles::Kafka(files) = files;
         match self {
             Format::Native => Ok(()),
             Format::Kafka => kafka::output::write_output_files(cleaning, new, files),

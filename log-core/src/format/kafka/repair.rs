@@ -374,7 +374,11 @@ pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
                 let (_, files) = rewrite_without(store, &rewrite)?;
                 store.rename(&temp, segment).map_err(Error::io("rename", &temp))?;
                 sync_dir()?;
-                write_indexes(store, base, &files.unwrap_or_default(), Stage::Live)?;
+                let files = match files {
+                    Some(crate::segment::SideIndexFiles::Kafka(f)) => f,
+                    None => super::index::KafkaIndexFiles::default(),
+                };
+                write_indexes(store, base, &files, Stage::Live)?;
                 sync_dir()?;
             }
             RepairAction::RebuildIndexes { segment, .. } => {
