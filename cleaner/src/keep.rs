@@ -256,3 +256,34 @@ pub(crate) fn batch_decision(
         _ => BatchDecision::Rewrite { horizon: batch.delete_horizon.or(stamp) },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judge(removal_floor: u64) -> Judge {
+        Judge {
+            end_offset: 100,
+            judge_past_end: true,
+            round_end: None,
+            last_stable_offset: 100,
+            now: 1_000,
+            horizon: 2_000,
+            purge: false,
+            removal_floor,
+            max_record_bytes: u64::MAX,
+        }
+    }
+
+    #[test]
+    fn a_marker_at_or_past_the_removal_floor_outlives_its_horizon() {
+        // Kafka's rule (no floor): a marker whose horizon passed goes; one not stamped yet is stamped.
+        assert_eq!(marker_decision(Some(500), 10, &judge(u64::MAX)), BatchDecision::Remove);
+        assert_eq!(marker_decision(None, 10, &judge(u64::MAX)), BatchDecision::Rewrite { horizon: Some(2_000) });
+        assert_eq!(marker_decision(Some(1_500), 10, &judge(u64::MAX)), BatchDecision::Copy, "horizon not passed");
+        // Replica-safe: below the floor it goes; at or past it, it stays (a replica has not cleaned past it).
+        assert_eq!(marker_decision(Some(500), 9, &judge(10)), BatchDecision::Remove);
+        assert_eq!(marker_decision(Some(500), 10, &judge(10)), BatchDecision::Copy);
+        assert_eq!(marker_decision(Some(500), 50, &judge(10)), BatchDecision::Copy);
+    }
+}
