@@ -304,8 +304,24 @@ pub(crate) fn recover_files(
     layout: &KafkaLayout,
     config: &LogConfig,
 ) -> Result<RecoveryReport> {
+    recover_files_telling(store, layout, config).map(|(report, _)| report)
+}
+
+/// As [`recover_files`], also saying whether any file was renamed or removed (when none was, `layout` still
+/// describes the directory, which the caller's lock keeps from changing otherwise).
+fn recover_files_telling(
+    store: &dyn SegmentStore,
+    layout: &KafkaLayout,
+    config: &LogConfig,
+) -> Result<(RecoveryReport, bool)> {
     let recovery = plan(store, layout, config)?;
     let report = recovery.report.clone();
+    let touched = !(recovery.delete_first.is_empty()
+        && recovery.to_deleted.is_empty()
+        && recovery.replaced.is_empty()
+        && recovery.renames.is_empty()
+        && recovery.deleted_last.is_empty()
+        && recovery.orphans.is_empty());
     let mut changed = false;
     for n in &recovery.delete_first {
         delete_if_exists(store, n)?;
@@ -335,7 +351,7 @@ pub(crate) fn recover_files(
     if removed {
         sync_dir(store)?;
     }
-    Ok(report)
+    Ok((report, touched))
 }
 
 /// Refuses a directory whose names cannot be used or that holds a native log.
@@ -388,9 +404,10 @@ impl Log {
         }
         let layout = KafkaLayout::scan(&*store)?;
         usable(&*store, &layout)?;
-        let mut report = recover_files(&*store, &layout, &config)?;
+        let (mut report, touched) = recover_files_telling(&*store, &layout, &config)?;
         report.ignored_files = layout.foreign.clone();
-        let layout = KafkaLayout::scan(&*store)?;
+        // Listed again only when recovery renamed or removed a file: the caller's lock keeps anyone else out.
+        let layout = if touched { KafkaLayout::scan(&*store)? } else { layout };
         let logs = layout.files(SegmentFile::Log, Stage::Live);
         let files = producer_files(&layout, &checkpoint)?;
         let mut log = open_back_half(Format::Kafka, checkpoint, store, config, logs, report)?;
