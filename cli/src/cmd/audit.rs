@@ -24,7 +24,7 @@ pub struct AuditArgs {
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Compare the audit files of the brokers (one a broker, at least two). Exits 1 when replicas disagree.
-    #[arg(long, value_name = "FILE", num_args = 2.., conflicts_with_all = ["data_dir", "out"])]
+    #[arg(long, value_name = "FILE", num_args = 2.., conflicts_with_all = ["data_dir", "out", "memory_keys", "tmp_dir", "summary", "partition"])]
     compare: Vec<PathBuf>,
     /// Slots of a partition's table of keys in memory (24 bytes each, rounded down to a power of two); once
     /// three quarters hold keys, they go to --tmp-dir as a sorted run.

@@ -141,3 +141,16 @@ fn advise_recommends_the_external_pass_when_every_map_takes_several_passes() {
     let out = common::logcompact(&["advise", "--keys", "10M", "--records", "40M", "--dedupe-buffer", "1GiB"], "");
     assert!(!common::stdout(&out).contains("--map external cleans it"), "{}", common::stdout(&out));
 }
+
+#[test]
+fn audit_compare_refuses_the_flags_of_an_audit_of_a_broker() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (tmp.path().join("a.audit"), tmp.path().join("b.audit"));
+    for extra in [["--tmp-dir", "/tmp"], ["--memory-keys", "5"], ["--summary", "--json"], ["--partition", "t-0"]] {
+        let mut args = vec!["audit", "--compare", path(&a), path(&b)];
+        args.extend(extra);
+        let out = logcompact(&args, "");
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(extra[0]), "{extra:?} is named: {}", stderr(&out));
+    }
+}
