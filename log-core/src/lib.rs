@@ -30,37 +30,41 @@
 #![deny(missing_docs)]
 
 pub mod check;
-mod checksum;
 pub mod cleaning;
 mod config;
-mod error;
 pub mod format;
+mod ground;
 mod group_copy;
 pub mod hooked;
 pub mod human;
 mod index;
 mod log;
-pub mod names;
 mod open;
 mod options;
-pub mod producers;
 pub mod progress;
+pub mod protocol;
 mod reader;
-mod record;
 pub mod repair;
 mod scan;
 mod segment;
-pub mod storage;
 pub mod swap_proof;
 mod tail;
-pub mod txn;
 pub mod workload;
 
-// The format wing's modules under the paths they had before it was gathered in `format/`.
+pub(crate) use ground::{checksum, error, record};
+pub use ground::{names, producers, storage, txn};
+
 pub use format as batch;
 pub use format::checkpoint;
-pub use format::kafka;
-pub use format::native::{codec, layout, removal};
+pub use format::native::{codec, removal};
+pub use protocol::native::layout;
+
+/// Kafka's format under one name: its bytes (batches, codecs, file names, side files: [`format::kafka`]) and
+/// its protocols above them (recovery, producer state, the transaction index: [`protocol::kafka`]).
+pub mod kafka {
+    pub use crate::format::kafka::*;
+    pub use crate::protocol::kafka::*;
+}
 
 pub use batch::{BatchRef, Format};
 pub use checkpoint::CheckpointFile;

@@ -1,5 +1,5 @@
 //! Opening a log: the back half both formats share. Each format's front half (the native one in
-//! [`crate::format::native::open`], Kafka's in [`crate::kafka::recovery`]) finishes or undoes an interrupted
+//! [`crate::protocol::native::open`], Kafka's in [`crate::protocol::kafka::recovery`]) finishes or undoes an interrupted
 //! cleaning swap and lists the live segments; the back half here loads and validates them, cuts a torn tail
 //! off the active segment and places the checkpoint. A read-only open does the same in memory only: it
 //! writes, creates and removes nothing, takes no lock, and returns what the next writable open would repair

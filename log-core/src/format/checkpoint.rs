@@ -4,7 +4,7 @@
 //! - A Kafka partition's lives in its log directory (the partition directory's parent), in the broker's
 //!   `cleaner-offset-checkpoint`: version `0`, an entry count, then `topic partition offset` lines, one per
 //!   partition of the directory. A pass rewrites the file with its own line replaced (or added) and every other
-//!   line as it was. [`crate::kafka::checkpoints`] reads and writes that format.
+//!   line as it was. [`crate::format::kafka::checkpoints`] reads and writes that format.
 //!
 //! Both are replaced atomically: a temporary file, sync, rename, directory sync. Every read is bounded in size.
 
@@ -12,7 +12,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
-use crate::kafka::checkpoints::{self, CheckpointEntries};
+use crate::format::kafka::checkpoints::{self, CheckpointEntries};
 use crate::names::{CHECKPOINT_FILE, CHECKPOINT_TMP_FILE};
 use crate::storage::SegmentStore;
 

@@ -9,21 +9,19 @@
 //! Everything above this module (segment scans, torn tails, the index, group copies, both cleaning passes,
 //! `check`, `dump`) works on [`BatchRef`]s and the [`RecordRef`]s inside them, whatever the format.
 //!
-//! Layering. The core's files (`log`, `reader`, `segment`, `scan`, `tail`, `cleaning`, `group_copy`, `open`,
-//! `check`, `repair`) ask a format what they need through methods of [`Format`] (its `dispatch` module, the
-//! one place that tells the formats apart) and hold a segment writer's side indexes through
-//! `side_indexes`; they never import a format's own modules. Each format's protocol (`native/`, `kafka/`:
-//! names, hints and indexes, recovery, commit, check, repair) imports the core below it, and the Kafka codec
-//! (`kafka/codec/`) imports nothing of the log. So the crate's module imports have no circle longer than two
-//! files (`log`/`reader`, `cleaning`/`group_copy`, `segment`/`scan`, and the two checkpoint files), and
-//! `check::check` and `repair::plan_for` are each one entry for both formats.
+//! Layering. This folder is the byte seam, one floor above the ground (`ground/`): `Format`, [`BatchRef`], and
+//! each format's bytes (`native/`: frames, names, removal markers; `kafka/`: batches and codecs, names,
+//! indexes, checkpoints, snapshots), with `checkpoint` and `side_indexes`. The core (`Log`, reading, recovery's
+//! skeleton, the cleaning transaction) stands on it, and each format's protocols (`crate::protocol`) on the
+//! core: the core asks a format what differs through methods of [`Format`] (`protocol::dispatch`, the one
+//! place that tells the formats apart), and no file imports a floor above its own (the workspace's layering
+//! test checks it).
 #![allow(
     clippy::unnecessary_lazy_evaluations,
     reason = "a CorruptKind can hold a codec's message: built eagerly, every good frame would pay for dropping it"
 )]
 
 pub mod checkpoint;
-pub(crate) mod dispatch;
 pub mod kafka;
 pub mod native;
 pub(crate) mod side_indexes;

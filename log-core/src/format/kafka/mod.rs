@@ -1,5 +1,7 @@
-//! Kafka's on-disk partition format: magic 2 record batches, their codecs, a partition directory read
-//! without changing it, and a writer of segments with Kafka's indexes.
+//! Kafka's on-disk partition format, its bytes: magic 2 record batches and their codecs, file names, the
+//! offset and time indexes, checkpoint files, producer snapshots and the metadata log's records. Its protocols
+//! above the bytes (a partition directory read as a broker reads it, the cleaner's output and swap, producer
+//! state, the transaction index) are in [`crate::protocol::kafka`]; [`crate::kafka`] names both.
 //!
 //! This is the second segment format beside this project's own frames: the cleaner reads keys from the
 //! records of batches, keeps a batch's bytes as they are when it keeps every record of it, and re-encodes
@@ -20,20 +22,13 @@
 #![expect(clippy::big_endian_bytes, reason = "Kafka's format is big-endian")]
 
 pub(crate) mod append;
-pub(crate) mod check;
 pub mod checkpoints;
 pub mod codec;
-pub(crate) mod commit;
 pub mod files;
 pub mod index;
 pub mod metadata_log;
-pub(crate) mod output;
 pub mod producer_snapshot;
-pub mod producer_state;
-pub(crate) mod recovery;
-pub(crate) mod repair;
 pub mod txn;
-pub mod txn_index;
 
 pub use codec::{compression, varint};
 
@@ -45,4 +40,3 @@ pub use codec::batch::{
 pub use codec::build::{BuildError, RecordToWrite, new_header, write_batch, write_batch_from};
 pub use codec::compression::{Compression, DecompressError};
 pub use index::INDEX_INTERVAL_BYTES;
-pub use recovery::KafkaLayout;

@@ -1,7 +1,7 @@
 //! Kafka's producer state snapshots (`<offset>.snapshot` in a partition directory): what a broker knows of each
 //! producer at that offset, among it the coordinator epoch of its last transaction marker and the first offset
 //! of its open transaction. A broker loads the newest on start and replays the batches after it
-//! ([`super::producer_state`]); `dump` prints them, and `analyze` takes a hanging transaction's coordinator
+//! ([`crate::protocol::kafka::producer_state`]); `dump` prints them, and `analyze` takes a hanging transaction's coordinator
 //! epoch from one.
 //!
 //! Layout (big-endian): version i16 (1), CRC-32C u32 over everything after it, entry count i32, then 46-byte

@@ -3,7 +3,6 @@
 //! a few bytes. The state they fold into is format-free (the core's `txn` module).
 
 use super::codec::batch::{Batch, BatchHeader, HEADER_BYTES, is_zero_header};
-pub use super::txn_index::{MAX_TXN_INDEX_BYTES, TXN_INDEX_ENTRY_BYTES, producers_read_as_aborted, verify_index_files};
 use crate::error::{CorruptKind, Error, Result};
 use crate::storage::SegmentSource;
 pub use crate::txn::{

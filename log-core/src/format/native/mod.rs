@@ -1,15 +1,9 @@
-//! This project's own segment format: checksummed little-endian frames of one record each ([`codec`]), the
-//! `.lcindex` hint beside each segment (`hint`), the file names it uses ([`names`]), its directory layout
-//! ([`layout`]), and its side of the cleaner's swap protocol (`commit`, [`removal`]) and of `repair`
-//! (`repair`).
+//! This project's own segment format, its bytes: checksummed little-endian frames of one record each
+//! ([`codec`]), the file names it uses ([`names`]) and the removal marker of the cleaner's swap ([`removal`]).
+//! Its protocols above the bytes (the `.lcindex` hint, the directory layout, recovery, the swap, check and
+//! repair) are in [`crate::protocol::native`].
 
 pub(crate) mod append;
-pub(crate) mod check;
 pub mod codec;
-pub(crate) mod commit;
-pub(crate) mod hint;
-pub mod layout;
 pub mod names;
-pub(crate) mod open;
 pub mod removal;
-pub(crate) mod repair;

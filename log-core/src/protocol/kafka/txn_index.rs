@@ -207,7 +207,7 @@ fn index_floor(
             f.read_at(0, &mut bytes).map_err(Error::io("read", &file))?;
             let mut floor = base;
             let mut last = None;
-            for (offset, _) in super::index::read_offset_index(&bytes, base) {
+            for (offset, _) in crate::format::kafka::index::read_offset_index(&bytes, base) {
                 // Entries rise; a preallocated index's zeros (or damage) end them.
                 if last.is_some_and(|l| offset <= l) || offset > start {
                     break;
@@ -221,16 +221,21 @@ fn index_floor(
             // As segment recovery rebuilds it: an entry (the batch's last offset) for a batch starting more
             // than `index_interval` bytes after the last entry's.
             let (mut floor, mut last_entry) = (base, 0u64);
-            super::txn::for_each_kafka_header(segment.source(), segment.name(), segment.size(), |position, h| {
-                if position.saturating_sub(last_entry) > index_interval {
-                    last_entry = position;
-                    if let Ok(last) = u64::try_from(h.last_offset())
-                        && last <= start
-                    {
-                        floor = last;
+            crate::format::kafka::txn::for_each_kafka_header(
+                segment.source(),
+                segment.name(),
+                segment.size(),
+                |position, h| {
+                    if position.saturating_sub(last_entry) > index_interval {
+                        last_entry = position;
+                        if let Ok(last) = u64::try_from(h.last_offset())
+                            && last <= start
+                        {
+                            floor = last;
+                        }
                     }
-                }
-            })?;
+                },
+            )?;
             Ok(floor)
         }
         Err(e) => Err(Error::io("open", &file)(e)),

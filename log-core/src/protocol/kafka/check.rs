@@ -40,8 +40,8 @@ pub(crate) fn check_kafka_counted(
 /// after the first are a preallocated index's unused space, as Kafka reads them. `dump --format kafka --files
 /// ... --verify-index-only` compares every entry with the batch it points at.
 fn check_kafka_indexes(log: &Log, store: &dyn SegmentStore, report: &mut CheckReport) {
-    use crate::kafka::files::{SegmentFile, Stage, name};
-    use crate::kafka::index::{read_offset_index, read_time_index};
+    use crate::format::kafka::files::{SegmentFile, Stage, name};
+    use crate::format::kafka::index::{read_offset_index, read_time_index};
     let snapshot = log.snapshot();
     for segment in snapshot.closed() {
         let (base, size) = (segment.base(), segment.size());
@@ -129,7 +129,7 @@ fn first_bad_time_entry(entries: &[(i64, u64)], base: u64, last: u64) -> Option<
 fn check_txn_indexes(log: &Log, store: &dyn SegmentStore, report: &mut CheckReport) -> Result<(), Problem> {
     let snapshot = log.snapshot();
     let mut txns = snapshot.transactions()?;
-    for file in crate::kafka::txn::verify_index_files(store, &snapshot, &mut txns)? {
+    for file in super::txn_index::verify_index_files(store, &snapshot, &mut txns)? {
         report.notices.push(notice(
             &file,
             "missing: the segment holds the marker of an aborted transaction whose data is still there, which a \

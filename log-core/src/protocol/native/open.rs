@@ -10,11 +10,13 @@ use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::format::native::names::{FileKind, file_name};
-use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges, prove_swaps, swap_range};
 use crate::log::{Log, RecoveryReport};
 use crate::names::CHECKPOINT_TMP_FILE;
 use crate::open::{
     Parts, ReadOnlyFront, build, delete_if_exists, open_back_half, read_only_back_half, retry_read_only, sync_dir,
+};
+use crate::protocol::native::layout::{
+    Layout, PendingSwap, SwapContent, load_swap, marker_ranges, prove_swaps, swap_range,
 };
 use crate::segment::SealedSegment;
 use crate::storage::SegmentStore;

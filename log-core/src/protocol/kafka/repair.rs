@@ -1,6 +1,6 @@
 //! Repairing a Kafka partition directory: its segments' damaged ranges, a `.swap` that cannot be completed,
 //! and `.index` / `.timeindex` files that disagree with their segments, with a broker's own recovery rules
-//! (`LogLoader`, see [`crate::kafka::KafkaLayout`]) run where the native repair runs its own.
+//! (`LogLoader`, see [`crate::protocol::kafka::KafkaLayout`]) run where the native repair runs its own.
 //!
 //! A cut segment gets its indexes rewritten from the batches it keeps; a segment whose indexes disagree with it
 //! (a length that is no whole number of entries, entries out of order, past the end of the data, or naming a
@@ -14,11 +14,11 @@ use std::sync::Arc;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::kafka::files::{SegmentFile, Stage, name, write_indexes};
-use crate::kafka::index::{KafkaIndexes, OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES, offset_entry, time_entry};
-use crate::kafka::recovery::{self as open, KafkaLayout};
-use crate::kafka::txn::{SegmentTxns, TxnState, index_disagreement};
-use crate::kafka::txn_index::read_index_file;
+use crate::format::kafka::files::{SegmentFile, Stage, name, write_indexes};
+use crate::format::kafka::index::{KafkaIndexes, OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES, offset_entry, time_entry};
+use crate::format::kafka::txn::{SegmentTxns, TxnState, index_disagreement};
+use crate::protocol::kafka::recovery::{self as open, KafkaLayout};
+use crate::protocol::kafka::txn_index::read_index_file;
 use crate::repair::{
     Backups, RepairAction, RepairOutcome, RepairPlan, Rewrite, damage, delete_quietly, rewrite_without,
 };
@@ -376,7 +376,7 @@ pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
                 sync_dir()?;
                 let files = match files {
                     Some(crate::segment::SideIndexFiles::Kafka(f)) => f,
-                    None => super::index::KafkaIndexFiles::default(),
+                    None => crate::format::kafka::index::KafkaIndexFiles::default(),
                 };
                 write_indexes(store, base, &files, Stage::Live)?;
                 sync_dir()?;
@@ -387,7 +387,9 @@ pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
                 sync_dir()?;
             }
             RepairAction::RebuildTxnIndex { file, .. } => {
-                let crate::kafka::files::KafkaName::Segment { base, .. } = crate::kafka::files::classify(file) else {
+                let crate::format::kafka::files::KafkaName::Segment { base, .. } =
+                    crate::format::kafka::files::classify(file)
+                else {
                     continue;
                 };
                 backups.keep_file(file)?;
@@ -406,8 +408,10 @@ pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
 
 /// The base offset of the segment file `segment`.
 fn base_of(segment: &str) -> Option<u64> {
-    match crate::kafka::files::classify(segment) {
-        crate::kafka::files::KafkaName::Segment { base, file: SegmentFile::Log, stage: Stage::Live } => Some(base),
+    match crate::format::kafka::files::classify(segment) {
+        crate::format::kafka::files::KafkaName::Segment { base, file: SegmentFile::Log, stage: Stage::Live } => {
+            Some(base)
+        }
         _ => None,
     }
 }

@@ -11,9 +11,9 @@
 //! The timestamps are trusted as the hint states them (checking the largest would need a scan): they steer
 //! only when a segment may be cleaned (the compaction lags), never what a read or a pass keeps.
 
-use super::names::{FileKind, file_name};
 use crate::error::{Error, Result};
 use crate::format::Format;
+use crate::format::native::names::{FileKind, file_name};
 use crate::index::OffsetIndex;
 use crate::scan::{SegmentScan, batch_bytes_at};
 use crate::segment::SegmentSummary;

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use super::hint::{self as index_file, IndexProblem};
 use super::layout::Layout;
-use super::names::{FileKind, file_name};
 use crate::check::{CheckReport, Problem, check_log, notice};
 use crate::config::LogConfig;
+use crate::format::native::names::{FileKind, file_name};
 use crate::log::Log;
 use crate::progress::Meter;
 use crate::segment::SealedSegment;

@@ -3,9 +3,10 @@
 //! the swap proofs call these and never compare formats themselves; a third format adds an arm to each match
 //! here and its own module beside [`super::native`] and [`super::kafka`].
 
-use super::{Format, kafka, native};
+use super::{kafka, native};
 use crate::cleaning::Replacement;
 use crate::error::Result;
+use crate::format::Format;
 use crate::log::Log;
 use crate::names::{SegmentFile, Stage, name};
 use crate::record::AppendRecord;
@@ -18,7 +19,7 @@ impl Format {
     pub fn marker_type(self, key: Option<&[u8]>) -> Option<crate::txn::MarkerType> {
         match self {
             Format::Native => None,
-            Format::Kafka => kafka::txn::marker_type(key),
+            Format::Kafka => crate::format::kafka::txn::marker_type(key),
         }
     }
 
@@ -27,7 +28,7 @@ impl Format {
     /// without transactions.
     ///
     /// # Errors
-    /// As the format's reading of its indexes ([`kafka::txn::producers_read_as_aborted`]).
+    /// As the format's reading of its indexes ([`kafka::txn_index::producers_read_as_aborted`]).
     pub fn producers_read_as_aborted(
         self,
         store: &dyn SegmentStore,
@@ -38,7 +39,7 @@ impl Format {
     ) -> Result<Vec<i64>> {
         match self {
             Format::Native => Ok(Vec::new()),
-            Format::Kafka => kafka::txn::producers_read_as_aborted(store, segment, start, index_interval, txns),
+            Format::Kafka => kafka::txn_index::producers_read_as_aborted(store, segment, start, index_interval, txns),
         }
     }
 
@@ -98,7 +99,7 @@ impl Format {
     /// [`Format::removes_by_marker`]); a format that does not appends nothing.
     pub(crate) fn encode_removal(self, base: u64, end: u64, out: &mut Vec<u8>) {
         match self {
-            Format::Native => out.extend_from_slice(&native::removal::encode(base, end)),
+            Format::Native => out.extend_from_slice(&crate::format::native::removal::encode(base, end)),
             Format::Kafka => {}
         }
     }
@@ -106,7 +107,9 @@ impl Format {
     /// The name of the hint this format keeps beside the segment based at `base`, if it keeps one.
     pub(crate) fn hint_name(self, base: u64) -> Option<String> {
         match self {
-            Format::Native => Some(native::names::file_name(base, native::names::FileKind::Index)),
+            Format::Native => {
+                Some(crate::format::native::names::file_name(base, crate::format::native::names::FileKind::Index))
+            }
             Format::Kafka => None,
         }
     }
@@ -221,7 +224,7 @@ impl Format {
     pub(crate) fn txn_fold(self) -> Option<TxnFold> {
         match self {
             Format::Native => None,
-            Format::Kafka => Some(TxnFold(kafka::txn::TxnWalk::from(0))),
+            Format::Kafka => Some(TxnFold(crate::format::kafka::txn::TxnWalk::from(0))),
         }
     }
 
@@ -361,7 +364,9 @@ impl Format {
     /// The name of a cleaning pass's output segment file based at `base`, before it is committed.
     pub fn cleaned_name(self, base: u64) -> String {
         match self {
-            Format::Native => native::names::file_name(base, native::names::FileKind::Cleaned),
+            Format::Native => {
+                crate::format::native::names::file_name(base, crate::format::native::names::FileKind::Cleaned)
+            }
             Format::Kafka => name(base, SegmentFile::Log, Stage::Cleaned),
         }
     }
@@ -374,8 +379,8 @@ impl Format {
     /// header value), or the Kafka encoder's refusal.
     pub(crate) fn encode_append(self, offset: u64, rec: &AppendRecord<'_>, out: &mut Vec<u8>) -> Result<usize> {
         match self {
-            Format::Native => native::append::encode_one(offset, rec, out),
-            Format::Kafka => kafka::append::encode_one(offset, rec, out),
+            Format::Native => crate::format::native::append::encode_one(offset, rec, out),
+            Format::Kafka => crate::format::kafka::append::encode_one(offset, rec, out),
         }
     }
 
@@ -388,9 +393,9 @@ impl Format {
         self,
         cleaning: &crate::cleaning::Cleaning<'_>,
         new: &crate::segment::SealedSegment,
-        files: &super::side_indexes::SideIndexFiles,
+        files: &crate::format::side_indexes::SideIndexFiles,
     ) -> Result<()> {
-        let super::side_indexes::SideIndexFiles::Kafka(files) = files;
+        let crate::format::side_indexes::SideIndexFiles::Kafka(files) = files;
         match self {
             Format::Native => Ok(()),
             Format::Kafka => kafka::output::write_output_files(cleaning, new, files),
@@ -418,11 +423,11 @@ impl Format {
 
 /// A segment's transactional facts folded from the batches of a walk ([`Format::txn_fold`]).
 #[derive(Debug)]
-pub(crate) struct TxnFold(kafka::txn::TxnWalk);
+pub(crate) struct TxnFold(crate::format::kafka::txn::TxnWalk);
 
 impl TxnFold {
     /// Folds the batch at `pos` of the segment `name`.
-    pub(crate) fn batch(&mut self, name: &str, pos: u64, batch: &super::BatchRef<'_>) {
+    pub(crate) fn batch(&mut self, name: &str, pos: u64, batch: &crate::format::BatchRef<'_>) {
         if let Some(h) = batch.kafka_header() {
             self.0.batch_bytes(name, pos, h, batch.bytes());
         }

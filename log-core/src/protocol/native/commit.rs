@@ -26,10 +26,10 @@ fn covers_exactly(format: crate::Format, r: &Replacement) -> bool {
         // One output named after the group's head, which it keeps even when empty; no markers.
         let named = |o: &SealedSegment| {
             o.name()
-                == crate::kafka::files::name(
+                == crate::format::kafka::files::name(
                     o.base(),
-                    crate::kafka::files::SegmentFile::Log,
-                    crate::kafka::files::Stage::Cleaned,
+                    crate::format::kafka::files::SegmentFile::Log,
+                    crate::format::kafka::files::Stage::Cleaned,
                 )
         };
         return r.head.is_none()

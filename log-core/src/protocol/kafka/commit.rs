@@ -16,9 +16,9 @@
 use std::io;
 use std::sync::Arc;
 
-use super::files::{KafkaName, SegmentFile, Stage, classify, name};
 use crate::cleaning::Replacement;
 use crate::error::{Error, Result};
+use crate::format::kafka::files::{KafkaName, SegmentFile, Stage, classify, name};
 use crate::log::Log;
 use crate::segment::SealedSegment;
 
@@ -59,7 +59,7 @@ impl Log {
             let base = new.base();
             // 1. `.cleaned` → `.swap`: the commit point of this group.
             let mut outputs = Vec::new();
-            for file in super::files::FILES {
+            for file in crate::format::kafka::files::FILES {
                 let cleaned = name(base, file, Stage::Cleaned);
                 if owned.contains(&cleaned) && self.check(exists(&cleaned))? {
                     let swap = name(base, file, Stage::Swap);
@@ -71,7 +71,7 @@ impl Log {
             // 2. The old segments' files → `.deleted`.
             let mut deleted = Vec::new();
             for segment in &old {
-                for file in super::files::FILES {
+                for file in crate::format::kafka::files::FILES {
                     let live = name(segment.base(), file, Stage::Live);
                     if self.check(exists(&live))? {
                         let gone = name(segment.base(), file, Stage::Deleted);

@@ -25,11 +25,11 @@ use std::collections::BTreeMap;
 use std::io;
 use std::sync::Arc;
 
-use super::files::{KafkaName, SegmentFile, Stage, classify, name};
 use crate::checkpoint::CheckpointFile;
 use crate::config::LogConfig;
 use crate::error::{CorruptKind, Error, Result};
 use crate::format::Format;
+use crate::format::kafka::files::{KafkaName, SegmentFile, Stage, classify, name};
 use crate::log::{Log, RecoveryReport};
 use crate::open::{Parts, ReadOnlyFront, build, delete_if_exists, open_back_half, read_only_back_half, sync_dir};
 use crate::segment::SealedSegment;

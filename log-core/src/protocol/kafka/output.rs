@@ -1,9 +1,9 @@
 //! What a cleaning pass writes beside a Kafka output segment: its `.index`, `.timeindex` and `.txnindex`, each
 //! under `.cleaned` until the pass commits.
 
-use super::index::KafkaIndexFiles;
 use crate::cleaning::Cleaning;
 use crate::error::{Error, Result};
+use crate::format::kafka::index::KafkaIndexFiles;
 use crate::names::{SegmentFile, Stage, name};
 use crate::segment::SealedSegment;
 use crate::txn::{MarkerType, TxnEvent};

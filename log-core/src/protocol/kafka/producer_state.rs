@@ -30,7 +30,7 @@ use crate::reader::LogSnapshot;
 use crate::storage::{SegmentSource, SegmentStore};
 use crate::txn::SegmentTxns;
 
-use super::producer_snapshot::{ProducerEntry, read_snapshot};
+use crate::format::kafka::producer_snapshot::{ProducerEntry, read_snapshot};
 
 pub use crate::producers::DEFAULT_PRODUCER_ID_EXPIRATION_MS;
 

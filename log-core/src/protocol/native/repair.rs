@@ -5,8 +5,8 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::format::native::names::{FileKind, file_name};
-use crate::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges, prove_swaps};
 use crate::names::CHECKPOINT_FILE;
+use crate::protocol::native::layout::{Layout, PendingSwap, SwapContent, load_swap, marker_ranges, prove_swaps};
 use crate::repair::{
     Backups, RepairAction, RepairOutcome, RepairPlan, Rewrite, damage, delete_quietly, rewrite_without,
 };
@@ -200,7 +200,7 @@ pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
     // 2. A pending swap is finished as the next open would finish it (every `.swap` left is valid now).
     let layout = Layout::scan(store)?;
     let mut report = crate::log::RecoveryReport::default();
-    crate::format::native::open::recover_swap(store, &layout, &crate::LogConfig::default(), &mut report)?;
+    crate::protocol::native::open::recover_swap(store, &layout, &crate::LogConfig::default(), &mut report)?;
     // 3. Damaged ranges are cut, one segment at a time, each replaced atomically.
     for action in &plan.actions {
         let RepairAction::CutRanges { segment, ranges, active, .. } = action else { continue };
