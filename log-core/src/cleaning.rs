@@ -334,8 +334,8 @@ impl<'a> Cleaning<'a> {
         self.outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().any(|n| n == name)
     }
 
-    /// Swaps the replacements in and moves the checkpoint to `checkpoint` (the protocol:
-    /// `format/native/commit.rs`). After a successful commit nothing is abandoned; after a failed one, outputs that
+    /// Swaps the replacements in and moves the checkpoint to `checkpoint` (the skeleton: `swap.rs`; the
+    /// protocols: `protocol/*/commit.rs`). After a successful commit nothing is abandoned; after a failed one, outputs that
     /// were not swapped in are removed as the transaction drops (unless the log is poisoned).
     ///
     /// # Errors
@@ -353,7 +353,7 @@ impl<'a> Cleaning<'a> {
             }
         }
         let owned = self.outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-        self.log.format.commit(self.log, replacements, checkpoint, &owned)?;
+        self.log.commit_swap(replacements, checkpoint, &owned)?;
         self.outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
         Ok(())
     }

@@ -47,6 +47,7 @@ mod reader;
 pub mod repair;
 mod scan;
 mod segment;
+mod swap;
 pub mod swap_proof;
 mod tail;
 pub mod workload;

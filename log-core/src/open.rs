@@ -1,9 +1,11 @@
-//! Opening a log: the back half both formats share. Each format's front half (the native one in
-//! [`crate::protocol::native::open`], Kafka's in [`crate::protocol::kafka::recovery`]) finishes or undoes an interrupted
-//! cleaning swap and lists the live segments; the back half here loads and validates them, cuts a torn tail
-//! off the active segment and places the checkpoint. A read-only open does the same in memory only: it
-//! writes, creates and removes nothing, takes no lock, and returns what the next writable open would repair
-//! as its [`RecoveryReport`].
+//! Opening a log: one skeleton for every format ([`open`]). It validates the settings, refuses a writable
+//! open of a read-only store, and asks the format (through [`Format`]'s methods) only for what differs: its
+//! recovery of the files a crash can leave ([`Recovered`]; the native one in [`crate::protocol::native::open`],
+//! Kafka's in [`crate::protocol::kafka::recovery`]) or, read-only, one attempt at listing the segments as that
+//! recovery would leave them ([`ReadOnlyFront`]). The back halves here load and validate the segments, cut a
+//! torn tail off the active segment and place the checkpoint. A read-only open does the same in memory only:
+//! it writes, creates and removes nothing, takes no lock, and returns what the next writable open would repair
+//! as its [`RecoveryReport`]; it is retried until the directory held still.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -16,9 +18,48 @@ use crate::error::{CorruptKind, Error, Result};
 use crate::format::Format;
 use crate::log::{Active, CheckpointReset, Inner, Log, RecoveryReport};
 use crate::names::{SegmentFile, Stage, name};
+use crate::producers::ProducerFiles;
 use crate::segment::SealedSegment;
 use crate::storage::{Segment, SegmentStore};
 use crate::tail;
+
+/// What a format's recovery of a writable store hands the skeleton: the live segment files (base -> name) once
+/// an interrupted swap is finished or undone and strays removed, what it repaired so far, and the files beside
+/// the segments that loading the producer state reads.
+pub(crate) struct Recovered {
+    pub(crate) logs: BTreeMap<u64, String>,
+    pub(crate) report: RecoveryReport,
+    pub(crate) producer_files: ProducerFiles,
+}
+
+/// Opens the log of `format` in `store`: writable, by the format's recovery and the shared back half; or
+/// read-only, by attempts of the format's listing and the shared read-only back half until the log held still
+/// (see [`Log::open`]).
+///
+/// # Errors
+/// [`Error::InvalidConfig`]; [`Error::ReadOnly`] for a writable open of a read-only store; the format's
+/// recovery's errors; as [`open_back_half`] and [`read_only_back_half`]; [`Error::Changing`].
+pub(crate) fn open(
+    format: Format,
+    store: Arc<dyn SegmentStore>,
+    config: LogConfig,
+    checkpoint: CheckpointFile,
+    read_only: bool,
+) -> Result<Log> {
+    config.validate_for(format)?;
+    if read_only {
+        let high_watermark = checkpoint.broker_offsets()?.1;
+        let parts = retry_read_only(|| format.load_read_only(&store, &config, &checkpoint))?;
+        let mut log = build(format, checkpoint, store, config, parts, true);
+        log.high_watermark = high_watermark;
+        return Ok(log);
+    }
+    if store.is_read_only() {
+        return Err(Error::ReadOnly);
+    }
+    let Recovered { logs, report, producer_files } = format.recover(&*store, &config, &checkpoint)?;
+    open_back_half(format, checkpoint, store, config, logs, report, producer_files)
+}
 
 pub(crate) fn delete_if_exists(store: &dyn SegmentStore, name: &str) -> Result<()> {
     match store.delete(name) {
@@ -125,7 +166,7 @@ pub(crate) fn build(
     parts: Parts,
     read_only: bool,
 ) -> Log {
-    let Parts { closed, active, next_offset, checkpoint, report } = parts;
+    let Parts { closed, active, next_offset, checkpoint, report, producer_files } = parts;
     let inner = Inner {
         closed: Arc::new(closed),
         active,
@@ -146,7 +187,7 @@ pub(crate) fn build(
         read_only,
         recovery: report,
         cleaning: std::sync::Mutex::new(()),
-        producer_files: crate::producers::ProducerFiles::default(),
+        producer_files,
         producers: std::sync::Mutex::new(None),
     }
 }
@@ -157,6 +198,7 @@ pub(crate) struct Parts {
     pub(crate) next_offset: u64,
     pub(crate) checkpoint: u64,
     pub(crate) report: RecoveryReport,
+    pub(crate) producer_files: ProducerFiles,
 }
 
 /// Attempts of a read-only open before it gives up on a log that keeps changing.
@@ -181,6 +223,7 @@ pub(crate) fn open_back_half(
     config: LogConfig,
     mut logs: BTreeMap<u64, String>,
     mut report: RecoveryReport,
+    producer_files: ProducerFiles,
 ) -> Result<Log> {
     let (active_base, active_name) = match logs.pop_last() {
         Some(last) => last,
@@ -240,7 +283,7 @@ pub(crate) fn open_back_half(
     let checkpoint_at = checkpoint_within(&checkpoint, &*store, log_start, active_base, next_offset, &mut report)?;
     let checkpoint_at = above_log_start(checkpoint_at, recorded_log_start, active_base);
     let active = Active { base: active_base, name: active_name, file, summary, frozen_len: None };
-    let parts = Parts { closed, active, next_offset, checkpoint: checkpoint_at, report };
+    let parts = Parts { closed, active, next_offset, checkpoint: checkpoint_at, report, producer_files };
     let mut log = build(format, checkpoint, store, config, parts, false);
     log.high_watermark = high_watermark;
     Ok(log)
@@ -248,11 +291,13 @@ pub(crate) fn open_back_half(
 
 /// What the front half of a read-only load hands the back half: the segments as the next writable open would
 /// leave them (base -> name, with the segment already loaded where the front half had to, a swap read in
-/// place of what it covers), what that open would repair so far, and where the checkpoint lives.
+/// place of what it covers), what that open would repair so far, where the checkpoint lives, and the files
+/// beside the segments that loading the producer state reads.
 pub(crate) struct ReadOnlyFront {
     pub(crate) names: BTreeMap<u64, (String, Option<SealedSegment>)>,
     pub(crate) report: RecoveryReport,
     pub(crate) checkpoint: CheckpointFile,
+    pub(crate) producer_files: ProducerFiles,
 }
 
 /// The back half of every read-only load, for both formats: loads the closed segments (all but the last) and
@@ -273,7 +318,7 @@ pub(crate) fn read_only_back_half(
     not_a_log: impl FnOnce() -> Error,
     unchanged: impl FnOnce(u64) -> Result<bool>,
 ) -> Result<Option<Parts>> {
-    let ReadOnlyFront { mut names, mut report, checkpoint } = front;
+    let ReadOnlyFront { mut names, mut report, checkpoint, producer_files } = front;
     let store_ref: &dyn SegmentStore = &**store;
     let Some((active_base, (active_name, active_loaded))) = names.pop_last() else {
         return Err(not_a_log());
@@ -314,7 +359,7 @@ pub(crate) fn read_only_back_half(
         return Ok(None);
     }
     let active = Active { base: active_base, name: active_name, file, summary, frozen_len: Some(frozen_len) };
-    Ok(Some(Parts { closed, active, next_offset, checkpoint: checkpoint_at, report }))
+    Ok(Some(Parts { closed, active, next_offset, checkpoint: checkpoint_at, report, producer_files }))
 }
 
 /// The cleaner checkpoint raised to the log start the broker recorded (`log-start-offset-checkpoint`), as

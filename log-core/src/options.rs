@@ -1,7 +1,7 @@
 //! How a log is opened: its settings, the format of its segments, where its cleaner checkpoint lives and
 //! whether it may be written. [`Log::open`] takes them all: a caller that serves both formats (a data
-//! directory, a command) opens any log through one call, and the format's own open (`format/native/open.rs`,
-//! `format/kafka/recovery.rs`) is chosen inside.
+//! directory, a command) opens any log through one call, and one skeleton (`open.rs`) asks the format for its
+//! recovery (`protocol/native/open.rs`, `protocol/kafka/recovery.rs`).
 
 use std::sync::Arc;
 
@@ -73,6 +73,6 @@ impl Log {
     pub fn open(store: Arc<dyn SegmentStore>, options: OpenOptions) -> Result<Log> {
         let OpenOptions { config, format, checkpoint, read_only } = options;
         format.require_checkpoint_placement(&checkpoint)?;
-        format.open(store, config, checkpoint, read_only)
+        crate::open::open(format, store, config, checkpoint, read_only)
     }
 }

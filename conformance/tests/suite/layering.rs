@@ -425,3 +425,19 @@ fn log_core_names_its_modules_where_they_are() {
         assert!(!text.contains("crate::kafka::"), "{} names crate::kafka", p.display());
     }
 }
+
+#[test]
+fn no_format_file_opens_impl_log() {
+    // The core runs one open and one commit for every format (`open.rs`, `swap.rs`) and asks a format's
+    // protocol for the steps that differ; a format's files are handed what they need, never the `Log`.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../log-core/src");
+    for folder in ["format", "protocol", "repair"] {
+        let mut paths = Vec::new();
+        rust_files(&root.join(folder), &mut paths);
+        assert!(!paths.is_empty(), "no files under {folder}/");
+        for p in paths {
+            let text = code(&std::fs::read_to_string(&p).expect("read a source"));
+            assert!(!text.contains("impl Log "), "{} opens impl Log", p.display());
+        }
+    }
+}

@@ -7,7 +7,6 @@ use super::{kafka, native};
 use crate::cleaning::Replacement;
 use crate::error::Result;
 use crate::format::Format;
-use crate::log::Log;
 use crate::names::{SegmentFile, Stage, name};
 use crate::record::AppendRecord;
 use crate::storage::{SegmentSource, SegmentStore};
@@ -64,23 +63,36 @@ impl Format {
         )))
     }
 
-    /// Opens a log of this format by the format's recovery, writable or `read_only` (see
-    /// [`Log::open`]).
+    /// Recovers the files of a writable log of this format that a crash can leave (an interrupted swap, strays)
+    /// and lists its live segments, for [`crate::open::open`]'s skeleton.
     ///
     /// # Errors
-    /// As the format's open.
-    pub(crate) fn open(
+    /// As the format's recovery ([`native::open::recover`], [`kafka::recovery::recover`]).
+    pub(crate) fn recover(
         self,
-        store: std::sync::Arc<dyn SegmentStore>,
-        config: crate::LogConfig,
-        checkpoint: crate::CheckpointFile,
-        read_only: bool,
-    ) -> Result<Log> {
-        match (self, read_only) {
-            (Format::Native, false) => Log::open_native(store, config),
-            (Format::Native, true) => Log::open_native_read_only(store, config),
-            (Format::Kafka, false) => Log::open_kafka(store, config, checkpoint),
-            (Format::Kafka, true) => Log::open_kafka_read_only(store, config, checkpoint),
+        store: &dyn SegmentStore,
+        config: &crate::LogConfig,
+        checkpoint: &crate::CheckpointFile,
+    ) -> Result<crate::open::Recovered> {
+        match self {
+            Format::Native => native::open::recover(store, config),
+            Format::Kafka => kafka::recovery::recover(store, config, checkpoint),
+        }
+    }
+
+    /// One attempt at a read-only load of a log of this format: `Ok(None)` when it changed meanwhile.
+    ///
+    /// # Errors
+    /// As the format's read-only load.
+    pub(crate) fn load_read_only(
+        self,
+        store: &std::sync::Arc<dyn SegmentStore>,
+        config: &crate::LogConfig,
+        checkpoint: &crate::CheckpointFile,
+    ) -> Result<Option<crate::open::Parts>> {
+        match self {
+            Format::Native => native::open::load_read_only(store, config),
+            Format::Kafka => kafka::recovery::load_read_only(store, config, checkpoint),
         }
     }
 
@@ -402,21 +414,28 @@ impl Format {
         }
     }
 
-    /// Commits a cleaning pass's replacements (and the checkpoint) by the format's swap protocol; `owned` are
-    /// the names of the files the pass created.
+    /// Swaps a cleaning pass's replacements in by the format's protocol, for the commit's skeleton
+    /// ([`crate::Log::commit_swap`]); `owned` are the names of the files the pass created.
     ///
     /// # Errors
-    /// As the format's commit ([`Log::commit_replacements`], [`Log::commit_kafka`]).
-    pub(crate) fn commit(
+    /// As the format's swap ([`native::commit::swap`], [`kafka::commit::swap`]).
+    pub(crate) fn swap(
         self,
-        log: &Log,
+        steps: &crate::swap::SwapSteps<'_>,
         replacements: Vec<Replacement>,
-        checkpoint: u64,
         owned: &[String],
     ) -> Result<()> {
         match self {
-            Format::Native => log.commit_replacements(replacements, checkpoint),
-            Format::Kafka => log.commit_kafka(replacements, checkpoint, owned),
+            Format::Native => native::commit::swap(steps, replacements),
+            Format::Kafka => kafka::commit::swap(steps, replacements, owned),
+        }
+    }
+
+    /// Whether the outputs of `r` cover its group exactly as this format names and lays them out.
+    pub(crate) fn covers_exactly(self, r: &Replacement) -> bool {
+        match self {
+            Format::Native => native::commit::covers_exactly(r),
+            Format::Kafka => kafka::commit::covers_exactly(r),
         }
     }
 }

@@ -13,106 +13,83 @@
 //! base are cleaned and the rest are not: a tombstone a group dropped never leaves an older record of its key
 //! behind in a group below it. The checkpoint moves once every group is in.
 
-use std::io;
 use std::sync::Arc;
 
 use crate::cleaning::Replacement;
-use crate::error::{Error, Result};
-use crate::format::kafka::files::{KafkaName, SegmentFile, Stage, classify, name};
-use crate::log::Log;
+use crate::error::Result;
+use crate::format::kafka::files::{FILES, KafkaName, SegmentFile, Stage, classify, name};
 use crate::segment::SealedSegment;
+use crate::swap::SwapSteps;
 
-impl Log {
-    /// Removes `.cleaned` and `.swap` files this commit does not own (left by a pass that failed and could not
-    /// clean up), durably, so that recovery can never mistake them for part of this swap.
-    fn remove_kafka_strays(&self, owned: &[String]) -> Result<()> {
-        let store = &*self.store;
-        let names = self.check(store.list().map_err(Error::io("list", crate::error::DIRECTORY)))?;
-        let mut removed = false;
-        for n in names {
-            let stray = matches!(classify(&n), KafkaName::Segment { stage: Stage::Cleaned | Stage::Swap, .. })
-                && !owned.contains(&n);
-            if stray {
-                self.check(store.delete(&n).map_err(Error::io("delete", &n)))?;
-                removed = true;
-            }
-        }
-        if removed {
-            self.check(store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY)))?;
-        }
-        Ok(())
-    }
+/// True when the outputs of `r` cover its group as Kafka's cleaner writes them: one output named after the
+/// group's head, which it keeps even when empty; no markers.
+pub(crate) fn covers_exactly(r: &Replacement) -> bool {
+    let head = r.old.first().map(|s| s.base());
+    r.head.is_none()
+        && r.tail.is_none()
+        && r.new
+            .as_ref()
+            .is_some_and(|n| Some(n.base()) == head && n.name() == name(n.base(), SegmentFile::Log, Stage::Cleaned))
+}
 
-    /// Commits `replacements` one group at a time (see the module docs), then moves the checkpoint.
-    pub(crate) fn commit_kafka(&self, replacements: Vec<Replacement>, checkpoint: u64, owned: &[String]) -> Result<()> {
-        let previous_checkpoint = self.validate_replacements(&replacements, checkpoint)?;
-        self.remove_kafka_strays(owned)?;
-        let store = &*self.store;
-        let exists = |n: &str| match store.file_id(n) {
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(Error::io("stat", n)(e)),
-        };
-        let sync = || self.check(store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY)));
-        for Replacement { old, new, .. } in replacements {
-            let Some(new) = new else { continue };
-            let base = new.base();
-            // 1. `.cleaned` → `.swap`: the commit point of this group.
-            let mut outputs = Vec::new();
-            for file in crate::format::kafka::files::FILES {
-                let cleaned = name(base, file, Stage::Cleaned);
-                if owned.contains(&cleaned) && self.check(exists(&cleaned))? {
-                    let swap = name(base, file, Stage::Swap);
-                    self.check(store.rename(&cleaned, &swap).map_err(Error::io("rename", &cleaned)))?;
-                    outputs.push(file);
-                }
-            }
-            sync()?;
-            // 2. The old segments' files → `.deleted`.
-            let mut deleted = Vec::new();
-            for segment in &old {
-                for file in crate::format::kafka::files::FILES {
-                    let live = name(segment.base(), file, Stage::Live);
-                    if self.check(exists(&live))? {
-                        let gone = name(segment.base(), file, Stage::Deleted);
-                        self.check(store.rename(&live, &gone).map_err(Error::io("rename", &live)))?;
-                        deleted.push(gone);
-                    }
-                }
-            }
-            // 3. `.swap` → in place.
-            for file in outputs {
-                let swap = name(base, file, Stage::Swap);
-                let live = name(base, file, Stage::Live);
-                self.check(store.rename(&swap, &live).map_err(Error::io("rename", &swap)))?;
-            }
-            sync()?;
-            let segment: Arc<SealedSegment> = Arc::new(new.renamed(name(base, SegmentFile::Log, Stage::Live)));
-            {
-                let mut inner = self.write_inner()?;
-                let first = old.first().map(|s| s.base());
-                let mut closed = Vec::with_capacity(inner.closed.len());
-                for s in inner.closed.iter() {
-                    if Some(s.base()) == first {
-                        closed.push(Arc::clone(&segment));
-                    } else if !old.iter().any(|o| Arc::ptr_eq(o, s)) {
-                        closed.push(Arc::clone(s));
-                    }
-                }
-                inner.closed = Arc::new(closed);
-            }
-            // 4. The replaced files go.
-            for gone in &deleted {
-                self.check(store.delete(gone).map_err(Error::io("delete", gone)))?;
-            }
-            if !deleted.is_empty() {
-                sync()?;
+/// Commits `replacements` one group at a time (see the module docs), for the commit's skeleton
+/// ([`crate::Log::commit_swap`], which checked them and moves the checkpoint after); `owned` are the files the
+/// pass created. Stray `.cleaned` and `.swap` files it does not own are removed first, durably.
+pub(crate) fn swap(steps: &SwapSteps<'_>, replacements: Vec<Replacement>, owned: &[String]) -> Result<()> {
+    steps.remove_strays(|n| {
+        matches!(classify(n), KafkaName::Segment { stage: Stage::Cleaned | Stage::Swap, .. })
+            && !owned.iter().any(|o| o == n)
+    })?;
+    for Replacement { old, new, .. } in replacements {
+        let Some(new) = new else { continue };
+        let base = new.base();
+        // 1. `.cleaned` → `.swap`: the commit point of this group.
+        let mut outputs = Vec::new();
+        for file in FILES {
+            let cleaned = name(base, file, Stage::Cleaned);
+            if owned.contains(&cleaned) && steps.exists(&cleaned)? {
+                steps.rename(&cleaned, &name(base, file, Stage::Swap))?;
+                outputs.push(file);
             }
         }
-        if checkpoint != previous_checkpoint {
-            self.check(self.checkpoint_file.write(store, checkpoint))?;
-            self.write_inner()?.checkpoint = checkpoint;
+        steps.sync_dir()?;
+        // 2. The old segments' files → `.deleted`.
+        let mut deleted = Vec::new();
+        for segment in &old {
+            for file in FILES {
+                let live = name(segment.base(), file, Stage::Live);
+                if steps.exists(&live)? {
+                    let gone = name(segment.base(), file, Stage::Deleted);
+                    steps.rename(&live, &gone)?;
+                    deleted.push(gone);
+                }
+            }
         }
-        Ok(())
+        // 3. `.swap` → in place.
+        for file in outputs {
+            steps.rename(&name(base, file, Stage::Swap), &name(base, file, Stage::Live))?;
+        }
+        steps.sync_dir()?;
+        let segment: Arc<SealedSegment> = Arc::new(new.renamed(name(base, SegmentFile::Log, Stage::Live)));
+        let first = old.first().map(|s| s.base());
+        steps.publish(|closed| {
+            let mut now = Vec::with_capacity(closed.len());
+            for s in closed {
+                if Some(s.base()) == first {
+                    now.push(Arc::clone(&segment));
+                } else if !old.iter().any(|o| Arc::ptr_eq(o, s)) {
+                    now.push(Arc::clone(s));
+                }
+            }
+            now
+        })?;
+        // 4. The replaced files go.
+        for gone in &deleted {
+            steps.delete(gone)?;
+        }
+        if !deleted.is_empty() {
+            steps.sync_dir()?;
+        }
     }
+    Ok(())
 }

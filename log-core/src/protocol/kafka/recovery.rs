@@ -30,8 +30,8 @@ use crate::config::LogConfig;
 use crate::error::{CorruptKind, Error, Result};
 use crate::format::Format;
 use crate::format::kafka::files::{KafkaName, SegmentFile, Stage, classify, name};
-use crate::log::{Log, RecoveryReport};
-use crate::open::{Parts, ReadOnlyFront, build, delete_if_exists, open_back_half, read_only_back_half, sync_dir};
+use crate::log::RecoveryReport;
+use crate::open::{Parts, ReadOnlyFront, Recovered, delete_if_exists, read_only_back_half, sync_dir};
 use crate::segment::SealedSegment;
 use crate::storage::SegmentStore;
 
@@ -383,62 +383,24 @@ pub(crate) fn usable(store: &dyn SegmentStore, layout: &KafkaLayout) -> Result<(
     Ok(())
 }
 
-impl Log {
-    /// Opens the Kafka partition in `store` for reading and writing (the caller holds the broker's lock on its
-    /// log directory), creating its first segment when it has none; the cleaner checkpoint is kept in
-    /// `checkpoint`. Recovery follows a broker's rules (see the module docs); a torn tail or zero fill of the
-    /// active segment is cut back to its last whole batch, as a broker's recovery does; damage followed by
-    /// valid batches is corruption and nothing is cut.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`]; [`Error::UnusableName`]; [`Error::NotALog`] for a log of this project's own
-    /// format; [`Error::Corrupt`] or [`Error::CorruptNotTorn`] naming file and position; [`Error::Io`].
-    pub(crate) fn open_kafka(
-        store: Arc<dyn SegmentStore>,
-        config: LogConfig,
-        checkpoint: CheckpointFile,
-    ) -> Result<Log> {
-        config.validate_for(Format::Kafka)?;
-        if store.is_read_only() {
-            return Err(Error::ReadOnly);
-        }
-        let layout = KafkaLayout::scan(&*store)?;
-        usable(&*store, &layout)?;
-        let (mut report, touched) = recover_files_telling(&*store, &layout, &config)?;
-        report.ignored_files = layout.foreign.clone();
-        // Listed again only when recovery renamed or removed a file: the caller's lock keeps anyone else out.
-        let layout = if touched { KafkaLayout::scan(&*store)? } else { layout };
-        let logs = layout.files(SegmentFile::Log, Stage::Live);
-        let files = producer_files(&layout, &checkpoint)?;
-        let mut log = open_back_half(Format::Kafka, checkpoint, store, config, logs, report)?;
-        log.producer_files = files;
-        Ok(log)
-    }
-
-    /// Opens the Kafka partition in `store` for reading only: nothing is written, created, cut or removed, no
-    /// lock is taken, and no file is mapped (a running broker may truncate any of them: a read of a file cut
-    /// underneath is an error, never a signal). It sees the partition as the next writable open (or a broker's
-    /// recovery) would leave it, and [`Log::recovery_report`] says what that would do. Consistency without a
-    /// lock is as [`Log::open`] read-only gets it: names and file identities compared after loading.
-    ///
-    /// # Errors
-    /// [`Error::NotALog`] when the directory holds no segment or a native log; otherwise as
-    /// the Kafka open, and [`Error::Changing`] if the directory never held still.
-    pub(crate) fn open_kafka_read_only(
-        store: Arc<dyn SegmentStore>,
-        config: LogConfig,
-        checkpoint: CheckpointFile,
-    ) -> Result<Log> {
-        config.validate_for(Format::Kafka)?;
-        let high_watermark = checkpoint.broker_offsets()?.1;
-        let files = producer_files(&KafkaLayout::scan(&*store)?, &checkpoint)?;
-        crate::open::retry_read_only(|| load_read_only(&store, &config, &checkpoint)).map(|parts| {
-            let mut log = build(Format::Kafka, checkpoint.clone(), Arc::clone(&store), config.clone(), parts, true);
-            log.high_watermark = high_watermark;
-            log.producer_files = files;
-            log
-        })
-    }
+/// Recovers the Kafka partition in the writable `store` (the caller holds the broker's lock on its log
+/// directory) for the open's skeleton ([`crate::open::open`]), by a broker's rules (see the module docs), and
+/// lists its live segments. The skeleton then creates the first segment when there is none, keeps the cleaner
+/// checkpoint in the broker's file, and cuts a torn tail or zero fill of the active segment back to its last
+/// whole batch, as a broker's recovery does; damage followed by valid batches is corruption and nothing is cut.
+///
+/// # Errors
+/// [`Error::UnusableName`]; [`Error::NotALog`] for a log of this project's own format; [`Error::Corrupt`] or
+/// [`Error::CorruptNotTorn`] naming file and position; [`Error::Io`].
+pub(crate) fn recover(store: &dyn SegmentStore, config: &LogConfig, checkpoint: &CheckpointFile) -> Result<Recovered> {
+    let layout = KafkaLayout::scan(store)?;
+    usable(store, &layout)?;
+    let (mut report, touched) = recover_files_telling(store, &layout, config)?;
+    report.ignored_files = layout.foreign.clone();
+    // Listed again only when recovery renamed or removed a file: the caller's lock keeps anyone else out.
+    let layout = if touched { KafkaLayout::scan(store)? } else { layout };
+    let producer_files = producer_files(&layout, checkpoint)?;
+    Ok(Recovered { logs: layout.files(SegmentFile::Log, Stage::Live), report, producer_files })
 }
 
 /// The producer snapshots of `layout` and what the broker's log directory says of its stop and log start.
@@ -451,8 +413,16 @@ fn producer_files(layout: &KafkaLayout, checkpoint: &CheckpointFile) -> Result<c
     })
 }
 
-/// One attempt of a read-only open: `Ok(None)` when the directory changed while it was being loaded.
-fn load_read_only(
+/// One attempt of a read-only open of the Kafka partition in `store` (`Ok(None)` when the directory changed
+/// while it was being loaded): nothing is written, created, cut or removed, no lock is taken, and no file is
+/// mapped (a running broker may truncate any of them: a read of a file cut underneath is an error, never a
+/// signal). It sees the partition as the next writable open (or a broker's recovery) would leave it, and the
+/// report says what that would do. Consistency without a lock: names and file identities compared after
+/// loading ([`crate::open::read_only_back_half`]).
+///
+/// # Errors
+/// [`Error::NotALog`] when the directory holds no segment or a native log; otherwise as [`recover`].
+pub(crate) fn load_read_only(
     store: &Arc<dyn SegmentStore>,
     config: &LogConfig,
     checkpoint: &CheckpointFile,
@@ -474,7 +444,8 @@ fn load_read_only(
     for (b, s) in std::mem::take(&mut recovery.swapped) {
         names.insert(b, (s.name().to_owned(), Some(s)));
     }
-    let front = ReadOnlyFront { names, report, checkpoint: checkpoint.clone() };
+    let producer_files = producer_files(&layout, checkpoint)?;
+    let front = ReadOnlyFront { names, report, checkpoint: checkpoint.clone(), producer_files };
     let not_a_log = || Error::NotALog { found: describe(&layout), other_format: false };
     let unchanged = |active_base| {
         let again = KafkaLayout::scan(store_ref)?;

@@ -1,6 +1,6 @@
 //! The native format's front half of opening a log: its swap recovery (the rules of [`PendingSwap`]), the
-//! store's names checked, and the writable and read-only opens that hand the live segments to the back half
-//! both formats share ([`crate::open::open_back_half`], [`crate::open::build`]).
+//! store's names checked, and what the open's skeleton ([`crate::open::open`]) asks of the format: the
+//! recovery of a writable store ([`recover`]) and one attempt of a read-only load ([`load_read_only`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,11 +10,10 @@ use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::format::native::names::{FileKind, file_name};
-use crate::log::{Log, RecoveryReport};
+use crate::log::RecoveryReport;
 use crate::names::CHECKPOINT_TMP_FILE;
-use crate::open::{
-    Parts, ReadOnlyFront, build, delete_if_exists, open_back_half, read_only_back_half, retry_read_only, sync_dir,
-};
+use crate::open::{Parts, ReadOnlyFront, Recovered, delete_if_exists, read_only_back_half, sync_dir};
+use crate::producers::ProducerFiles;
 use crate::protocol::native::layout::{
     Layout, PendingSwap, SwapContent, load_swap, marker_ranges, prove_swaps, swap_range,
 };
@@ -117,68 +116,46 @@ pub(crate) fn usable(store: &dyn SegmentStore, layout: &Layout) -> Result<()> {
     }
 }
 
-impl Log {
-    /// Opens the log kept in `store` for reading and writing, creating it when the store holds no segment.
-    ///
-    /// Recovery: an interrupted cleaning swap is completed (after validating every `.swap`) or rolled back; a
-    /// closed segment whose `.lcindex` hint checks out is trusted without a full scan (its checksums are
-    /// verified on every read and cleaning pass), any other is scanned and validated (a bad frame there is an
-    /// error naming the file and position: nothing is skipped); a torn tail of the active segment (a bad
-    /// region with no valid record after it, all a torn write can leave) is cut back to the last whole record
-    /// and reported in [`Log::recovery_report`]; a bad frame with valid records after it is corruption and
-    /// nothing is cut. Empty closed segments are removed. A checkpoint past the end of the log is reset to
-    /// its start.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`]; [`Error::UnusableName`] for a segment-like name the log cannot use;
-    /// [`Error::NotALog`] for a store holding another format (a Kafka partition); [`Error::Corrupt`] or
-    /// [`Error::CorruptNotTorn`] naming file and position; [`Error::BadCheckpoint`]; [`Error::Io`].
-    pub(crate) fn open_native(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log> {
-        config.validate()?;
-        if store.is_read_only() {
-            return Err(Error::ReadOnly);
+/// Recovers the log in the writable `store` for the open's skeleton ([`crate::open::open`]) and lists its live
+/// segments.
+///
+/// An interrupted cleaning swap is completed (after validating every `.swap`) or rolled back; a hint without
+/// its segment, or one for the active segment (which has none), is removed. The skeleton then trusts a closed
+/// segment whose `.lcindex` hint checks out without a full scan (its checksums are verified on every read and
+/// cleaning pass) and scans and validates any other (a bad frame there is an error naming the file and
+/// position: nothing is skipped); a torn tail of the active segment (a bad region with no valid record after
+/// it, all a torn write can leave) is cut back to the last whole record and reported in
+/// [`crate::Log::recovery_report`]; a bad frame with valid records after it is corruption and nothing is cut.
+///
+/// # Errors
+/// [`Error::UnusableName`] for a segment-like name the log cannot use; [`Error::NotALog`] for a store holding
+/// another format (a Kafka partition); [`Error::Corrupt`] naming a bad `.swap`; [`Error::Io`].
+pub(crate) fn recover(store: &dyn SegmentStore, config: &LogConfig) -> Result<Recovered> {
+    let mut report = RecoveryReport::default();
+    let layout = Layout::scan(store)?;
+    usable(store, &layout)?;
+    recover_swap(store, &layout, config, &mut report)?;
+    let layout = Layout::scan(store)?;
+    let active_base = layout.logs.last_key_value().map(|(&b, _)| b);
+    for (&base, name) in &layout.hints {
+        if !layout.logs.contains_key(&base) || Some(base) == active_base {
+            delete_if_exists(store, name)?;
+            report.stray_files_removed += 1;
         }
-        let mut report = RecoveryReport::default();
-        let layout = Layout::scan(&*store)?;
-        usable(&*store, &layout)?;
-        recover_swap(&*store, &layout, &config, &mut report)?;
-        let layout = Layout::scan(&*store)?;
-        // A hint without its segment, or one for the active segment (which has none), is left over.
-        let active_base = layout.logs.last_key_value().map(|(&b, _)| b);
-        for (&base, name) in &layout.hints {
-            if !layout.logs.contains_key(&base) || Some(base) == active_base {
-                delete_if_exists(&*store, name)?;
-                report.stray_files_removed += 1;
-            }
-        }
-        open_back_half(Format::Native, CheckpointFile::Own, store, config, layout.logs, report)
     }
-
-    /// Opens the log kept in `store` for reading only: nothing is written, created, cut or removed and no lock
-    /// is taken, so this works on a read-only store and beside a running writer or cleaning pass.
-    ///
-    /// It sees the log as the next writable open would leave it, without doing the work: an interrupted
-    /// swap is resolved in memory (a `.swap` to complete is validated and read in place of its segment), a
-    /// torn tail is left out of the view, hints that do not check out are not rewritten (the segment is
-    /// scanned instead). [`Log::recovery_report`] tells what that open would repair. Every write fails with
-    /// [`Error::ReadOnly`].
-    ///
-    /// Consistency without a lock: after loading, the names are listed again and every segment's file
-    /// identity compared with the file loaded; if a cleaning swap or a roll changed anything in between, the
-    /// load is retried, so the view is the log as it was at one instant.
-    ///
-    /// # Errors
-    /// [`Error::NotALog`] when the store holds no segment or another format; otherwise as [`Log::open`], and
-    /// [`Error::Changing`] if the log never held still.
-    pub(crate) fn open_native_read_only(store: Arc<dyn SegmentStore>, config: LogConfig) -> Result<Log> {
-        config.validate()?;
-        retry_read_only(|| load_read_only(&store, &config))
-            .map(|parts| build(Format::Native, CheckpointFile::Own, Arc::clone(&store), config.clone(), parts, true))
-    }
+    Ok(Recovered { logs: layout.logs, report, producer_files: ProducerFiles::default() })
 }
 
-/// One attempt of a read-only open: `Ok(None)` when the log changed while it was being loaded.
-fn load_read_only(store: &Arc<dyn SegmentStore>, config: &LogConfig) -> Result<Option<Parts>> {
+/// One attempt of a read-only open (`Ok(None)` when the log changed while it was being loaded): it sees the log
+/// as the next writable open would leave it, without doing the work. An interrupted swap is resolved in memory
+/// (a `.swap` to complete is validated and read in place of its segment), a torn tail is left out of the view,
+/// hints that do not check out are not rewritten (the segment is scanned instead), and the report tells what
+/// that open would repair. Consistency without a lock: after loading, the names are listed again and every
+/// segment's file identity compared with the file loaded (see [`crate::open::read_only_back_half`]).
+///
+/// # Errors
+/// [`Error::NotALog`] when the store holds no segment or another format; otherwise as [`recover`].
+pub(crate) fn load_read_only(store: &Arc<dyn SegmentStore>, config: &LogConfig) -> Result<Option<Parts>> {
     let store_ref: &dyn SegmentStore = &**store;
     let layout = Layout::scan(store_ref)?;
     usable(store_ref, &layout)?;
@@ -212,7 +189,8 @@ fn load_read_only(store: &Arc<dyn SegmentStore>, config: &LogConfig) -> Result<O
     let last_log = layout.logs.last_key_value().map(|(&b, _)| b);
     let stray_hints = layout.hints.keys().filter(|&&b| !layout.logs.contains_key(&b) || Some(b) == last_log).count();
     report.stray_files_removed = layout.deleted.len() + usize::from(layout.checkpoint_tmp) + stray_hints;
-    let front = ReadOnlyFront { names, report, checkpoint: CheckpointFile::Own };
+    let front =
+        ReadOnlyFront { names, report, checkpoint: CheckpointFile::Own, producer_files: ProducerFiles::default() };
     let not_a_log = || Error::NotALog { found: layout.describe(), other_format: false };
     // A roll after the first listing (a new active segment, the old one's hint) leaves the loaded view a
     // consistent prefix.
