@@ -50,6 +50,7 @@ fn compact_in_place(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
         checkpoint: None,
         out: None,
         clock_trust: logcompact::clock::ClockTrust::Checked,
+        listing: None,
         // The demo partition's topic has no broker to say it is compacted: say so here, as
         // `logcompact compact --cleanup-policy compact` does (a real broker's settings are read with
         // `logcompact::datadir::settings_of`; a topic they do not show compacted is refused).

@@ -123,6 +123,7 @@ pub fn ours_clean(dir: &Path, map: MapKind, s: &Settings) -> Result<Run, String>
         checkpoint: None,
         out: None,
         clock_trust: logcompact::clock::ClockTrust::Checked,
+        listing: None,
         // The benchmark's topics are compacted topics Kafka's cleaner is given too.
         settings: logcompact::datadir::settings::Layers::default().compact_anyway("the benchmark"),
     };

@@ -121,16 +121,21 @@ fn missing(path: &Path, flag: &str) -> Failure {
 ///
 /// # Errors
 /// [`Failure::Usage`] with the fix.
-pub fn one_log(dir: &Path, format: Format, command: &str, data_dir_form: Option<&str>) -> Result<Vec<String>, Failure> {
+pub fn one_log(
+    dir: &Path,
+    format: Format,
+    command: &str,
+    data_dir_form: Option<&str>,
+) -> Result<logcompact::dir::Listing, Failure> {
     if !dir.exists() {
         return Err(missing(dir, "--dir"));
     }
     if !dir.is_dir() {
-        return Ok(Vec::new());
+        return Ok(logcompact::dir::Listing::default());
     }
-    let names = storage_file::list_names(dir);
-    if names.iter().any(|n| is_segment_name(n)) {
-        return Ok(names);
+    let listing = logcompact::dir::Listing::read(dir);
+    if listing.names().iter().any(|n| is_segment_name(n)) {
+        return Ok(listing);
     }
     let logs = logs_in(dir);
     // The partition suggested is never the cluster's metadata log, which no command writes.
@@ -138,7 +143,7 @@ pub fn one_log(dir: &Path, format: Format, command: &str, data_dir_form: Option<
         !log_core::kafka::topic_partition(n)
             .is_some_and(|(topic, _)| log_core::kafka::metadata_log::is_metadata_topic(topic))
     };
-    let Some(first) = logs.iter().find(not_metadata) else { return Ok(names) };
+    let Some(first) = logs.iter().find(not_metadata) else { return Ok(listing) };
     let broker = is_broker_log_dir(dir, &logs);
     let (what, flag) = if broker {
         ("a Kafka broker's log directory", " --format kafka")

@@ -8,7 +8,7 @@ use log_core::{DirtySection, Format, Log, LogConfig, RecoveryReport};
 
 use crate::copy::{CopyError, copy_beside_metered, place};
 use crate::datadir::settings::{Layers, SettingsError};
-use crate::dir::{CheckpointPastEnd, OpenError, OpenedLog, open_writable, open_writable_copy_as};
+use crate::dir::{CheckpointPastEnd, OpenError, OpenedLog, open_writable, open_writable_copy_as, open_writable_listed};
 
 /// What to compact, and how.
 #[derive(Debug, Clone)]
@@ -39,6 +39,10 @@ pub struct CompactRequest {
     pub out: Option<PathBuf>,
     /// Whether the cleaner's clock is checked against the log's newest record first ([`crate::clock`]).
     pub clock_trust: crate::clock::ClockTrust,
+    /// The directory's names, when the caller read them already ([`crate::dir::Listing::read`], before
+    /// anything was locked): handed down so that the directory is not listed again to tell what it is.
+    /// `None`: read here.
+    pub listing: Option<crate::dir::Listing>,
 }
 
 /// What a compaction did.
@@ -307,7 +311,10 @@ pub fn compact_observed(
     };
     let log = match &req.out {
         Some(out) => open_writable_copy_as(&dir, out, req.format, config),
-        None => open_writable(&dir, req.format, config),
+        None => match &req.listing {
+            Some(listing) => open_writable_listed(&dir, req.format, config, listing),
+            None => open_writable(&dir, req.format, config),
+        },
     };
     let result = log.map_err(CompactError::from).and_then(|OpenedLog { log, checkpoint_source, .. }| {
         if let Some(c) = checkpoint {

@@ -136,7 +136,21 @@ pub fn open_records_only(dir: &Path, format: Format) -> Result<OpenedLog, OpenEr
 /// # Errors
 /// [`OpenError`]; [`OpenError::Store`] with a lock error when another process holds it.
 pub fn open_writable(dir: &Path, format: Format, config: LogConfig) -> Result<OpenedLog, OpenError> {
-    open_writable_as(dir, format, config, None)
+    open_writable_as(dir, format, config, None, None)
+}
+
+/// As [`open_writable`], with the directory's names read already before anything was locked
+/// ([`Listing::read`]), so that a Kafka partition's directory is not listed again to tell what it is.
+///
+/// # Errors
+/// As [`open_writable`].
+pub fn open_writable_listed(
+    dir: &Path,
+    format: Format,
+    config: LogConfig,
+    listing: &Listing,
+) -> Result<OpenedLog, OpenError> {
+    open_writable_as(dir, format, config, None, Some(listing))
 }
 
 /// Opens the log in `dir` for writing with `config`, creating the directory and an empty log of `format` where
@@ -175,7 +189,7 @@ pub fn open_or_create(dir: &Path, format: Format, config: LogConfig) -> Result<O
 /// # Errors
 /// As [`open_writable`].
 pub fn open_writable_copy(dir: &Path, format: Format, config: LogConfig) -> Result<OpenedLog, OpenError> {
-    open_writable_as(dir, format, config, Some(dir))
+    open_writable_as(dir, format, config, Some(dir), None)
 }
 
 /// As [`open_writable_copy`] for a copy made in `dir` under a temporary name, to be renamed `target` once
@@ -190,15 +204,17 @@ pub fn open_writable_copy_as(
     format: Format,
     config: LogConfig,
 ) -> Result<OpenedLog, OpenError> {
-    open_writable_as(dir, format, config, Some(target))
+    open_writable_as(dir, format, config, Some(target), None)
 }
 
-/// Opens `dir` for writing; `copy_of` names the copy's target when it is a copy made by this process.
+/// Opens `dir` for writing; `copy_of` names the copy's target when it is a copy made by this process, and
+/// `listing` the directory's names when they were read already.
 fn open_writable_as(
     dir: &Path,
     format: Format,
     config: LogConfig,
     copy_of: Option<&Path>,
+    listing: Option<&Listing>,
 ) -> Result<OpenedLog, OpenError> {
     match format {
         Format::Native => {
@@ -209,7 +225,10 @@ fn open_writable_as(
         Format::Kafka => {
             let stores = match copy_of {
                 Some(target) => kafka_copy_stores(dir, target)?,
-                None => kafka_stores(dir, true)?,
+                None => match listing {
+                    Some(listing) => kafka_stores_listed(dir, true, listing)?,
+                    None => kafka_stores(dir, true)?,
+                },
             };
             let source = stores.checkpoint.describe();
             let log = Log::open(stores.partition, log_core::OpenOptions::kafka(config, stores.checkpoint))
@@ -241,28 +260,73 @@ pub fn native_store(dir: &Path, writable: bool) -> Result<Arc<dyn SegmentStore>,
 /// # Errors
 /// [`OpenError::Store`] (a lock error when a broker holds it); [`OpenError::NotALog`].
 pub fn kafka_stores(dir: &Path, writable: bool) -> Result<storage_file::kafka::PartitionStores, OpenError> {
-    let look = storage_file::kafka::open_read_only(dir).map_err(store_error(dir))?;
-    refuse_no_kafka_segment(dir, &look)?;
-    if !writable {
-        return Ok(look);
+    kafka_stores_listed(dir, writable, &Listing::read(dir))
+}
+
+/// As [`kafka_stores`], with the directory's names read already ([`Listing::read`]).
+fn kafka_stores_listed(
+    dir: &Path,
+    writable: bool,
+    listing: &Listing,
+) -> Result<storage_file::kafka::PartitionStores, OpenError> {
+    refuse_no_kafka_segment(dir, listing)?;
+    if writable {
+        storage_file::kafka::open_writable_listed(dir, listing.names()).map_err(store_error(dir))
+    } else {
+        storage_file::kafka::open_read_only(dir).map_err(store_error(dir))
     }
-    storage_file::kafka::open_writable(dir).map_err(store_error(dir))
 }
 
 /// As [`kafka_stores`] for a copy made by this process: outside a broker's log directory no broker lock is
 /// taken and the checkpoint is kept in memory.
 fn kafka_copy_stores(dir: &Path, target: &Path) -> Result<storage_file::kafka::PartitionStores, OpenError> {
-    let look = storage_file::kafka::open_read_only(dir).map_err(store_error(dir))?;
-    refuse_no_kafka_segment(dir, &look)?;
+    refuse_no_kafka_segment(dir, &Listing::read(dir))?;
     storage_file::kafka::open_writable_copy_as(dir, target).map_err(store_error(dir))
 }
 
+/// The names in a directory, read once before anything in it is opened or locked and handed down to the open,
+/// so that telling what the directory is (a partition, the metadata log, no log at all) lists it once. The
+/// open's recovery lists it again under the lock, where the names are the ones that count.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    names: Vec<String>,
+}
+
+impl Listing {
+    /// Lists `dir`: no names when it cannot be listed (the open that follows says why).
+    pub fn read(dir: &Path) -> Listing {
+        Listing { names: storage_file::list_names(dir) }
+    }
+
+    /// The names, in no order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Refuses the KRaft metadata log in `dir` (this listing's), which no command writes or locks, for what
+    /// it is, before anything else is asked about it.
+    ///
+    /// # Errors
+    /// [`OpenError::Store`] holding [`storage_file::Error::MetadataLog`].
+    pub fn refuse_metadata_log(&self, dir: &Path) -> Result<(), OpenError> {
+        match storage_file::metadata_log_sign_in(dir, &self.names) {
+            Some(sign) => Err(store_error(dir)(storage_file::Error::MetadataLog { dir: dir.to_path_buf(), sign })),
+            None => Ok(()),
+        }
+    }
+
+    /// True when the names hold a segment, or a segment's swap, of Kafka's.
+    fn has_kafka_segment(&self) -> bool {
+        use log_core::kafka::files::{KafkaName, SegmentFile, Stage, classify};
+        self.names.iter().any(|n| {
+            matches!(classify(n), KafkaName::Segment { file: SegmentFile::Log, stage: Stage::Live | Stage::Swap, .. })
+        })
+    }
+}
+
 /// Refuses a directory with neither a segment nor a segment swap of Kafka's.
-fn refuse_no_kafka_segment(dir: &Path, look: &storage_file::kafka::PartitionStores) -> Result<(), OpenError> {
-    use log_core::kafka::files::{SegmentFile, Stage};
-    let layout = log_core::kafka::KafkaLayout::scan(&*look.partition).map_err(log_error(dir))?;
-    if layout.files(SegmentFile::Log, Stage::Live).is_empty() && layout.files(SegmentFile::Log, Stage::Swap).is_empty()
-    {
+fn refuse_no_kafka_segment(dir: &Path, listing: &Listing) -> Result<(), OpenError> {
+    if !listing.has_kafka_segment() {
         return Err(OpenError::NotALog {
             dir: dir.to_path_buf(),
             format: Format::Kafka,

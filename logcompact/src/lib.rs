@@ -31,6 +31,7 @@
 //!     checkpoint: None,
 //!     out: None,
 //!     clock_trust: logcompact::clock::ClockTrust::Checked,
+//!     listing: None,
 //!     // The topic's own settings, read from the stopped broker's metadata log: a partition of a topic they do
 //!     // not show compacted is refused.
 //!     settings,

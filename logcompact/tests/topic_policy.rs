@@ -39,6 +39,7 @@ fn request(dir: &Path, settings: Layers) -> CompactRequest {
         checkpoint: None,
         out: None,
         clock_trust: logcompact::clock::ClockTrust::Trusted,
+        listing: None,
         settings,
     }
 }

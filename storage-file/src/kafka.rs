@@ -51,12 +51,24 @@ pub fn open_read_only(dir: &Path) -> Result<PartitionStores> {
 /// # Errors
 /// As [`FileStore::open_kafka_partition`].
 pub fn open_writable(dir: &Path) -> Result<PartitionStores> {
-    open_writable_named(dir, name_of(dir))
+    open_writable_named(dir, name_of(dir), &crate::list_names(dir))
 }
 
-/// [`open_writable`] with the topic and partition given (the checkpoint line they name).
-fn open_writable_named(dir: &Path, topic_partition: Option<(String, u32)>) -> Result<PartitionStores> {
-    let store = FileStore::open_kafka_partition(dir)?;
+/// As [`open_writable`], with the names in `dir` its caller listed already (before anything was locked).
+///
+/// # Errors
+/// As [`FileStore::open_kafka_partition`].
+pub fn open_writable_listed(dir: &Path, names: &[String]) -> Result<PartitionStores> {
+    open_writable_named(dir, name_of(dir), names)
+}
+
+/// [`open_writable`] with the topic and partition given (the checkpoint line they name) and the names listed.
+fn open_writable_named(
+    dir: &Path,
+    topic_partition: Option<(String, u32)>,
+    names: &[String],
+) -> Result<PartitionStores> {
+    let store = FileStore::open_kafka_partition_listed(dir, names)?;
     let checkpoint = match (&topic_partition, store.broker_lock().cloned()) {
         (Some((topic, p)), Some(lock)) => {
             let log_dir = log_dir_of(dir)?;
@@ -110,5 +122,5 @@ pub fn open_writable_copy_as(dir: &Path, target: &Path) -> Result<PartitionStore
         return open_writable_copy(dir);
     }
     let named = target.file_name().and_then(|n| n.to_str()).and_then(topic_partition);
-    open_writable_named(dir, named.map(|(t, p)| (t.to_owned(), p)))
+    open_writable_named(dir, named.map(|(t, p)| (t.to_owned(), p)), &crate::list_names(dir))
 }

@@ -119,8 +119,19 @@ impl FileStore {
     /// [`Error::BrokerLocked`] while a broker (or another process) holds the log directory;
     /// [`Error::Locked`]; as [`FileStore::open_existing`].
     pub fn open_kafka_partition(dir: impl AsRef<Path>) -> Result<Self> {
-        let dir = Self::existing_dir(dir.as_ref())?;
-        refuse_metadata_log(&dir)?;
+        Self::open_kafka_partition_listed(dir.as_ref(), &list_names(dir.as_ref()))
+    }
+
+    /// As [`FileStore::open_kafka_partition`], with the names in `dir` its caller listed already (before
+    /// anything was locked), so that the directory is not listed again to refuse the metadata log.
+    ///
+    /// # Errors
+    /// As [`FileStore::open_kafka_partition`].
+    pub fn open_kafka_partition_listed(dir: &Path, names: &[String]) -> Result<Self> {
+        let dir = Self::existing_dir(dir)?;
+        if let Some(sign) = metadata_log_sign_in(&dir, names) {
+            return Err(Error::MetadataLog { dir, sign });
+        }
         let parent = log_dir_of(&dir)?;
         let given = given_log_dir(&dir)?;
         if given != parent {

@@ -125,10 +125,7 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
     let c = cleaner_config(&a.map, &a.buffer, a.copy_threads)?;
     // The metadata log is refused for what it is before its topic's settings are asked about (from the
     // listing read above).
-    if let Some(sign) = storage_file::metadata_log_sign_in(&a.dir, &listing) {
-        let source = storage_file::Error::MetadataLog { dir: a.dir.clone(), sign };
-        return Err(Failure::from_open(&logcompact::OpenError::Store { dir: a.dir.clone(), source }));
-    }
+    listing.refuse_metadata_log(&a.dir).map_err(|e| Failure::from_open(&e))?;
     if let Some(ms) = a.delete_retention_ms.filter(|ms| *ms < 0) {
         return Err(Failure::Usage(format!("--delete-retention-ms {ms} is negative")));
     }
@@ -165,6 +162,7 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
         out: a.out.clone(),
         clock_trust: a.clock.trust(),
         settings: layers,
+        listing: a.out.is_none().then_some(listing),
     };
     // The library decides whether the topic is compacted; a compaction on the operator's word is said first.
     let verdict = logcompact::compact::topic_policy(&request).map_err(|e| Failure::from_compact(&e))?;
