@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use logcompact::{Cleaner, CleanerConfig, CompactOutcome, CompactRequest, Format, LogConfig, PassOptions, SystemClock};
+use logcompact::{Cleaner, CleanerConfig, CompactOutcome, CompactRequest, Format, LogConfig, SystemClock};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tmp = tempfile::tempdir()?;
@@ -39,23 +39,11 @@ fn write_demo_partition(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
 
 /// Cleans the partition in `dir` until nothing is dirty, then reads it back.
 fn compact_in_place(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
-    let req = CompactRequest {
-        dir: dir.to_path_buf(),
-        format: Format::Kafka,
-        options: PassOptions::default(),
-        until_clean: true,
-        segment_bytes: 1 << 30,
-        index_interval_bytes: logcompact::DEFAULT_INDEX_INTERVAL_BYTES,
-        min_cleanable_dirty_ratio: 0.0,
-        checkpoint: None,
-        out: None,
-        clock_trust: logcompact::clock::ClockTrust::Checked,
-        listing: None,
-        // The demo partition's topic has no broker to say it is compacted: say so here, as
-        // `logcompact compact --cleanup-policy compact` does (a real broker's settings are read with
-        // `logcompact::datadir::settings_of`; a topic they do not show compacted is refused).
-        settings: logcompact::datadir::settings::Layers::default().compact_anyway("this example"),
-    };
+    // The demo partition's topic has no broker to say it is compacted: say so here, as
+    // `logcompact compact --cleanup-policy compact` does (a real broker's settings are read with
+    // `logcompact::datadir::settings_of`; a topic they do not show compacted is refused).
+    let settings = logcompact::datadir::settings::Layers::default().compact_anyway("this example");
+    let req = CompactRequest::kafka(dir, settings);
     let mut cleaner = Cleaner::new(CleanerConfig::default(), Arc::new(SystemClock))?;
     let done = logcompact::compact(&req, &mut cleaner, |stats| {
         println!("{}", logcompact::summary(None, &dir.display().to_string(), stats, 1));

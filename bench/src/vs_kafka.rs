@@ -68,7 +68,7 @@ pub fn kafka_clean(kafka: &kafka_interop::Kafka, dir: &Path, s: &Settings) -> Re
     let heap = format!("-Xmx{}m", 256 + s.buffer_bytes / (1 << 20) * 2);
     let load = s.load_factor.to_string();
     let out = kafka
-        .offline_clean_with(
+        .offline_clean(
             &[&heap],
             dir,
             s.now_ms,
@@ -112,20 +112,12 @@ pub fn ours_clean(dir: &Path, map: MapKind, s: &Settings) -> Result<Run, String>
     };
     let clock = std::sync::Arc::new(cleaner::ManualClock::new(s.now_ms));
     let mut c = cleaner::Cleaner::new(config, clock).map_err(|e| e.to_string())?;
+    // The benchmark's topics are compacted topics Kafka's cleaner is given too.
+    let settings = logcompact::datadir::settings::Layers::default().compact_anyway("the benchmark");
     let req = logcompact::CompactRequest {
-        dir: dir.to_path_buf(),
-        format: log_core::Format::Kafka,
         options: cleaner::PassOptions { drop_invalid: true, ..cleaner::PassOptions::default() },
-        until_clean: true,
         segment_bytes: s.segment_bytes,
-        index_interval_bytes: log_core::DEFAULT_INDEX_INTERVAL_BYTES,
-        min_cleanable_dirty_ratio: 0.0,
-        checkpoint: None,
-        out: None,
-        clock_trust: logcompact::clock::ClockTrust::Checked,
-        listing: None,
-        // The benchmark's topics are compacted topics Kafka's cleaner is given too.
-        settings: logcompact::datadir::settings::Layers::default().compact_anyway("the benchmark"),
+        ..logcompact::CompactRequest::kafka(dir, settings)
     };
     let (mut seconds, mut passes, mut bytes_per_key, mut entries) = (0.0, 0u64, 0.0, 0u64);
     logcompact::compact(&req, &mut c, |st| {

@@ -45,6 +45,29 @@ pub struct CompactRequest {
     pub listing: Option<crate::dir::Listing>,
 }
 
+impl CompactRequest {
+    /// A request to compact the Kafka partition in `dir` in place until nothing is dirty, as the topic's
+    /// `settings` say (they decide whether it is compacted at all: [`topic_policy`]): Kafka's default segment
+    /// and index sizes, every dirty segment taken (no minimum dirty ratio), the clock checked, the default pass
+    /// options. Set a field to ask otherwise.
+    pub fn kafka(dir: &std::path::Path, settings: Layers) -> CompactRequest {
+        CompactRequest {
+            dir: dir.to_path_buf(),
+            format: Format::Kafka,
+            options: PassOptions::default(),
+            settings,
+            until_clean: true,
+            segment_bytes: log_core::DEFAULT_SEGMENT_BYTES,
+            index_interval_bytes: log_core::DEFAULT_INDEX_INTERVAL_BYTES,
+            min_cleanable_dirty_ratio: 0.0,
+            checkpoint: None,
+            out: None,
+            clock_trust: crate::clock::ClockTrust::Checked,
+            listing: None,
+        }
+    }
+}
+
 /// What a compaction did.
 #[derive(Debug)]
 pub struct Compaction {

@@ -15,27 +15,14 @@
 //! Compact a Kafka partition of a stopped broker in place, until nothing is dirty:
 //! ```no_run
 //! use std::sync::Arc;
-//! use logcompact::{Cleaner, CleanerConfig, CompactRequest, Format, PassOptions, SystemClock};
+//! use logcompact::{Cleaner, CleanerConfig, CompactRequest, Format, SystemClock};
 //! use logcompact::datadir::{BrokerSource, settings_of};
 //!
 //! let dir = std::path::Path::new("/var/lib/kafka/data/orders-0");
 //! let (_, settings) = settings_of(dir, Format::Kafka, None, &[], &BrokerSource::default())?;
-//! let req = CompactRequest {
-//!     dir: dir.to_path_buf(),
-//!     format: Format::Kafka,
-//!     options: PassOptions::default(),
-//!     until_clean: true,
-//!     segment_bytes: 1 << 30,
-//!     index_interval_bytes: logcompact::DEFAULT_INDEX_INTERVAL_BYTES,
-//!     min_cleanable_dirty_ratio: 0.0,
-//!     checkpoint: None,
-//!     out: None,
-//!     clock_trust: logcompact::clock::ClockTrust::Checked,
-//!     listing: None,
-//!     // The topic's own settings, read from the stopped broker's metadata log: a partition of a topic they do
-//!     // not show compacted is refused.
-//!     settings,
-//! };
+//! // The topic's own settings, read from the stopped broker's metadata log: a partition of a topic they do not
+//! // show compacted is refused.
+//! let req = CompactRequest::kafka(dir, settings);
 //! let mut cleaner = Cleaner::new(CleanerConfig::default(), Arc::new(SystemClock))?;
 //! let outcome = logcompact::compact(&req, &mut cleaner, |stats| {
 //!     println!("pass up to offset {}", stats.end_offset);

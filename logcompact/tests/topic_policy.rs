@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use logcompact::datadir::settings::Layers;
-use logcompact::{Cleaner, CleanerConfig, CompactError, CompactRequest, Format, LogConfig, ManualClock, PassOptions};
+use logcompact::{Cleaner, CleanerConfig, CompactError, CompactRequest, Format, LogConfig, ManualClock};
 
 /// A Kafka partition of 600 records over 20 keys in small segments, every segment but the active one sealed.
 fn partition(dir: &Path) {
@@ -28,20 +28,7 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn request(dir: &Path, settings: Layers) -> CompactRequest {
-    CompactRequest {
-        dir: dir.to_path_buf(),
-        format: Format::Kafka,
-        options: PassOptions::default(),
-        until_clean: true,
-        segment_bytes: 1 << 30,
-        index_interval_bytes: logcompact::DEFAULT_INDEX_INTERVAL_BYTES,
-        min_cleanable_dirty_ratio: 0.0,
-        checkpoint: None,
-        out: None,
-        clock_trust: logcompact::clock::ClockTrust::Trusted,
-        listing: None,
-        settings,
-    }
+    CompactRequest { clock_trust: logcompact::clock::ClockTrust::Trusted, ..CompactRequest::kafka(dir, settings) }
 }
 
 /// `logcompact::compact` with a fixed clock (its error boxed, as a caller would keep it).
