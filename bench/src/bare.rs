@@ -477,6 +477,21 @@ fn varint(b: &[u8], at: &mut usize) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
+/// The whole batches of the Kafka segment bytes `b`, in order, each by the length its header gives (after 8
+/// bytes of base offset, 4 of length).
+fn kafka_batches(b: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if at + 12 > b.len() {
+            return None;
+        }
+        let len = 12 + be_i32(b, at + 8) as usize;
+        let batch = &b[at..at + len];
+        at += len;
+        Some(batch)
+    })
+}
+
 /// A zigzag varint appended to `out`.
 #[cfg(test)]
 fn put_varint(v: i64, out: &mut Vec<u8>) {
@@ -549,11 +564,7 @@ pub fn kafka_floor(
     let started = Instant::now();
     for (_, s) in &segs {
         with_bytes(s, |b| {
-            let mut at = 0;
-            while at + 12 <= b.len() {
-                let len = 12 + be_i32(b, at + 8) as usize;
-                let batch = &b[at..at + len];
-                at += len;
+            for batch in kafka_batches(b) {
                 let attributes = batch[ATTRIBUTES_AT + 1];
                 if attributes & 0x20 != 0 {
                     continue;
@@ -588,11 +599,7 @@ pub fn kafka_floor(
         w.start(segs[group.start].0);
         for (_, s) in &segs[group] {
             with_bytes(s, |b| {
-                let mut at = 0;
-                while at + 12 <= b.len() {
-                    let len = 12 + be_i32(b, at + 8) as usize;
-                    let batch = &b[at..at + len];
-                    at += len;
+                for batch in kafka_batches(b) {
                     let crc = u32::from_be_bytes(batch[CRC_AT..CRC_AT + 4].try_into().expect("4 bytes"));
                     assert_eq!(crc32c::crc32c(&batch[ATTRIBUTES_AT..]), crc, "a batch's CRC-32C");
                     let base = be_i64(batch, 0) as u64;

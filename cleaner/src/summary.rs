@@ -56,14 +56,7 @@ pub fn summary(thread: Option<usize>, log: &str, stats: &CleanStats, passes: u64
         if stats.map_full { "; the map filled: the rest of the dirty section is left to a later pass" } else { "" }
     );
     let _ = writeln!(s, "    {} of log processed in {} ({})", bytes(read), duration(total), rate(read, total));
-    let _ = writeln!(
-        s,
-        "    indexed {} in {} ({}, {:.1}% of the time)",
-        bytes(p1.bytes_read),
-        duration(p1.seconds),
-        rate(p1.bytes_read, p1.seconds),
-        share(p1.seconds, total)
-    );
+    phase_line(&mut s, "indexed", p1.bytes_read, p1.seconds, total);
     let _ = writeln!(
         s,
         "    buffer utilization {:.1}% ({} keys, {} at most)",
@@ -71,14 +64,7 @@ pub fn summary(thread: Option<usize>, log: &str, stats: &CleanStats, passes: u64
         stats.offset_map.entries,
         stats.offset_map.capacity
     );
-    let _ = writeln!(
-        s,
-        "    cleaned {} in {} ({}, {:.1}% of the time)",
-        bytes(p2.bytes_read),
-        duration(p2.seconds),
-        rate(p2.bytes_read, p2.seconds),
-        share(p2.seconds, total)
-    );
+    phase_line(&mut s, "cleaned", p2.bytes_read, p2.seconds, total);
     let _ = writeln!(
         s,
         "    start size {} ({} records), end size {} ({} records)",
@@ -99,6 +85,19 @@ pub fn summary(thread: Option<usize>, log: &str, stats: &CleanStats, passes: u64
         stats.segments_removed
     );
     s
+}
+
+/// One phase's line of the summary: what it did to how many bytes, in what time, at what rate, and its share of
+/// the pass's `total` seconds.
+fn phase_line(s: &mut String, did: &str, read: u64, seconds: f64, total: f64) {
+    let _ = writeln!(
+        s,
+        "    {did} {} in {} ({}, {:.1}% of the time)",
+        bytes(read),
+        duration(seconds),
+        rate(read, seconds),
+        share(seconds, total)
+    );
 }
 
 #[cfg(test)]

@@ -190,73 +190,37 @@ struct Shape {
 
 fn shapes(config: &Config) -> Result<Vec<Shape>, ReportError> {
     let keys = crate::Keys::new(config.kafka_keys as usize, config.key_bytes, config.seed);
-    let mut out = Vec::new();
-    for codec in [Compression::None, Compression::Lz4] {
+    let (records, segment_bytes, seed) = (config.kafka_records, config.segment_bytes, config.seed);
+    // Each shape written into a store of its own, run at the sweep's shares on `config`'s clock and sizes.
+    let shape = |name, codec, keys, write: &dyn Fn(&dyn SegmentStore) -> Result<crate::kafka::Written, String>| {
         let source: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-        let written = crate::kafka::write_partition(
-            &*source,
-            &keys,
-            config.kafka_records,
-            u64::MAX,
+        let written = write(&*source).map_err(failed)?;
+        Ok::<_, ReportError>(Shape {
+            name,
             codec,
-            config.segment_bytes,
-            config.seed,
-        )
-        .map_err(failed)?;
-        out.push(Shape {
-            name: "plain",
-            codec,
-            keys: config.kafka_keys,
+            keys,
             source,
             written,
             shares: SWEEP,
             now_ms: NOW_MS,
-            segment_bytes: config.segment_bytes,
+            segment_bytes,
             repeats: config.repeats,
-        });
+        })
+    };
+    let mut out = Vec::new();
+    for codec in [Compression::None, Compression::Lz4] {
+        out.push(shape("plain", codec, config.kafka_keys, &|store| {
+            crate::kafka::write_partition(store, &keys, records, u64::MAX, codec, segment_bytes, seed)
+        })?);
     }
-    let source: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-    let written = crate::kafka::write_transactional_partition(
-        &*source,
-        &keys,
-        config.kafka_records,
-        config.segment_bytes,
-        config.seed,
-    )
-    .map_err(failed)?;
-    out.push(Shape {
-        name: "transactions",
-        codec: Compression::None,
-        keys: config.kafka_keys,
-        source,
-        written,
-        shares: SWEEP,
-        now_ms: NOW_MS,
-        segment_bytes: config.segment_bytes,
-        repeats: config.repeats,
-    });
+    out.push(shape("transactions", Compression::None, config.kafka_keys, &|store| {
+        crate::kafka::write_transactional_partition(store, &keys, records, segment_bytes, seed)
+    })?);
     // A group commits 20 partitions: groups for about a tenth of the plain shape's keys.
     let groups = (config.kafka_keys / 200).max(1);
-    let source: Arc<dyn SegmentStore> = Arc::new(MemStore::new());
-    let written = crate::kafka::write_offsets_partition(
-        &*source,
-        groups,
-        config.kafka_records,
-        config.segment_bytes,
-        config.seed,
-    )
-    .map_err(failed)?;
-    out.push(Shape {
-        name: "consumer_offsets",
-        codec: Compression::None,
-        keys: groups * 21,
-        source,
-        written,
-        shares: SWEEP,
-        now_ms: NOW_MS,
-        segment_bytes: config.segment_bytes,
-        repeats: config.repeats,
-    });
+    out.push(shape("consumer_offsets", Compression::None, groups * 21, &|store| {
+        crate::kafka::write_offsets_partition(store, groups, records, segment_bytes, seed)
+    })?);
     Ok(out)
 }
 

@@ -634,19 +634,13 @@ impl OffsetMap for CompactMap {
         let allocated = ((self.peak_slots + overflow_for(self.peak_slots)) * SLOT_BYTES) as u64;
         let capacity = self.capacity();
         MapStats {
-            entries: self.entries as u64,
             capacity: capacity as u64,
-            slots: self.budget_homes as u64,
             bytes_per_slot: SLOT_BYTES as f64,
-            utilization: if self.budget_homes == 0 { 0.0 } else { self.entries as f64 / self.budget_homes as f64 },
             memory_bytes: budget,
             allocated_bytes: allocated,
             touched_bytes: self.table.touched_bytes() as u64,
-            bytes_per_key: if capacity == 0 { 0.0 } else { budget as f64 / capacity as f64 },
-            lookups: self.lookups,
-            probes: self.probes,
-            probes_per_lookup: if self.lookups == 0 { 0.0 } else { self.probes as f64 / self.lookups as f64 },
-            ..MapStats::default()
+            bytes_per_key: super::seam::ratio(budget, capacity as u64),
+            ..MapStats::counted(self.entries as u64, self.budget_homes as u64, self.lookups, self.probes)
         }
     }
 }

@@ -354,19 +354,13 @@ impl OffsetMap for FullKeyMap {
         let entries = self.table.len();
         let memory = self.memory() as u64;
         MapStats {
-            entries: entries as u64,
             capacity: self.capacity() as u64,
-            slots: self.buckets as u64,
             bytes_per_slot: Self::ENTRY_BYTES as f64,
-            utilization: if self.buckets == 0 { 0.0 } else { entries as f64 / self.buckets as f64 },
             memory_bytes: self.budget as u64,
             allocated_bytes: memory,
             touched_bytes: memory,
-            bytes_per_key: if entries == 0 { 0.0 } else { memory as f64 / entries as f64 },
-            lookups: self.lookups,
-            probes: self.probes,
-            probes_per_lookup: if self.lookups == 0 { 0.0 } else { self.probes as f64 / self.lookups as f64 },
-            ..MapStats::default()
+            bytes_per_key: super::seam::ratio(memory, entries as u64),
+            ..MapStats::counted(entries as u64, self.buckets as u64, self.lookups, self.probes)
         }
     }
 }

@@ -163,3 +163,24 @@ impl std::fmt::Display for MapKind {
         f.write_str(self.name())
     }
 }
+
+impl MapStats {
+    /// A table's counts: `entries` keys in `slots` slots (its utilization), `probes` slots inspected by
+    /// `lookups` puts and gets (probes a lookup); the sizes are the map's to add.
+    pub(crate) fn counted(entries: u64, slots: u64, lookups: u64, probes: u64) -> MapStats {
+        MapStats {
+            entries,
+            slots,
+            utilization: ratio(entries, slots),
+            lookups,
+            probes,
+            probes_per_lookup: ratio(probes, lookups),
+            ..MapStats::default()
+        }
+    }
+}
+
+/// `n / d`, or 0 while `d` is 0: a map's ratios (bytes a key, probes a lookup) before it holds anything.
+pub(crate) fn ratio(n: u64, d: u64) -> f64 {
+    if d == 0 { 0.0 } else { n as f64 / d as f64 }
+}

@@ -344,19 +344,13 @@ impl OffsetMap for SkimpyMap {
 
     fn stats(&self) -> MapStats {
         MapStats {
-            entries: self.entries as u64,
             capacity: self.capacity() as u64,
-            slots: self.budget_slots as u64,
             bytes_per_slot: SLOT_BYTES as f64,
-            utilization: if self.budget_slots == 0 { 0.0 } else { self.entries as f64 / self.budget_slots as f64 },
             memory_bytes: self.buf.len() as u64,
             allocated_bytes: (self.slots * SLOT_BYTES) as u64,
             touched_bytes: self.buf.touched_bytes() as u64,
-            bytes_per_key: if self.capacity() == 0 { 0.0 } else { self.buf.len() as f64 / self.capacity() as f64 },
-            lookups: self.lookups,
-            probes: self.probes,
-            probes_per_lookup: if self.lookups == 0 { 0.0 } else { self.probes as f64 / self.lookups as f64 },
-            ..MapStats::default()
+            bytes_per_key: super::seam::ratio(self.buf.len() as u64, self.capacity() as u64),
+            ..MapStats::counted(self.entries as u64, self.budget_slots as u64, self.lookups, self.probes)
         }
     }
 }

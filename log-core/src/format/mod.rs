@@ -315,15 +315,7 @@ impl<'a> BatchRef<'a> {
             BatchKind::Native(rec) => Some(Ok(BatchRecords { inner: Inner::One(Some(rec)) })),
             BatchKind::Kafka(header) => {
                 let batch = kafka::Batch { header, bytes: self.bytes };
-                Some(batch.records_in_place()?.map_err(kafka_problem).map(|records| BatchRecords {
-                    inner: Inner::Kafka {
-                        records,
-                        base: self.base_offset,
-                        last: self.last_offset,
-                        previous: None,
-                        horizon: self.delete_horizon,
-                    },
-                }))
+                Some(batch.records_in_place()?.map_err(kafka_problem).map(|records| self.kafka_records(records)))
             }
         }
     }
@@ -407,6 +399,14 @@ impl<'a> BatchRef<'a> {
         }
     }
 
+    /// The records of this Kafka batch, `records` its record iterator: their offsets and delete horizon
+    /// come from the batch header.
+    #[inline]
+    fn kafka_records<'s>(&self, records: kafka::Records<'s>) -> BatchRecords<'s> {
+        let (base, last, horizon) = (self.base_offset, self.last_offset, self.delete_horizon);
+        BatchRecords { inner: Inner::Kafka { records, base, last, previous: None, horizon } }
+    }
+
     /// The records, decompressed into `scratch` when the batch is compressed.
     ///
     /// # Errors
@@ -420,16 +420,7 @@ impl<'a> BatchRef<'a> {
             BatchKind::Native(rec) => Ok(BatchRecords { inner: Inner::One(Some(rec)) }),
             BatchKind::Kafka(header) => {
                 let batch = kafka::Batch { header, bytes: self.bytes };
-                let records = batch.records(scratch).map_err(kafka_problem)?;
-                Ok(BatchRecords {
-                    inner: Inner::Kafka {
-                        records,
-                        base: self.base_offset,
-                        last: self.last_offset,
-                        previous: None,
-                        horizon: self.delete_horizon,
-                    },
-                })
+                Ok(self.kafka_records(batch.records(scratch).map_err(kafka_problem)?))
             }
         }
     }

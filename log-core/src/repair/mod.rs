@@ -234,6 +234,22 @@ pub(crate) struct Rewrite<'a> {
     pub(crate) interval: u64,
 }
 
+impl<'a> Rewrite<'a> {
+    /// A rewrite of `segment` of `format`, based at `base`, without `ranges`, up to `data_end`, into `temp`,
+    /// its indexes (if the format keeps any) an entry every `interval` bytes.
+    pub(crate) fn new(
+        format: Format,
+        base: u64,
+        segment: &'a str,
+        ranges: &'a [(u64, u64)],
+        data_end: u64,
+        temp: &'a str,
+        interval: u64,
+    ) -> Rewrite<'a> {
+        Rewrite { format, base, segment, ranges, data_end, temp, interval }
+    }
+}
+
 /// Writes to the new file `r.temp` the batches of `r.segment` outside `r.ranges`, up to `r.data_end`, a window
 /// at a time, checking every batch's checksum again; synced. Returns the number of bytes written and, for a
 /// Kafka segment, its index files' bytes.

@@ -324,7 +324,6 @@ fn rebuild_indexes(store: &dyn SegmentStore, base: u64, segment: &str, interval:
 pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<RepairOutcome> {
     let mut backups = Backups::new(store, stamp);
     let mut done = Vec::new();
-    let sync_dir = || store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY));
     // 1. A swap that cannot be completed goes (a copy of its bad segment kept), and what it replaced comes back.
     for action in &plan.actions {
         let RepairAction::DiscardSwap { file, .. } = action else { continue };
@@ -338,11 +337,11 @@ pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
                 }
             }
         }
-        sync_dir()?;
+        crate::open::sync_dir(store)?;
         for (_, n) in layout.names_at(Stage::Swap).into_iter().chain(layout.names_at(Stage::Cleaned)) {
             delete_quietly(store, &n)?;
         }
-        sync_dir()?;
+        crate::open::sync_dir(store)?;
         done.push(action.clone());
     }
     // 2. What is left is finished as a broker (and our next open) finishes it.
@@ -360,31 +359,24 @@ pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
                 for f in [SegmentFile::OffsetIndex, SegmentFile::TimeIndex] {
                     delete_quietly(store, &name(base, f, Stage::Live))?;
                 }
-                sync_dir()?;
+                crate::open::sync_dir(store)?;
                 let temp = format!("repair-{stamp}.{segment}.new");
-                let rewrite = Rewrite {
-                    format: Format::Kafka,
-                    base,
-                    segment,
-                    ranges,
-                    data_end: file.len(),
-                    temp: &temp,
-                    interval: plan.index_interval_bytes,
-                };
+                let rewrite =
+                    Rewrite::new(Format::Kafka, base, segment, ranges, file.len(), &temp, plan.index_interval_bytes);
                 let (_, files) = rewrite_without(store, &rewrite)?;
                 store.rename(&temp, segment).map_err(Error::io("rename", &temp))?;
-                sync_dir()?;
+                crate::open::sync_dir(store)?;
                 let files = match files {
                     Some(crate::segment::SideIndexFiles::Kafka(f)) => f,
                     None => crate::format::kafka::index::KafkaIndexFiles::default(),
                 };
                 write_indexes(store, base, &files, Stage::Live)?;
-                sync_dir()?;
+                crate::open::sync_dir(store)?;
             }
             RepairAction::RebuildIndexes { segment, .. } => {
                 let Some(base) = base_of(segment) else { continue };
                 rebuild_indexes(store, base, segment, plan.index_interval_bytes)?;
-                sync_dir()?;
+                crate::open::sync_dir(store)?;
             }
             RepairAction::RebuildTxnIndex { file, .. } => {
                 let crate::format::kafka::files::KafkaName::Segment { base, .. } =

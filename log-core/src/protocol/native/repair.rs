@@ -175,7 +175,6 @@ fn hint_actions(
 pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> Result<RepairOutcome> {
     let mut backups = Backups::new(store, stamp);
     let mut done = Vec::new();
-    let sync_dir = || store.sync_dir().map_err(Error::io("sync directory", crate::error::DIRECTORY));
     // 1. Invalid `.swap` files go, their segments restored, before any swap is finished.
     for action in &plan.actions {
         let RepairAction::DiscardSwap { file, .. } = action else { continue };
@@ -190,11 +189,11 @@ pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
             let log = file_name(b, FileKind::Log);
             if store.file_id(&log).is_err() {
                 store.rename(deleted, &log).map_err(Error::io("rename", deleted))?;
-                sync_dir()?;
+                crate::open::sync_dir(store)?;
             }
         }
         delete_quietly(store, file)?;
-        sync_dir()?;
+        crate::open::sync_dir(store)?;
         done.push(action.clone());
     }
     // 2. A pending swap is finished as the next open would finish it (every `.swap` left is valid now).
@@ -211,17 +210,9 @@ pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
         }
         // No hint may describe the old segment once the new one stands under its name.
         delete_quietly(store, &file_name(base, FileKind::Index))?;
-        sync_dir()?;
+        crate::open::sync_dir(store)?;
         let temp = format!("repair-{stamp}.{segment}.new");
-        let rewrite = Rewrite {
-            format: Format::Native,
-            base,
-            segment,
-            ranges,
-            data_end: file.len(),
-            temp: &temp,
-            interval: plan.index_interval_bytes,
-        };
+        let rewrite = Rewrite::new(Format::Native, base, segment, ranges, file.len(), &temp, plan.index_interval_bytes);
         let (size, _) = rewrite_without(store, &rewrite)?;
         if size == 0 && !active {
             delete_quietly(store, &temp)?;
@@ -229,7 +220,7 @@ pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
         } else {
             store.rename(&temp, segment).map_err(Error::io("rename", &temp))?;
         }
-        sync_dir()?;
+        crate::open::sync_dir(store)?;
         done.push(action.clone());
     }
     // 4. Derived and side files.
@@ -238,11 +229,11 @@ pub(crate) fn apply(store: &dyn SegmentStore, plan: &RepairPlan, stamp: u64) -> 
             RepairAction::ResetCheckpoint { .. } => {
                 backups.keep_file(CHECKPOINT_FILE)?;
                 delete_quietly(store, CHECKPOINT_FILE)?;
-                sync_dir()?;
+                crate::open::sync_dir(store)?;
             }
             RepairAction::DropHint { file, .. } => {
                 delete_quietly(store, file)?;
-                sync_dir()?;
+                crate::open::sync_dir(store)?;
             }
             RepairAction::CutRanges { .. }
             | RepairAction::DiscardSwap { .. }
