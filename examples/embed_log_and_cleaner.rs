@@ -52,11 +52,9 @@ fn run(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_example_runs() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        super::run(&tmp.path().join("accounts")).expect("the example runs");
-    }
+/// The example, run by `cargo test` in a directory of its own.
+#[test]
+fn the_example_runs() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    run(&tmp.path().join("accounts")).expect("the example runs");
 }

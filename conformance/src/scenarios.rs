@@ -62,29 +62,31 @@ fn cleaner(map: MapKind, clock: &Arc<ManualClock>, keys: usize) -> Cleaner {
     Cleaner::new(config, Arc::clone(clock) as Arc<dyn cleaner::Clock>).expect("a budget that holds the keys")
 }
 
+/// Writes the seed's worked trace's log: PUT p 1, PUT q 1, ROLL, PUT p 2, DEL q, ROLL, PUT r 1.
+pub fn write_seed_log(log: &Log) {
+    log.put(b"p", b"1").expect("put");
+    log.put(b"q", b"1").expect("put");
+    log.roll().expect("roll");
+    log.put(b"p", b"2").expect("put");
+    log.delete(b"q").expect("del");
+    log.roll().expect("roll");
+    log.put(b"r", b"1").expect("put");
+}
+
+/// The segments of [`write_seed_log`]'s log, as [`segments`] shows them.
+pub fn seed_segments() -> Segments {
+    vec![seg(0, &["0 p=1", "1 q=1"], true), seg(2, &["2 p=2", "3 q=TOMBSTONE"], true), seg(4, &["4 r=1"], false)]
+}
+
 /// The seed's worked trace, then a restart in the middle of it.
 pub fn seed_trace(h: &dyn Harness, map: MapKind) {
     let mut fx = h.fixture();
     let clock = Arc::new(ManualClock::new(1_000));
     {
         let log = fx.open_log(LogConfig::default()).expect("open");
-        for (k, v) in [("p", Some("1")), ("q", Some("1"))] {
-            log.put(k.as_bytes(), v.unwrap_or_default().as_bytes()).expect("put");
-        }
-        log.roll().expect("roll");
-        log.put(b"p", b"2").expect("put");
-        log.delete(b"q").expect("del");
-        log.roll().expect("roll");
-        log.put(b"r", b"1").expect("put");
+        write_seed_log(&log);
         log.sync().expect("sync");
-        assert_eq!(
-            segments(&log),
-            vec![
-                seg(0, &["0 p=1", "1 q=1"], true),
-                seg(2, &["2 p=2", "3 q=TOMBSTONE"], true),
-                seg(4, &["4 r=1"], false)
-            ]
-        );
+        assert_eq!(segments(&log), seed_segments());
         cleaner(map, &clock, 1000).clean(&log, PassOptions::default()).expect("compact");
         assert_eq!(segments(&log), vec![seg(2, &["2 p=2", "3 q=TOMBSTONE"], true), seg(4, &["4 r=1"], false)]);
     }

@@ -183,24 +183,11 @@ impl Kafka {
     /// give it a copy. `now_ms` fixes its clock; `configs` are the topic's settings (`name=value`). Returns what
     /// `OfflineClean` prints (the passes with their statistics and times, the files after).
     ///
-    /// # Errors
-    /// As [`Kafka::run_json`].
-    pub fn offline_clean(
-        &self,
-        dir: &Path,
-        now_ms: i64,
-        buffer_bytes: u64,
-        configs: &[String],
-        extra: &[&str],
-    ) -> Result<serde_json::Value> {
-        self.offline_clean_with(&[], dir, now_ms, buffer_bytes, configs, extra)
-    }
-
-    /// As [`Kafka::offline_clean`] with the JVM options `jvm` besides (a larger heap, say).
+    /// `jvm`: JVM options besides (a larger heap, say).
     ///
     /// # Errors
     /// As [`Kafka::run_json`].
-    pub fn offline_clean_with(
+    pub fn offline_clean(
         &self,
         jvm: &[&str],
         dir: &Path,

@@ -73,7 +73,7 @@ impl HeadToHead {
         copy(&source, &kafka_side).expect("copy");
         let settings = Settings { buffer_bytes, segment_bytes: SEGMENT, load_factor: 0.9, now_ms: NOW, threads: 1 };
         let out = kafka
-            .offline_clean(&kafka_side, NOW, settings.buffer_bytes, &kafka_configs(SEGMENT), args)
+            .offline_clean(&[], &kafka_side, NOW, settings.buffer_bytes, &kafka_configs(SEGMENT), args)
             .expect("Kafka's cleaner");
         Some((HeadToHead { root, source, kafka_side, settings }, out))
     }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use cleaner::manager::{CleanerManager, Event, LogState, ManagerConfig, Mode, OldestDirtyFirst};
 use cleaner::{Clock, LogSettings, ManualClock, MapKind};
+use log_core::hooked::{HookedStore, StoreHooks, StoreOp};
 use log_core::{AppendRecord, Log, LogConfig, SegmentStore};
 use storage_mem::MemStore;
 use storage_mem::fault::{Op, fault_store};
@@ -245,18 +246,18 @@ fn the_throttle_holds_the_threads_to_the_rate() {
     assert!(started.elapsed() >= least, "{:?} for {bytes} bytes at {rate} B/s", started.elapsed());
 }
 
-/// A store that holds the first pass output's creation until the test lets it go: a pass is then certainly
+/// A hook that holds the first pass output's creation until the test lets it go: a pass is then certainly
 /// running, past its map and into its copy, when the test stops it.
 #[derive(Debug)]
 struct Gate {
-    inner: MemStore,
     entered: Mutex<Option<std::sync::mpsc::Sender<()>>>,
     go: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
 }
 
-impl SegmentStore for Gate {
-    fn create(&self, name: &str) -> std::io::Result<Arc<dyn log_core::Segment>> {
-        if name.ends_with(".cleaned")
+impl StoreHooks for Gate {
+    fn before(&self, op: StoreOp<'_>) -> std::io::Result<()> {
+        if let StoreOp::Create(name) = op
+            && name.ends_with(".cleaned")
             && let Some(entered) = self.entered.lock().expect("gate").take()
         {
             let _ = entered.send(());
@@ -264,25 +265,7 @@ impl SegmentStore for Gate {
                 let _ = go.recv();
             }
         }
-        self.inner.create(name)
-    }
-    fn open(&self, name: &str) -> std::io::Result<Arc<dyn log_core::Segment>> {
-        self.inner.open(name)
-    }
-    fn list(&self) -> std::io::Result<Vec<String>> {
-        self.inner.list()
-    }
-    fn file_id(&self, name: &str) -> std::io::Result<u64> {
-        self.inner.file_id(name)
-    }
-    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn delete(&self, name: &str) -> std::io::Result<()> {
-        self.inner.delete(name)
-    }
-    fn sync_dir(&self) -> std::io::Result<()> {
-        self.inner.sync_dir()
+        Ok(())
     }
 }
 
@@ -293,8 +276,9 @@ fn a_stopped_watch_abandons_its_pass_and_changes_nothing() {
     // commit (the second half shows it does).
     let (entered_tx, entered_rx) = std::sync::mpsc::channel();
     let (go_tx, go_rx) = std::sync::mpsc::channel();
-    let store =
-        Arc::new(Gate { inner: MemStore::new(), entered: Mutex::new(Some(entered_tx)), go: Mutex::new(Some(go_rx)) });
+    let inner = Arc::new(MemStore::new());
+    let gate = Gate { entered: Mutex::new(Some(entered_tx)), go: Mutex::new(Some(go_rx)) };
+    let store = Arc::new(HookedStore::new(Arc::clone(&inner) as Arc<dyn SegmentStore>, Arc::new(gate)));
     let log = Arc::new(
         Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(log_config())).expect("open"),
     );
@@ -314,7 +298,7 @@ fn a_stopped_watch_abandons_its_pass_and_changes_nothing() {
     let after: Vec<u64> = log.snapshot().reader(0).map(|r| r.expect("read").offset).collect();
     assert_eq!(after, before, "the abandoned pass committed nothing");
     assert!(
-        store.inner.list().expect("list").iter().all(|n| !n.ends_with(".cleaned") && !n.ends_with(".swap")),
+        inner.list().expect("list").iter().all(|n| !n.ends_with(".cleaned") && !n.ends_with(".swap")),
         "its outputs are gone"
     );
     // And the manager can run again: this time the pass commits.

@@ -61,14 +61,10 @@ pub fn run(a: &AnalyzeArgs) -> Result<(), Failure> {
         (Some(dir), _) => {
             crate::mistakes::one_log(dir, a.format.into(), "analyze", Some("analyze"))?;
             // The topic's settings as `compact` and `clean` resolve them: the dry run is the pass they would run.
-            let (resolved, layers) = logcompact::datadir::settings_of(
-                dir,
-                a.format.into(),
-                a.config.as_deref(),
-                &[],
-                &a.broker.source(a.format.into())?,
-            )
-            .map_err(|e| Failure::from_data_dir(&e))?;
+            let source = a.broker.source(a.format.into())?;
+            let (resolved, layers) =
+                logcompact::datadir::settings_of(dir, a.format.into(), a.config.as_deref(), &[], &source)
+                    .map_err(|e| Failure::from_data_dir(&e))?;
             tell_broker_notice(&layers);
             let req = AnalyzeRequest {
                 dir: dir.clone(),
@@ -82,14 +78,9 @@ pub fn run(a: &AnalyzeArgs) -> Result<(), Failure> {
         }
         (None, Some(data_dir)) => {
             crate::mistakes::data_dir(data_dir, a.format.into(), "analyze", "analyze")?;
-            let layers = logcompact::datadir::layers(
-                data_dir,
-                a.format.into(),
-                a.config.as_deref(),
-                &[],
-                &a.broker.source(a.format.into())?,
-            )
-            .map_err(|e| Failure::from_data_dir(&e))?;
+            let source = a.broker.source(a.format.into())?;
+            let layers = logcompact::datadir::layers(data_dir, a.format.into(), a.config.as_deref(), &[], &source)
+                .map_err(|e| Failure::from_data_dir(&e))?;
             tell_broker_notice(&layers);
             analyze_data_dir(data_dir, a.format.into(), &layers, budget, a.json)
         }

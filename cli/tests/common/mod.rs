@@ -88,6 +88,14 @@ pub struct PartitionSpec {
     pub mixed_codecs: bool,
 }
 
+impl PartitionSpec {
+    /// `segments` segments of `batches` batches of `per_batch` records over `keys` keys, every
+    /// `tombstone_every`-th a tombstone (0: none), the batches compressed with every codec in turn.
+    pub fn mixed(keys: u64, segments: u64, batches: u64, per_batch: u64, tombstone_every: u64) -> PartitionSpec {
+        PartitionSpec { keys, segments, batches, per_batch, tombstone_every, mixed_codecs: true }
+    }
+}
+
 /// Writes a Kafka partition directory `dir` (created) as `spec` says: values name the offset, timestamps from
 /// 1. Returns the next offset.
 pub fn write_kafka_partition(dir: &Path, spec: &PartitionSpec) -> u64 {
@@ -270,7 +278,12 @@ pub fn kafka_records(dir: &Path) -> Vec<(i64, String, Option<String>)> {
 /// The arguments of `compact --format kafka --cleanup-policy compact --dir DIR` followed by `more`: a Kafka
 /// partition compacted as a topic whose policy is `compact`, how most of these tests start a Kafka run.
 pub fn compact_kafka<'a>(dir: &'a str, more: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec!["compact", "--format", "kafka", "--cleanup-policy", "compact", "--dir", dir];
+    compact_as("kafka", dir, more)
+}
+
+/// As [`compact_kafka`] for a log of `format` (`native` or `kafka`).
+pub fn compact_as<'a>(format: &'a str, dir: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["compact", "--format", format, "--cleanup-policy", "compact", "--dir", dir];
     args.extend_from_slice(more);
     args
 }

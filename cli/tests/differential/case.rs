@@ -55,6 +55,26 @@ pub struct RawRecord {
     pub headers: String,
 }
 
+impl BatchSpec {
+    /// A batch of `records` by `writer` at `timestamp`, no gap before it and no extra offset delta.
+    fn data(
+        writer: Writer,
+        epoch: i16,
+        sequence: i32,
+        codec: Compression,
+        records: Vec<RecSpec>,
+        timestamp: i64,
+    ) -> BatchSpec {
+        BatchSpec { writer, epoch, sequence, codec, records, gap_before: 0, extra_delta: 0, timestamp, horizon: None }
+    }
+
+    /// A control batch of `marker` (a `Writer::Marker`) at `timestamp`: one record, no key, no value.
+    fn marker(marker: Writer, epoch: i16, timestamp: i64) -> BatchSpec {
+        let record = RecSpec { key: None, value: None, gap: false, skip: 0, ts_delta: 0, headers: 0, raw: None };
+        BatchSpec::data(marker, epoch, -1, Compression::None, vec![record], timestamp)
+    }
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
@@ -247,25 +267,7 @@ impl Case {
                 if d.chance(0.05) {
                     coordinator_epoch += 1;
                 }
-                BatchSpec {
-                    writer: Writer::Marker { producer_id: p.id, commit, coordinator_epoch },
-                    epoch,
-                    sequence: -1,
-                    codec: Compression::None,
-                    records: vec![RecSpec {
-                        key: None,
-                        value: None,
-                        gap: false,
-                        skip: 0,
-                        ts_delta: 0,
-                        headers: 0,
-                        raw: None,
-                    }],
-                    gap_before: 0,
-                    extra_delta: 0,
-                    timestamp: ts,
-                    horizon: None,
-                }
+                BatchSpec::marker(Writer::Marker { producer_id: p.id, commit, coordinator_epoch }, epoch, ts)
             } else if action < 40 && !txn.is_empty() {
                 let i = d.below(txn.len() as u64) as usize;
                 let recs = records(&mut d, false);
@@ -278,45 +280,22 @@ impl Case {
                 p.open = true;
                 let sequence = p.sequence;
                 p.sequence += recs.len() as i32;
-                BatchSpec {
-                    writer: Writer::Txn { producer_id: p.id },
-                    epoch: p.epoch,
-                    sequence,
-                    codec,
-                    records: recs,
-                    gap_before: 0,
-                    extra_delta: 0,
-                    timestamp: ts,
-                    horizon: None,
-                }
+                BatchSpec::data(Writer::Txn { producer_id: p.id }, p.epoch, sequence, codec, recs, ts)
             } else if action < 65 && !idempotent.is_empty() {
                 let i = d.below(idempotent.len() as u64) as usize;
                 let recs = records(&mut d, false);
                 let sequence = idempotent_seq[i];
                 idempotent_seq[i] += recs.len() as i32;
-                BatchSpec {
-                    writer: Writer::Idempotent { producer_id: idempotent[i] },
-                    epoch: idempotent_epoch[i],
+                BatchSpec::data(
+                    Writer::Idempotent { producer_id: idempotent[i] },
+                    idempotent_epoch[i],
                     sequence,
                     codec,
-                    records: recs,
-                    gap_before: 0,
-                    extra_delta: 0,
-                    timestamp: ts,
-                    horizon: None,
-                }
+                    recs,
+                    ts,
+                )
             } else {
-                BatchSpec {
-                    writer: Writer::Plain,
-                    epoch: -1,
-                    sequence: -1,
-                    codec,
-                    records: records(&mut d, true),
-                    gap_before: 0,
-                    extra_delta: 0,
-                    timestamp: ts,
-                    horizon: None,
-                }
+                BatchSpec::data(Writer::Plain, -1, -1, codec, records(&mut d, true), ts)
             };
             // What an earlier cleaning leaves.
             if d.chance(artifacts) {
@@ -356,25 +335,8 @@ impl Case {
                 let epoch = if tv2 { p.epoch.saturating_add(1) } else { p.epoch };
                 p.epoch = epoch;
                 p.open = false;
-                let b = BatchSpec {
-                    writer: Writer::Marker { producer_id: p.id, commit: d.chance(0.6), coordinator_epoch },
-                    epoch,
-                    sequence: -1,
-                    codec: Compression::None,
-                    records: vec![RecSpec {
-                        key: None,
-                        value: None,
-                        gap: false,
-                        skip: 0,
-                        ts_delta: 0,
-                        headers: 0,
-                        raw: None,
-                    }],
-                    gap_before: 0,
-                    extra_delta: 0,
-                    timestamp: ts,
-                    horizon: None,
-                };
+                let marker = Writer::Marker { producer_id: p.id, commit: d.chance(0.6), coordinator_epoch };
+                let b = BatchSpec::marker(marker, epoch, ts);
                 if let Some(seg) = segments.last_mut() {
                     seg.push(b);
                 }

@@ -9,14 +9,7 @@ fn analyze_takes_the_topics_settings_says_where_from_and_predicts_the_record_bou
     let tmp = tempfile::tempdir().expect("tempdir");
     let log_dir = tmp.path().join("kafka-logs");
     let part = log_dir.join("orders-0");
-    let spec = common::PartitionSpec {
-        keys: 20,
-        segments: 3,
-        batches: 10,
-        per_batch: 5,
-        tombstone_every: 0,
-        mixed_codecs: true,
-    };
+    let spec = common::PartitionSpec::mixed(20, 3, 10, 5, 0);
     common::write_kafka_partition(&part, &spec);
     let conf = tmp.path().join("topics.conf");
     std::fs::write(
@@ -86,14 +79,7 @@ fn a_large_record_no_pass_decodes_yet_fails_nothing() {
     // Every compressed batch in the active segment: no pass reads it until it is sealed.
     let tmp = tempfile::tempdir().expect("tempdir");
     let part = tmp.path().join("kafka-logs").join("orders-0");
-    let spec = common::PartitionSpec {
-        keys: 20,
-        segments: 1,
-        batches: 10,
-        per_batch: 5,
-        tombstone_every: 0,
-        mixed_codecs: true,
-    };
+    let spec = common::PartitionSpec::mixed(20, 1, 10, 5, 0);
     common::write_kafka_partition(&part, &spec);
     let conf = tmp.path().join("topics.conf");
     std::fs::write(&conf, "[orders]\ncleanup.policy = compact\nmax.decompressed.message.bytes = 10\n")

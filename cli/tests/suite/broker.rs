@@ -270,14 +270,7 @@ fn a_checks_reads_keep_to_the_rate_asked_for() {
 fn check_warns_of_a_record_over_the_topics_max_decompressed_message_bytes() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let log_dir = tmp.path().join("kafka-logs");
-    let spec = common::PartitionSpec {
-        keys: 20,
-        segments: 2,
-        batches: 10,
-        per_batch: 5,
-        tombstone_every: 0,
-        mixed_codecs: true,
-    };
+    let spec = common::PartitionSpec::mixed(20, 2, 10, 5, 0);
     common::write_kafka_partition(&log_dir.join("orders-0"), &spec);
     common::kafka_partition(&log_dir.join("plain-0"), 20, 2, 10, 5);
     let conf = tmp.path().join("topics.conf");

@@ -149,17 +149,7 @@ fn index_problems_trailing_bytes_snapshots_and_other_files_are_reported_as_kafka
     // A partition with enough batches for index entries (one per 4 KiB of batches), compacted so that the tool
     // writes its indexes.
     let dir = tmp.path().join("t-0");
-    common::write_kafka_partition(
-        &dir,
-        &common::PartitionSpec {
-            keys: 5000,
-            segments: 4,
-            batches: 100,
-            per_batch: 50,
-            tombstone_every: 7,
-            mixed_codecs: true,
-        },
-    );
+    common::write_kafka_partition(&dir, &common::PartitionSpec::mixed(5000, 4, 100, 50, 7));
     compact(&dir);
     let index = files_of(&dir, &[".index"]).into_iter().find(|f| std::fs::metadata(f).expect("stat").len() >= 24);
     let index = PathBuf::from(index.expect("an index with entries"));

@@ -55,18 +55,7 @@ fn a_full_or_closed_standard_output_never_panics_and_a_stopped_compaction_leaves
     for (format, dir) in [("native", &native), ("kafka", &kafka)] {
         let d = path(dir);
         for args in [
-            vec![
-                "compact",
-                "--format",
-                format,
-                "--cleanup-policy",
-                "compact",
-                "--dir",
-                d,
-                "--dedupe-buffer",
-                "200",
-                "--until-clean",
-            ],
+            crate::common::compact_as(format, d, &["--dedupe-buffer", "200", "--until-clean"]),
             vec!["check", "--format", format, "--dir", d],
             vec!["dump", "--format", format, "--dir", d],
         ] {
@@ -108,24 +97,14 @@ fn a_full_standard_error_never_panics_and_the_run_finishes() {
     kafka_partition(&kafka, 7, 4, 3, 20);
     for (format, dir) in [("native", &native), ("kafka", &kafka)] {
         // A buffer of a few keys: several passes, and a warning saying so.
-        let out = stderr_to_full(&[
-            "compact",
-            "--format",
-            format,
-            "--cleanup-policy",
-            "compact",
-            "--dir",
-            path(dir),
-            "--until-clean",
-            "--dedupe-buffer",
-            "200",
-        ]);
+        let out =
+            stderr_to_full(&crate::common::compact_as(format, path(dir), &["--until-clean", "--dedupe-buffer", "200"]));
         assert_eq!(out.status.code(), Some(0), "compact --format {format}");
         let dump = logcompact(&["dump", "--format", format, "--dir", path(dir)], "");
         let records = String::from_utf8_lossy(&dump.stdout).lines().filter(|l| l.contains("k")).count();
         assert!(records < 100, "compact --format {format} did its passes: {records} records left");
         // Again: nothing is dirty now, and it says so.
-        let out = stderr_to_full(&["compact", "--format", format, "--cleanup-policy", "compact", "--dir", path(dir)]);
+        let out = stderr_to_full(&crate::common::compact_as(format, path(dir), &[]));
         assert_eq!(out.status.code(), Some(0), "compact --format {format} with nothing to do");
         let out = stderr_to_full(&["check", "--format", format, "--dir", path(dir)]);
         assert_eq!(out.status.code(), Some(0), "check --format {format}");

@@ -96,17 +96,7 @@ fn one_external_pass_leaves_what_many_map_passes_leave() {
 fn a_kafka_partition_compacts_externally_as_with_a_map() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let source = tmp.path().join("t-0");
-    common::write_kafka_partition(
-        &source,
-        &common::PartitionSpec {
-            keys: 900,
-            segments: 4,
-            batches: 20,
-            per_batch: 30,
-            tombstone_every: 11,
-            mixed_codecs: true,
-        },
-    );
+    common::write_kafka_partition(&source, &common::PartitionSpec::mixed(900, 4, 20, 30, 11));
     let (a, b) = (tmp.path().join("a").join("t-0"), tmp.path().join("b").join("t-0"));
     copy_dir(&source, &a);
     copy_dir(&source, &b);
@@ -176,23 +166,8 @@ fn a_buffer_larger_than_the_machine_gives_is_sized_by_the_work_not_an_abort() {
         for (format, dir) in [("native", &native), ("kafka", &kafka)] {
             let work = tmp.path().join(format!("{format}-{}", budget.len()));
             copy_dir(dir, &work);
-            let out = logcompact(
-                &[
-                    "compact",
-                    "--format",
-                    format,
-                    "--cleanup-policy",
-                    "compact",
-                    "--dir",
-                    path(&work),
-                    "--map",
-                    "external",
-                    "--dedupe-buffer",
-                    budget,
-                    "--json",
-                ],
-                "",
-            );
+            let more = ["--map", "external", "--dedupe-buffer", budget, "--json"];
+            let out = logcompact(&crate::common::compact_as(format, path(&work), &more), "");
             let stats = passes(&ok(&out));
             let map = &stats[0]["offset_map"];
             assert!(map["allocated_bytes"].as_u64().is_some_and(|b| b < 64 << 20), "{format} {budget}: {map}");

@@ -11,7 +11,7 @@
 //! (refused under CI, which must run them).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -29,6 +29,17 @@ fn script(name: &str) -> PathBuf {
 fn ok(out: &std::process::Output) -> String {
     assert!(out.status.success(), "exit {:?}: {}", out.status.code(), stderr(out));
     stdout(out)
+}
+
+/// kafka-python's reading of the partition in `dir` (`read_partition.py`).
+fn read_partition(py: &str, dir: &Path) -> Value {
+    run_python(py, &[script("read_partition.py").to_str().expect("utf-8"), path(dir)])
+}
+
+/// Every record of every batch of a partition as `read_partition.py` reads it.
+fn every_record(read: &Value) -> Vec<Value> {
+    let batches = read["batches"].as_array().expect("batches");
+    batches.iter().flat_map(|b| b["records"].as_array().expect("records").clone()).collect()
 }
 
 /// (offset, timestamp, key, value, headers) of every record, from kafka-python's or logcompact's JSON.
@@ -184,7 +195,7 @@ fn compact_writes_a_partition_kafka_python_reads_with_the_latest_record_of_every
         let active_base = active_base(part);
         let want = expected_after_compaction(&written, active_base);
         let before = contents(&dir);
-        let source = run_python(&p.py, &[script("read_partition.py").to_str().expect("utf-8"), path(&dir)]);
+        let source = read_partition(&p.py, &dir);
         let source_last: BTreeMap<i64, i64> = source["batches"]
             .as_array()
             .expect("batches")
@@ -216,7 +227,7 @@ fn compact_writes_a_partition_kafka_python_reads_with_the_latest_record_of_every
             if buffer == "600" {
                 assert!(passes > 1, "a small buffer takes several passes: {stats}");
             }
-            let read = run_python(&p.py, &[script("read_partition.py").to_str().expect("utf-8"), path(&out)]);
+            let read = read_partition(&p.py, &out);
             let batches = read["batches"].as_array().expect("batches");
             let records: Vec<Value> =
                 batches.iter().flat_map(|b| b["records"].as_array().expect("records").clone()).collect();
@@ -252,13 +263,7 @@ fn compact_writes_a_partition_kafka_python_reads_with_the_latest_record_of_every
         let again = out_root.path().join(format!("{name}-again"));
         let first = out_root.path().join(format!("{name}-skimpy-128MiB"));
         ok(&logcompact(&crate::common::compact_kafka(path(&first), &["--out", path(&again), "--checkpoint", "0"]), ""));
-        let read = run_python(&p.py, &[script("read_partition.py").to_str().expect("utf-8"), path(&again)]);
-        let records: Vec<Value> = read["batches"]
-            .as_array()
-            .expect("batches")
-            .iter()
-            .flat_map(|b| b["records"].as_array().expect("records").clone())
-            .collect();
+        let records = every_record(&read_partition(&p.py, &again));
         assert_eq!(records_of(&records), want, "{codec}: compacting again keeps the same records");
     }
 }
@@ -313,13 +318,7 @@ fn clean_compacts_a_whole_kafka_log_directory_in_place_and_kafka_python_reads_ev
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     for (name, (dir, want)) in &want {
-        let read = run_python(&p.py, &[script("read_partition.py").to_str().expect("utf-8"), path(dir)]);
-        let records: Vec<Value> = read["batches"]
-            .as_array()
-            .expect("batches")
-            .iter()
-            .flat_map(|b| b["records"].as_array().expect("records").clone())
-            .collect();
+        let records = every_record(&read_partition(&p.py, dir));
         assert_eq!(&records_of(&records), want, "{name}: kafka-python reads what the cleaner keeps");
         ok(&logcompact(&["check", "--format", "kafka", "--dir", path(dir)], ""));
     }

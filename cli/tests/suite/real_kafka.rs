@@ -412,7 +412,7 @@ fn same_as_kafkas_cleaner(kafka: &'static Kafka, f: &fixture::Fixture) {
         }
         let pairs: Vec<String> = configs.iter().map(|(k, v)| format!("{k}={v}")).collect();
         kafka
-            .offline_clean(&kafka_side, now, 16 << 20, &pairs, &["--until-clean"])
+            .offline_clean(&[], &kafka_side, now, 16 << 20, &pairs, &["--until-clean"])
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         // No settings given: each from the broker's metadata log, as the topic's own.
         let out = logcompact(
@@ -681,7 +681,7 @@ fn max_decompressed_message_bytes_fails_a_pass_where_kafkas_cleaner_fails() {
         "max.decompressed.message.bytes=300".into(),
     ];
     let kafka_says =
-        kafka.offline_clean(&kafka_side, f.produced_ms + 3_600_000, 16 << 20, &configs, &["--until-clean"]);
+        kafka.offline_clean(&[], &kafka_side, f.produced_ms + 3_600_000, 16 << 20, &configs, &["--until-clean"]);
     let kafka_says = kafka_says.expect_err("Kafka's cleaner fails on a record over the limit").to_string();
     let size = kafka_says
         .split("Invalid record size: ")

@@ -16,7 +16,7 @@ use common::{bin, contents, logcompact, path, stderr, stdout};
 /// A log directory holding `script`'s records, written by `run --backend file`.
 fn log_dir(tmp: &Path, script: &str) -> PathBuf {
     let dir = tmp.join("log");
-    let out = logcompact(&["run", "--backend", "file", "--dir", path(&dir), "-"], script);
+    let out = run_script(&dir, script);
     assert!(out.status.success(), "{}", stderr(&out));
     dir
 }
@@ -107,7 +107,7 @@ fn a_kafka_partition_is_named_and_left_exactly_as_it_was() {
         assert!(stderr(&out).contains("Kafka"), "{args:?}: {}", stderr(&out));
         assert_eq!(contents(&dir), before, "{args:?} changed the partition");
     }
-    let out = logcompact(&["run", "--backend", "file", "--dir", path(&dir), "-"], "PUT a 1\n");
+    let out = run_script(&dir, "PUT a 1\n");
     assert_eq!(code(&out), Some(2), "{}", stderr(&out));
     assert_eq!(contents(&dir), before, "a writing command refuses it too");
 }
@@ -348,18 +348,34 @@ fn frame(offset: u64, key: &[u8], value: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A native log `name` under `tmp` holding one record, `a` = `1`, at `offset`.
+fn one_record_log(tmp: &Path, name: &str, offset: u64) -> PathBuf {
+    let dir = tmp.join(name);
+    std::fs::create_dir(&dir).expect("mkdir");
+    std::fs::write(dir.join(format!("{offset:020}.log")), frame(offset, b"a", b"1")).expect("write");
+    dir
+}
+
+/// `logcompact run` of `script` on the file-backed log in `dir`.
+fn run_script(dir: &Path, script: &str) -> std::process::Output {
+    logcompact(&["run", "--backend", "file", "--dir", path(dir), "-"], script)
+}
+
+/// Runs `script` on the log in `dir` and checks it fails (exit 3) for the offset space's end.
+fn refused_offset_space_exhausted(dir: &Path, script: &str) {
+    let out = run_script(dir, script);
+    assert_eq!(code(&out), Some(3), "{script}: {}", stderr(&out));
+    assert!(stderr(&out).contains("offset space exhausted"), "{}", stderr(&out));
+}
+
 #[test]
 fn the_offset_space_ends_with_an_error_before_a_byte_is_written() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("log");
-    std::fs::create_dir(&dir).expect("mkdir");
     let last = log_core::names::MAX_OFFSET - 1;
-    std::fs::write(dir.join(format!("{last:020}.log")), frame(last, b"a", b"1")).expect("write");
+    let dir = one_record_log(tmp.path(), "log", last);
     let before = contents(&dir);
     for script in ["PUT a 2\n", "DEL a\n", "ROLL\nPUT b 1\n"] {
-        let out = logcompact(&["run", "--backend", "file", "--dir", path(&dir), "-"], script);
-        assert_eq!(code(&out), Some(3), "{script}: {}", stderr(&out));
-        assert!(stderr(&out).contains("offset space exhausted"), "{}", stderr(&out));
+        refused_offset_space_exhausted(&dir, script);
     }
     let after = contents(&dir);
     assert_eq!(after.get(&format!("{last:020}.log")), before.get(&format!("{last:020}.log")), "no frame was written");
@@ -367,13 +383,11 @@ fn the_offset_space_ends_with_an_error_before_a_byte_is_written() {
 
     // The last offsets before the limit leave the log usable: the last record and a roll after it, and every
     // later open, dump and check work (a roll once made a segment named 2^63 - 1, which every open refused).
-    let dir = tmp.path().join("near-the-end");
-    std::fs::create_dir(&dir).expect("mkdir");
     let first = log_core::names::MAX_OFFSET - 3;
-    std::fs::write(dir.join(format!("{first:020}.log")), frame(first, b"a", b"1")).expect("write");
-    let out = logcompact(&["run", "--backend", "file", "--dir", path(&dir), "-"], "PUT a 2\nROLL\n");
+    let dir = one_record_log(tmp.path(), "near-the-end", first);
+    let out = run_script(&dir, "PUT a 2\nROLL\n");
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
-    let out = logcompact(&["run", "--backend", "file", "--dir", path(&dir), "-"], "PUT b 1\n");
+    let out = run_script(&dir, "PUT b 1\n");
     assert_eq!(code(&out), Some(3), "the offset space is used up: {}", stderr(&out));
     let dump = logcompact(&["dump", "--dir", path(&dir)], "");
     assert_eq!(code(&dump), Some(0), "{}", stderr(&dump));
@@ -385,15 +399,11 @@ fn the_offset_space_ends_with_an_error_before_a_byte_is_written() {
     // partition): a roll would need a segment based at 2^63 - 1, which no open (nor a broker) accepts. ROLL and
     // PUT are refused, nothing is created, and every command still opens the log.
     let unusable = format!("{:020}.log", log_core::names::MAX_OFFSET);
-    let dir = tmp.path().join("at-the-end");
-    std::fs::create_dir(&dir).expect("mkdir");
     let last = log_core::names::MAX_OFFSET - 1;
-    std::fs::write(dir.join(format!("{last:020}.log")), frame(last, b"a", b"1")).expect("write");
+    let dir = one_record_log(tmp.path(), "at-the-end", last);
     let before = contents(&dir);
     for script in ["ROLL\n", "PUT b 1\n", "PUT b 1\nROLL\n"] {
-        let out = logcompact(&["run", "--backend", "file", "--dir", path(&dir), "-"], script);
-        assert_eq!(code(&out), Some(3), "{script}: {}", stderr(&out));
-        assert!(stderr(&out).contains("offset space exhausted"), "{}", stderr(&out));
+        refused_offset_space_exhausted(&dir, script);
         assert!(!dir.join(&unusable).exists(), "{script}: no segment named 2^63 - 1");
         assert_eq!(contents(&dir), before, "{script}: nothing changed");
     }
@@ -459,7 +469,7 @@ fn a_segment_name_the_log_cannot_use_is_refused_not_ignored() {
             assert_eq!(code(&out), Some(1), "{name} {args:?}: {}", stderr(&out));
             assert!(stderr(&out).contains(name), "{}", stderr(&out));
         }
-        let out = logcompact(&["run", "--backend", "file", "--dir", path(&dir), "-"], "PUT k9 again\n");
+        let out = run_script(&dir, "PUT k9 again\n");
         assert_eq!(code(&out), Some(1), "no offset is handed out again: {}", stderr(&out));
         assert_eq!(contents(&dir), before);
     }
@@ -547,7 +557,7 @@ fn a_checksummed_swap_or_marker_over_the_active_segment_is_refused_and_nothing_c
             assert!(stderr(&out).contains(&name), "{name} {args:?}: {}", stderr(&out));
             assert_eq!(contents(&dir), before, "{name} {args:?} changed nothing");
         }
-        let out = logcompact(&["run", "--backend", "file", "--dir", path(&dir), "-"], "PUT z 1\n");
+        let out = run_script(&dir, "PUT z 1\n");
         assert_eq!(code(&out), Some(1), "{name}: appending is refused too: {}", stderr(&out));
         assert_eq!(contents(&dir), before, "{name}: nothing appended");
         std::fs::remove_file(dir.join(&name)).expect("remove");
@@ -568,29 +578,35 @@ fn kafka_expected(keys: u64, active_base: u64, next: u64) -> Vec<(i64, String, O
     kept.into_iter().map(|o| (o as i64, format!("k{}", o % keys), Some(format!("v{o}")))).collect()
 }
 
+/// `compact --format kafka` of `src` to the copy `out` in a buffer of about 300 keys (so several passes, and
+/// runs side by side overlap), started and not waited for; its standard error piped.
+fn spawn_compaction(src: &Path, out: &Path) -> std::process::Child {
+    Command::new(bin())
+        .args(crate::common::compact_kafka(path(src), &["--out", path(out)]))
+        .args(["--dedupe-buffer", "8000", "--until-clean"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn")
+}
+
+/// A Kafka partition `orders-0` under `tmp` (2000 keys in 6 segments) and the records compacting it keeps.
+fn orders_and_kept(tmp: &Path) -> (PathBuf, Vec<(i64, String, Option<String>)>) {
+    let src = tmp.join("orders-0");
+    let next = common::kafka_partition(&src, 2000, 6, 10, 100);
+    (src, kafka_expected(2000, 5000, next))
+}
+
 #[test]
 fn parallel_kafka_compactions_to_targets_with_dots_in_their_names_never_share_files() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let src = tmp.path().join("orders-0");
-    let next = common::kafka_partition(&src, 2000, 6, 10, 100);
-    let want = kafka_expected(2000, 5000, next);
+    let (src, want) = orders_and_kept(tmp.path());
     for trial in 0..4 {
         let parent = tmp.path().join(format!("trial-{trial}"));
         std::fs::create_dir(&parent).expect("mkdir");
         let outs = [parent.join("com.acme.orders-0"), parent.join("com.acme.orders-1")];
         // A buffer of about 300 keys: each run takes several passes, so the runs overlap.
-        let children: Vec<_> = outs
-            .iter()
-            .map(|out| {
-                Command::new(bin())
-                    .args(crate::common::compact_kafka(path(&src), &["--out", path(out)]))
-                    .args(["--dedupe-buffer", "8000", "--until-clean"])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .expect("spawn")
-            })
-            .collect();
+        let children: Vec<_> = outs.iter().map(|out| spawn_compaction(&src, out)).collect();
         for (child, out) in children.into_iter().zip(&outs) {
             let done = child.wait_with_output().expect("wait");
             assert!(done.status.success(), "{}: {}", out.display(), String::from_utf8_lossy(&done.stderr));
@@ -607,23 +623,11 @@ fn parallel_kafka_compactions_to_targets_with_dots_in_their_names_never_share_fi
 #[test]
 fn a_second_kafka_compaction_to_the_same_target_is_refused() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let src = tmp.path().join("orders-0");
-    let next = common::kafka_partition(&src, 2000, 6, 10, 100);
-    let want = kafka_expected(2000, 5000, next);
+    let (src, want) = orders_and_kept(tmp.path());
     for trial in 0..3 {
         let out = tmp.path().join(format!("copy-{trial}")).join("orders-0");
         std::fs::create_dir(tmp.path().join(format!("copy-{trial}"))).expect("mkdir");
-        let children: Vec<_> = (0..2)
-            .map(|_| {
-                Command::new(bin())
-                    .args(crate::common::compact_kafka(path(&src), &["--out", path(&out)]))
-                    .args(["--dedupe-buffer", "8000", "--until-clean"])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .expect("spawn")
-            })
-            .collect();
+        let children: Vec<_> = (0..2).map(|_| spawn_compaction(&src, &out)).collect();
         let codes: Vec<(Option<i32>, String)> = children
             .into_iter()
             .map(|c| {

@@ -28,13 +28,7 @@ fn seg(base: u64, recs: &[&str], closed: bool) -> (u64, Vec<String>, bool) {
 /// PUT p 1, PUT q 1, ROLL, PUT p 2, DEL q, ROLL, PUT r 1.
 fn seed_log() -> Log {
     let log = new_log();
-    log.put(b"p", b"1").expect("put");
-    log.put(b"q", b"1").expect("put");
-    log.roll().expect("roll");
-    log.put(b"p", b"2").expect("put");
-    log.delete(b"q").expect("del");
-    log.roll().expect("roll");
-    log.put(b"r", b"1").expect("put");
+    conformance::scenarios::write_seed_log(&log);
     log
 }
 
@@ -42,14 +36,7 @@ fn seed_log() -> Log {
 fn seed_worked_trace() {
     for map in MapKind::ALL {
         let log = seed_log();
-        assert_eq!(
-            segments(&log),
-            vec![
-                seg(0, &["0 p=1", "1 q=1"], true),
-                seg(2, &["2 p=2", "3 q=TOMBSTONE"], true),
-                seg(4, &["4 r=1"], false)
-            ]
-        );
+        assert_eq!(segments(&log), conformance::scenarios::seed_segments());
         let clock = Arc::new(ManualClock::new(1_000));
         let mut c = cleaner(map, &clock);
         let stats = c.clean(&log, PassOptions::default()).expect("compact");
