@@ -53,7 +53,7 @@ fn run(data_dir: &Path, settings: &Path) -> Result<datadir::Finished, Box<dyn st
         layers,
         mode: Mode::UntilClean,
         now_ms: None,
-        clock_trust: logcompact::clock::ClockTrust::Checked,
+        clock_trust: logcompact::ClockTrust::Checked,
         replica_floors: None,
     };
     let hooks = Hooks {

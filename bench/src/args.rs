@@ -9,7 +9,7 @@ use log_core::kafka::Compression;
 /// # Errors
 /// Why the text is not a size.
 pub fn bytes(text: &str) -> Result<u64, String> {
-    logcompact::size::parse_bytes(text).map_err(|e| e.to_string())
+    logcompact::parse_bytes(text).map_err(|e| e.to_string())
 }
 
 /// A count with a decimal unit (`250k`, `2M`).
@@ -17,7 +17,7 @@ pub fn bytes(text: &str) -> Result<u64, String> {
 /// # Errors
 /// Why the text is not a count.
 pub fn count(text: &str) -> Result<u64, String> {
-    logcompact::size::parse_count(text).map_err(|e| e.to_string())
+    logcompact::parse_count(text).map_err(|e| e.to_string())
 }
 
 /// A map by its name (`skimpy`, `fullkey`, `compact`, `external`).

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use clap::Args;
 use cleaner::{CleanerConfig, DEFAULT_LOAD_FACTOR, MapKind};
-use logcompact::size;
 
 use crate::failure::Failure;
 
@@ -96,7 +95,7 @@ pub struct BufferArgs {
     /// Offset map memory for all cleaner threads together (log.cleaner.dedupe.buffer.size), e.g. 4096, 64KiB,
     /// 128MiB, 1.5GiB. Small buffers give partial passes; the buffer must hold at least one key (48 bytes at
     /// load factor 0.9).
-    #[arg(long, value_name = "BYTES", default_value = "128MiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    #[arg(long, value_name = "BYTES", default_value = "128MiB", value_parser = logcompact::parse_bytes, allow_hyphen_values = true)]
     pub dedupe_buffer: u64,
     /// Share of the map's slots that may fill (log.cleaner.io.buffer.load.factor), in [0.01, 1].
     #[arg(long, hide_short_help = true, value_name = "F", default_value_t = DEFAULT_LOAD_FACTOR, allow_hyphen_values = true)]
@@ -238,7 +237,7 @@ impl ClockArgs {
             Some(ms) if ms < 0 => Err(Failure::Usage(format!("--now-ms {ms} is before 1970"))),
             Some(ms) => {
                 if !self.i_know_the_clock {
-                    logcompact::clock::check_clock(ms, log_core::now_ms()).map_err(|e| {
+                    logcompact::check_clock(ms, log_core::now_ms()).map_err(|e| {
                         Failure::Usage(format!("--now-ms: {e} (give --i-know-the-clock if it is right)"))
                     })?;
                 }
@@ -249,12 +248,8 @@ impl ClockArgs {
     }
 
     /// Whether the passes' clock is checked against each log's records.
-    pub fn trust(&self) -> logcompact::clock::ClockTrust {
-        if self.i_know_the_clock {
-            logcompact::clock::ClockTrust::Trusted
-        } else {
-            logcompact::clock::ClockTrust::Checked
-        }
+    pub fn trust(&self) -> logcompact::ClockTrust {
+        if self.i_know_the_clock { logcompact::ClockTrust::Trusted } else { logcompact::ClockTrust::Checked }
     }
 }
 

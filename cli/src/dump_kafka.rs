@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use logcompact::dump::{DumpError, DumpFilter, DumpedBatch, Step, walk_kafka};
+use logcompact::{DumpError, DumpFilter, DumpStep as Step, DumpedBatch, walk_kafka};
 
 use crate::failure::Failure;
 use crate::out::QuietPipe;

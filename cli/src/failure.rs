@@ -151,7 +151,7 @@ impl Failure {
     /// The failure for a compaction that could not be done, said in the command line's flags.
     pub fn from_compact(e: &logcompact::CompactError) -> Failure {
         use logcompact::CompactError;
-        use logcompact::copy::CopyError;
+        use logcompact::CopyError;
         match e {
             CompactError::Setting { name, value, why } => {
                 Failure::Usage(format!("--{} {value} is {why}", name.replace('.', "-")))

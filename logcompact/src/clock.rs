@@ -6,7 +6,7 @@
 //! a day after the system clock, unless the caller says it knows ([`ClockTrust::Trusted`]).
 //!
 //! ```
-//! use logcompact::clock::{ClockError, check_clock};
+//! use logcompact::{ClockError, check_clock};
 //! // A clock ten years ahead of the system's.
 //! let now = 1_800_000_000_000;
 //! let ten_years = 10 * 365 * 86_400_000;

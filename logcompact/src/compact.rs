@@ -37,7 +37,7 @@ pub struct CompactRequest {
     pub checkpoint: Option<u64>,
     /// Compact a copy made here instead of the directory itself (which is then never written).
     pub out: Option<PathBuf>,
-    /// Whether the cleaner's clock is checked against the log's newest record first ([`crate::clock`]).
+    /// Whether the cleaner's clock is checked against the log's newest record first ([`crate::ClockTrust`]).
     pub clock_trust: crate::clock::ClockTrust,
     /// The directory's names, when the caller read them already ([`crate::dir::Listing::read`], before
     /// anything was locked): handed down so that the directory is not listed again to tell what it is.

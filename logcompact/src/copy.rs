@@ -95,7 +95,8 @@ pub fn check_target(source: &Path, format: Format, target: &Path) -> Result<(), 
     Ok(())
 }
 
-/// Copies the log of `format` in `source` to `target` (see the module docs): [`copy_beside`], then [`place`].
+/// Copies the log of `format` in `source` to `target` (see the module docs): [`copy_beside`], then `place` (the
+/// rename into the target).
 ///
 /// # Errors
 /// [`CopyError`]; nothing is left at `target` then.

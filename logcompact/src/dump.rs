@@ -8,7 +8,7 @@
 //!
 //! # Example
 //! ```no_run
-//! use logcompact::dump::{DumpFilter, Step, walk_kafka};
+//! use logcompact::{DumpFilter, DumpStep as Step, walk_kafka};
 //!
 //! let filter = DumpFilter { key: Some(b"k42".to_vec()), ..DumpFilter::default() };
 //! let mut scratch = Vec::new();
@@ -21,7 +21,7 @@
 //!     }
 //!     Ok(())
 //! })?;
-//! # Ok::<(), logcompact::dump::DumpError>(())
+//! # Ok::<(), logcompact::DumpError>(())
 //! ```
 
 use std::path::{Path, PathBuf};

@@ -23,7 +23,7 @@
 //! # Example
 //! ```
 //! let status = cleaner::manager::ManagerStatus::default();
-//! let text = logcompact::metrics::render(&status, "/var/lib/kafka/data").expect("render");
+//! let text = logcompact::render_metrics(&status, "/var/lib/kafka/data").expect("render");
 //! assert!(text.contains("kafka_log_logcleaner_max_buffer_utilization_percent 0"));
 //! ```
 

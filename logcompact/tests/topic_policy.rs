@@ -28,7 +28,7 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn request(dir: &Path, settings: Layers) -> CompactRequest {
-    CompactRequest { clock_trust: logcompact::clock::ClockTrust::Trusted, ..CompactRequest::kafka(dir, settings) }
+    CompactRequest { clock_trust: logcompact::ClockTrust::Trusted, ..CompactRequest::kafka(dir, settings) }
 }
 
 /// `logcompact::compact` with a fixed clock (its error boxed, as a caller would keep it).
@@ -57,8 +57,8 @@ fn a_library_caller_cannot_compact_a_topic_nothing_shows_is_compacted() {
     assert!(matches!(err, Some(CompactError::NotCompacted { .. })), "{refused:?}");
     assert_eq!(files(&dir), before, "nothing written");
     // On the caller's word that the broker compacts it: compacted, records without a key kept.
-    let verdict = logcompact::compact::topic_policy(&request(&dir, Layers::default().compact_anyway("a test")))
-        .expect("a verdict");
+    let verdict =
+        logcompact::topic_policy(&request(&dir, Layers::default().compact_anyway("a test"))).expect("a verdict");
     assert!(!verdict.drop_invalid && verdict.asserted.is_some(), "{verdict:?}");
     let done = compact(&request(&dir, Layers::default().compact_anyway("a test"))).expect("compacted");
     assert!(matches!(done.outcome, logcompact::CompactOutcome::Cleaned(_)), "{:?}", done.outcome);
@@ -70,7 +70,7 @@ fn kafkas_own_compacted_topics_are_known_compacted_without_a_word() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("kafka-logs").join("__consumer_offsets-7");
     partition(&dir);
-    let verdict = logcompact::compact::topic_policy(&request(&dir, Layers::default())).expect("a verdict");
+    let verdict = logcompact::topic_policy(&request(&dir, Layers::default())).expect("a verdict");
     // Compacted by Kafka's defaults for the topic, so records without a key go as Kafka's cleaner drops them.
     assert!(verdict.drop_invalid && verdict.asserted.is_none(), "{verdict:?}");
     compact(&request(&dir, Layers::default())).expect("compacted");
@@ -84,6 +84,6 @@ fn a_native_log_is_compacted_by_definition() {
     log.put(b"k", b"v").expect("put");
     drop(log);
     let req = CompactRequest { format: Format::Native, ..request(&dir, Layers::default()) };
-    let verdict = logcompact::compact::topic_policy(&req).expect("a verdict");
+    let verdict = logcompact::topic_policy(&req).expect("a verdict");
     assert!(verdict.drop_invalid && verdict.asserted.is_none());
 }

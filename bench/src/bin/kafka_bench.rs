@@ -168,7 +168,7 @@ fn run(a: &Args) -> Result<(), String> {
     // into the work directory: the floor leaves a rebuilt batch uncompressed, the codec floor compresses it again.
     let floor = {
         let out = work_dir(a).join("floor-0");
-        logcompact::copy::copy_log(&src, Format::Kafka, &out).map_err(|e| e.to_string())?;
+        logcompact::copy_log(&src, Format::Kafka, &out).map_err(|e| e.to_string())?;
         let config = LogConfig { segment_bytes: a.segment_bytes, ..LogConfig::default() };
         let log = logcompact::dir::open_writable_copy(&out, Format::Kafka, config).map_err(|e| e.to_string())?.log;
         let keys = usize::try_from(a.keys).unwrap_or(usize::MAX);
@@ -196,7 +196,7 @@ fn run(a: &Args) -> Result<(), String> {
     };
     for &map in &a.maps {
         let out = work_dir(a).join(format!("out-{}-0", map.name()));
-        logcompact::copy::copy_log(&src, Format::Kafka, &out).map_err(|e| e.to_string())?;
+        logcompact::copy_log(&src, Format::Kafka, &out).map_err(|e| e.to_string())?;
         let config = LogConfig { segment_bytes: a.segment_bytes, ..LogConfig::default() };
         let log = logcompact::dir::open_writable_copy(&out, Format::Kafka, config).map_err(|e| e.to_string())?.log;
         let dedupe_buffer_bytes = usize::try_from(a.dedupe_buffer).map_err(|e| format!("--dedupe-buffer: {e}"))?;

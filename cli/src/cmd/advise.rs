@@ -8,7 +8,6 @@ use clap::Args;
 use cleaner::advise::{Budget, KeyCount, LogAdvice, MapAdvice, from_counts, from_log_until};
 use log_core::human::{bytes, duration};
 use logcompact::progress::Meter;
-use logcompact::size;
 use serde::Serialize;
 
 use crate::args::{BrokerArgs, BufferArgs, FormatArg, ThreadsArgs, tell_broker_notice};
@@ -20,13 +19,13 @@ use crate::progress::Reporter;
 #[derive(Debug, Args)]
 pub struct AdviseArgs {
     /// Distinct keys of the dirty section.
-    #[arg(long, value_name = "N", required_unless_present = "dir", conflicts_with = "dir", value_parser = size::parse_count, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", required_unless_present = "dir", conflicts_with = "dir", value_parser = logcompact::parse_count, allow_hyphen_values = true)]
     keys: Option<u64>,
     /// Bytes per key (matters for the fullkey map); with --dir the keys' own sizes are used. Default: 16.
     #[arg(long, value_name = "B", conflicts_with = "dir", allow_hyphen_values = true)]
     key_bytes: Option<usize>,
     /// Records the keys are spread over (uniformly), for a passes figure beyond the lower bound.
-    #[arg(long, value_name = "R", conflicts_with = "dir", value_parser = size::parse_count, allow_hyphen_values = true)]
+    #[arg(long, value_name = "R", conflicts_with = "dir", value_parser = logcompact::parse_count, allow_hyphen_values = true)]
     records: Option<u64>,
     /// A log's directory: advice for its dirty section.
     #[arg(long, value_name = "DIR")]
@@ -36,7 +35,7 @@ pub struct AdviseArgs {
     format: Option<FormatArg>,
     /// The first dirty offset (with --dir; default: the cleaner checkpoint, a Kafka partition's in its log
     /// directory).
-    #[arg(long, value_name = "OFFSET", conflicts_with = "keys", value_parser = size::parse_count, allow_hyphen_values = true)]
+    #[arg(long, value_name = "OFFSET", conflicts_with = "keys", value_parser = logcompact::parse_count, allow_hyphen_values = true)]
     checkpoint: Option<u64>,
     /// A settings file (with --dir; Kafka's names, a [section] per topic or log), over the broker's metadata
     /// and the settings an earlier `clean` saved: its min.compaction.lag.ms bounds the dirty section a pass takes.

@@ -3,10 +3,9 @@
 use clap::Args;
 use cleaner::advise::Budget;
 use log_core::Format;
-use logcompact::analyze::{AnalyzeError, AnalyzeRequest};
 use logcompact::datadir::settings::Resolved;
 use logcompact::progress::Meter;
-use logcompact::size;
+use logcompact::{AnalyzeError, AnalyzeRequest};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -40,7 +39,7 @@ pub struct AnalyzeArgs {
     ///
     /// Default: the cleaner checkpoint (a Kafka partition's in its log directory's cleaner-offset-checkpoint), else
     /// the log's start.
-    #[arg(long, value_name = "OFFSET", value_parser = size::parse_count, allow_hyphen_values = true)]
+    #[arg(long, value_name = "OFFSET", value_parser = logcompact::parse_count, allow_hyphen_values = true)]
     checkpoint: Option<u64>,
     #[command(flatten)]
     threads: ThreadsArgs,
@@ -95,7 +94,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<(), Failure> {
 fn analyze(req: &AnalyzeRequest, resolved: &Resolved, json: bool) -> Result<(), Failure> {
     let dir = &req.dir;
     let progress = req.meter.as_ref().map(|m| Reporter::start("analyze", Arc::clone(m)));
-    let found = logcompact::analyze::analyze(req);
+    let found = logcompact::analyze(req);
     drop(progress);
     let found = found.map_err(|e| analyze_failure(dir, e))?;
     let a = &found.analysis;

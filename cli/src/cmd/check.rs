@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use clap::Args;
-use logcompact::check::{CheckError, DirCheckOptions, LogCheck, LogVerdict};
-use logcompact::throttle::ReadRate;
+use logcompact::ReadRate;
+use logcompact::{CheckError, DirCheckOptions, LogCheck, LogVerdict};
 
 use crate::args::{BrokerArgs, FormatArg};
 use crate::failure::Failure;
@@ -39,7 +39,7 @@ pub struct CheckArgs {
     modified_since: Option<SystemTime>,
     /// Read at most this many bytes a second (e.g. 50MiB), as log.cleaner.io.max.bytes.per.second bounds
     /// Kafka's cleaner: for a check beside a running broker.
-    #[arg(long, value_name = "BYTES", value_parser = logcompact::size::parse_bytes)]
+    #[arg(long, value_name = "BYTES", value_parser = logcompact::parse_bytes)]
     io_max_bytes_per_second: Option<u64>,
     /// With --format kafka: where the broker's settings of its topics are read, to judge records by each
     /// topic's max.decompressed.message.bytes (a larger record fails Kafka's cleaner on that partition).
@@ -109,7 +109,7 @@ fn check_data_dir(data_dir: &Path, a: &CheckArgs, rate: Option<Arc<ReadRate>>) -
             failed_write.get_or_insert(e);
         }
     };
-    let checked = logcompact::check::check_data_dir(data_dir, format, &options, &mut each);
+    let checked = logcompact::check_data_dir(data_dir, format, &options, &mut each);
     progress.finish();
     let checked = checked.map_err(|e| Failure::from_data_dir(&e))?;
     if let Some(e) = failed_write {
@@ -209,7 +209,7 @@ fn log_line(line: &LogCheck) -> String {
 /// [`Failure::Corruption`] naming the file and position of the first problem; [`Failure::Usage`] for a
 /// directory that holds no log of this format; as opening the partition.
 fn check(dir: &Path, format: log_core::Format, rate: Option<&Arc<ReadRate>>, a: &CheckArgs) -> Result<(), Failure> {
-    let checked = progress::during("check", true, |m| logcompact::check::check_limited(dir, format, rate, Some(m)));
+    let checked = progress::during("check", true, |m| logcompact::check_limited(dir, format, rate, Some(m)));
     let mut report = match checked {
         Ok(report) => report,
         Err(e @ CheckError::Store { .. }) => {
@@ -221,7 +221,7 @@ fn check(dir: &Path, format: log_core::Format, rate: Option<&Arc<ReadRate>>, a: 
     };
     if format == log_core::Format::Kafka {
         let source = a.broker.source(format)?;
-        if let Some(note) = logcompact::check::predict_for_partition(dir, &mut report, a.config.as_deref(), &source) {
+        if let Some(note) = logcompact::predict_for_partition(dir, &mut report, a.config.as_deref(), &source) {
             crate::out::diag!("note: {note}");
         }
     }

@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use clap::Args;
 use cleaner::manager::{Event, LogState, ManagerStatus};
 use logcompact::datadir::{self, CleanRequest, Hooks, status_file};
-use logcompact::size;
 
 use crate::args::{
     BrokerArgs, BufferArgs, ClockArgs, FormatArg, LogSettingsArgs, MapArgs, ThreadsArgs, tell_broker_notice,
@@ -59,7 +58,7 @@ pub struct CleanArgs {
     /// log.cleaner.io.max.bytes.per.second: the bytes all threads together read per second.
     ///
     /// Default: no limit.
-    #[arg(long, hide_short_help = true, value_name = "BYTES", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    #[arg(long, hide_short_help = true, value_name = "BYTES", value_parser = logcompact::parse_bytes, allow_hyphen_values = true)]
     io_max_bytes_per_second: Option<u64>,
     /// Retries of a log whose pass failed before it waits for SIGHUP or a new run (--until-clean waits for them;
     /// 0 ends it at the first failure).
@@ -180,7 +179,7 @@ fn clean(req: &CleanRequest, json: bool, verbose: bool, metrics_addr: Option<&st
     let metrics = match metrics_addr {
         None => None,
         Some(addr) => {
-            let server = logcompact::metrics::MetricsServer::start(addr, &req.data_dir.display().to_string())
+            let server = logcompact::MetricsServer::start(addr, &req.data_dir.display().to_string())
                 .map_err(|e| Failure::Runtime(e.to_string()))?;
             crate::out::diag!("serving Prometheus metrics at http://{}/metrics", server.addr());
             Some(Arc::new(server))

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use clap::Args;
 use cleaner::{Cleaner, CleanerConfig, PassOptions};
-use logcompact::size;
 
 use crate::args::{BrokerArgs, BufferArgs, ClockArgs, FormatArg, MapArgs, cleaner_config};
 use crate::backend::describe_recovery;
@@ -40,7 +39,7 @@ pub struct CompactArgs {
     ///
     /// The most a group of cleaned segments is merged into. Default: the topic's (a Kafka topic's
     /// internal.segment.bytes when set), else 1GiB.
-    #[arg(long, value_name = "BYTES", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    #[arg(long, value_name = "BYTES", value_parser = logcompact::parse_bytes, allow_hyphen_values = true)]
     segment_bytes: Option<u64>,
     /// Leave closed segments holding a record younger than this dirty (min.compaction.lag.ms).
     ///
@@ -92,7 +91,7 @@ pub struct CompactArgs {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Start from this first dirty offset instead of the cleaner checkpoint (the pass then writes its own).
-    #[arg(long, value_name = "OFFSET", value_parser = size::parse_count, allow_hyphen_values = true)]
+    #[arg(long, value_name = "OFFSET", value_parser = logcompact::parse_count, allow_hyphen_values = true)]
     checkpoint: Option<u64>,
     #[command(flatten)]
     clock: ClockArgs,
@@ -165,7 +164,7 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
         listing: a.out.is_none().then_some(listing),
     };
     // The library decides whether the topic is compacted; a compaction on the operator's word is said first.
-    let verdict = logcompact::compact::topic_policy(&request).map_err(|e| Failure::from_compact(&e))?;
+    let verdict = logcompact::topic_policy(&request).map_err(|e| Failure::from_compact(&e))?;
     if let Some(asserted) = verdict.asserted {
         let theirs = match &asserted.own {
             Some((policy, from)) => format!("its own cleanup.policy is {policy} ({from})"),

@@ -5,7 +5,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use logcompact::size;
 
 use crate::args::FormatArg;
 use crate::failure::Failure;
@@ -40,10 +39,10 @@ pub struct DumpArgs {
     #[arg(long, conflicts_with_all = ["json", "segments"])]
     json_lines: bool,
     /// Kafka: only batches reaching this offset or later, and their records from it.
-    #[arg(long, value_name = "OFFSET", value_parser = size::parse_count, allow_hyphen_values = true)]
+    #[arg(long, value_name = "OFFSET", value_parser = logcompact::parse_count, allow_hyphen_values = true)]
     from_offset: Option<u64>,
     /// Kafka: only batches starting at this offset or earlier, and their records up to it.
-    #[arg(long, value_name = "OFFSET", value_parser = size::parse_count, allow_hyphen_values = true)]
+    #[arg(long, value_name = "OFFSET", value_parser = logcompact::parse_count, allow_hyphen_values = true)]
     to_offset: Option<u64>,
     /// Kafka: only records with this key (its UTF-8 bytes), and the batches holding one.
     #[arg(long, value_name = "KEY")]
@@ -263,7 +262,7 @@ pub fn run(a: &DumpArgs) -> Result<(), Failure> {
         let opts = crate::dump_kafka::DumpOptions {
             json: a.json,
             json_lines: a.json_lines,
-            filter: logcompact::dump::DumpFilter {
+            filter: logcompact::DumpFilter {
                 from_offset: a.from_offset,
                 to_offset: a.to_offset,
                 key: a.key.as_ref().map(|k| k.as_bytes().to_vec()),

@@ -7,10 +7,9 @@ use clap::Args;
 use log_core::LogConfig;
 use log_core::human::{bytes, count, duration};
 use log_core::workload::Workload;
+use logcompact::GenerateError;
 use logcompact::OpenError;
-use logcompact::generate::GenerateError;
 use logcompact::progress::Meter;
-use logcompact::size;
 
 use crate::failure::Failure;
 use crate::progress::Reporter;
@@ -22,19 +21,19 @@ pub struct GenArgs {
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
     /// Records to append.
-    #[arg(long, value_name = "N", value_parser = size::parse_count, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", value_parser = logcompact::parse_count, allow_hyphen_values = true)]
     records: u64,
     /// Distinct keys, drawn uniformly.
-    #[arg(long, value_name = "K", value_parser = size::parse_count, allow_hyphen_values = true)]
+    #[arg(long, value_name = "K", value_parser = logcompact::parse_count, allow_hyphen_values = true)]
     keys: u64,
     /// Bytes per value (at most 64 MiB).
-    #[arg(long, value_name = "B", default_value = "100", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    #[arg(long, value_name = "B", default_value = "100", value_parser = logcompact::parse_bytes, allow_hyphen_values = true)]
     value_bytes: u64,
     /// Share of appends that are tombstones, in [0, 1].
-    #[arg(long, value_name = "FRACTION", default_value = "0", value_parser = size::parse_fraction, allow_hyphen_values = true)]
+    #[arg(long, value_name = "FRACTION", default_value = "0", value_parser = logcompact::parse_fraction, allow_hyphen_values = true)]
     tombstones: f64,
     /// Roll segments at this size (segment.bytes).
-    #[arg(long, value_name = "S", default_value = "1GiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    #[arg(long, value_name = "S", default_value = "1GiB", value_parser = logcompact::parse_bytes, allow_hyphen_values = true)]
     segment_bytes: u64,
     /// Generator seed: the same seed appends the same records.
     #[arg(long, value_name = "X", default_value_t = 1)]
@@ -68,7 +67,7 @@ fn generate(dir: &Path, workload: Workload, config: LogConfig, json: bool) -> Re
     meter.expect_records(workload.records);
     let progress = Reporter::start_writing("gen", Arc::clone(&meter));
     let (mut records, mut bytes_so_far) = (0, 0);
-    let done = logcompact::generate::generate(dir, workload, config, |n, b| {
+    let done = logcompact::generate(dir, workload, config, |n, b| {
         meter.add(b.saturating_sub(bytes_so_far), n.saturating_sub(records));
         (records, bytes_so_far) = (n.max(records), b.max(bytes_so_far));
     });

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use logcompact::refetch::{RefetchError, RefetchRequest, refetch};
+use logcompact::{RefetchError, RefetchRequest, refetch};
 
 use crate::failure::{BROKER_LOCK_HINT, Failure};
 use crate::out::print_line;

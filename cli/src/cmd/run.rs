@@ -8,7 +8,6 @@ use std::sync::Arc;
 use clap::Args;
 use cleaner::{Cleaner, CleanerConfig, DEFAULT_DELETE_RETENTION_MS, PassOptions, SystemClock};
 use log_core::{Log, LogConfig};
-use logcompact::size;
 
 use crate::args::{BufferArgs, MapArgs, cleaner_config};
 use crate::backend::{self, Backend};
@@ -32,7 +31,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "MS", allow_hyphen_values = true)]
     delete_retention_ms: Option<i64>,
     /// Roll the active segment before an append would take it past this size (segment.bytes).
-    #[arg(long, value_name = "BYTES", default_value = "1GiB", value_parser = size::parse_bytes, allow_hyphen_values = true)]
+    #[arg(long, value_name = "BYTES", default_value = "1GiB", value_parser = logcompact::parse_bytes, allow_hyphen_values = true)]
     segment_bytes: u64,
     /// Print each pass's statistics as one JSON line on standard error.
     #[arg(long)]

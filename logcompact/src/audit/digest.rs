@@ -152,7 +152,7 @@ impl RangeHashes {
         out
     }
 
-    /// Narrowed to about [`KEYS_PER_RANGE`] live keys a range, as a summary writes it.
+    /// Narrowed to about `KEYS_PER_RANGE` (16) live keys a range, as a summary writes it.
     pub fn sized(&self) -> RangeHashes {
         let live: u64 = self.hashes.iter().map(|r| r.1).sum();
         let ranges = (live / KEYS_PER_RANGE).max(1);

@@ -400,7 +400,7 @@ fn read_replica(
 }
 
 /// How far a cleaner may remove tombstones and markers of one partition without a replica keeping, for good,
-/// what they shadow ([`removal_floor`]).
+/// what they shadow (`ReplicaFloors::removal_floor`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplicaFloor {
     /// Tombstones and markers at or past this offset stay ([`cleaner::PassOptions::removal_floor`]).

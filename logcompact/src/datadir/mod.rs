@@ -23,7 +23,7 @@
 //!     layers: Layers { format: Format::Kafka, ..Layers::default() },
 //!     mode: cleaner::manager::Mode::UntilClean,
 //!     now_ms: None,
-//!     clock_trust: logcompact::clock::ClockTrust::Checked,
+//!     clock_trust: logcompact::ClockTrust::Checked,
 //!     replica_floors: None,
 //! };
 //! let done = clean(&req, &Hooks::quiet())?;
@@ -216,7 +216,7 @@ pub struct CleanRequest {
     /// "Now" for every pass, fixed (until clean only: no time passes, so no retry comes due and a log whose
     /// pass failed is left uncleanable at once); `None` for the system clock.
     pub now_ms: Option<i64>,
-    /// Whether the clock is checked against each log's newest record before any pass ([`crate::clock`]).
+    /// Whether the clock is checked against each log's newest record before any pass ([`crate::ClockTrust`]).
     pub clock_trust: crate::clock::ClockTrust,
     /// Replica-safe removal of tombstones and markers (a Kafka log directory): each partition's floor, as the
     /// other replicas' audits give it (`crate::audit::ReplicaFloors::all`); a partition not named keeps every

@@ -143,7 +143,7 @@ const RECORD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// each other's counts; a live `clean` keeps the file ([`Recorded::LeftToLiveRun`]).
 ///
 /// # Errors
-/// The I/O error, a data directory held past [`RECORD_WAIT`], or an unreadable status file (left as it is),
+/// The I/O error, a data directory held past `RECORD_WAIT` (5 s), or an unreadable status file (left as it is),
 /// for a warning: the status is a report.
 pub fn record_compaction(
     data_dir: &Path,
