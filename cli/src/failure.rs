@@ -44,16 +44,6 @@ pub const UNUSABLE_NAME_HINT: &str = "(nothing was changed; no repair can use or
 pub const KAFKA_HINT: &str =
     "dump, check, analyze, advise, compact, roll, repair, clean and status take Kafka partitions with --format kafka";
 
-/// Whether `dir` looks like a broker's log directory: one of its first subdirectories opens, read only, as
-/// what the native format refuses as a Kafka partition ([`wants_format_kafka`]). Only on the way to a refusal;
-/// nothing is written or locked.
-pub(crate) fn looks_like_a_kafka_log_directory(dir: &std::path::Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else { return false };
-    entries.flatten().take(16).filter(|e| e.path().is_dir()).any(|sub| {
-        matches!(logcompact::open_read_only(&sub.path(), log_core::Format::Native), Err(ref e) if wants_format_kafka(e))
-    })
-}
-
 /// Whether a native open was refused because the directory holds a Kafka partition of magic 2 (one this tool
 /// reads with `--format kafka`).
 fn wants_format_kafka(e: &logcompact::OpenError) -> bool {
@@ -198,7 +188,7 @@ impl Failure {
         use logcompact::datadir::DataDirError;
         match e {
             DataDirError::NoLogs { dir, left_alone: 0, format: logcompact::Format::Native, .. }
-                if looks_like_a_kafka_log_directory(dir) =>
+                if logcompact::dir::holds_kafka_partitions(dir) =>
             {
                 Failure::Usage(format!("{e}: it looks like a Kafka log directory ({KAFKA_HINT})"))
             }

@@ -3,66 +3,22 @@
 //! one log is wanted (`--dir`), one log given where a directory of logs is wanted (`--data-dir`), and a
 //! broker's log directory given to `clean` or `status` without `--format kafka`.
 //!
-//! These look only at names (and, for a directory of partitions without `meta.properties`, open a few
-//! subdirectories read-only as the refusal would): nothing is written, locked or mapped, and a directory that
-//! passes is judged again by the command itself, so a check here can only add a better first line.
+//! What a directory is, the library tells once ([`logcompact::dir::DirKind`], from names and a few read-only
+//! opens); this file only words it with the command line's flags. A directory that passes is judged again by
+//! the command itself, so a check here can only add a better first line.
 
 use std::path::{Path, PathBuf};
 
 use log_core::Format;
+use logcompact::dir::DirKind;
 
 use crate::failure::Failure;
 use crate::hints::format_flag;
-
-/// The file a Kafka broker writes at the root of each of its log directories.
-const META_PROPERTIES: &str = "meta.properties";
-
-/// At most this many subdirectories are looked at: enough to recognise a directory of logs, few enough to cost
-/// nothing on a broker with thousands of partitions.
-const LOOK_AT: usize = 16;
-
-/// Whether `name` is a segment file's: a 20-digit base offset and `.log`.
-fn is_segment_name(name: &str) -> bool {
-    name.strip_suffix(".log").is_some_and(|base| base.len() == 20 && base.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// Whether `dir` holds a segment file at its root: a log (or partition) directory.
-fn holds_segments(dir: &Path) -> bool {
-    std::fs::read_dir(dir)
-        .map(|entries| entries.flatten().any(|e| e.file_name().to_str().is_some_and(is_segment_name)))
-        .unwrap_or(false)
-}
-
-/// The names of up to [`LOOK_AT`] subdirectories of `dir` that hold segment files, sorted.
-fn logs_in(dir: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut names: Vec<String> = entries
-        .flatten()
-        .filter(|e| e.path().is_dir())
-        .take(LOOK_AT * 4)
-        .filter(|e| holds_segments(&e.path()))
-        .filter_map(|e| e.file_name().into_string().ok())
-        .take(LOOK_AT)
-        .collect();
-    names.sort();
-    names
-}
 
 /// `a, b, c` or `a, b, c, ...` when there may be more.
 fn listed(names: &[String]) -> String {
     let shown: Vec<&str> = names.iter().take(3).map(String::as_str).collect();
     if names.len() > 3 { format!("{}, ...", shown.join(", ")) } else { shown.join(", ") }
-}
-
-/// Whether `dir` is a Kafka broker's log directory: it holds `meta.properties`, or its logs are named
-/// `<topic>-<partition>` and open as Kafka partitions (as the native format's refusal says).
-fn is_broker_log_dir(dir: &Path, logs: &[String]) -> bool {
-    if dir.join(META_PROPERTIES).is_file() {
-        return true;
-    }
-    !logs.is_empty()
-        && logs.iter().all(|n| log_core::kafka::topic_partition(n).is_some())
-        && crate::failure::looks_like_a_kafka_log_directory(dir)
 }
 
 /// The edit distance between `a` and `b` (insertions, deletions and substitutions of characters).
@@ -127,24 +83,18 @@ pub fn one_log(
     command: &str,
     data_dir_form: Option<&str>,
 ) -> Result<logcompact::dir::Listing, Failure> {
-    if !dir.exists() {
-        return Err(missing(dir, "--dir"));
-    }
-    if !dir.is_dir() {
-        return Ok(logcompact::dir::Listing::default());
-    }
     let listing = logcompact::dir::Listing::read(dir);
-    if listing.names().iter().any(|n| is_segment_name(n)) {
-        return Ok(listing);
-    }
-    let logs = logs_in(dir);
+    let (logs, broker) = match listing.kind(dir) {
+        DirKind::Missing => return Err(missing(dir, "--dir")),
+        DirKind::Logs { logs, broker } => (logs, broker),
+        _ => return Ok(listing),
+    };
     // The partition suggested is never the cluster's metadata log, which no command writes.
     let not_metadata = |n: &&String| {
         !log_core::kafka::topic_partition(n)
             .is_some_and(|(topic, _)| log_core::kafka::metadata_log::is_metadata_topic(topic))
     };
     let Some(first) = logs.iter().find(not_metadata) else { return Ok(listing) };
-    let broker = is_broker_log_dir(dir, &logs);
     let (what, flag) = if broker {
         ("a Kafka broker's log directory", " --format kafka")
     } else {
@@ -173,40 +123,34 @@ pub fn one_log(
 /// # Errors
 /// [`Failure::Usage`] with the fix.
 pub fn data_dir(dir: &Path, format: Format, command: &str, one_log_form: &str) -> Result<(), Failure> {
-    if !dir.exists() {
-        return Err(missing(dir, "--data-dir"));
-    }
-    if !dir.is_dir() {
-        return Ok(());
-    }
-    if holds_segments(dir) {
-        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        let flag = if format == Format::Kafka || log_core::kafka::topic_partition(name).is_some() {
-            " --format kafka"
-        } else {
-            ""
-        };
-        return Err(Failure::Usage(format!(
-            "--data-dir {} is one log (it holds segment files), not a directory of logs: `logcompact {one_log_form}{flag} \
-             --dir {}` takes it",
-            dir.display(),
-            dir.display()
-        )));
-    }
-    if format == Format::Native {
-        let logs = logs_in(dir);
-        if is_broker_log_dir(dir, &logs) {
+    match logcompact::dir::dir_kind(dir) {
+        DirKind::Missing => Err(missing(dir, "--data-dir")),
+        DirKind::OneLog => {
+            let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let flag = if format == Format::Kafka || log_core::kafka::topic_partition(name).is_some() {
+                " --format kafka"
+            } else {
+                ""
+            };
+            Err(Failure::Usage(format!(
+                "--data-dir {} is one log (it holds segment files), not a directory of logs: `logcompact \
+                 {one_log_form}{flag} --dir {}` takes it",
+                dir.display(),
+                dir.display()
+            )))
+        }
+        DirKind::Logs { logs, broker: true } if format == Format::Native => {
             let until = if command == "clean" { " --until-clean" } else { "" };
-            return Err(Failure::Usage(format!(
+            Err(Failure::Usage(format!(
                 "--data-dir {} is a Kafka broker's log directory{}: give --format kafka, as in `logcompact {command} \
                  --format kafka --data-dir {}{until}`",
                 dir.display(),
                 if logs.is_empty() { String::new() } else { format!(" (partitions {})", listed(&logs)) },
                 dir.display()
-            )));
+            )))
         }
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -218,7 +162,5 @@ mod tests {
         assert_eq!(distance("ordres-0", "orders-0"), 2);
         assert_eq!(distance("", "abc"), 3);
         assert_eq!(distance("orders-0", "orders-0"), 0);
-        assert!(is_segment_name("00000000000000000000.log"));
-        assert!(!is_segment_name("0000000000000000000.log") && !is_segment_name("00000000000000000000.index"));
     }
 }

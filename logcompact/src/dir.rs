@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use crate::look::{DirKind, dir_kind, holds_kafka_partitions};
 use log_core::layout::Layout;
 use log_core::{CheckpointFile, Format, Log, LogConfig, SegmentStore};
 

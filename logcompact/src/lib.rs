@@ -49,6 +49,7 @@ pub mod datadir;
 pub mod dir;
 mod dump;
 mod generate;
+mod look;
 mod metered;
 mod metrics;
 mod recovery;
