@@ -85,7 +85,7 @@ pub fn analyze(req: &AnalyzeRequest) -> Result<LogAnalysis, AnalyzeError> {
     let source = match req.checkpoint {
         Some(c) => {
             start_dirty_at(&opened.log, c)?;
-            "--checkpoint".to_owned()
+            "the checkpoint given".to_owned()
         }
         None => match (opened.log.checkpoint_file().read(&**opened.log.store()), opened.log.checkpoint_file()) {
             (Ok(Some(_)), _) => opened.checkpoint_source.clone(),

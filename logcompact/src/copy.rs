@@ -153,7 +153,7 @@ pub fn copy_beside(source: &Path, format: Format, target: &Path) -> Result<Unpla
 }
 
 /// The stage a [`Meter`] shows while [`copy_beside_metered`] copies the segments.
-pub const STAGE_COPY: &str = "copy for --out";
+pub const STAGE_COPY: &str = "copy to the target";
 
 /// As [`copy_beside`], counting the segment bytes copied on `meter` (a stage of the log's segment bytes).
 ///

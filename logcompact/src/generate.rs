@@ -43,10 +43,10 @@ pub struct Generated {
 #[non_exhaustive]
 pub enum GenerateError {
     /// A workload without keys.
-    #[error("--keys must be at least 1")]
+    #[error("a workload needs at least one key")]
     NoKeys,
     /// Values larger than a record can carry.
-    #[error("--value-bytes {given} is larger than a record can be ({limit} bytes of value at most)")]
+    #[error("a value of {given} bytes is larger than a record can be ({limit} bytes of value at most)")]
     ValueTooLarge {
         /// The value size asked for.
         given: usize,

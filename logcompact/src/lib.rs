@@ -84,7 +84,7 @@ pub use compact::{
     Asserted, CompactError, CompactOutcome, CompactRequest, Compaction, PolicyVerdict, compact, compact_log,
     compact_observed, nothing_cleanable, topic_policy,
 };
-pub use copy::{Copied, CopyError, Unplaced, copy_beside, copy_beside_metered, copy_log};
+pub use copy::{Copied, CopyError, STAGE_COPY, Unplaced, copy_beside, copy_beside_metered, copy_log};
 pub use dump::{DumpError, DumpFilter, DumpedBatch, Step as DumpStep, walk_kafka};
 pub use generate::{GenerateError, Generated, generate};
 pub use metered::{MeteredStore, ReadMeter, metered};

@@ -113,7 +113,7 @@ fn a_stale_copy_of_the_metadata_beside_the_real_one_is_never_believed() {
         "",
     );
     let err = stderr(&out);
-    assert!(err.contains("given by --metadata-dir") && err.contains("old"), "{err}");
+    assert!(err.contains("given as the metadata directory") && err.contains("old"), "{err}");
     assert!(err.contains(&name) && err.contains("cleanup.policy is delete"), "{err}\n{}", stdout(&out));
     assert_eq!(contents(&part), before);
     // A broker setting naming a metadata log that is not there is an error, not a fall back to another.

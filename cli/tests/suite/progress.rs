@@ -212,7 +212,7 @@ fn check_gen_repair_and_clean_show_progress_too() {
     let copy = tmp.path().join("copy");
     let copied = run(&["compact", "--dir", path(&dir), "--out", path(&copy)], Some("5"));
     let lines = progress_lines(&stderr(&copied), "compact", "read");
-    assert!(lines.iter().any(|l| l.stage == "copy for --out" && l.total.is_some()), "{lines:?}");
+    assert!(lines.iter().any(|l| l.stage == logcompact::STAGE_COPY && l.total.is_some()), "{lines:?}");
 
     let cleaned = run(&["clean", "--data-dir", path(&data), "--until-clean"], Some("5"));
     let err = stderr(&cleaned);

@@ -879,7 +879,7 @@ fn load_broker(data_dir: &Path, source: &BrokerSource, layers: &mut Layers) -> R
         if inner.is_dir() { inner } else { d.clone() }
     });
     let (dir, how) = match named.clone() {
-        Some(d) => (d, "given by --metadata-dir".to_owned()),
+        Some(d) => (d, "given as the metadata directory".to_owned()),
         None => match kafka_records::kraft::locate(data_dir, props.as_ref())? {
             kafka_records::kraft::Location::Found { dir, how } => (dir, how),
             kafka_records::kraft::Location::NotFound { why } => {
