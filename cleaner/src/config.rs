@@ -36,6 +36,13 @@ pub struct CleanerConfig {
     /// threads made every thread decode the whole section for its share of the keys: 1.28 times the time of
     /// one thread, measured).
     pub threads: usize,
+    /// One pass whatever the keys (`--map auto`): when the map fills before the dirty section's end, the pass
+    /// maps the section again with the external pass, in the same buffer, instead of leaving the rest to more
+    /// passes ([`crate::CleanStats::fell_back`] says so). A section the map holds is cleaned by the map, so the
+    /// files stay Kafka's wherever Kafka's cleaner takes one pass too; the records kept are Kafka's always.
+    /// Without effect for [`MapKind::External`].
+    #[serde(default)]
+    pub one_pass: bool,
 }
 
 impl Default for CleanerConfig {
@@ -46,6 +53,7 @@ impl Default for CleanerConfig {
             load_factor: DEFAULT_LOAD_FACTOR,
             spill_dir: None,
             threads: 1,
+            one_pass: false,
         }
     }
 }

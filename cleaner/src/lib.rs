@@ -59,5 +59,5 @@ pub use map::{CompactMap, FullKeyMap, MapFull, MapKind, MapStats, OffsetMap, Pro
 pub use options::{Grouping, PassOptions};
 pub use pass::{Cleaner, DryRun, STAGE_COPY, STAGE_MAP};
 pub use settings::{CleanupPolicy, DEFAULT_DELETE_RETENTION_MS, DEFAULT_MIN_CLEANABLE_DIRTY_RATIO, LogSettings};
-pub use stats::{CleanStats, Pass1Stats, Pass2Stats};
+pub use stats::{CleanStats, FellBack, Pass1Stats, Pass2Stats};
 pub use throttle::Throttler;

@@ -20,7 +20,7 @@ use crate::options::{Grouping, PassOptions};
 use crate::pace::{Pace, panic_message};
 use crate::pass1::map_dirty;
 use crate::pass2::{Buffers, CopyContext, DryOutput, Lookup, copy_group, copy_segments};
-use crate::stats::CleanStats;
+use crate::stats::{CleanStats, FellBack};
 use crate::throttle::Throttler;
 
 /// The stage a pass's [`Meter`] shows while pass 1 maps the dirty section.
@@ -61,6 +61,8 @@ impl Strategy {
 /// taken once).
 pub struct Cleaner {
     strategy: Strategy,
+    /// The external pass a map falls back to when it fills ([`CleanerConfig::one_pass`]), made the first time.
+    fallback: Option<External>,
     config: CleanerConfig,
     clock: Arc<dyn Clock>,
     meter: Option<Arc<Meter>>,
@@ -90,7 +92,7 @@ impl Cleaner {
         } else {
             Strategy::Map(config.build_map()?)
         };
-        Ok(Cleaner { strategy, config, clock, meter: None, abort: None, throttle: None })
+        Ok(Cleaner { strategy, fallback: None, config, clock, meter: None, abort: None, throttle: None })
     }
 
     /// "Now" by this cleaner's clock, in ms since the Unix epoch: what a pass stamps delete horizons from and
@@ -102,7 +104,15 @@ impl Cleaner {
     /// A one-thread cleaner over a map built elsewhere (a test's, say).
     pub fn with_map(map: Box<dyn OffsetMap>, config: CleanerConfig, clock: Arc<dyn Clock>) -> Self {
         let config = CleanerConfig { threads: 1, ..config };
-        Cleaner { strategy: Strategy::Map(map), config, clock, meter: None, abort: None, throttle: None }
+        Cleaner {
+            strategy: Strategy::Map(map),
+            fallback: None,
+            config,
+            clock,
+            meter: None,
+            abort: None,
+            throttle: None,
+        }
     }
 
     /// Counts the bytes and records every pass reads on `meter` (shared with a reporter, or other cleaners),
@@ -367,22 +377,47 @@ impl Cleaner {
     ) -> Result<(u64, Option<StaleSet>)> {
         let Bounds { checkpoint, limit, first_uncleanable_base } = bounds;
         let end = first_uncleanable_base.min(limit);
-        let mut pass1_txns = Pass1Txns::new(txns, checkpoint, read_as_aborted);
+        let mut pass1_txns = Pass1Txns::new(txns, checkpoint, read_as_aborted.clone());
         let started = Instant::now();
-        let Cleaner { strategy, abort, throttle, meter, .. } = self;
+        let Cleaner { strategy, fallback, config, abort, throttle, meter, .. } = self;
         let meter = meter.as_deref();
         let tally = Tally::of(meter);
         let mut pace = Pace::new(abort.as_deref(), throttle.as_deref(), tally);
+        let below = || -> Vec<Arc<SealedSegment>> { closed.iter().filter(|s| s.base() < end).cloned().collect() };
         let (end_offset, stale) = match strategy {
             Strategy::Map(map) => {
                 let dirty = dirty_segments(closed, checkpoint, end);
                 if let Some(m) = meter {
                     m.begin(STAGE_MAP, Some(dirty.iter().map(|s| s.size()).sum()));
                 }
-                (build_map(&mut **map, &dirty, checkpoint, limit, &mut pass1_txns, &mut pace, stats)?, None)
+                let end_offset = build_map(&mut **map, &dirty, checkpoint, limit, &mut pass1_txns, &mut pace, stats)?;
+                if stats.map_full && config.one_pass {
+                    // The map filled: the section takes more than one pass of it. Map it again, all of it, with
+                    // the external pass in the same buffer, rather than leave the rest to further passes.
+                    stats.end_offset = end_offset;
+                    let passes = stats.passes_needed().unwrap_or(2);
+                    let (records_read, bytes_read) = (stats.pass1.records_read, stats.pass1.bytes_read);
+                    let map = map.kind().name().to_owned();
+                    stats.fell_back = Some(FellBack { map, refused_at: end_offset, passes, records_read, bytes_read });
+                    stats.map_full = false;
+                    stats.map = MapKind::External.name().to_owned();
+                    let external = fallback
+                        .get_or_insert_with(|| External::new(config.dedupe_buffer_bytes, config.spill_dir.clone()));
+                    let below = below();
+                    if let Some(m) = meter {
+                        m.begin(STAGE_MAP, Some(below.iter().map(|s| s.size()).sum()));
+                    }
+                    let mut pass1_txns = Pass1Txns::new(txns, checkpoint, read_as_aborted);
+                    let mapped = external.map(&below, checkpoint, limit, &mut pass1_txns, &mut pace)?;
+                    stats.pass1.records_read += mapped.scanned.records;
+                    stats.pass1.bytes_read += mapped.scanned.bytes;
+                    (limit, Some(mapped.stale))
+                } else {
+                    (end_offset, None)
+                }
             }
             Strategy::External(external) => {
-                let below: Vec<Arc<SealedSegment>> = closed.iter().filter(|s| s.base() < end).cloned().collect();
+                let below = below();
                 if let Some(m) = meter {
                     m.begin(STAGE_MAP, Some(below.iter().map(|s| s.size()).sum()));
                 }
@@ -400,8 +435,9 @@ impl Cleaner {
     /// Where pass 2 asks whether a record was superseded.
     fn lookup<'a>(&'a self, stale: Option<&'a StaleSet>) -> Lookup<'a> {
         match (&self.strategy, stale) {
-            (Strategy::Map(m), _) => Lookup::Map(&**m),
-            (Strategy::External(_), Some(s)) => Lookup::Stale(s),
+            // An external pass (the strategy's, or a full map's fallback) leaves its stale set.
+            (_, Some(s)) => Lookup::Stale(s),
+            (Strategy::Map(m), None) => Lookup::Map(&**m),
             // An external pass always leaves its stale set; without one nothing is stale.
             (Strategy::External(_), None) => Lookup::Nothing,
         }
@@ -483,7 +519,10 @@ impl Cleaner {
     }
 
     fn record_map_stats(&self, stats: &mut CleanStats, gets: Probes) {
-        let mut m = self.strategy.stats();
+        let mut m = match (&stats.fell_back, &self.fallback) {
+            (Some(_), Some(external)) => external.stats(),
+            _ => self.strategy.stats(),
+        };
         m.lookups += gets.lookups;
         m.probes += gets.probes;
         m.probes_per_lookup = if m.lookups == 0 { 0.0 } else { m.probes as f64 / m.lookups as f64 };

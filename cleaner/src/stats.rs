@@ -30,6 +30,10 @@ pub struct CleanStats {
     pub active_base: u64,
     /// True when the map filled before the end of the dirty section (a partial pass).
     pub map_full: bool,
+    /// Set when the map filled and the pass mapped the dirty section again with the external pass
+    /// ([`crate::CleanerConfig::one_pass`]): what the map would have done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fell_back: Option<FellBack>,
     /// Pass 1, building the map.
     pub pass1: Pass1Stats,
     /// Pass 2, re-copying.
@@ -75,6 +79,21 @@ impl CleanStats {
         let dirty = self.first_uncleanable_offset.saturating_sub(self.first_dirty_offset);
         Some(dirty.div_ceil(mapped).max(2))
     }
+}
+
+/// A map that filled, in a pass that then took the external pass ([`crate::CleanerConfig::one_pass`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FellBack {
+    /// The map (`skimpy`, `fullkey`, `compact`).
+    pub map: String,
+    /// The offset of the first key it refused: where its pass would have ended.
+    pub refused_at: u64,
+    /// About how many passes it would have taken over the dirty section ([`CleanStats::passes_needed`]).
+    pub passes: u64,
+    /// Records and bytes its partial pass 1 read before it filled (counted in the pass's pass 1 too).
+    pub records_read: u64,
+    /// Bytes of them.
+    pub bytes_read: u64,
 }
 
 /// Pass 1 figures.

@@ -42,6 +42,9 @@ pub enum MapArg {
     /// one pass cleans any number of distinct keys (it also reads the clean segments' keys, and writes about
     /// 24 bytes a record to --spill-dir).
     External,
+    /// Skimpy while one pass of it holds the dirty section (Kafka's files, byte for byte), else the external
+    /// pass: one pass whatever the keys, never several (a map that fills costs the part of pass 1 it read).
+    Auto,
 }
 
 impl From<MapArg> for MapKind {
@@ -51,6 +54,7 @@ impl From<MapArg> for MapKind {
             MapArg::Fullkey => MapKind::FullKey,
             MapArg::Compact => MapKind::Compact,
             MapArg::External => MapKind::External,
+            MapArg::Auto => MapKind::Skimpy,
         }
     }
 }
@@ -61,7 +65,8 @@ pub struct MapArgs {
     /// The offset map of pass 1 (Kafka's: skimpy).
     ///
     /// skimpy is Kafka's map (an MD5 digest and an offset, 24 bytes a slot), fullkey an exact map of whole keys,
-    /// compact this project's map of 12 bytes a slot, and external the external pass (any key count in one pass).
+    /// compact this project's map of 12 bytes a slot, external the external pass (any key count in one pass),
+    /// and auto skimpy while one pass of it holds the dirty section, else the external pass (a backlog's way).
     #[arg(long, value_enum, default_value_t = MapArg::Skimpy)]
     pub map: MapArg,
     /// Where --map external spills its sorted runs.
@@ -78,12 +83,19 @@ impl MapArgs {
     /// # Errors
     /// [`Failure::Usage`].
     pub fn checked(&self) -> Result<(), Failure> {
-        if self.spill_dir.is_some() && self.map != MapArg::External {
+        if self.spill_dir.is_some() && !matches!(self.map, MapArg::External | MapArg::Auto) {
             return Err(Failure::Usage(
-                "--spill-dir is where --map external writes its runs; other maps write none".into(),
+                "--spill-dir is where --map external (or auto, once its map fills) writes its runs; other maps \
+                 write none"
+                    .into(),
             ));
         }
         Ok(())
+    }
+
+    /// One pass whatever the keys: `--map auto`.
+    pub fn one_pass(&self) -> bool {
+        self.map == MapArg::Auto
     }
 }
 
@@ -153,6 +165,7 @@ pub fn cleaner_config(map: &MapArgs, buffer: &BufferArgs, copy_threads: u32) -> 
         load_factor: buffer.load_factor,
         spill_dir: map.spill_dir.clone(),
         threads: usize::try_from(copy_threads).unwrap_or(usize::MAX),
+        one_pass: map.one_pass(),
     };
     config.validate().map_err(|e| Failure::from_cleaner("bad cleaner settings", &e))?;
     Ok(config)

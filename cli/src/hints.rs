@@ -11,6 +11,15 @@ pub fn format_flag(format: log_core::Format) -> &'static str {
     }
 }
 
+/// The note `compact` gives when its map filled and the pass took the external pass instead (`--map auto`).
+pub fn fell_back_note(stats: &cleaner::CleanStats, fell: &cleaner::FellBack) -> String {
+    format!(
+        "note: the {} map filled at offset {} (about {} passes over the dirty section, each re-reading the cleaned \
+         log): mapped it again with the external pass, one pass to offset {}",
+        fell.map, fell.refused_at, fell.passes, stats.end_offset
+    )
+}
+
 /// The warning `compact` and `run` give when a buffer will take several passes.
 pub fn many_passes_warning(stats: &cleaner::CleanStats, passes: u64, dir: Option<(&Path, log_core::Format)>) -> String {
     let how = match dir {
@@ -19,7 +28,8 @@ pub fn many_passes_warning(stats: &cleaner::CleanStats, passes: u64, dir: Option
     };
     format!(
         "warning: the dedupe buffer held {} keys and mapped offsets {} of a dirty section reaching offset {}: about \
-         {passes} passes to clean it, each re-reading the cleaned log; {how} tells the buffer one pass needs",
+         {passes} passes to clean it, each re-reading the cleaned log; --map auto takes one (the external pass once \
+         the map fills), and {how} tells the buffer one pass of the map needs",
         stats.offset_map.entries,
         log_core::human::offsets_until(stats.first_dirty_offset, stats.end_offset),
         stats.active_base

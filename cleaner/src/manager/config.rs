@@ -44,6 +44,9 @@ pub struct ManagerConfig {
     pub retry_backoff_ms: u64,
     /// Where the external pass spills its runs (the system's temporary directory when `None`).
     pub spill_dir: Option<std::path::PathBuf>,
+    /// One pass whatever the keys: a map that fills falls back to the external pass
+    /// ([`CleanerConfig::one_pass`], `--map auto`).
+    pub one_pass: bool,
 }
 
 impl Default for ManagerConfig {
@@ -58,6 +61,7 @@ impl Default for ManagerConfig {
             max_retries: 3,
             retry_backoff_ms: 10_000,
             spill_dir: None,
+            one_pass: false,
         }
     }
 }
@@ -71,6 +75,7 @@ impl ManagerConfig {
             load_factor: self.load_factor,
             spill_dir: self.spill_dir.clone(),
             threads: 1,
+            one_pass: self.one_pass,
         }
     }
 

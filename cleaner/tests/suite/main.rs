@@ -5,4 +5,5 @@ mod concurrent_readers;
 mod kafka_model;
 mod kafka_rules;
 mod manager;
+mod one_pass;
 mod pass_settings;

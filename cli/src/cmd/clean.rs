@@ -118,6 +118,7 @@ pub fn run(a: &CleanArgs) -> Result<(), Failure> {
         max_retries: a.max_retries,
         retry_backoff_ms: a.retry_backoff_ms,
         spill_dir: a.map.spill_dir.clone(),
+        one_pass: a.map.one_pass(),
     };
     if a.watch && a.clock.now_ms.is_some() {
         return Err(Failure::Usage("--now-ms fixes the clock, so it goes with --until-clean, not --watch".into()));

@@ -253,6 +253,9 @@ fn compact(
             output_failed = Some(f);
             return Err(cleaner::Error::Aborted);
         }
+        if let Some(fell) = &stats.fell_back {
+            progress.suspend(|| crate::out::diag!("{}", crate::hints::fell_back_note(stats, fell)));
+        }
         if let Some(passes) = stats.passes_needed().filter(|_| !warned) {
             warned = true;
             progress

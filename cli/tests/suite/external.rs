@@ -183,3 +183,35 @@ fn a_buffer_larger_than_the_machine_gives_is_sized_by_the_work_not_an_abort() {
         assert_eq!(out.status.code(), Some(0), "clean {budget}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn map_auto_takes_kafkas_map_where_it_holds_the_keys_and_one_external_pass_where_it_fills() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let src = tmp.path().join("orders-0");
+    common::kafka_partition(&src, 3000, 6, 10, 100);
+    let run = |name: &str, more: &[&str]| {
+        let out = tmp.path().join(name).join("orders-0");
+        std::fs::create_dir(tmp.path().join(name)).expect("mkdir");
+        let mut args = vec!["--out", path(&out), "--until-clean", "--json"];
+        args.extend_from_slice(more);
+        let done = logcompact(&common::compact_kafka(path(&src), &args), "");
+        assert_eq!(done.status.code(), Some(0), "{more:?}: {}", stderr(&done));
+        (out, stdout(&done).lines().count(), stderr(&done))
+    };
+    // A buffer that holds every key: auto is Kafka's map, byte for byte, and says nothing more.
+    let (kafka_way, _, _) = run("skimpy", &[]);
+    let (auto, passes, said) = run("auto", &["--map", "auto"]);
+    assert_eq!(passes, 1, "{said}");
+    assert!(!said.contains("external pass"), "{said}");
+    assert_eq!(contents(&auto), contents(&kafka_way), "the same files as Kafka's map");
+    // A buffer of about 300 keys: the map takes several passes; auto takes one, says why, and keeps the same
+    // records.
+    let (many, passes_of_the_map, warned) = run("skimpy-small", &["--dedupe-buffer", "8000"]);
+    assert!(passes_of_the_map > 2, "{passes_of_the_map} passes");
+    assert!(warned.contains("--map auto takes one"), "{warned}");
+    let (one, passes, said) = run("auto-small", &["--map", "auto", "--dedupe-buffer", "8000"]);
+    assert_eq!(passes, 1, "{said}");
+    assert!(said.contains("mapped it again with the external pass"), "{said}");
+    assert_eq!(common::kafka_records(&one), common::kafka_records(&many));
+    assert_eq!(common::kafka_records(&one), common::kafka_records(&kafka_way));
+}
