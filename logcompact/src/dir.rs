@@ -8,58 +8,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use crate::look::{DirKind, dir_kind, holds_kafka_partitions};
+pub use crate::look::{DirKind, Listing, dir_kind, holds_kafka_partitions};
+pub use crate::open_error::OpenError;
 use log_core::layout::Layout;
 use log_core::{CheckpointFile, Format, Log, LogConfig, SegmentStore};
-
-/// Why a directory could not be opened as a log.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum OpenError {
-    /// The directory cannot be used as a store (missing, not a directory, unreadable, locked).
-    #[error("{dir}: {source}")]
-    Store {
-        /// The directory.
-        dir: PathBuf,
-        /// What the backend said.
-        #[source]
-        source: storage_file::Error,
-    },
-    /// The directory holds no log of the format asked for.
-    #[error("{} is not a {}: it holds {found}", dir.display(), if *format == Format::Kafka { "Kafka partition" } else { "logcompact log" })]
-    NotALog {
-        /// The directory.
-        dir: PathBuf,
-        /// The format asked for.
-        format: Format,
-        /// What it holds instead.
-        found: String,
-        /// True when it holds a log of the other format this build reads (opened with that format, it opens).
-        other_format: bool,
-    },
-    /// The log failed to open (corruption, I/O).
-    #[error("{dir}: {source}")]
-    Log {
-        /// The directory.
-        dir: PathBuf,
-        /// The log's error.
-        #[source]
-        source: log_core::Error,
-    },
-}
-
-impl OpenError {
-    /// True when another process holds the directory (or its broker's log directory).
-    pub fn is_busy(&self) -> bool {
-        matches!(
-            self,
-            OpenError::Store {
-                source: storage_file::Error::Locked { .. } | storage_file::Error::BrokerLocked { .. },
-                ..
-            }
-        )
-    }
-}
 
 /// A log opened from a directory, with where its cleaner checkpoint lives.
 #[derive(Debug)]
@@ -283,46 +235,6 @@ fn kafka_stores_listed(
 fn kafka_copy_stores(dir: &Path, target: &Path) -> Result<storage_file::kafka::PartitionStores, OpenError> {
     refuse_no_kafka_segment(dir, &Listing::read(dir))?;
     storage_file::kafka::open_writable_copy_as(dir, target).map_err(store_error(dir))
-}
-
-/// The names in a directory, read once before anything in it is opened or locked and handed down to the open,
-/// so that telling what the directory is (a partition, the metadata log, no log at all) lists it once. The
-/// open's recovery lists it again under the lock, where the names are the ones that count.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Listing {
-    names: Vec<String>,
-}
-
-impl Listing {
-    /// Lists `dir`: no names when it cannot be listed (the open that follows says why).
-    pub fn read(dir: &Path) -> Listing {
-        Listing { names: storage_file::list_names(dir) }
-    }
-
-    /// The names, in no order.
-    pub fn names(&self) -> &[String] {
-        &self.names
-    }
-
-    /// Refuses the KRaft metadata log in `dir` (this listing's), which no command writes or locks, for what
-    /// it is, before anything else is asked about it.
-    ///
-    /// # Errors
-    /// [`OpenError::Store`] holding [`storage_file::Error::MetadataLog`].
-    pub fn refuse_metadata_log(&self, dir: &Path) -> Result<(), OpenError> {
-        match storage_file::metadata_log_sign_in(dir, &self.names) {
-            Some(sign) => Err(store_error(dir)(storage_file::Error::MetadataLog { dir: dir.to_path_buf(), sign })),
-            None => Ok(()),
-        }
-    }
-
-    /// True when the names hold a segment, or a segment's swap, of Kafka's.
-    fn has_kafka_segment(&self) -> bool {
-        use log_core::kafka::files::{KafkaName, SegmentFile, Stage, classify};
-        self.names.iter().any(|n| {
-            matches!(classify(n), KafkaName::Segment { file: SegmentFile::Log, stage: Stage::Live | Stage::Swap, .. })
-        })
-    }
 }
 
 /// Refuses a directory with neither a segment nor a segment swap of Kafka's.

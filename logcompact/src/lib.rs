@@ -52,6 +52,7 @@ mod generate;
 mod look;
 mod metered;
 mod metrics;
+mod open_error;
 mod recovery;
 mod refetch;
 mod repair;

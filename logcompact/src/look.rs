@@ -6,13 +6,56 @@
 
 use std::path::Path;
 
-use log_core::Format;
+use log_core::layout::Layout;
 
-use crate::dir::{Listing, OpenError};
+use crate::open_error::OpenError;
 
 /// At most this many subdirectories are looked at: enough to recognise a directory of logs, few enough to cost
 /// nothing on a broker with thousands of partitions.
 const LOOK_AT: usize = 16;
+
+/// The names in a directory, read once before anything in it is opened or locked and handed down to the open,
+/// so that telling what the directory is (a partition, the metadata log, no log at all) lists it once. The
+/// open's recovery lists it again under the lock, where the names are the ones that count.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    names: Vec<String>,
+}
+
+impl Listing {
+    /// Lists `dir`: no names when it cannot be listed (the open that follows says why).
+    pub fn read(dir: &Path) -> Listing {
+        Listing { names: storage_file::list_names(dir) }
+    }
+
+    /// The names, in no order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Refuses the KRaft metadata log in `dir` (this listing's), which no command writes or locks, for what
+    /// it is, before anything else is asked about it.
+    ///
+    /// # Errors
+    /// [`OpenError::Store`] holding [`storage_file::Error::MetadataLog`].
+    pub fn refuse_metadata_log(&self, dir: &Path) -> Result<(), OpenError> {
+        match storage_file::metadata_log_sign_in(dir, &self.names) {
+            Some(sign) => Err(OpenError::Store {
+                dir: dir.to_path_buf(),
+                source: storage_file::Error::MetadataLog { dir: dir.to_path_buf(), sign },
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// True when the names hold a segment, or a segment's swap, of Kafka's.
+    pub(crate) fn has_kafka_segment(&self) -> bool {
+        use log_core::kafka::files::{KafkaName, SegmentFile, Stage, classify};
+        self.names.iter().any(|n| {
+            matches!(classify(n), KafkaName::Segment { file: SegmentFile::Log, stage: Stage::Live | Stage::Swap, .. })
+        })
+    }
+}
 
 /// What a directory is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,10 +154,9 @@ fn is_broker_log_dir(dir: &Path, logs: &[String]) -> bool {
 pub fn holds_kafka_partitions(dir: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else { return false };
     entries.flatten().take(LOOK_AT).filter(|e| e.path().is_dir()).any(|sub| {
-        matches!(
-            crate::open_read_only(&sub.path(), Format::Native),
-            Err(OpenError::NotALog { format: Format::Native, other_format: true, .. })
-        )
+        let Ok(store) = storage_file::FileStore::open_read_only(sub.path()) else { return false };
+        // As a native open refuses it: a log of the other format this build reads.
+        Layout::scan(&store).is_ok_and(|layout| matches!(layout.foreign_format(&store), Some((_, true))))
     })
 }
 

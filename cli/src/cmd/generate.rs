@@ -73,7 +73,10 @@ fn generate(dir: &Path, workload: Workload, config: LogConfig, json: bool) -> Re
     });
     progress.finish();
     let done = done.map_err(|e| match e {
-        GenerateError::NoKeys | GenerateError::ValueTooLarge { .. } => Failure::Usage(e.to_string()),
+        GenerateError::NoKeys => Failure::Usage("--keys must be at least 1".into()),
+        GenerateError::ValueTooLarge { given, limit } => Failure::Usage(format!(
+            "--value-bytes {given} is larger than a record can be ({limit} bytes of value at most)"
+        )),
         GenerateError::Config(c) => Failure::Usage(c.to_string()),
         GenerateError::Open(OpenError::Store { source, .. }) => Failure::from_store(&source, source.to_string()),
         GenerateError::Open(OpenError::NotALog { found, other_format, .. }) => {
