@@ -397,10 +397,13 @@ impl Cleaner {
                     stats.end_offset = end_offset;
                     let passes = stats.passes_needed().unwrap_or(2);
                     let (records_read, bytes_read) = (stats.pass1.records_read, stats.pass1.bytes_read);
-                    let map = map.kind().name().to_owned();
-                    stats.fell_back = Some(FellBack { map, refused_at: end_offset, passes, records_read, bytes_read });
+                    let filled = map.kind().name().to_owned();
+                    stats.fell_back =
+                        Some(FellBack { map: filled, refused_at: end_offset, passes, records_read, bytes_read });
                     stats.map_full = false;
                     stats.map = MapKind::External.name().to_owned();
+                    // Its keys are of no use to pass 2 now (the stale set answers): its pages go first.
+                    map.release();
                     let external = fallback
                         .get_or_insert_with(|| External::new(config.dedupe_buffer_bytes, config.spill_dir.clone()));
                     let below = below();

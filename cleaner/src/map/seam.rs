@@ -77,6 +77,12 @@ pub trait OffsetMap: Send + Sync {
         self.begin(base_offset);
     }
 
+    /// Forgets every key and gives back what memory the map can (a map bounded to no key keeps one slot): a
+    /// pass whose full map fell back to the external pass then does not hold both buffers at once.
+    fn release(&mut self) {
+        self.begin_bounded(0, 0);
+    }
+
     /// Maps `key` to `offset`.
     ///
     /// # Errors
