@@ -28,6 +28,36 @@ pub fn map(text: &str) -> Result<MapKind, String> {
     MapKind::from_name(text.trim()).ok_or(format!("unknown map {text} (skimpy, fullkey, compact or external)"))
 }
 
+/// How a compaction maps its keys: a map (or the external pass), or `auto` (Kafka's map while one pass of it
+/// holds the dirty section, else the external pass: `CleanerConfig::one_pass`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapChoice {
+    /// The map pass 1 starts with.
+    pub kind: MapKind,
+    /// `auto`: a full map falls back to the external pass.
+    pub one_pass: bool,
+}
+
+impl MapChoice {
+    /// The name on the command line and in the benchmark's lines.
+    pub fn name(self) -> &'static str {
+        if self.one_pass { "auto" } else { self.kind.name() }
+    }
+}
+
+/// A map by its name, or `auto` ([`MapChoice`]).
+///
+/// # Errors
+/// The names there are.
+pub fn map_choice(text: &str) -> Result<MapChoice, String> {
+    if text.trim() == "auto" {
+        return Ok(MapChoice { kind: MapKind::Skimpy, one_pass: true });
+    }
+    map(text)
+        .map(|kind| MapChoice { kind, one_pass: false })
+        .map_err(|_| format!("unknown map {text} (skimpy, fullkey, compact, external or auto)"))
+}
+
 /// A codec by Kafka's name (`none`, `gzip`, `snappy`, `lz4`, `zstd`).
 ///
 /// # Errors

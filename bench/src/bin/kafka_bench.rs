@@ -16,7 +16,6 @@ use std::sync::Arc;
 
 use bench::bare::{Out, Recompress};
 use cleaner::advise::Budget;
-use cleaner::map::MapKind;
 use cleaner::{Cleaner, CleanerConfig, PassOptions, SystemClock};
 use log_core::kafka::Compression;
 use log_core::{Format, LogConfig};
@@ -55,9 +54,9 @@ struct Args {
     /// The dedupe buffer of every compaction.
     #[arg(long, value_parser = bench::args::bytes, default_value = "128MiB")]
     dedupe_buffer: u64,
-    /// The maps to compact with, comma separated.
-    #[arg(long, value_parser = bench::args::map, value_delimiter = ',', default_value = "skimpy,fullkey,compact")]
-    maps: Vec<MapKind>,
+    /// The maps to compact with, comma separated (`auto`: Kafka's map, the external pass once it fills).
+    #[arg(long, value_parser = bench::args::map_choice, value_delimiter = ',', default_value = "skimpy,fullkey,compact")]
+    maps: Vec<bench::args::MapChoice>,
     /// Stop after writing the partition, and keep it.
     #[arg(long)]
     generate_only: bool,
@@ -200,7 +199,8 @@ fn run(a: &Args) -> Result<(), String> {
         let config = LogConfig { segment_bytes: a.segment_bytes, ..LogConfig::default() };
         let log = logcompact::dir::open_writable_copy(&out, Format::Kafka, config).map_err(|e| e.to_string())?.log;
         let dedupe_buffer_bytes = usize::try_from(a.dedupe_buffer).map_err(|e| format!("--dedupe-buffer: {e}"))?;
-        let config = CleanerConfig { map, dedupe_buffer_bytes, ..CleanerConfig::default() };
+        let config =
+            CleanerConfig { map: map.kind, one_pass: map.one_pass, dedupe_buffer_bytes, ..CleanerConfig::default() };
         let mut cleaner = Cleaner::new(config, Arc::new(SystemClock)).map_err(|e| e.to_string())?;
         let t = Instant::now();
         // Resident memory above what the opened copy held: the map's (anonymous) and the mapped segments'

@@ -89,3 +89,26 @@ fn storage_bench_refuses_a_dir_holding_a_log_where_it_would_write_its_own() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(contents(root.path()), before);
 }
+
+#[test]
+fn kafka_bench_compacts_with_map_auto_in_one_pass_where_its_map_fills() {
+    // A buffer of about 300 keys for 1,000: skimpy takes several passes, auto one, keeping the same records.
+    let root = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_kafka-bench"))
+        .args(["--bytes", "256KiB", "--keys", "1e3", "--segment-bytes", "64KiB", "--dedupe-buffer", "8000"])
+        .args(["--maps", "skimpy,auto", "--dir"])
+        .arg(root.path().join("d"))
+        .output()
+        .expect("run kafka-bench");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|v: &serde_json::Value| v["job"] == "compact")
+        .collect();
+    let by = |map: &str| lines.iter().find(|v| v["map"] == map).unwrap_or_else(|| panic!("{map}: {lines:?}")).clone();
+    let (skimpy, auto) = (by("skimpy"), by("auto"));
+    assert!(skimpy["passes"].as_u64() > Some(1), "{skimpy}");
+    assert_eq!(auto["passes"], 1, "{auto}");
+    assert_eq!(auto["records_kept"], skimpy["records_kept"]);
+}
