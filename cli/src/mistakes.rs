@@ -84,7 +84,7 @@ pub fn one_log(
     data_dir_form: Option<&str>,
 ) -> Result<logcompact::dir::Listing, Failure> {
     let listing = logcompact::dir::Listing::read(dir);
-    let (logs, broker) = match listing.kind(dir) {
+    let (logs, broker) = match listing.kind() {
         DirKind::Missing => return Err(missing(dir, "--dir")),
         DirKind::Logs { logs, broker } => (logs, broker),
         _ => return Ok(listing),

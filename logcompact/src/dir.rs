@@ -178,7 +178,8 @@ fn open_writable_as(
         Format::Kafka => {
             let stores = match copy_of {
                 Some(target) => kafka_copy_stores(dir, target)?,
-                None => match listing {
+                // A listing of another directory is no look at this one: it is listed here.
+                None => match listing.filter(|l| l.dir() == dir) {
                     Some(listing) => kafka_stores_listed(dir, true, listing)?,
                     None => kafka_stores(dir, true)?,
                 },

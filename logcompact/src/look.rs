@@ -4,7 +4,7 @@
 //! read-only as a native open would refuse them: nothing is written, locked or mapped. The front ends turn a
 //! [`DirKind`] into their own words (a command line names its flags); the rule lives here once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use log_core::layout::Layout;
 
@@ -17,15 +17,25 @@ const LOOK_AT: usize = 16;
 /// The names in a directory, read once before anything in it is opened or locked and handed down to the open,
 /// so that telling what the directory is (a partition, the metadata log, no log at all) lists it once. The
 /// open's recovery lists it again under the lock, where the names are the ones that count.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// A listing is only ever read from its directory (no other constructor), and an open given one of another
+/// directory lists its own: the refusals it feeds (the metadata log above all) cannot be talked out of by a
+/// caller's names.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listing {
+    dir: PathBuf,
     names: Vec<String>,
 }
 
 impl Listing {
     /// Lists `dir`: no names when it cannot be listed (the open that follows says why).
     pub fn read(dir: &Path) -> Listing {
-        Listing { names: storage_file::list_names(dir) }
+        Listing { dir: dir.to_path_buf(), names: storage_file::list_names(dir) }
+    }
+
+    /// The directory listed.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The names, in no order.
@@ -33,12 +43,13 @@ impl Listing {
         &self.names
     }
 
-    /// Refuses the KRaft metadata log in `dir` (this listing's), which no command writes or locks, for what
-    /// it is, before anything else is asked about it.
+    /// Refuses the KRaft metadata log (the directory listed), which no command writes or locks, for what it
+    /// is, before anything else is asked about it.
     ///
     /// # Errors
     /// [`OpenError::Store`] holding [`storage_file::Error::MetadataLog`].
-    pub fn refuse_metadata_log(&self, dir: &Path) -> Result<(), OpenError> {
+    pub fn refuse_metadata_log(&self) -> Result<(), OpenError> {
+        let dir = &self.dir;
         match storage_file::metadata_log_sign_in(dir, &self.names) {
             Some(sign) => Err(OpenError::Store {
                 dir: dir.to_path_buf(),
@@ -80,8 +91,9 @@ pub enum DirKind {
 }
 
 impl Listing {
-    /// What `dir`, whose names this listing holds, is ([`DirKind`]).
-    pub fn kind(&self, dir: &Path) -> DirKind {
+    /// What the directory listed is ([`DirKind`]).
+    pub fn kind(&self) -> DirKind {
+        let dir = &self.dir;
         if !dir.exists() {
             return DirKind::Missing;
         }
@@ -97,7 +109,7 @@ impl Listing {
 
 /// What `dir` is, listed here (see [`Listing::kind`]).
 pub fn dir_kind(dir: &Path) -> DirKind {
-    Listing::read(dir).kind(dir)
+    Listing::read(dir).kind()
 }
 
 /// [`DirKind::Logs`] for a directory whose root holds no segment file and some subdirectory does, else

@@ -87,3 +87,26 @@ fn a_native_log_is_compacted_by_definition() {
     let verdict = logcompact::topic_policy(&req).expect("a verdict");
     assert!(verdict.drop_invalid && verdict.asserted.is_none());
 }
+
+#[test]
+fn a_listing_of_another_directory_never_talks_an_open_out_of_refusing_the_metadata_log() {
+    // A metadata log under another name (its quorum-state shows it) beside a partition: an open handed the
+    // partition's listing lists the metadata log itself, and refuses it; nothing is created in it.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (meta, other) = (tmp.path().join("renamed-0"), tmp.path().join("orders-0"));
+    std::fs::create_dir(&meta).expect("mkdir");
+    std::fs::create_dir(&other).expect("mkdir");
+    std::fs::write(meta.join("quorum-state"), b"{}").expect("quorum-state");
+    std::fs::write(meta.join("00000000000000000000.log"), b"").expect("segment");
+    std::fs::write(other.join("00000000000000000000.log"), b"").expect("segment");
+    let before: Vec<_> = std::fs::read_dir(&meta).expect("list").map(|e| e.expect("entry").file_name()).collect();
+    let other_look = logcompact::dir::Listing::read(&other);
+    let refused = logcompact::dir::open_writable_listed(&meta, Format::Kafka, LogConfig::default(), &other_look);
+    assert!(
+        matches!(refused, Err(logcompact::OpenError::Store { source: storage_file::Error::MetadataLog { .. }, .. })),
+        "{refused:?}"
+    );
+    let after: Vec<_> = std::fs::read_dir(&meta).expect("list").map(|e| e.expect("entry").file_name()).collect();
+    assert_eq!(after, before, "nothing created in the metadata log");
+    assert!(logcompact::dir::Listing::read(&meta).refuse_metadata_log().is_err());
+}

@@ -123,7 +123,9 @@ impl FileStore {
     }
 
     /// As [`FileStore::open_kafka_partition`], with the names in `dir` its caller listed already (before
-    /// anything was locked), so that the directory is not listed again to refuse the metadata log.
+    /// anything was locked), so that the directory is not listed again to refuse the metadata log. `names` must
+    /// be `dir`'s own listing (`logcompact::dir::Listing` is only ever read from its directory); the
+    /// directory's name, links resolved, is checked whatever they hold.
     ///
     /// # Errors
     /// As [`FileStore::open_kafka_partition`].

@@ -124,7 +124,7 @@ pub fn run(a: &CompactArgs) -> Result<(), Failure> {
     let c = cleaner_config(&a.map, &a.buffer, a.copy_threads)?;
     // The metadata log is refused for what it is before its topic's settings are asked about (from the
     // listing read above).
-    listing.refuse_metadata_log(&a.dir).map_err(|e| Failure::from_open(&e))?;
+    listing.refuse_metadata_log().map_err(|e| Failure::from_open(&e))?;
     if let Some(ms) = a.delete_retention_ms.filter(|ms| *ms < 0) {
         return Err(Failure::Usage(format!("--delete-retention-ms {ms} is negative")));
     }
