@@ -38,6 +38,12 @@ pub struct MapChoice {
     pub one_pass: bool,
 }
 
+impl From<MapKind> for MapChoice {
+    fn from(kind: MapKind) -> MapChoice {
+        MapChoice { kind, one_pass: false }
+    }
+}
+
 impl MapChoice {
     /// The name on the command line and in the benchmark's lines.
     pub fn name(self) -> &'static str {

@@ -195,7 +195,7 @@ pub fn write_transactional_partition(
 /// epoch, metadata, commit time), each group committing all its partitions over and over in batches of
 /// [`RECORDS_PER_BATCH`], a group metadata record (key version 2) now and then, and an offset deleted (a
 /// tombstone) one commit in 200. Uncompressed, as the group coordinator writes it by default. Stops at
-/// `records` records.
+/// `records` records or `bytes` bytes of batches, whichever comes first.
 ///
 /// # Errors
 /// The store's error, as text.
@@ -204,6 +204,7 @@ pub fn write_offsets_partition(
     store: &dyn SegmentStore,
     groups: u64,
     records: u64,
+    bytes: u64,
     segment_bytes: u64,
     seed: u64,
 ) -> Result<Written, String> {
@@ -216,7 +217,7 @@ pub fn write_offsets_partition(
     let mut w = SegmentWriter::new(store, segment_bytes);
     let (mut out, mut scratch) = (Vec::new(), Vec::new());
     let groups = groups.max(1);
-    while w.written.records < records {
+    while w.written.records < records && w.written.bytes < bytes {
         let mut kv: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::with_capacity(RECORDS_PER_BATCH);
         for i in 0..RECORDS_PER_BATCH as i64 {
             let group = format!("group-{:05}", rng.next_u64() % groups);

@@ -13,6 +13,8 @@
 pub mod args;
 pub mod bare;
 pub mod digest;
+pub mod head_to_head;
+pub mod io_floor;
 pub mod kafka;
 pub mod maps;
 pub mod report;

@@ -9,6 +9,8 @@ use std::process::{Command, Stdio};
 
 use cleaner::map::MapKind;
 
+use crate::args::MapChoice;
+
 /// Settings given to both cleaners.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
@@ -38,6 +40,13 @@ pub struct Run {
     pub passes: u64,
     /// Bytes of the closed segments' `.log` files after.
     pub bytes_after: u64,
+    /// Bytes the passes read, both passes of every pass (Kafka: its `CleanerStats`' `mapBytesRead` and
+    /// `bytesRead`).
+    #[serde(default)]
+    pub bytes_read: u64,
+    /// Bytes of segments the passes wrote.
+    #[serde(default)]
+    pub bytes_written: u64,
     /// Bytes a key the map holds in the buffer (Kafka's `SkimpyOffsetMap`: 24-byte slots at the load factor).
     pub bytes_per_key: f64,
 }
@@ -78,7 +87,9 @@ pub fn kafka_clean(kafka: &kafka_interop::Kafka, dir: &Path, s: &Settings) -> Re
         )
         .map_err(|e| e.to_string())?;
     let passes = out["passes"].as_array().map_or(0, Vec::len) as u64;
-    let seconds: f64 = out["passes"].as_array().into_iter().flatten().filter_map(|p| p["elapsed_secs"].as_f64()).sum();
+    let each = || out["passes"].as_array().into_iter().flatten();
+    let seconds: f64 = each().filter_map(|p| p["elapsed_secs"].as_f64()).sum();
+    let stat = |name: &str| each().filter_map(|p| p["stats"][name].as_u64()).sum::<u64>();
     Ok(Run {
         cleaner: "kafka".into(),
         seconds,
@@ -86,6 +97,8 @@ pub fn kafka_clean(kafka: &kafka_interop::Kafka, dir: &Path, s: &Settings) -> Re
         passes,
         bytes_after: log_bytes(dir)?,
         bytes_per_key: kafka_bytes_per_key(s),
+        bytes_read: stat("map_bytes_read") + stat("bytes_read"),
+        bytes_written: stat("bytes_written"),
     })
 }
 
@@ -96,15 +109,17 @@ pub fn kafka_bytes_per_key(s: &Settings) -> f64 {
     s.buffer_bytes as f64 / MapKind::Skimpy.keys_for(buffer, s.load_factor, 16).max(1) as f64
 }
 
-/// Ours: `compact --format kafka --until-clean` of `dir` in place through the library, with `map`. The peak
+/// Ours: `compact --format kafka --until-clean` of `dir` in place through the library, with `map` (`auto`: the
+/// default map, the external pass once it fills). The peak
 /// resident memory is left at 0 (the caller measures it: a child process's, or the run's above what the
 /// process held before).
 ///
 /// # Errors
 /// The compaction's error, as text.
-pub fn ours_clean(dir: &Path, map: MapKind, s: &Settings) -> Result<Run, String> {
+pub fn ours_clean(dir: &Path, map: MapChoice, s: &Settings) -> Result<Run, String> {
     let config = cleaner::CleanerConfig {
-        map,
+        map: map.kind,
+        one_pass: map.one_pass,
         dedupe_buffer_bytes: usize::try_from(s.buffer_bytes).map_err(|e| e.to_string())?,
         load_factor: s.load_factor,
         threads: s.threads.max(1),
@@ -120,9 +135,12 @@ pub fn ours_clean(dir: &Path, map: MapKind, s: &Settings) -> Result<Run, String>
         ..logcompact::CompactRequest::kafka(dir, settings)
     };
     let (mut seconds, mut passes, mut bytes_per_key, mut entries) = (0.0, 0u64, 0.0, 0u64);
+    let (mut bytes_read, mut bytes_written) = (0u64, 0u64);
     logcompact::compact(&req, &mut c, |st| {
         seconds += st.total_seconds;
         passes += 1;
+        bytes_read += st.pass1.bytes_read + st.pass2.bytes_read;
+        bytes_written += st.bytes_written;
         // From the fullest pass, as the report's cells take it.
         if st.offset_map.entries >= entries {
             entries = st.offset_map.entries;
@@ -138,6 +156,8 @@ pub fn ours_clean(dir: &Path, map: MapKind, s: &Settings) -> Result<Run, String>
         passes,
         bytes_after: log_bytes(dir)?,
         bytes_per_key,
+        bytes_read,
+        bytes_written,
     })
 }
 
@@ -160,12 +180,64 @@ pub fn segment_files(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
     Ok(all)
 }
 
-/// Bytes of the closed segments' `.log` files of `dir`.
+/// Bytes of the closed segments' `.log` files of `dir` (their sizes: nothing is read).
 ///
 /// # Errors
-/// As [`segment_files`].
+/// A directory or file that does not list, as text.
 pub fn log_bytes(dir: &Path) -> Result<u64, String> {
-    Ok(segment_files(dir)?.iter().filter(|(n, _)| n.ends_with(".log")).map(|(_, b)| b.len() as u64).sum())
+    let mut total = 0;
+    for path in crate::io_floor::closed_logs(dir)? {
+        total += std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?.len();
+    }
+    Ok(total)
+}
+
+/// Every file of a partition directory a pass writes, as [`segment_files`] lists them, each with its length
+/// and a digest of its bytes (XXH3-128, read through a buffer): to compare partitions of any size in bounded
+/// memory.
+///
+/// # Errors
+/// A directory or file that does not read, as text.
+pub fn segment_digests(dir: &Path) -> Result<Vec<(String, u64, u128)>, String> {
+    use std::io::Read;
+    let mut all = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if [".log", ".index", ".timeindex", ".txnindex"].iter().any(|s| name.ends_with(s)) {
+            let mut file = std::fs::File::open(e.path()).map_err(|e| format!("{name}: {e}"))?;
+            let (mut hash, mut len) = (xxhash_rust::xxh3::Xxh3::new(), 0u64);
+            let mut buf = vec![0u8; 1 << 20];
+            loop {
+                let n = file.read(&mut buf).map_err(|e| format!("{name}: {e}"))?;
+                if n == 0 {
+                    break;
+                }
+                hash.update(&buf[..n]);
+                len += n as u64;
+            }
+            all.push((name, len, hash.digest128()));
+        }
+    }
+    all.sort();
+    let active = all.iter().filter(|(n, ..)| n.ends_with(".log")).map(|(n, ..)| n[..20.min(n.len())].to_owned()).max();
+    all.retain(|(n, ..)| active.as_deref() != Some(&n[..20.min(n.len())]));
+    Ok(all)
+}
+
+/// The first file that differs between two [`segment_digests`] lists, said in a line (empty when none does).
+pub fn first_digest_difference(kafka: &[(String, u64, u128)], ours: &[(String, u64, u128)]) -> String {
+    for (name, len, digest) in kafka {
+        match ours.iter().find(|(n, ..)| n == name) {
+            None => return format!("{name} only in Kafka's output"),
+            Some((_, l, d)) if (l, d) != (len, digest) => {
+                return format!("{name}: {l} bytes against Kafka's {len}, their bytes differ");
+            }
+            Some(_) => {}
+        }
+    }
+    ours.iter()
+        .find(|(n, ..)| !kafka.iter().any(|(k, ..)| k == n))
+        .map_or_else(String::new, |(n, ..)| format!("{n} only in ours"))
 }
 
 /// Kafka's output files without the index files its load wrote for a segment no cleaner changed: Kafka
@@ -246,7 +318,7 @@ pub const CHILD_FLAG: &str = "--vs-kafka-child";
 ///
 /// # Errors
 /// A child that cannot start or fails, as text.
-pub fn ours_in_child(exe: &Path, dir: &Path, map: MapKind, s: &Settings) -> Result<Run, String> {
+pub fn ours_in_child(exe: &Path, dir: &Path, map: MapChoice, s: &Settings) -> Result<Run, String> {
     let out = Command::new(exe)
         .args([CHILD_FLAG, kafka_interop::path_str(dir), map.name()])
         .args([
@@ -271,6 +343,8 @@ pub fn ours_in_child(exe: &Path, dir: &Path, map: MapKind, s: &Settings) -> Resu
         passes: v["passes"].as_u64().unwrap_or(0),
         bytes_after: log_bytes(dir)?,
         bytes_per_key: v["bytes_per_key"].as_f64().unwrap_or(0.0),
+        bytes_read: v["bytes_read"].as_u64().unwrap_or(0),
+        bytes_written: v["bytes_written"].as_u64().unwrap_or(0),
     })
 }
 
@@ -283,7 +357,7 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
     let [dir, map, buffer, segment_bytes, load_factor, now_ms, threads] = args else {
         return Err("bad child arguments".into());
     };
-    let map = MapKind::from_name(map).ok_or("bad map")?;
+    let map = crate::args::map_choice(map)?;
     let settings = Settings {
         buffer_bytes: buffer.parse().map_err(|_| "bad buffer")?,
         segment_bytes: segment_bytes.parse().map_err(|_| "bad segment bytes")?,
@@ -293,7 +367,8 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
     };
     let run = ours_clean(Path::new(dir), map, &settings)?;
     let report = serde_json::json!({"seconds": run.seconds, "passes": run.passes,
-        "bytes_per_key": run.bytes_per_key, "peak_rss_bytes": vm_hwm_bytes()});
+        "bytes_per_key": run.bytes_per_key, "peak_rss_bytes": vm_hwm_bytes(),
+        "bytes_read": run.bytes_read, "bytes_written": run.bytes_written});
     // Written, not printed: a closed pipe is an error to return, not a panic.
     std::io::Write::write_all(&mut std::io::stdout(), format!("{report}\n").as_bytes()).map_err(|e| e.to_string())
 }

@@ -7,7 +7,10 @@
 //! maps replayed, then a dry run) and, per map, an in-place compaction of a copy of it until clean (the copy not
 //! timed), and prints a JSON line each, with the passes, the bytes they wrote and their peak resident memory
 //! (anonymous and file-backed, sampled every millisecond). `--generate-only` stops
-//! after writing the partition and leaves it (to compact it with another build, say).
+//! after writing the partition and leaves it (to compact it with another build, say). `--shape
+//! consumer_offsets` writes `__consumer_offsets` instead (`bench::kafka::write_offsets_partition`: a group a
+//! 21 keys). `--backlog`: 4 GiB of 16M keys, every map, the external pass and `auto` (a flag beside it wins).
+//! Beside the floors, the disk's (`bench::io_floor`: the partition read once, what is kept written once).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -36,12 +39,19 @@ use log_core::{Format, LogConfig};
 #[derive(clap::Parser)]
 #[command(name = "kafka-bench")]
 struct Args {
-    /// Bytes of the partition written.
-    #[arg(long, value_parser = bench::args::bytes, default_value = "1GiB")]
-    bytes: u64,
-    /// Distinct keys.
-    #[arg(long, value_parser = bench::args::count, default_value = "1000000")]
-    keys: u64,
+    /// The backlog: --bytes 4GiB --keys 16M --maps skimpy,compact,external,auto (a flag given beside it wins).
+    #[arg(long)]
+    backlog: bool,
+    /// Bytes of the partition written [default: 1GiB; --backlog: 4GiB].
+    #[arg(long, value_parser = bench::args::bytes)]
+    bytes: Option<u64>,
+    /// Distinct keys [default: 1000000; --backlog: 16M].
+    #[arg(long, value_parser = bench::args::count)]
+    keys: Option<u64>,
+    /// The partition: `plain` (uniform keys) or `consumer_offsets` (groups committing 20 partitions each,
+    /// uncompressed; --keys / 21 groups).
+    #[arg(long, value_parser = ["plain", "consumer_offsets"], default_value = "plain")]
+    shape: String,
     /// The batches' codec.
     #[arg(long, value_parser = bench::args::codec, default_value = "none")]
     codec: Compression,
@@ -54,18 +64,53 @@ struct Args {
     /// The dedupe buffer of every compaction.
     #[arg(long, value_parser = bench::args::bytes, default_value = "128MiB")]
     dedupe_buffer: u64,
-    /// The maps to compact with, comma separated (`auto`: Kafka's map, the external pass once it fills).
-    #[arg(long, value_parser = bench::args::map_choice, value_delimiter = ',', default_value = "skimpy,fullkey,compact")]
-    maps: Vec<bench::args::MapChoice>,
+    /// The maps to compact with, comma separated (`auto`: Kafka's map, the external pass once it fills)
+    /// [default: skimpy,fullkey,compact; --backlog: skimpy,compact,external,auto].
+    #[arg(long, value_parser = bench::args::map_choice, value_delimiter = ',')]
+    maps: Option<Vec<bench::args::MapChoice>>,
     /// Stop after writing the partition, and keep it.
     #[arg(long)]
     generate_only: bool,
 }
 
+impl Args {
+    fn bytes(&self) -> u64 {
+        self.bytes.unwrap_or(if self.backlog { 4 << 30 } else { 1 << 30 })
+    }
+
+    fn keys(&self) -> u64 {
+        self.keys.unwrap_or(if self.backlog { 16_000_000 } else { 1_000_000 })
+    }
+
+    fn maps(&self) -> Result<Vec<bench::args::MapChoice>, String> {
+        match &self.maps {
+            Some(m) => Ok(m.clone()),
+            None => {
+                let names = if self.backlog { "skimpy,compact,external,auto" } else { "skimpy,fullkey,compact" };
+                names.split(',').map(bench::args::map_choice).collect()
+            }
+        }
+    }
+
+    fn offsets(&self) -> bool {
+        self.shape == "consumer_offsets"
+    }
+}
+
 fn generate(a: &Args, dir: &std::path::Path) -> Result<(u64, u64), String> {
+    if a.offsets() && a.codec != Compression::None {
+        return Err("--shape consumer_offsets is written uncompressed, as the group coordinator writes it: \
+                    leave out --codec"
+            .into());
+    }
     let store = storage_file::FileStore::open(dir).map_err(|e| e.to_string())?;
-    let keys = bench::Keys::new(usize::try_from(a.keys).map_err(|e| e.to_string())?, 16, 1);
-    let w = bench::kafka::write_partition(&store, &keys, u64::MAX, a.bytes, a.codec, a.segment_bytes, 1)?;
+    let w = if a.offsets() {
+        let groups = (a.keys() / 21).max(1);
+        bench::kafka::write_offsets_partition(&store, groups, u64::MAX, a.bytes(), a.segment_bytes, 1)?
+    } else {
+        let keys = bench::Keys::new(usize::try_from(a.keys()).map_err(|e| e.to_string())?, 16, 1);
+        bench::kafka::write_partition(&store, &keys, u64::MAX, a.bytes(), a.codec, a.segment_bytes, 1)?
+    };
     drop(store);
     let _ = std::fs::remove_file(dir.join("logcompact.lock"));
     Ok((w.records, w.bytes))
@@ -133,7 +178,12 @@ fn work_dir(a: &Args) -> PathBuf {
 }
 
 fn run(a: &Args) -> Result<(), String> {
-    let src = a.dir.join(format!("bench-{}-0", a.codec.name()));
+    let maps = a.maps()?;
+    let src = if a.offsets() {
+        a.dir.join("__consumer_offsets-0")
+    } else {
+        a.dir.join(format!("bench-{}-0", a.codec.name()))
+    };
     let mut written = Written::claim(a, &src)?;
     let t = Instant::now();
     let (records, bytes) = generate(a, &src)?;
@@ -170,7 +220,7 @@ fn run(a: &Args) -> Result<(), String> {
         logcompact::copy_log(&src, Format::Kafka, &out).map_err(|e| e.to_string())?;
         let config = LogConfig { segment_bytes: a.segment_bytes, ..LogConfig::default() };
         let log = logcompact::dir::open_writable_copy(&out, Format::Kafka, config).map_err(|e| e.to_string())?.log;
-        let keys = usize::try_from(a.keys).unwrap_or(usize::MAX);
+        let keys = usize::try_from(a.keys()).unwrap_or(usize::MAX);
         let interval = log.config().index_interval_bytes;
         let mut floors = Vec::new();
         for (name, r) in [("floor", Recompress::No), ("codec_floor", Recompress::Yes)] {
@@ -193,7 +243,15 @@ fn run(a: &Args) -> Result<(), String> {
         let _ = std::fs::remove_dir_all(&out);
         (floors[0], floors[1])
     };
-    for &map in &a.maps {
+    // The disk's floor: the partition read once, what the floor kept written once.
+    let io = bench::io_floor::read_once_write_once(&src, floor.0.bytes_written, &work_dir(a).join("io-floor.log"))?;
+    println!(
+        "{}",
+        serde_json::json!({"job": "io_floor", "codec": a.codec.name(), "records": records, "bytes": bytes,
+            "read_seconds": io.read_seconds, "write_seconds": io.write_seconds, "seconds": io.seconds(),
+            "bytes_read": io.bytes_read, "bytes_written": io.bytes_written})
+    );
+    for &map in &maps {
         let out = work_dir(a).join(format!("out-{}-0", map.name()));
         logcompact::copy_log(&src, Format::Kafka, &out).map_err(|e| e.to_string())?;
         let config = LogConfig { segment_bytes: a.segment_bytes, ..LogConfig::default() };
@@ -221,6 +279,7 @@ fn run(a: &Args) -> Result<(), String> {
                 "pass1_over_floor": sum(&|p| p.pass1.seconds) / floor.0.pass1_seconds,
                 "pass2_over_floor": sum(&|p| p.pass2.seconds) / floor.0.pass2_seconds,
                 "over_codec_floor": s / floor.1.seconds(),
+                "over_io_floor": s / io.seconds(),
                 "pass2_over_codec_floor": sum(&|p| p.pass2.seconds) / floor.1.pass2_seconds,
                 "records_kept": passes.last().map_or(0, |p| p.pass2.records_kept),
                 "bytes_written": passes.iter().map(|p| p.bytes_written).sum::<u64>(),

@@ -73,7 +73,8 @@ fn main() -> ExitCode {
     };
     let config = Config { child_exe: std::env::current_exe().ok(), ..Config::new(args.quick || !args.full) };
     let kafka_runs = report::kafka::reference(&config).is_ok_and(|(k, _)| k.is_some());
-    let total = config.cells() + report::kafka::rows(&config, kafka_runs);
+    let backlog_rows = usize::from(kafka_runs && config.backlog_bytes > 0);
+    let total = config.cells() + report::kafka::rows(&config, kafka_runs) + backlog_rows;
     let bar = ProgressBar::new(total as u64);
     if let Ok(style) = ProgressStyle::with_template("{msg:>36} [{bar:40}] {pos}/{len} cells ({elapsed})") {
         bar.set_style(style.progress_chars("=> "));
@@ -116,6 +117,20 @@ fn main() -> ExitCode {
                 k.best_over_floor,
                 k.seconds.median,
             ),
+            report::Progress::Backlog(t) => {
+                let fastest = t.ours.iter().min_by(|a, b| a.seconds.total_cmp(&b.seconds));
+                (
+                    format!(
+                        "backlog of {:.0} MiB: Kafka's cleaner {:.1} s in {} passes{}",
+                        t.bytes as f64 / f64::from(1 << 20),
+                        t.kafka.seconds,
+                        t.kafka.passes,
+                        fastest.map_or_else(String::new, |f| format!(", ours fastest with {}", f.cleaner))
+                    ),
+                    fastest.map_or(0.0, |f| f.seconds / t.floor.seconds().max(1e-9)),
+                    fastest.map_or(0.0, |f| f.seconds),
+                )
+            }
         };
         bar.set_position(done as u64);
         bar.set_message(what.clone());

@@ -174,6 +174,7 @@ mod tests {
             results: cells,
             kafka: Vec::new(),
             kafka_cleaner: String::new(),
+            backlog: Vec::new(),
             peak_rss_bytes: 0,
         }
     }

@@ -173,6 +173,7 @@ mod tests {
             results,
             kafka: Vec::new(),
             kafka_cleaner: String::new(),
+            backlog: Vec::new(),
             peak_rss_bytes: 0,
         }
     }

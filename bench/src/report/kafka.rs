@@ -219,7 +219,7 @@ fn shapes(config: &Config) -> Result<Vec<Shape>, ReportError> {
     // A group commits 20 partitions: groups for about a tenth of the plain shape's keys.
     let groups = (config.kafka_keys / 200).max(1);
     out.push(shape("consumer_offsets", Compression::None, groups * 21, &|store| {
-        crate::kafka::write_offsets_partition(store, groups, records, segment_bytes, seed)
+        crate::kafka::write_offsets_partition(store, groups, records, u64::MAX, segment_bytes, seed)
     })?);
     Ok(out)
 }
@@ -488,9 +488,10 @@ fn vs_kafka(config: &Config, on: &OnFiles, map: MapKind, digest: &str) -> Result
         let copy = on.scratch.join(format!("{}-{i}", map.name())).join(name);
         crate::vs_kafka::copy(&on.source, &copy).map_err(failed)?;
         let run = match &config.child_exe {
-            Some(exe) => crate::vs_kafka::ours_in_child(exe, &copy, map, &on.settings).map_err(failed)?,
+            Some(exe) => crate::vs_kafka::ours_in_child(exe, &copy, map.into(), &on.settings).map_err(failed)?,
             None => {
-                let (run, peak) = crate::rss::peak_during(|| crate::vs_kafka::ours_clean(&copy, map, &on.settings));
+                let (run, peak) =
+                    crate::rss::peak_during(|| crate::vs_kafka::ours_clean(&copy, map.into(), &on.settings));
                 crate::vs_kafka::Run { peak_rss_bytes: peak.anon + peak.file, ..run.map_err(failed)? }
             }
         };

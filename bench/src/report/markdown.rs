@@ -234,6 +234,7 @@ pub fn render(report: &Report) -> String {
         }
     }
     render_vs_kafka(report, &mut md);
+    render_backlog(report, &mut md);
     let _ = writeln!(md, "\nCharts: `report.svg`. Every cell: `report.json`.");
     md
 }
@@ -241,6 +242,30 @@ pub fn render(report: &Report) -> String {
 /// `1.203 s (–1.310)`: the fastest run, then the slowest.
 fn secs(s: &Spread) -> String {
     if (s.max - s.min).abs() < 1e-9 { format!("{:.3} s", s.min) } else { format!("{:.3} s (–{:.3})", s.min, s.max) }
+}
+
+/// The backlog's table (the full matrix, where Kafka's cleaner ran).
+fn render_backlog(report: &Report, md: &mut String) {
+    if report.backlog.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n## The backlog\n\nA partition Kafka's cleaner fell behind on ({} MiB, {} keys drawn uniformly, 1% tombstones, \
+         256 MiB segments, uncompressed) cleaned until clean on fresh copies in the default 128 MiB buffer by Kafka \
+         4.4's own cleaner and by each of ours on one thread (`auto`: Kafka's map, the external pass once it \
+         fills), beside the disk's floor: the closed segments read once (mapped, a CRC-32C over every byte) and \
+         the bytes Kafka's cleaner kept written once and synced. *Over floor*: seconds over the floor's. Peak RSS: \
+         the JVM's `VmHWM`, and our child process's. *Records Kafka's*: the same offsets, keys and values; *files \
+         Kafka's*: every closed segment's files byte for byte (a map that takes other passes than Kafka's writes \
+         other files). `vs-kafka --backlog` gives the same table for `__consumer_offsets` too and on two threads.\n",
+        report.backlog.first().map_or(0, |t| t.bytes >> 20),
+        report.config.backlog_keys,
+    );
+    let _ = write!(md, "{}", crate::head_to_head::HEADER);
+    for t in &report.backlog {
+        let _ = write!(md, "{}", t.markdown());
+    }
 }
 
 /// The table of Kafka 4.4's own cleaner beside ours, or the line saying why it did not run.

@@ -14,6 +14,7 @@
 //! anonymous and file-backed ([`crate::rss`]). Workloads too large for memory ([`Config::file_only`]) run on
 //! the file backend only, so that the report itself stays under 2 GiB.
 
+pub mod backlog;
 pub mod baseline;
 pub mod conclusion;
 pub mod kafka;
@@ -73,6 +74,8 @@ pub enum Progress<'a> {
     Cell(&'a Cell),
     /// A Kafka row is done.
     Kafka(&'a kafka::KafkaCell),
+    /// The backlog's table is done.
+    Backlog(&'a crate::head_to_head::Table),
 }
 
 /// What the matrix covers.
@@ -139,6 +142,13 @@ pub struct Config {
     /// Distinct keys of those partitions.
     #[serde(default)]
     pub broker_keys: u64,
+    /// Bytes of the backlog partition (the full matrix: 4 GiB; 0: no backlog rows), cleaned by Kafka's cleaner
+    /// and ours in the default 128 MiB buffer ([`backlog`]).
+    #[serde(default)]
+    pub backlog_bytes: u64,
+    /// Distinct keys of the backlog partition (16M: about three buffers of Kafka's map).
+    #[serde(default)]
+    pub backlog_keys: u64,
     /// The binary that runs our side of the comparison with Kafka's cleaner in a child process (so that its
     /// peak resident memory is a whole process's, as the JVM's is): one that calls
     /// [`crate::vs_kafka::child_main`] when given [`crate::vs_kafka::CHILD_FLAG`]. `None`: measured in this
@@ -185,6 +195,8 @@ impl Config {
             broker_partitions: true,
             broker_records: if quick { 30_000 } else { 2_000_000 },
             broker_keys: if quick { 3_000 } else { 200_000 },
+            backlog_bytes: if quick { 0 } else { 4 << 30 },
+            backlog_keys: 16_000_000,
             child_exe: None,
         }
     }
@@ -324,6 +336,9 @@ pub struct Report {
     /// Kafka 4.4's own cleaner beside the Kafka rows: empty when it ran, else why not (`not run: ...`).
     #[serde(default)]
     pub kafka_cleaner: String,
+    /// The backlog (the full matrix only): Kafka's cleaner, ours and the disk's floor on a 4 GiB partition.
+    #[serde(default)]
+    pub backlog: Vec<crate::head_to_head::Table>,
     /// The report process's own peak resident memory (`VmHWM`), filled in by the `report` binary.
     #[serde(default)]
     pub peak_rss_bytes: u64,
@@ -596,6 +611,7 @@ pub fn run(config: &Config, mut progress: impl FnMut(Progress<'_>)) -> Result<Re
         check_digests(results.iter().filter(|c| c.keys == keys))?;
     }
     let (kafka, kafka_cleaner) = kafka::run(config, &mut progress)?;
+    let backlog = backlog::run(config, &mut progress)?;
     Ok(Report {
         schema_version: SCHEMA_VERSION,
         git_revision: machine::git_revision(),
@@ -605,6 +621,7 @@ pub fn run(config: &Config, mut progress: impl FnMut(Progress<'_>)) -> Result<Re
         results,
         kafka,
         kafka_cleaner,
+        backlog,
         peak_rss_bytes: 0,
     })
 }

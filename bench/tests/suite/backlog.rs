@@ -1,0 +1,100 @@
+//! The backlog in the benchmarks (issue 46): `vs-kafka --backlog` gives one table, a partition at a time
+//! (plain and `__consumer_offsets`), of Kafka's own cleaner, the disk's floor and each of our maps, with
+//! passes, seconds, bytes read and written, peak memory and whether each kept Kafka's records and files; and
+//! `kafka-bench --shape consumer_offsets` writes and compacts `__consumer_offsets` beside the disk's floor.
+//! Small sizes here (the preset's 4 GiB is the benchmark's, its figures in docs/memory.md).
+
+use std::process::Command;
+
+/// The table's rows of `partition`, each as its cells.
+fn rows<'t>(table: &'t str, partition: &str) -> Vec<Vec<&'t str>> {
+    table
+        .lines()
+        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect::<Vec<_>>())
+        .filter(|cells| cells.first() == Some(&partition))
+        .collect()
+}
+
+#[test]
+fn vs_kafka_backlog_gives_one_table_of_kafka_the_floor_and_every_map_for_both_shapes() {
+    // Without Kafka (LOGCOMPACT_SKIP_KAFKA outside CI) there is nothing to compare with.
+    if kafka_interop::Kafka::get().is_none() {
+        return;
+    }
+    let root = tempfile::tempdir().expect("tempdir");
+    // The preset, shrunk: about 2 MiB a partition, 20k keys, a buffer of about 2,400 keys for Kafka's map.
+    let out = Command::new(env!("CARGO_BIN_EXE_vs-kafka"))
+        .args(["--backlog", "--bytes", "2MiB", "--keys", "20k", "--segment-bytes", "256KiB"])
+        .args(["--dedupe-buffer", "64KiB", "--threads", "1", "--dir"])
+        .arg(root.path().join("d"))
+        .output()
+        .expect("run vs-kafka");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{table}\n{}", String::from_utf8_lossy(&out.stderr));
+    for partition in ["none", "__consumer_offsets"] {
+        let rows = rows(&table, partition);
+        let cleaners: Vec<&str> = rows.iter().map(|r| r[2]).collect();
+        assert_eq!(
+            cleaners,
+            ["Kafka 4.4", "floor: read once, write kept once", "skimpy", "compact", "external", "auto"],
+            "{table}"
+        );
+        let row = |cleaner: &str| rows.iter().find(|r| r[2] == cleaner).expect("row");
+        let passes = |cleaner: &str| row(cleaner)[4].parse::<u64>().expect("passes");
+        // Kafka's map fills: Kafka's cleaner and ours with its map take the same several passes and write
+        // Kafka's files; auto and the external pass take one, with Kafka's records in other files.
+        assert!(passes("Kafka 4.4") > 1, "{table}");
+        assert_eq!(passes("skimpy"), passes("Kafka 4.4"), "{table}");
+        assert_eq!((passes("auto"), passes("external")), (1, 1), "{table}");
+        assert_eq!(row("skimpy")[12], "yes", "skimpy's files are Kafka's: {table}");
+        for ours in ["skimpy", "compact", "external", "auto"] {
+            assert_eq!(row(ours)[11], "yes", "{ours} keeps Kafka's records: {table}");
+            // Every row reads and writes something, and is measured against the floor.
+            assert!(row(ours)[8].parse::<f64>().expect("read") > 0.0, "{table}");
+            assert!(row(ours)[7].trim_end_matches('x').parse::<f64>().expect("over floor") > 0.0, "{table}");
+        }
+        // The floor reads the partition once and writes what Kafka kept once: less than any pass reads.
+        let read = |cleaner: &str| row(cleaner)[8].parse::<f64>().expect("read");
+        assert!(read("floor: read once, write kept once") <= read("external"), "{table}");
+    }
+    // What the run wrote under --dir is gone.
+    let left: Vec<_> = std::fs::read_dir(root.path().join("d")).map(|d| d.flatten().count()).into_iter().collect();
+    assert!(left.iter().all(|&n| n == 0), "left behind under --dir: {left:?}");
+}
+
+#[test]
+fn kafka_bench_writes_and_compacts_consumer_offsets_beside_the_disks_floor() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_kafka-bench"))
+        .args(["--shape", "consumer_offsets", "--bytes", "512KiB", "--keys", "4200", "--segment-bytes", "64KiB"])
+        .args(["--dedupe-buffer", "16000", "--maps", "skimpy,auto", "--dir"])
+        .arg(root.path().join("d"))
+        .output()
+        .expect("run kafka-bench");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let job = |name: &str, map: Option<&str>| {
+        lines
+            .iter()
+            .find(|v| v["job"] == name && map.is_none_or(|m| v["map"] == m))
+            .unwrap_or_else(|| panic!("{name}: {lines:?}"))
+            .clone()
+    };
+    let io = job("io_floor", None);
+    assert!(io["bytes_read"].as_u64() > Some(400_000) && io["seconds"].as_f64() > Some(0.0), "{io}");
+    let (skimpy, auto) = (job("compact", Some("skimpy")), job("compact", Some("auto")));
+    // 200 groups' 4,200 keys in a buffer of about 600: Kafka's map takes several passes, auto one.
+    assert!(skimpy["passes"].as_u64() > Some(1), "{skimpy}");
+    assert_eq!(auto["passes"], 1, "{auto}");
+    assert_eq!(auto["records_kept"], skimpy["records_kept"]);
+    assert!(auto["over_io_floor"].as_f64() > Some(0.0), "{auto}");
+    // A codec is refused for it: the coordinator writes it uncompressed.
+    let out = Command::new(env!("CARGO_BIN_EXE_kafka-bench"))
+        .args(["--shape", "consumer_offsets", "--codec", "lz4", "--dir"])
+        .arg(root.path().join("e"))
+        .output()
+        .expect("run kafka-bench");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("uncompressed"), "{}", String::from_utf8_lossy(&out.stderr));
+}
