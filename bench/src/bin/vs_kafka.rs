@@ -176,6 +176,11 @@ impl Plan {
             rounds: a.rounds.unwrap_or(if backlog { 1 } else { 2 }),
             threads: a.threads.clone().unwrap_or(if backlog { vec![1, 2] } else { vec![1] }),
         };
+        if a.codecs.is_some() && !plan.shapes.contains(&Shape::Plain) {
+            return Err("--codecs are the plain shape's: __consumer_offsets is written uncompressed, as the group \
+                        coordinator writes it"
+                .into());
+        }
         if a.broker && plan.shapes.contains(&Shape::ConsumerOffsets) {
             return Err("--broker gives the plain shape only: leave out --shapes consumer_offsets".into());
         }

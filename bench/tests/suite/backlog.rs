@@ -98,3 +98,14 @@ fn kafka_bench_writes_and_compacts_consumer_offsets_beside_the_disks_floor() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("uncompressed"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn vs_kafka_refuses_a_flag_its_shapes_would_ignore() {
+    // No flag silently ignored: codecs without the plain shape, bytes for the broker's partitions.
+    for args in [&["--shapes", "consumer_offsets", "--codecs", "lz4"][..], &["--broker", "--bytes", "1MiB"][..]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_vs-kafka")).args(args).output().expect("run vs-kafka");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains(args[0]) || err.contains(args[2]), "{args:?}: {err}");
+    }
+}

@@ -26,6 +26,7 @@
 pub(crate) mod budget;
 mod runs;
 mod stale;
+mod tournament;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -137,6 +138,7 @@ impl External {
             probes_per_lookup: 1.0,
             spilled_runs: merged.runs,
             spilled_bytes: merged.spilled_bytes,
+            external_phases: Some(merged.phases),
         };
         Ok(Mapped { stale, scanned })
     }

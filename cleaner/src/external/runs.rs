@@ -5,8 +5,6 @@
 //! highest mapped offset is stale; the others survive (the mapped latest, or the entries that were only asked
 //! about when no record of the key was mapped).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
@@ -14,6 +12,7 @@ use std::path::PathBuf;
 
 use super::budget::ENTRY_BYTES;
 use super::stale::StaleSet;
+use super::tournament::Tournament;
 
 /// An entry: a key's hash, and an offset tagged with whether pass 1 maps it. Ordered by hash, then offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -95,6 +94,8 @@ pub(crate) struct Merged {
     pub(crate) spilled_bytes: u64,
     /// Bytes of the buffer at its fullest.
     pub(crate) buffer_bytes: u64,
+    /// Where the time went.
+    pub(crate) phases: crate::map::ExternalPhases,
 }
 
 /// The buffer and the runs spilled so far.
@@ -160,7 +161,10 @@ impl Runs {
 
     fn spill(&mut self, stale: &mut StaleSet) -> std::io::Result<()> {
         self.merged.buffer_bytes = self.merged.buffer_bytes.max((self.buf.capacity() * ENTRY_BYTES) as u64);
+        let t = std::time::Instant::now();
         self.buf.sort_unstable();
+        self.merged.phases.sort_seconds += t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
         if self.file.is_none() {
             self.file = Some(match &self.spill_dir {
                 Some(d) => tempfile::tempfile_in(d)?,
@@ -187,6 +191,7 @@ impl Runs {
         self.merged.runs += 1;
         self.merged.spilled_bytes += kept * ENTRY_BYTES as u64;
         self.buf.clear();
+        self.merged.phases.spill_seconds += t.elapsed().as_secs_f64();
         Ok(())
     }
 
@@ -196,7 +201,10 @@ impl Runs {
     /// A spill file cannot be read.
     pub(crate) fn finish(mut self, stale: &mut StaleSet) -> std::io::Result<Merged> {
         self.merged.buffer_bytes = self.merged.buffer_bytes.max((self.buf.capacity() * ENTRY_BYTES) as u64);
+        let t = std::time::Instant::now();
         self.buf.sort_unstable();
+        self.merged.phases.sort_seconds += t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
         let Some(file) = self.file.take() else {
             // Everything fit in the buffer: one run, judged where it is.
             let mut keys = 0;
@@ -205,49 +213,62 @@ impl Runs {
                 judge(group, stale, |_| {});
             });
             self.merged.keys = keys;
+            self.merged.phases.merged_entries = self.buf.len() as u64;
+            self.merged.phases.merge_seconds = t.elapsed().as_secs_f64();
             return Ok(self.merged);
         };
         // The buffer's entries are the last run, read from memory; the others from the file.
         let mut sources: Vec<Source<'_>> =
             self.runs.iter().map(|&(first, len)| Source::file(&file, first, len)).collect();
         sources.push(Source::Memory { entries: &self.buf, at: 0 });
-        let mut heap = BinaryHeap::new();
-        for (i, s) in sources.iter_mut().enumerate() {
-            if let Some(e) = s.next()? {
-                heap.push(Reverse((e, i)));
-            }
+        let mut heads = Vec::with_capacity(sources.len());
+        for s in &mut sources {
+            heads.push(s.next()?);
         }
+        let mut tournament = Tournament::new(heads);
         let mut group: Vec<Entry> = Vec::new();
-        let mut keys = 0u64;
-        while let Some(Reverse((e, i))) = heap.pop() {
+        let (mut keys, mut merged) = (0u64, 0u64);
+        while let (i, Some(e)) = tournament.winner() {
+            merged += 1;
             if group.first().is_some_and(|g| !g.same_key(e)) {
                 keys += 1;
                 judge(&group, stale, |_| {});
                 group.clear();
             }
             group.push(e);
-            if let Some(next) = sources[i].next()? {
-                heap.push(Reverse((next, i)));
-            }
+            tournament.advance(sources[i].next()?);
         }
         if !group.is_empty() {
             keys += 1;
             judge(&group, stale, |_| {});
         }
         self.merged.keys = keys;
+        self.merged.phases.merged_entries = merged;
+        self.merged.phases.merge_seconds = t.elapsed().as_secs_f64();
         Ok(self.merged)
     }
 }
 
 /// A sorted run being merged.
 enum Source<'a> {
-    File { file: &'a File, next: u64, end: u64, buf: Vec<Entry>, at: usize },
-    Memory { entries: &'a [Entry], at: usize },
+    /// A run in the spill file: its entries `next..end` still to read, `buf` the ones read (from `bytes`).
+    File {
+        file: &'a File,
+        next: u64,
+        end: u64,
+        buf: Vec<Entry>,
+        bytes: Vec<u8>,
+        at: usize,
+    },
+    Memory {
+        entries: &'a [Entry],
+        at: usize,
+    },
 }
 
 impl<'a> Source<'a> {
     fn file(file: &'a File, first: u64, len: u64) -> Source<'a> {
-        Source::File { file, next: first, end: first + len, buf: Vec::new(), at: 0 }
+        Source::File { file, next: first, end: first + len, buf: Vec::new(), bytes: Vec::new(), at: 0 }
     }
 
     fn next(&mut self) -> std::io::Result<Option<Entry>> {
@@ -257,14 +278,14 @@ impl<'a> Source<'a> {
                 *at += 1;
                 Ok(e)
             }
-            Source::File { file, next, end, buf, at } => {
+            Source::File { file, next, end, buf, bytes, at } => {
                 if *at == buf.len() {
                     let n = usize::try_from((*end - *next).min(READ_ENTRIES as u64)).unwrap_or(READ_ENTRIES);
                     if n == 0 {
                         return Ok(None);
                     }
-                    let mut bytes = vec![0u8; n * ENTRY_BYTES];
-                    file.read_exact_at(&mut bytes, *next * ENTRY_BYTES as u64)?;
+                    bytes.resize(n * ENTRY_BYTES, 0);
+                    file.read_exact_at(bytes, *next * ENTRY_BYTES as u64)?;
                     buf.clear();
                     buf.extend(bytes.chunks_exact(ENTRY_BYTES).map(Entry::read));
                     *next += n as u64;
@@ -312,6 +333,8 @@ mod tests {
             assert_eq!(found, brute(&records), "capacity {capacity}");
             assert_eq!(merged.keys, 700);
             assert_eq!(merged.runs > 0, capacity < 5_000, "capacity {capacity}: {merged:?}");
+            // Every entry that survived its run is merged once: the last buffer's and the runs' survivors.
+            assert!(merged.phases.merged_entries > 0 && merged.phases.merged_entries <= merged.entries, "{merged:?}");
         }
     }
 }

@@ -51,5 +51,5 @@ pub use compact::CompactMap;
 pub use fullkey::FullKeyMap;
 pub use hash::{HashBits, prefetch};
 pub use kind::BuildError;
-pub use seam::{BATCH, MapFull, MapKind, MapStats, OffsetMap, Probes};
+pub use seam::{BATCH, ExternalPhases, MapFull, MapKind, MapStats, OffsetMap, Probes};
 pub use skimpy::SkimpyMap;

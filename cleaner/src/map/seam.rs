@@ -59,6 +59,23 @@ pub struct MapStats {
     /// The external pass: bytes of those runs.
     #[serde(default)]
     pub spilled_bytes: u64,
+    /// The external pass: where its pass 1 spent its time beyond reading the records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_phases: Option<ExternalPhases>,
+}
+
+/// Where the external pass's pass 1 spends its time besides reading the segments and hashing the keys: the
+/// parts a floor of reading and writing does not have.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExternalPhases {
+    /// Seconds sorting the buffer by hash (each full buffer, and the last).
+    pub sort_seconds: f64,
+    /// Seconds judging each sorted buffer and writing its survivors as a run.
+    pub spill_seconds: f64,
+    /// Seconds merging the runs by hash and judging each key across them.
+    pub merge_seconds: f64,
+    /// Entries the merge read back from the runs and the last buffer.
+    pub merged_entries: u64,
 }
 
 /// A map from keys to the latest offset seen for them, in a fixed memory budget.
