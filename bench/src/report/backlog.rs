@@ -12,8 +12,11 @@ use super::{Config, Progress, ReportError};
 /// The clock both cleaners are given: after every record's timestamp.
 const NOW_MS: i64 = 4_000_000_000_000;
 
-/// The backlog's segment size.
-const SEGMENT_BYTES: u64 = 256 << 20;
+/// The backlog's segment size: 256 MiB, or an eighth of a smaller partition (several segments, as a backlog
+/// has).
+fn segment_bytes(config: &Config) -> u64 {
+    (config.backlog_bytes / 8).clamp(64 << 10, 256 << 20)
+}
 
 /// The backlog's tables (none when `config.backlog_bytes` is 0, or Kafka's cleaner does not run: the report
 /// says why in [`super::Report::kafka_cleaner`]).
@@ -32,7 +35,7 @@ pub fn run(config: &Config, progress: &mut impl FnMut(Progress<'_>)) -> Result<V
     let store = storage_file::FileStore::open(&source).map_err(|e| failed(e.to_string()))?;
     let keys = crate::Keys::new(usize::try_from(config.backlog_keys).map_err(|e| failed(e.to_string()))?, 16, 1);
     let codec = log_core::kafka::Compression::None;
-    crate::kafka::write_partition(&store, &keys, u64::MAX, config.backlog_bytes, codec, SEGMENT_BYTES, 1)
+    crate::kafka::write_partition(&store, &keys, u64::MAX, config.backlog_bytes, codec, segment_bytes(config), 1)
         .map_err(failed)?;
     drop((store, keys));
     let _ = std::fs::remove_file(source.join("logcompact.lock"));
@@ -46,8 +49,8 @@ pub fn run(config: &Config, progress: &mut impl FnMut(Progress<'_>)) -> Result<V
         exe,
         root: scratch.path(),
         settings: crate::vs_kafka::Settings {
-            buffer_bytes: 128 << 20,
-            segment_bytes: SEGMENT_BYTES,
+            buffer_bytes: config.backlog_buffer_bytes,
+            segment_bytes: segment_bytes(config),
             load_factor: config.load_factor,
             now_ms: NOW_MS,
             threads: 1,

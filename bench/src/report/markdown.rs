@@ -252,7 +252,7 @@ fn render_backlog(report: &Report, md: &mut String) {
     let _ = writeln!(
         md,
         "\n## The backlog\n\nA partition Kafka's cleaner fell behind on ({} MiB, {} keys drawn uniformly, 1% tombstones, \
-         256 MiB segments, uncompressed) cleaned until clean on fresh copies in the default 128 MiB buffer by Kafka \
+         up to 256 MiB segments, uncompressed) cleaned until clean on fresh copies in a {} MiB buffer by Kafka \
          4.4's own cleaner and by each of ours on one thread (`auto`: Kafka's map, the external pass once it \
          fills), beside the disk's floor: the closed segments read once (mapped, a CRC-32C over every byte) and \
          the bytes Kafka's cleaner kept written once and synced. *Over floor*: seconds over the floor's. Peak RSS: \
@@ -261,6 +261,7 @@ fn render_backlog(report: &Report, md: &mut String) {
          other files). `vs-kafka --backlog` gives the same table for `__consumer_offsets` too and on two threads.\n",
         report.backlog.first().map_or(0, |t| t.bytes >> 20),
         report.config.backlog_keys,
+        report.config.backlog_buffer_bytes >> 20,
     );
     let _ = write!(md, "{}", crate::head_to_head::HEADER);
     for t in &report.backlog {

@@ -149,6 +149,9 @@ pub struct Config {
     /// Distinct keys of the backlog partition (16M: about three buffers of Kafka's map).
     #[serde(default)]
     pub backlog_keys: u64,
+    /// The dedupe buffer both cleaners clean the backlog in (Kafka's default, 128 MiB).
+    #[serde(default)]
+    pub backlog_buffer_bytes: u64,
     /// The binary that runs our side of the comparison with Kafka's cleaner in a child process (so that its
     /// peak resident memory is a whole process's, as the JVM's is): one that calls
     /// [`crate::vs_kafka::child_main`] when given [`crate::vs_kafka::CHILD_FLAG`]. `None`: measured in this
@@ -197,6 +200,7 @@ impl Config {
             broker_keys: if quick { 3_000 } else { 200_000 },
             backlog_bytes: if quick { 0 } else { 4 << 30 },
             backlog_keys: 16_000_000,
+            backlog_buffer_bytes: 128 << 20,
             child_exe: None,
         }
     }

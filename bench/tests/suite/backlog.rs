@@ -109,3 +109,45 @@ fn vs_kafka_refuses_a_flag_its_shapes_would_ignore() {
         assert!(err.contains(args[0]) || err.contains(args[2]), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn the_full_reports_backlog_row_cleans_one_partition_with_kafka_the_floor_and_every_map() {
+    if kafka_interop::Kafka::get().is_none() {
+        return;
+    }
+    // The full report's backlog, shrunk: 2 MiB of 20k keys in 256 KiB segments and a 64 KiB buffer (Kafka's
+    // map takes several passes), ours run by a binary that takes the child flag (vs-kafka's).
+    let config = bench::report::Config {
+        kafka_records: 1,
+        kafka_cleaner_repeats: 1,
+        backlog_bytes: 2 << 20,
+        backlog_keys: 20_000,
+        backlog_buffer_bytes: 64 << 10,
+        child_exe: Some(env!("CARGO_BIN_EXE_vs-kafka").into()),
+        ..bench::report::Config::new(false)
+    };
+    let mut told = 0;
+    let tables = bench::report::backlog::run(&config, &mut |_| told += 1).expect("the backlog");
+    assert_eq!((tables.len(), told), (1, 1), "one table, told once");
+    let t = &tables[0];
+    let cleaners: Vec<&str> = t.ours.iter().map(|r| r.cleaner.as_str()).collect();
+    assert_eq!(cleaners, ["skimpy", "compact", "external", "auto"]);
+    assert!(t.kafka.passes > 1 && t.ours[0].passes == t.kafka.passes, "{t:?}");
+    assert!(t.ours.iter().all(|r| r.same_records == Some(true) && r.seconds > 0.0), "{t:?}");
+    assert!(t.floor.bytes_read >= 1 << 20 && t.floor.seconds() > 0.0, "{t:?}");
+    // The report's markdown holds it.
+    let report = bench::report::Report {
+        schema_version: bench::report::SCHEMA_VERSION,
+        git_revision: "test".into(),
+        created_ms: 0,
+        machine: bench::report::Machine::this(),
+        config: config.clone(),
+        results: Vec::new(),
+        kafka: Vec::new(),
+        kafka_cleaner: String::new(),
+        backlog: tables.clone(),
+        peak_rss_bytes: 0,
+    };
+    let md = bench::report::markdown::render(&report);
+    assert!(md.contains("## The backlog") && md.contains("| plain | 2 | auto | 1 | 1 |"), "{md}");
+}
