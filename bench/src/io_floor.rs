@@ -2,8 +2,9 @@
 //! do less I/O than this on one machine, so a cleaner's seconds over it say how far from the speed of the disk
 //! (and the page cache) it runs.
 //!
-//! Read: every closed segment's `.log` file mapped (by the file store, as a pass maps it) and its CRC-32C taken over every byte (the check a pass makes
-//! of every batch it reads; a bare sum would be as fast and prove nothing read). Write: `kept` bytes (copied
+//! Read: every closed segment's `.log` file mapped (by the file store, as a pass maps it) and its CRC-32C
+//! taken over every byte (the check a pass makes of every batch it reads; a bare sum would be as fast and prove
+//! nothing read). Write: `kept` bytes (copied
 //! from the mapped segments, in order) into one file through a 512 KiB buffer, as a pass writes, then synced.
 //! No parse, no map, no index.
 //!
