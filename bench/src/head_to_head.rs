@@ -7,7 +7,12 @@
 //! # Example
 //! ```
 //! use bench::head_to_head::{Row, Table};
-//! let row = |cleaner: &str, seconds| Row { cleaner: cleaner.into(), threads: 1, passes: 1, seconds, ..Row::default() };
+//! use bench::vs_kafka::Run;
+//! let row = |cleaner: &str, seconds| Row {
+//!     run: Run { cleaner: cleaner.into(), passes: 1, seconds, ..Run::default() },
+//!     threads: 1,
+//!     ..Row::default()
+//! };
 //! let t = Table {
 //!     partition: "plain".into(),
 //!     bytes: 1 << 30,
@@ -36,43 +41,18 @@ pub struct Contender {
     pub threads: usize,
 }
 
-/// One row: a cleaner's best run.
+/// One row: a cleaner's best run, with the threads it ran on and how its output compares with Kafka's.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Row {
-    /// `Kafka 4.4`, or our map's name.
-    pub cleaner: String,
+    /// The run (its `cleaner`: `Kafka 4.4`, or our map's name).
+    #[serde(flatten)]
+    pub run: Run,
     /// Threads.
     pub threads: usize,
-    /// Passes until clean.
-    pub passes: u64,
-    /// Seconds of its passes.
-    pub seconds: f64,
-    /// Bytes its passes read.
-    pub bytes_read: u64,
-    /// Bytes of segments its passes wrote.
-    pub bytes_written: u64,
-    /// Peak resident memory of its process.
-    pub peak_rss_bytes: u64,
     /// Kafka's records, and no other (`None` for Kafka's own row).
     pub same_records: Option<bool>,
     /// Kafka's files, byte for byte (`None` for Kafka's own row).
     pub same_files: Option<bool>,
-}
-
-impl Row {
-    fn of(run: &Run, threads: usize) -> Row {
-        Row {
-            cleaner: run.cleaner.clone(),
-            threads,
-            passes: run.passes,
-            seconds: run.seconds,
-            bytes_read: run.bytes_read,
-            bytes_written: run.bytes_written,
-            peak_rss_bytes: run.peak_rss_bytes,
-            same_records: None,
-            same_files: None,
-        }
-    }
 }
 
 /// One partition's table.
@@ -99,37 +79,40 @@ impl Table {
     /// The table's rows (without [`HEADER`]): Kafka's, the floor's, then ours.
     pub fn markdown(&self) -> String {
         let floor = Row {
-            cleaner: "floor: read once, write kept once".into(),
+            run: Run {
+                cleaner: "floor: read once, write kept once".into(),
+                passes: 1,
+                seconds: self.floor.seconds(),
+                bytes_read: self.floor.bytes_read,
+                bytes_written: self.floor.bytes_written,
+                ..Run::default()
+            },
             threads: 1,
-            passes: 1,
-            seconds: self.floor.seconds(),
-            bytes_read: self.floor.bytes_read,
-            bytes_written: self.floor.bytes_written,
             ..Row::default()
         };
         let mut md = String::new();
-        for row in [&self.kafka, &floor].into_iter().chain(&self.ours) {
+        for Row { run, threads, same_records, same_files } in [&self.kafka, &floor].into_iter().chain(&self.ours) {
             let yes = |b: Option<bool>| match b {
                 Some(true) => "yes",
                 Some(false) => "no",
                 None => "-",
             };
-            let rss = if row.peak_rss_bytes == 0 { "-".to_owned() } else { format!("{:.0}", mib(row.peak_rss_bytes)) };
+            let rss = if run.peak_rss_bytes == 0 { "-".to_owned() } else { format!("{:.0}", mib(run.peak_rss_bytes)) };
             let _ = writeln!(
                 md,
                 "| {} | {:.0} | {} | {} | {} | {:.2} s | {:.1}x | {:.2}x | {:.0} | {:.0} | {rss} | {} | {} |",
                 self.partition,
                 mib(self.bytes),
-                row.cleaner,
-                row.threads,
-                row.passes,
-                row.seconds,
-                self.kafka.seconds / row.seconds.max(1e-9),
-                row.seconds / self.floor.seconds().max(1e-9),
-                row.bytes_read as f64 / 1e6,
-                row.bytes_written as f64 / 1e6,
-                yes(row.same_records),
-                yes(row.same_files),
+                run.cleaner,
+                threads,
+                run.passes,
+                run.seconds,
+                self.kafka.run.seconds / run.seconds.max(1e-9),
+                run.seconds / self.floor.seconds().max(1e-9),
+                run.bytes_read as f64 / 1e6,
+                run.bytes_written as f64 / 1e6,
+                yes(*same_records),
+                yes(*same_files),
             );
         }
         md
@@ -211,12 +194,12 @@ pub fn clean_each(
                 "same_records": same_records, "same_files": same_files}),
             ));
             let mut row =
-                Row { same_records: Some(same_records), same_files: Some(same_files), ..Row::of(&run, c.threads) };
+                Row { run, threads: c.threads, same_records: Some(same_records), same_files: Some(same_files) };
             if let Some(best) = &rows[i] {
                 // A row is its best round's; a difference in any round stays.
                 row.same_records = Some(same_records && best.same_records == Some(true));
                 row.same_files = Some(same_files && best.same_files == Some(true));
-                if best.seconds <= run.seconds {
+                if best.run.seconds <= row.run.seconds {
                     row = Row { same_records: row.same_records, same_files: row.same_files, ..best.clone() };
                 }
             }
@@ -229,7 +212,14 @@ pub fn clean_each(
             floor_best = Some(floor);
         }
     }
-    table.kafka = kafka_best.map(|k| Row { cleaner: "Kafka 4.4".into(), ..Row::of(&k, 1) }).unwrap_or_default();
+    table.kafka = kafka_best
+        .map(|k| Row {
+            run: Run { cleaner: "Kafka 4.4".into(), ..k },
+            threads: 1,
+            same_records: None,
+            same_files: None,
+        })
+        .unwrap_or_default();
     table.floor = floor_best.unwrap_or_default();
     table.ours = rows.into_iter().flatten().collect();
     Ok(table)

@@ -28,7 +28,7 @@ pub struct Settings {
 }
 
 /// One cleaner's run on one copy.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Run {
     /// `kafka`, or our map's name.
     pub cleaner: String,

@@ -62,11 +62,11 @@ struct Args {
     #[arg(long, value_parser = bench::args::bytes, default_value = "256MiB")]
     segment_bytes: u64,
     /// The dedupe buffer of every compaction.
-    #[arg(long, value_parser = bench::args::bytes, default_value = "128MiB")]
+    #[arg(long, value_parser = bench::args::bytes, default_value = "128MiB", conflicts_with = "generate_only")]
     dedupe_buffer: u64,
     /// The maps to compact with, comma separated (`auto`: Kafka's map, the external pass once it fills)
     /// [default: skimpy,fullkey,compact; --backlog: skimpy,compact,external,auto].
-    #[arg(long, value_parser = bench::args::map_choice, value_delimiter = ',')]
+    #[arg(long, value_parser = bench::args::map_choice, value_delimiter = ',', conflicts_with = "generate_only")]
     maps: Option<Vec<bench::args::MapChoice>>,
     /// Stop after writing the partition, and keep it.
     #[arg(long)]

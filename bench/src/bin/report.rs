@@ -118,17 +118,17 @@ fn main() -> ExitCode {
                 k.seconds.median,
             ),
             report::Progress::Backlog(t) => {
-                let fastest = t.ours.iter().min_by(|a, b| a.seconds.total_cmp(&b.seconds));
+                let fastest = t.ours.iter().min_by(|a, b| a.run.seconds.total_cmp(&b.run.seconds));
                 (
                     format!(
                         "backlog of {:.0} MiB: Kafka's cleaner {:.1} s in {} passes{}",
                         t.bytes as f64 / f64::from(1 << 20),
-                        t.kafka.seconds,
-                        t.kafka.passes,
-                        fastest.map_or_else(String::new, |f| format!(", ours fastest with {}", f.cleaner))
+                        t.kafka.run.seconds,
+                        t.kafka.run.passes,
+                        fastest.map_or_else(String::new, |f| format!(", ours fastest with {}", f.run.cleaner))
                     ),
-                    fastest.map_or(0.0, |f| f.seconds / t.floor.seconds().max(1e-9)),
-                    fastest.map_or(0.0, |f| f.seconds),
+                    fastest.map_or(0.0, |f| f.run.seconds / t.floor.seconds().max(1e-9)),
+                    fastest.map_or(0.0, |f| f.run.seconds),
                 )
             }
         };

@@ -76,25 +76,25 @@ struct Args {
     codecs: Option<Vec<Compression>>,
     /// Our maps, comma separated (`auto`: Kafka's map, the external pass once it fills) [default:
     /// compact,skimpy; --backlog: skimpy,compact,external,auto].
-    #[arg(long, value_parser = bench::args::map_choice, value_delimiter = ',')]
+    #[arg(long, value_parser = bench::args::map_choice, value_delimiter = ',', conflicts_with = "write_only")]
     maps: Option<Vec<MapChoice>>,
     /// The dedupe buffer of both cleaners.
-    #[arg(long = "dedupe-buffer", value_parser = bench::args::bytes, default_value = "128MiB")]
+    #[arg(long = "dedupe-buffer", value_parser = bench::args::bytes, default_value = "128MiB", conflicts_with = "write_only")]
     buffer: u64,
     /// The partitions' segment size [default: 64MiB; --backlog: 256MiB].
     #[arg(long, value_parser = bench::args::bytes)]
     segment_bytes: Option<u64>,
     /// Rounds, each on fresh copies [default: 2; --backlog: 1].
-    #[arg(long, value_parser = at_least_one)]
+    #[arg(long, value_parser = at_least_one, conflicts_with = "write_only")]
     rounds: Option<usize>,
     /// Our threads within a pass, comma separated: a row each [default: 1; --backlog: 1,2].
-    #[arg(long, value_parser = at_least_one, value_delimiter = ',')]
+    #[arg(long, value_parser = at_least_one, value_delimiter = ',', conflicts_with = "write_only")]
     threads: Option<Vec<usize>>,
     /// Where the partitions and copies go.
     #[arg(long, value_name = "D")]
     dir: Option<PathBuf>,
     /// JSON lines as well as the table.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "write_only")]
     json: bool,
     /// Only write the partitions, and keep them.
     #[arg(long, requires = "dir", conflicts_with = "broker")]

@@ -62,7 +62,7 @@ pub fn run(config: &Config, progress: &mut impl FnMut(Progress<'_>)) -> Result<V
     if let Some(row) = table.ours.iter().find(|r| r.same_records != Some(true)) {
         return Err(ReportError::Mismatch(format!(
             "the backlog: {} kept other records than Kafka's cleaner",
-            row.cleaner
+            row.run.cleaner
         )));
     }
     progress(Progress::Backlog(&table));

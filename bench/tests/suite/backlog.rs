@@ -81,6 +81,10 @@ fn kafka_bench_writes_and_compacts_consumer_offsets_beside_the_disks_floor() {
             .unwrap_or_else(|| panic!("{name}: {lines:?}"))
             .clone()
     };
+    // __consumer_offsets' records are small (about 60 bytes in a batch of 100, against the plain shape's 125).
+    let written = job("io_floor", None);
+    let per_record = written["bytes"].as_f64().unwrap_or(0.0) / written["records"].as_f64().unwrap_or(f64::MAX);
+    assert!(per_record > 0.0 && per_record < 90.0, "{per_record} bytes a record: {written}");
     let io = job("io_floor", None);
     assert!(io["bytes_read"].as_u64() > Some(400_000) && io["seconds"].as_f64() > Some(0.0), "{io}");
     let (skimpy, auto) = (job("compact", Some("skimpy")), job("compact", Some("auto")));
@@ -89,6 +93,13 @@ fn kafka_bench_writes_and_compacts_consumer_offsets_beside_the_disks_floor() {
     assert_eq!(auto["passes"], 1, "{auto}");
     assert_eq!(auto["records_kept"], skimpy["records_kept"]);
     assert!(auto["over_io_floor"].as_f64() > Some(0.0), "{auto}");
+    // --generate-only compacts nothing: a map given with it is refused, not ignored.
+    let out = Command::new(env!("CARGO_BIN_EXE_kafka-bench"))
+        .args(["--generate-only", "--maps", "auto", "--dir"])
+        .arg(root.path().join("g"))
+        .output()
+        .expect("run kafka-bench");
+    assert!(!out.status.success() && !root.path().join("g").exists(), "{}", String::from_utf8_lossy(&out.stderr));
     // A codec is refused for it: the coordinator writes it uncompressed.
     let out = Command::new(env!("CARGO_BIN_EXE_kafka-bench"))
         .args(["--shape", "consumer_offsets", "--codec", "lz4", "--dir"])
@@ -101,12 +112,22 @@ fn kafka_bench_writes_and_compacts_consumer_offsets_beside_the_disks_floor() {
 
 #[test]
 fn vs_kafka_refuses_a_flag_its_shapes_would_ignore() {
-    // No flag silently ignored: codecs without the plain shape, bytes for the broker's partitions.
-    for args in [&["--shapes", "consumer_offsets", "--codecs", "lz4"][..], &["--broker", "--bytes", "1MiB"][..]] {
+    // No flag silently ignored: codecs without the plain shape, bytes for the broker's partitions, a cleaner's
+    // settings when only the partitions are written. Nothing is written under --dir.
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("d");
+    let dir = dir.to_str().expect("utf-8");
+    for args in [
+        &["--shapes", "consumer_offsets", "--codecs", "lz4", "--dir", dir][..],
+        &["--broker", "--bytes", "1MiB", "--dir", dir][..],
+        &["--write-only", "--dir", dir, "--maps", "auto"][..],
+        &["--write-only", "--dir", dir, "--dedupe-buffer", "1MiB"][..],
+    ] {
         let out = Command::new(env!("CARGO_BIN_EXE_vs-kafka")).args(args).output().expect("run vs-kafka");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?}");
-        assert!(err.contains(args[0]) || err.contains(args[2]), "{args:?}: {err}");
+        assert!(args.iter().any(|a| a.starts_with("--") && a != &"--dir" && err.contains(a)), "{args:?}: {err}");
+        assert!(!root.path().join("d").exists(), "{args:?} wrote under --dir");
     }
 }
 
@@ -130,10 +151,10 @@ fn the_full_reports_backlog_row_cleans_one_partition_with_kafka_the_floor_and_ev
     let tables = bench::report::backlog::run(&config, &mut |_| told += 1).expect("the backlog");
     assert_eq!((tables.len(), told), (1, 1), "one table, told once");
     let t = &tables[0];
-    let cleaners: Vec<&str> = t.ours.iter().map(|r| r.cleaner.as_str()).collect();
+    let cleaners: Vec<&str> = t.ours.iter().map(|r| r.run.cleaner.as_str()).collect();
     assert_eq!(cleaners, ["skimpy", "compact", "external", "auto"]);
-    assert!(t.kafka.passes > 1 && t.ours[0].passes == t.kafka.passes, "{t:?}");
-    assert!(t.ours.iter().all(|r| r.same_records == Some(true) && r.seconds > 0.0), "{t:?}");
+    assert!(t.kafka.run.passes > 1 && t.ours[0].run.passes == t.kafka.run.passes, "{t:?}");
+    assert!(t.ours.iter().all(|r| r.same_records == Some(true) && r.run.seconds > 0.0), "{t:?}");
     assert!(t.floor.bytes_read >= 1 << 20 && t.floor.seconds() > 0.0, "{t:?}");
     // The report's markdown holds it.
     let report = bench::report::Report {
