@@ -4,17 +4,22 @@
 //! Pass 1 reads every closed segment up to the end of the dirty section (the clean ones too: their records
 //! are what pass 2 will ask about) and gives each keyed record an entry: the key's 128-bit hash, its offset,
 //! and whether pass 1 maps it (a record of the dirty section, outside control and aborted batches) or only
-//! asks about it (a record pass 2 may look up). Entries fill a buffer of the budget's size; a full buffer is
-//! sorted by hash and offset and its runs of one hash are judged at once: every entry below the latest mapped
-//! offset of its hash is *stale* (a newer record of its key was mapped), and only the rest is written to a
-//! temporary file as a sorted run (about one entry a key). At the end the runs are merged by hash and judged
-//! the same way across runs. Stale offsets go into a bit set over the section's offsets, which pass 2 reads
+//! asks about it (a record pass 2 may look up). Entries fill a buffer of the budget's size, cut into up to 256
+//! partitions by the top bits of the hash (every entry of a key in one), each at least 4096 entries. A full
+//! partition is sorted by hash and offset and its runs of one hash are judged at once: every entry below the
+//! latest mapped offset of its hash is *stale* (a newer record of its key was mapped), and only the rest is
+//! written to a temporary file as a sorted run of that partition (about one entry a key). At the end each
+//! partition's runs are read back and judged the same way across runs: sorted together in memory when they
+//! come to at most an eighth of the budget (and 16 MiB), merged from the file otherwise. A partition's sort
+//! fits the CPU's caches where the whole budget's did not, and no merge plays every run of the pass at once.
+//! Stale offsets go into a bit set over the section's offsets, which pass 2 reads
 //! instead of a map: a record is dropped as superseded exactly when its offset is stale, which is what the
 //! in-memory maps decide by key.
 //!
 //! Memory: the buffer (grown by doubling from 1.5 MiB as entries come, up to the budget, so a budget larger
 //! than the machine gives costs only what the keys need, and one the machine cannot grow further is full where
-//! it stands), a read buffer per run while merging (64 KiB each), and the bit set (a bit
+//! it stands), while judging the runs, one partition read back (at most an eighth of the budget and 16 MiB) or a read
+//! buffer per run of a larger one (64 KiB each), and the bit set (a bit
 //! per offset from the log's start to the end of the dirty section, in memory up to 32 MiB and in a temporary
 //! file beyond). Disk: about 24 bytes a record of the runs, written once and read once, in the spill directory
 //! (the system's temporary directory unless [`crate::CleanerConfig::spill_dir`] names one); the files are
@@ -24,7 +29,9 @@
 //! (1.5e-23 at 10^8 keys), as for Kafka's MD5 map.
 
 pub(crate) mod budget;
+mod entry;
 mod runs;
+mod sort;
 mod stale;
 mod tournament;
 
@@ -39,7 +46,8 @@ use crate::map::{MapStats, Probes};
 use crate::pace::Pace;
 use crate::pass1::Scanned;
 pub use budget::{ENTRY_BYTES, MIN_BUDGET_BYTES};
-use runs::{Entry, Runs};
+use entry::Entry;
+use runs::Runs;
 pub(crate) use stale::StaleSet;
 
 /// The external pass's state: its budget and where it spills, and the last pass's figures and stale set.

@@ -1,84 +1,82 @@
-//! Sorted runs of entries: a buffer that, when full, is sorted and judged, its survivors written to an
-//! unlinked temporary file; at the end, a merge of every run by hash, judged again.
+//! Sorted runs of entries: a buffer cut into partitions by hash, each of which, when full, is sorted and
+//! judged, its survivors written to an unlinked temporary file as a run of that partition; at the end, each
+//! partition's runs read back together by hash (sorted in memory, or merged when large) and judged again.
 //!
 //! The judgement, the same within a run and across runs: among the entries of one hash, every entry below the
 //! highest mapped offset is stale; the others survive (the mapped latest, or the entries that were only asked
 //! about when no record of the key was mapped).
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use super::budget::ENTRY_BYTES;
+use super::entry::Entry;
+use super::sort::Sorter;
 use super::stale::StaleSet;
 use super::tournament::Tournament;
-
-/// An entry: a key's hash, and an offset tagged with whether pass 1 maps it. Ordered by hash, then offset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Entry {
-    hi: u64,
-    lo: u64,
-    /// `offset << 1 | mapped` (Kafka's offsets are below 2^63).
-    tagged: u64,
-}
-
-impl Entry {
-    pub(crate) fn new(hash: u128, offset: u64, mapped: bool) -> Entry {
-        Entry { hi: (hash >> 64) as u64, lo: hash as u64, tagged: offset << 1 | u64::from(mapped) }
-    }
-
-    fn offset(self) -> u64 {
-        self.tagged >> 1
-    }
-
-    fn mapped(self) -> bool {
-        self.tagged & 1 == 1
-    }
-
-    fn same_key(self, other: Entry) -> bool {
-        self.hi == other.hi && self.lo == other.lo
-    }
-
-    fn write(self, out: &mut impl Write) -> std::io::Result<()> {
-        out.write_all(&self.hi.to_le_bytes())?;
-        out.write_all(&self.lo.to_le_bytes())?;
-        out.write_all(&self.tagged.to_le_bytes())
-    }
-
-    fn read(b: &[u8]) -> Entry {
-        let word = |at: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&b[at..at + 8]);
-            u64::from_le_bytes(w)
-        };
-        Entry { hi: word(0), lo: word(8), tagged: word(16) }
-    }
-}
+use crate::map::prefetch;
 
 /// Judges the entries of one key (any order): marks those below the highest mapped offset stale, and hands
 /// the others to `survive`.
 fn judge(group: &[Entry], stale: &mut StaleSet, mut survive: impl FnMut(Entry)) {
-    let latest = group.iter().filter(|e| e.mapped()).map(|e| e.offset()).max();
+    let latest = latest_mapped(group);
     for &e in group {
-        match latest {
-            Some(m) if e.offset() < m => stale.set(e.offset()),
-            _ => survive(e),
+        if superseded(e, latest) {
+            stale.set(e.offset());
+        } else {
+            survive(e);
         }
     }
+}
+
+/// The highest mapped offset among the entries of one key.
+fn latest_mapped(group: &[Entry]) -> Option<u64> {
+    group.iter().filter(|e| e.mapped()).map(|e| e.offset()).max()
+}
+
+/// Whether `e` is below its key's highest mapped offset `latest`.
+fn superseded(e: Entry, latest: Option<u64>) -> bool {
+    latest.is_some_and(|m| e.offset() < m)
+}
+
+/// The end of the run of entries equal in key to `entries[from]` (sorted entries).
+fn key_end(entries: &[Entry], from: usize) -> usize {
+    let mut to = from + 1;
+    while to < entries.len() && entries[to].same_key(entries[from]) {
+        to += 1;
+    }
+    to
 }
 
 /// Calls `f` with each run of equal keys of the sorted `entries`.
 fn each_key(entries: &[Entry], mut f: impl FnMut(&[Entry])) {
     let mut from = 0;
     while from < entries.len() {
-        let mut to = from + 1;
-        while to < entries.len() && entries[to].same_key(entries[from]) {
-            to += 1;
-        }
+        let to = key_end(entries, from);
         f(&entries[from..to]);
         from = to;
     }
+}
+
+/// Judges the sorted `entries` key by key and keeps the survivors, in order, at their front; their number.
+fn judge_in_place(entries: &mut [Entry], stale: &mut StaleSet) -> usize {
+    let (mut kept, mut from) = (0, 0);
+    while from < entries.len() {
+        let to = key_end(entries, from);
+        let latest = latest_mapped(&entries[from..to]);
+        for i in from..to {
+            let e = entries[i];
+            if superseded(e, latest) {
+                stale.set(e.offset());
+            } else {
+                entries[kept] = e;
+                kept += 1;
+            }
+        }
+        from = to;
+    }
+    kept
 }
 
 /// What the merge found.
@@ -94,20 +92,63 @@ pub(crate) struct Merged {
     pub(crate) spilled_bytes: u64,
     /// Bytes of the buffer at its fullest.
     pub(crate) buffer_bytes: u64,
+    /// Reads of slices back from the runs (each one or more slices, sorted in memory).
+    pub(crate) slice_reads: u64,
+    /// Slices too large to read back whole, merged from their runs instead.
+    pub(crate) slices_merged: u64,
     /// Where the time went.
     pub(crate) phases: crate::map::ExternalPhases,
 }
 
-/// The buffer and the runs spilled so far.
+/// The buffer, cut into partitions by the top bits of the hash, and the runs each partition spilled so far.
+///
+/// Every entry of a key lands in the one partition of its hash, and within it in one *slice* (the next bits
+/// of the hash), so each slice is judged on its own. Sorting a partition's buffer (about 1.5 MiB: the CPU's
+/// caches hold it, and a counting pass on the hash orders it) replaces sorting the whole budget at once; at
+/// the end a few slices at a time are read back from every run of their partition (each run records where its
+/// slices start) and sorted together, instead of merging every run of the pass through one tournament whose
+/// depth grows with the runs. Only a slice larger than the read-back allowance is merged from its runs.
 pub(crate) struct Runs {
+    /// Entries the whole buffer holds (the budget).
     capacity: usize,
-    buf: Vec<Entry>,
+    /// Partitions: `2^part_bits`.
+    part_bits: u32,
+    /// Slices of a partition: `2^slice_bits`.
+    slice_bits: u32,
+    /// Entries a partition's buffer holds before it spills.
+    part_capacity: usize,
+    parts: Vec<Part>,
+    /// Entries the partitions' buffers hold room for, all together.
+    held: usize,
     spill_dir: Option<PathBuf>,
     file: Option<File>,
-    /// Each run: its first entry's index in the file, and its length in entries.
-    runs: Vec<(u64, u64)>,
+    /// Entries written to the spill file.
     written: u64,
+    /// The bytes of a run being written, a piece at a time.
+    out: Vec<u8>,
+    sorter: Sorter,
     merged: Merged,
+}
+
+/// A partition: its buffer and its runs in the spill file.
+#[derive(Default)]
+struct Part {
+    buf: Vec<Entry>,
+    runs: Vec<Run>,
+}
+
+/// A sorted run in the spill file: its first entry's index there, and where each slice starts within it
+/// (`starts[q]` the first entry of slice `q` or beyond; the last, the run's length).
+struct Run {
+    first: u64,
+    starts: Vec<u64>,
+}
+
+impl Run {
+    /// Entries of slices `from..to`.
+    fn len(&self, from: usize, to: usize) -> u64 {
+        self.starts[to] - self.starts[from]
+    }
 }
 
 /// Entries the buffer first takes (1.5 MiB), growing from there by doubling up to the budget.
@@ -116,137 +157,254 @@ const FIRST_ENTRIES: usize = 1 << 16;
 /// Entries a merge reads from a run at a time (64 KiB).
 const READ_ENTRIES: usize = (64 << 10) / ENTRY_BYTES;
 
+/// The fewest entries a partition's buffer holds (1.5 MiB): fewer, larger partitions below it, one for a
+/// small budget. Smaller partitions sort in less of the cache but fill more streams at once: 4096 entries
+/// (1024 partitions of a 128 MiB budget) spent what their sorts saved on the pushes' misses.
+const MIN_PART_ENTRIES: usize = 1 << 16;
+
+/// The most partitions (2^10).
+const MAX_PART_BITS: u32 = 10;
+
+/// The hash's top bits that name a partition and a slice within it, together (4096 slices in all).
+const SLICE_AND_PART_BITS: u32 = 12;
+
+/// Entries ahead of a partition's end whose line a push prefetches (three lines).
+const AHEAD: usize = 8;
+
+/// Bytes of a run written at a time.
+const WRITE_BYTES: usize = 64 << 10;
+
 impl Runs {
-    /// Runs of at most `capacity` entries (at least 16), spilled to `spill_dir` (or the system's temporary
-    /// directory).
+    /// Runs of at most `capacity` entries in all (at least 16), spilled to `spill_dir` (or the system's
+    /// temporary directory).
     pub(crate) fn new(capacity: usize, spill_dir: Option<PathBuf>) -> Runs {
+        let capacity = capacity.max(16);
+        let mut part_bits = 0;
+        while part_bits < MAX_PART_BITS && capacity >> (part_bits + 1) >= MIN_PART_ENTRIES {
+            part_bits += 1;
+        }
+        let part_capacity = capacity >> part_bits;
+        // A run's slice starts cost 8 bytes each: at most one for 64 entries of a full run.
+        let slice_bits = (SLICE_AND_PART_BITS - part_bits).min((part_capacity / 64).max(1).ilog2());
         Runs {
-            capacity: capacity.max(16),
-            buf: Vec::new(),
+            capacity,
+            part_bits,
+            slice_bits,
+            part_capacity,
+            parts: (0..1usize << part_bits).map(|_| Part::default()).collect(),
+            held: 0,
             spill_dir,
             file: None,
-            runs: Vec::new(),
             written: 0,
+            out: Vec::new(),
+            sorter: Sorter::default(),
             merged: Merged::default(),
         }
     }
 
-    /// Adds an entry; a full buffer is sorted, judged and written as a run.
+    fn part_of(&self, e: Entry) -> usize {
+        if self.part_bits == 0 { 0 } else { (e.hi() >> (64 - self.part_bits)) as usize }
+    }
+
+    fn slices(&self) -> usize {
+        1 << self.slice_bits
+    }
+
+    /// Where each slice of the sorted `entries` of one partition starts (and their end).
+    fn starts(&self, entries: &[Entry]) -> Vec<u64> {
+        let (part_bits, slice_bits) = (self.part_bits, self.slice_bits);
+        let slice_of =
+            |e: &Entry| if slice_bits == 0 { 0 } else { ((e.hi() << part_bits) >> (64 - slice_bits)) as usize };
+        let mut starts = Vec::with_capacity(self.slices() + 1);
+        for (i, e) in entries.iter().enumerate() {
+            let q = slice_of(e);
+            while starts.len() <= q {
+                starts.push(i as u64);
+            }
+        }
+        starts.resize(self.slices() + 1, entries.len() as u64);
+        starts
+    }
+
+    /// Adds an entry; a full partition is sorted, judged and written as a run.
     ///
     /// # Errors
     /// The spill file cannot be made or written.
     pub(crate) fn push(&mut self, e: Entry, stale: &mut StaleSet) -> std::io::Result<()> {
-        if self.buf.len() == self.buf.capacity() {
+        let p = self.part_of(e);
+        let part = &mut self.parts[p];
+        if part.buf.len() == part.buf.capacity() {
             // The buffer grows with the work, doubling up to the budget: a pass over a few keys takes a little
             // memory whatever the budget (1 TiB, 2^64 - 1 bytes), and one the machine cannot grow further is
             // full where it stands (spilled as a run), never an abort.
-            let want = self.capacity.min(self.buf.len().saturating_mul(2).max(FIRST_ENTRIES));
-            if self.buf.try_reserve_exact(want - self.buf.len()).is_err() {
-                if self.buf.is_empty() {
+            let first = (FIRST_ENTRIES >> self.part_bits).max(16);
+            let want = self.part_capacity.min(part.buf.len().saturating_mul(2).max(first));
+            let before = part.buf.capacity();
+            if part.buf.try_reserve_exact(want - part.buf.len()).is_err() {
+                if part.buf.is_empty() {
                     return Err(std::io::Error::new(
                         std::io::ErrorKind::OutOfMemory,
                         "cannot allocate the external pass's buffer",
                     ));
                 }
-                self.spill(stale)?;
+                self.spill(p, stale)?;
+            } else {
+                self.held += part.buf.capacity() - before;
+                self.merged.buffer_bytes = self.merged.buffer_bytes.max((self.held * ENTRY_BYTES) as u64);
             }
         }
-        self.buf.push(e);
+        let part = &mut self.parts[p];
+        part.buf.push(e);
         self.merged.entries += 1;
-        if self.buf.len() >= self.capacity {
-            self.spill(stale)?;
+        // The partitions' buffers fill as many streams at once as there are partitions, more than the CPU's
+        // own prefetcher follows: the line the partition's entries reach next (three on) is asked for now.
+        prefetch(part.buf.spare_capacity_mut(), AHEAD);
+        if part.buf.len() >= self.part_capacity {
+            self.spill(p, stale)?;
         }
         Ok(())
     }
 
-    fn spill(&mut self, stale: &mut StaleSet) -> std::io::Result<()> {
-        self.merged.buffer_bytes = self.merged.buffer_bytes.max((self.buf.capacity() * ENTRY_BYTES) as u64);
+    /// Sorts partition `p`'s buffer, judges it and writes its survivors as a run of `p`.
+    fn spill(&mut self, p: usize, stale: &mut StaleSet) -> std::io::Result<()> {
         let t = std::time::Instant::now();
-        self.buf.sort_unstable();
+        let mut buf = std::mem::take(&mut self.parts[p].buf);
+        self.sorter.sort(&mut buf, self.part_bits);
         self.merged.phases.sort_seconds += t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
-        if self.file.is_none() {
-            self.file = Some(match &self.spill_dir {
+        let kept = judge_in_place(&mut buf, stale);
+        let survivors = &buf[..kept];
+        let starts = self.starts(survivors);
+        let file: &File = match self.file {
+            Some(ref file) => file,
+            None => self.file.insert(match &self.spill_dir {
                 Some(d) => tempfile::tempfile_in(d)?,
                 None => tempfile::tempfile()?,
-            });
-        }
-        let Some(file) = &self.file else { return Ok(()) };
+            }),
+        };
         let first = self.written;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
-        let mut result = Ok(());
-        let mut kept = 0u64;
-        each_key(&self.buf, |group| {
-            judge(group, stale, |e| {
-                if result.is_ok() {
-                    result = e.write(&mut out);
-                    kept += 1;
-                }
-            });
-        });
-        result?;
-        out.flush()?;
-        self.written += kept;
-        self.runs.push((first, kept));
+        let mut at = first * ENTRY_BYTES as u64;
+        for piece in survivors.chunks(WRITE_BYTES / ENTRY_BYTES) {
+            self.out.clear();
+            for &e in piece {
+                e.write(&mut self.out);
+            }
+            file.write_all_at(&self.out, at)?;
+            at += self.out.len() as u64;
+        }
+        self.written += kept as u64;
+        buf.clear();
+        let part = &mut self.parts[p];
+        part.buf = buf;
+        part.runs.push(Run { first, starts });
         self.merged.runs += 1;
-        self.merged.spilled_bytes += kept * ENTRY_BYTES as u64;
-        self.buf.clear();
+        self.merged.spilled_bytes += (kept * ENTRY_BYTES) as u64;
         self.merged.phases.spill_seconds += t.elapsed().as_secs_f64();
         Ok(())
     }
 
-    /// Merges every run (and what the buffer holds) by key and judges each key across them.
+    /// Judges every key across its partition's runs and buffer, a partition at a time, giving each
+    /// partition's memory back as it is done.
     ///
     /// # Errors
     /// A spill file cannot be read.
     pub(crate) fn finish(mut self, stale: &mut StaleSet) -> std::io::Result<Merged> {
-        self.merged.buffer_bytes = self.merged.buffer_bytes.max((self.buf.capacity() * ENTRY_BYTES) as u64);
-        let t = std::time::Instant::now();
-        self.buf.sort_unstable();
-        self.merged.phases.sort_seconds += t.elapsed().as_secs_f64();
-        let t = std::time::Instant::now();
-        let Some(file) = self.file.take() else {
-            // Everything fit in the buffer: one run, judged where it is.
-            let mut keys = 0;
-            each_key(&self.buf, |group| {
-                keys += 1;
-                judge(group, stale, |_| {});
-            });
-            self.merged.keys = keys;
-            self.merged.phases.merged_entries = self.buf.len() as u64;
-            self.merged.phases.merge_seconds = t.elapsed().as_secs_f64();
-            return Ok(self.merged);
-        };
-        // The buffer's entries are the last run, read from memory; the others from the file.
-        let mut sources: Vec<Source<'_>> =
-            self.runs.iter().map(|&(first, len)| Source::file(&file, first, len)).collect();
-        sources.push(Source::Memory { entries: &self.buf, at: 0 });
-        let mut heads = Vec::with_capacity(sources.len());
-        for s in &mut sources {
-            heads.push(s.next()?);
-        }
-        let mut tournament = Tournament::new(heads);
-        let mut group: Vec<Entry> = Vec::new();
+        // Slices read back together add at most twice a sixteenth of the budget (8 MiB at most: the entries
+        // and the sort's scratch) to it; a single slice larger than that is merged from its runs, 64 KiB a run.
+        let allowance = (self.capacity / 16).clamp(1, (8 << 20) / ENTRY_BYTES) as u64;
+        let mut parts = std::mem::take(&mut self.parts);
+        let mut load: Vec<Entry> = Vec::new();
         let (mut keys, mut merged) = (0u64, 0u64);
-        while let (i, Some(e)) = tournament.winner() {
-            merged += 1;
-            if group.first().is_some_and(|g| !g.same_key(e)) {
-                keys += 1;
-                judge(&group, stale, |_| {});
-                group.clear();
+        for part in &mut parts {
+            let Part { mut buf, runs } = std::mem::take(part);
+            let t = std::time::Instant::now();
+            self.sorter.sort(&mut buf, self.part_bits);
+            self.merged.phases.sort_seconds += t.elapsed().as_secs_f64();
+            merged += buf.len() as u64 + runs.iter().map(|r| r.len(0, self.slices())).sum::<u64>();
+            let file = match &self.file {
+                Some(file) if !runs.is_empty() => file,
+                _ => {
+                    let t = std::time::Instant::now();
+                    each_key(&buf, |group| {
+                        keys += 1;
+                        judge(group, stale, |_| {});
+                    });
+                    self.merged.phases.merge_seconds += t.elapsed().as_secs_f64();
+                    continue;
+                }
+            };
+            let in_buf = self.starts(&buf);
+            let size = |q: usize| runs.iter().map(|r| r.len(q, q + 1)).sum::<u64>() + in_buf[q + 1] - in_buf[q];
+            let mut from = 0;
+            while from < self.slices() {
+                // As many slices as the allowance holds (at least one).
+                let (mut to, mut n) = (from + 1, size(from));
+                while to < self.slices() && n + size(to) <= allowance {
+                    n += size(to);
+                    to += 1;
+                }
+                let t = std::time::Instant::now();
+                let in_memory = &buf[in_buf[from] as usize..in_buf[to] as usize];
+                let slices = runs.iter().map(|r| Source::file(file, r.first + r.starts[from], r.len(from, to)));
+                if n > allowance {
+                    let sources = slices.chain([Source::Memory { entries: in_memory, at: 0 }]);
+                    keys += merge_and_judge(sources, stale)?;
+                    self.merged.slices_merged += 1;
+                    self.merged.phases.merge_seconds += t.elapsed().as_secs_f64();
+                } else {
+                    self.merged.slice_reads += 1;
+                    load.clear();
+                    load.extend_from_slice(in_memory);
+                    for mut source in slices {
+                        while let Some(e) = source.next()? {
+                            load.push(e);
+                        }
+                    }
+                    self.merged.phases.merge_seconds += t.elapsed().as_secs_f64();
+                    let t = std::time::Instant::now();
+                    self.sorter.sort(&mut load, self.part_bits);
+                    self.merged.phases.sort_seconds += t.elapsed().as_secs_f64();
+                    let t = std::time::Instant::now();
+                    each_key(&load, |group| {
+                        keys += 1;
+                        judge(group, stale, |_| {});
+                    });
+                    self.merged.phases.merge_seconds += t.elapsed().as_secs_f64();
+                }
+                from = to;
             }
-            group.push(e);
-            tournament.advance(sources[i].next()?);
         }
-        if !group.is_empty() {
-            keys += 1;
-            judge(&group, stale, |_| {});
-        }
+        self.merged.buffer_bytes += (self.sorter.memory_bytes() + load.capacity() * ENTRY_BYTES) as u64;
         self.merged.keys = keys;
         self.merged.phases.merged_entries = merged;
-        self.merged.phases.merge_seconds = t.elapsed().as_secs_f64();
         Ok(self.merged)
     }
+}
+
+/// Merges sorted `sources` by key and judges each key across them; the keys seen.
+fn merge_and_judge<'a>(sources: impl Iterator<Item = Source<'a>>, stale: &mut StaleSet) -> std::io::Result<u64> {
+    let mut sources: Vec<Source<'a>> = sources.collect();
+    let mut heads = Vec::with_capacity(sources.len());
+    for s in &mut sources {
+        heads.push(s.next()?);
+    }
+    let mut tournament = Tournament::new(heads);
+    let mut group: Vec<Entry> = Vec::new();
+    let mut keys = 0u64;
+    while let (i, Some(e)) = tournament.winner() {
+        if group.first().is_some_and(|g| !g.same_key(e)) {
+            keys += 1;
+            judge(&group, stale, |_| {});
+            group.clear();
+        }
+        group.push(e);
+        tournament.advance(sources[i].next()?);
+    }
+    if !group.is_empty() {
+        keys += 1;
+        judge(&group, stale, |_| {});
+    }
+    Ok(keys)
 }
 
 /// A sorted run being merged.
@@ -335,6 +493,68 @@ mod tests {
             assert_eq!(merged.runs > 0, capacity < 5_000, "capacity {capacity}: {merged:?}");
             // Every entry that survived its run is merged once: the last buffer's and the runs' survivors.
             assert!(merged.phases.merged_entries > 0 && merged.phases.merged_entries <= merged.entries, "{merged:?}");
+        }
+    }
+
+    /// The stale offsets of `records` (key, offset, mapped) by a map of each key's latest mapped offset.
+    fn by_map(records: &[(u128, u64, bool)]) -> Vec<u64> {
+        let mut latest = std::collections::HashMap::new();
+        for &(k, o, _) in records.iter().filter(|r| r.2) {
+            let l = latest.entry(k).or_insert(o);
+            *l = (*l).max(o);
+        }
+        records.iter().filter(|&&(k, o, _)| latest.get(&k).is_some_and(|&l| o < l)).map(|r| r.1).collect()
+    }
+
+    #[test]
+    fn partitions_and_slices_mark_what_a_full_map_would() {
+        // Hashes spread over every partition, plus a crowd of keys sharing their top 16 bits (one slice
+        // larger than any read-back allowance); the first part only asked about, the rest mapped.
+        let mut rng = log_core::workload::SplitMix64::new(5);
+        let spread: Vec<u128> =
+            (0..40_000).map(|_| u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64())).collect();
+        let crowd: Vec<u128> = (0..12_000)
+            .map(|_| u128::from(0xABCD_0000_0000_0000 | rng.next_u64() >> 16) << 64 | u128::from(rng.next_u64()))
+            .collect();
+        let n = 200_000u64;
+        let records: Vec<(u128, u64, bool)> = (0..n)
+            .map(|o| {
+                let r = rng.next_u64();
+                let k = if r.is_multiple_of(4) {
+                    crowd[(r / 4 % 12_000) as usize]
+                } else {
+                    spread[(r / 4 % 40_000) as usize]
+                };
+                (k, o, o >= 30_000)
+            })
+            .collect();
+        let expected = by_map(&records);
+        let keys = records.iter().map(|r| r.0).collect::<std::collections::HashSet<_>>().len() as u64;
+        // Capacity: 2^17 and 2^18 entries make two and four partitions (the crowd's overflows at 2^18), 2^20 sixteen
+        // that hold everything; 16 one partition of one slice, merged
+        // from 12,500 runs; 5,000 one of 64 slices, each larger than its allowance (312 entries).
+        for (capacity, spills, read_back) in [
+            (16, true, false),
+            (5_000, true, false),
+            (1 << 17, true, true),
+            (1 << 18, true, true),
+            (1 << 20, false, false),
+        ] {
+            let mut stale = StaleSet::new(0, n, None).expect("set");
+            let mut runs = Runs::new(capacity, None);
+            let part_bits = runs.part_bits;
+            for &(k, o, m) in &records {
+                runs.push(Entry::new(k, o, m), &mut stale).expect("push");
+            }
+            let merged = runs.finish(&mut stale).expect("finish");
+            let found: Vec<u64> = (0..n).filter(|&o| stale.contains(o)).collect();
+            assert_eq!(found, expected, "capacity {capacity}");
+            assert_eq!(merged.keys, keys, "capacity {capacity}");
+            assert_eq!(merged.runs > 0, spills, "capacity {capacity}: {merged:?}");
+            // Slices read back whole where they fit a sixteenth of the budget; the crowded one merged.
+            assert_eq!(merged.slice_reads > 0, read_back, "capacity {capacity}: {merged:?}");
+            assert_eq!(merged.slices_merged > 0, spills, "capacity {capacity}: {merged:?}");
+            assert_eq!(part_bits > 0, capacity >= 1 << 17, "capacity {capacity}");
         }
     }
 }

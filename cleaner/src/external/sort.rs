@@ -1,0 +1,115 @@
+//! Sorting a partition's entries by hash in linear time: one counting pass on the hash bits just below the
+//! partition's own (as many bits as the entries need for about one key a bucket), then each bucket of two or
+//! more entries sorted on its own. The result is the entries' full order (hash, then offset), which the runs'
+//! merge needs; a comparison sort of the same entries took most of pass 1's judging (about 45 ns an entry for
+//! a 128 MiB buffer, 30 for a partition's few hundred KiB).
+
+use super::entry::Entry;
+
+/// Buckets at most (2^20: 4 MiB of counts), whatever the entries.
+const MAX_BUCKET_BITS: u32 = 20;
+
+/// Entries below which a comparison sort is as quick.
+const SMALL: usize = 64;
+
+/// A bucket's length up to which an insertion sort orders it (longer: many entries of one key).
+const INSERTION: usize = 16;
+
+/// The scratch a sort reuses: the entries placed by bucket, and the buckets' counts.
+#[derive(Default)]
+pub(super) struct Sorter {
+    scratch: Vec<Entry>,
+    counts: Vec<u32>,
+}
+
+impl Sorter {
+    /// Sorts `entries`, whose hashes all share their top `skip_bits` bits (a partition's).
+    pub(super) fn sort(&mut self, entries: &mut [Entry], skip_bits: u32) {
+        let n = entries.len();
+        if n < SMALL || n > u32::MAX as usize || skip_bits >= 64 - MAX_BUCKET_BITS {
+            entries.sort_unstable();
+            return;
+        }
+        let bits = (usize::BITS - (n - 1).leading_zeros()).clamp(1, MAX_BUCKET_BITS);
+        let bucket = |e: &Entry| ((e.hi() << skip_bits) >> (64 - bits)) as usize;
+        self.counts.clear();
+        self.counts.resize(1 << bits, 0);
+        for e in entries.iter() {
+            self.counts[bucket(e)] += 1;
+        }
+        // Each bucket's start.
+        let mut at = 0u32;
+        for c in &mut self.counts {
+            let len = *c;
+            *c = at;
+            at += len;
+        }
+        self.scratch.clear();
+        self.scratch.resize(n, Entry::default());
+        for &e in entries.iter() {
+            let slot = &mut self.counts[bucket(&e)];
+            self.scratch[*slot as usize] = e;
+            *slot += 1;
+        }
+        entries.copy_from_slice(&self.scratch);
+        // Each count is now its bucket's end.
+        let mut start = 0usize;
+        for &end in &self.counts {
+            let end = end as usize;
+            let run = &mut entries[start..end];
+            if run.len() > INSERTION {
+                run.sort_unstable();
+            } else if run.len() > 1 {
+                insertion_sort(run);
+            }
+            start = end;
+        }
+    }
+
+    /// Bytes the scratch holds.
+    pub(super) fn memory_bytes(&self) -> usize {
+        self.scratch.capacity() * std::mem::size_of::<Entry>() + self.counts.capacity() * 4
+    }
+}
+
+fn insertion_sort(run: &mut [Entry]) {
+    for i in 1..run.len() {
+        let mut j = i;
+        while j > 0 && run[j] < run[j - 1] {
+            run.swap(j, j - 1);
+            j -= 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_counting_sort_gives_the_full_order() {
+        let mut rng = log_core::workload::SplitMix64::new(11);
+        let mut sorter = Sorter::default();
+        for (n, skip_bits, keys) in
+            [(0, 0, 1), (10, 0, 5), (100, 0, 1), (5_000, 0, 3_000), (5_000, 8, 40), (70_000, 10, 9_000)]
+        {
+            // Keys sharing their top `skip_bits` bits, some repeated (one key many times when keys is 1), and
+            // some that share all of `hi` but not `lo`.
+            let top = if skip_bits == 0 { 0 } else { (rng.next_u64() >> (64 - skip_bits)) << (64 - skip_bits) };
+            let universe: Vec<u128> = (0..keys)
+                .map(|i| {
+                    let hi = top | (rng.next_u64() >> skip_bits);
+                    let hi = if i % 7 == 1 { top } else { hi };
+                    (u128::from(hi) << 64) | u128::from(rng.next_u64() % 3)
+                })
+                .collect();
+            let mut entries: Vec<Entry> = (0..n)
+                .map(|o| Entry::new(universe[(rng.next_u64() % keys) as usize], rng.next_u64() >> 2, o % 3 == 0))
+                .collect();
+            let mut expected = entries.clone();
+            expected.sort_unstable();
+            sorter.sort(&mut entries, skip_bits);
+            assert_eq!(entries, expected, "{n} entries, {skip_bits} bits skipped, {keys} keys");
+        }
+    }
+}
