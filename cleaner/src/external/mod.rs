@@ -4,22 +4,24 @@
 //! Pass 1 reads every closed segment up to the end of the dirty section (the clean ones too: their records
 //! are what pass 2 will ask about) and gives each keyed record an entry: the key's 128-bit hash, its offset,
 //! and whether pass 1 maps it (a record of the dirty section, outside control and aborted batches) or only
-//! asks about it (a record pass 2 may look up). Entries fill a buffer of the budget's size, cut into up to 256
-//! partitions by the top bits of the hash (every entry of a key in one), each at least 4096 entries. A full
-//! partition is sorted by hash and offset and its runs of one hash are judged at once: every entry below the
-//! latest mapped offset of its hash is *stale* (a newer record of its key was mapped), and only the rest is
-//! written to a temporary file as a sorted run of that partition (about one entry a key). At the end each
-//! partition's runs are read back and judged the same way across runs: sorted together in memory when they
-//! come to at most an eighth of the budget (and 16 MiB), merged from the file otherwise. A partition's sort
-//! fits the CPU's caches where the whole budget's did not, and no merge plays every run of the pass at once.
+//! asks about it (a record pass 2 may look up). Entries fill a buffer of the budget's size, cut into up to 1024
+//! partitions by the top bits of the hash (every entry of a key in one), each at least 65,536 entries (1.5 MiB:
+//! 64 of a 128 MiB budget). A full partition is sorted by hash and offset (a counting pass on the hash) and its
+//! runs of one hash are judged at once: every entry below the latest mapped offset of its hash is *stale* (a
+//! newer record of its key was mapped), and only the rest is written to a temporary file as a sorted run of
+//! that partition (about one entry a key), which records where each slice of the partition (the hash's next
+//! bits) starts in it. At the end each partition is judged the same way across its runs, a few slices at a
+//! time: read back from every run and sorted together when they come to at most a sixteenth of the budget
+//! (and 8 MiB), merged from the runs for a single slice larger than that. A partition's sort fits the CPU's
+//! caches where the whole budget's did not, and no merge plays every run of the pass at once.
 //! Stale offsets go into a bit set over the section's offsets, which pass 2 reads
 //! instead of a map: a record is dropped as superseded exactly when its offset is stale, which is what the
 //! in-memory maps decide by key.
 //!
 //! Memory: the buffer (grown by doubling from 1.5 MiB as entries come, up to the budget, so a budget larger
 //! than the machine gives costs only what the keys need, and one the machine cannot grow further is full where
-//! it stands), while judging the runs, one partition read back (at most an eighth of the budget and 16 MiB) or a read
-//! buffer per run of a larger one (64 KiB each), and the bit set (a bit
+//! it stands), while judging the runs, the slices read back (at most a sixteenth of the budget and 8 MiB, and as
+//! much again for their sort) or a read buffer per run of a larger slice (64 KiB each), and the bit set (a bit
 //! per offset from the log's start to the end of the dirty section, in memory up to 32 MiB and in a temporary
 //! file beyond). Disk: about 24 bytes a record of the runs, written once and read once, in the spill directory
 //! (the system's temporary directory unless [`crate::CleanerConfig::spill_dir`] names one); the files are
