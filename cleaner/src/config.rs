@@ -34,7 +34,8 @@ pub struct CleanerConfig {
     /// group's output in order; pass 1 reads the dirty section once into one map of the
     /// whole buffer (a map split between
     /// threads made every thread decode the whole section for its share of the keys: 1.28 times the time of
-    /// one thread, measured).
+    /// one thread, measured); the external pass's pass 1 reads on one thread and partitions, sorts, judges and
+    /// spills on another.
     pub threads: usize,
     /// One pass whatever the keys (`--map auto`): when the map fills before the dirty section's end, the pass
     /// maps the section again with the external pass, in the same buffer, instead of leaving the rest to more

@@ -88,7 +88,7 @@ impl Cleaner {
     pub fn new(config: CleanerConfig, clock: Arc<dyn Clock>) -> Result<Self> {
         let strategy = if config.map == MapKind::External {
             config.validate()?;
-            Strategy::External(External::new(config.dedupe_buffer_bytes, config.spill_dir.clone()))
+            Strategy::External(External::new(config.dedupe_buffer_bytes, config.spill_dir.clone(), config.threads))
         } else {
             Strategy::Map(config.build_map()?)
         };
@@ -404,8 +404,9 @@ impl Cleaner {
                     stats.map = MapKind::External.name().to_owned();
                     // Its keys are of no use to pass 2 now (the stale set answers): its pages go first.
                     map.release();
-                    let external = fallback
-                        .get_or_insert_with(|| External::new(config.dedupe_buffer_bytes, config.spill_dir.clone()));
+                    let external = fallback.get_or_insert_with(|| {
+                        External::new(config.dedupe_buffer_bytes, config.spill_dir.clone(), config.threads)
+                    });
                     let below = below();
                     if let Some(m) = meter {
                         m.begin(STAGE_MAP, Some(below.iter().map(|s| s.size()).sum()));

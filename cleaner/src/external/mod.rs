@@ -39,6 +39,7 @@ mod tournament;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use log_core::{Placed, SealedSegment};
 
@@ -57,51 +58,37 @@ pub(crate) use stale::StaleSet;
 pub(crate) struct External {
     budget: usize,
     spill_dir: Option<PathBuf>,
+    /// The cleaner's threads: with two or more, pass 1 reads on one and judges on another.
+    threads: usize,
     stats: MapStats,
 }
 
-/// What pass 1 of an external pass leaves for pass 2.
-#[derive(Debug)]
-pub(crate) struct Mapped {
-    /// The stale offsets.
-    pub(crate) stale: StaleSet,
-    /// What the scan read.
-    pub(crate) scanned: Scanned,
+/// Entries a chunk carries from the reading thread to the judging one (1.5 MiB).
+const CHUNK: usize = 1 << 16;
+
+/// Chunks in flight between them, besides the two being filled and judged.
+const IN_FLIGHT: usize = 2;
+
+/// What pass 1 reads: the segments, and the dirty section's bounds.
+struct Scan<'a> {
+    segments: &'a [Arc<SealedSegment>],
+    checkpoint: u64,
+    limit: u64,
 }
 
-impl External {
-    pub(crate) fn new(budget: usize, spill_dir: Option<PathBuf>) -> Self {
-        External { budget, spill_dir, stats: MapStats::default() }
-    }
-
-    /// The figures of the last pass, in a map's terms (entries: distinct keys seen; memory: the budget).
-    pub(crate) fn stats(&self) -> MapStats {
-        self.stats.clone()
-    }
-
-    /// Pass 1 over `segments` (every closed segment from the log's start that pass 2 may read, in order): the
-    /// stale offsets below `limit` given that `checkpoint..limit` is the dirty section.
-    ///
-    /// # Errors
-    /// [`Error::Log`] for damage or I/O (the spill files' too); [`Error::Aborted`] when stopped.
-    pub(crate) fn map(
-        &mut self,
-        segments: &[Arc<SealedSegment>],
-        checkpoint: u64,
-        limit: u64,
+impl Scan<'_> {
+    /// Gives `emit` an entry for every keyed record below the limit, in the log's order: mapped when it lies
+    /// in the dirty section outside control and aborted batches, only asked about otherwise.
+    fn entries(
+        &self,
         txns: &mut Pass1Txns<'_>,
         pace: &mut Pace<'_>,
-    ) -> Result<Mapped> {
-        let start = segments.first().map_or(limit, |s| s.base()).min(limit);
-        let dir = self.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
-        let spill_error = |source: std::io::Error| {
-            Error::Log(log_core::Error::Io { op: "spill to", name: dir.display().to_string(), source })
-        };
-        let mut stale = StaleSet::new(start, limit, self.spill_dir.as_deref()).map_err(spill_error)?;
-        let mut runs = Runs::new(self.budget / ENTRY_BYTES, self.spill_dir.clone());
-        let mut scanned = Scanned::default();
+        scanned: &mut Scanned,
+        mut emit: impl FnMut(Entry) -> Result<()>,
+    ) -> Result<()> {
+        let (checkpoint, limit) = (self.checkpoint, self.limit);
         let mut scratch = Vec::new();
-        for segment in segments {
+        for segment in self.segments {
             if segment.base() >= limit {
                 break;
             }
@@ -127,12 +114,114 @@ impl External {
                         let Some(key) = rec.key.filter(|_| rec.offset < limit) else { continue };
                         let h = xxhash_rust::xxh3::xxh3_128(key);
                         let mapped = maps && rec.offset >= checkpoint;
-                        runs.push(Entry::new(h, rec.offset, mapped), &mut stale).map_err(spill_error)?;
+                        emit(Entry::new(h, rec.offset, mapped))?;
                     }
                 }
             }
         }
-        let merged = runs.finish(&mut stale).map_err(spill_error)?;
+        Ok(())
+    }
+}
+
+/// What pass 1 of an external pass leaves for pass 2.
+#[derive(Debug)]
+pub(crate) struct Mapped {
+    /// The stale offsets.
+    pub(crate) stale: StaleSet,
+    /// What the scan read.
+    pub(crate) scanned: Scanned,
+}
+
+impl External {
+    pub(crate) fn new(budget: usize, spill_dir: Option<PathBuf>, threads: usize) -> Self {
+        External { budget, spill_dir, threads, stats: MapStats::default() }
+    }
+
+    /// The figures of the last pass, in a map's terms (entries: distinct keys seen; memory: the budget).
+    pub(crate) fn stats(&self) -> MapStats {
+        self.stats.clone()
+    }
+
+    /// Pass 1 over `segments` (every closed segment from the log's start that pass 2 may read, in order): the
+    /// stale offsets below `limit` given that `checkpoint..limit` is the dirty section.
+    ///
+    /// With two threads or more, the segments are read, parsed and hashed on this thread while another
+    /// partitions, sorts, judges and spills the entries, which take the larger share of the pass: they meet
+    /// through a few chunks of [`CHUNK`] entries in flight, so the memory added is a few MiB whatever the budget.
+    ///
+    /// # Errors
+    /// [`Error::Log`] for damage or I/O (the spill files' too); [`Error::Aborted`] when stopped.
+    pub(crate) fn map(
+        &mut self,
+        segments: &[Arc<SealedSegment>],
+        checkpoint: u64,
+        limit: u64,
+        txns: &mut Pass1Txns<'_>,
+        pace: &mut Pace<'_>,
+    ) -> Result<Mapped> {
+        let start = segments.first().map_or(limit, |s| s.base()).min(limit);
+        let dir = self.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
+        let spill_error = |source: std::io::Error| {
+            Error::Log(log_core::Error::Io { op: "spill to", name: dir.display().to_string(), source })
+        };
+        let mut stale = StaleSet::new(start, limit, self.spill_dir.as_deref()).map_err(spill_error)?;
+        let mut runs = Runs::new(self.budget / ENTRY_BYTES, self.spill_dir.clone());
+        let mut scanned = Scanned::default();
+        let scan = Scan { segments, checkpoint, limit };
+        let (merged, stale) = if self.threads < 2 {
+            scan.entries(txns, pace, &mut scanned, |e| runs.push(e, &mut stale).map_err(spill_error))?;
+            (runs.finish(&mut stale).map_err(spill_error)?, stale)
+        } else {
+            let failed = AtomicBool::new(false);
+            std::thread::scope(|scope| {
+                let (to_judge, chunks) = std::sync::mpsc::sync_channel::<Vec<Entry>>(IN_FLIGHT);
+                let (give_back, spare) = std::sync::mpsc::channel::<Vec<Entry>>();
+                let failed = &failed;
+                let judging = scope.spawn(move || -> std::io::Result<Option<(runs::Merged, StaleSet)>> {
+                    for mut chunk in chunks {
+                        if failed.load(Ordering::Acquire) {
+                            return Ok(None);
+                        }
+                        for &e in &chunk {
+                            runs.push(e, &mut stale)?;
+                        }
+                        chunk.clear();
+                        // The reader may have stopped; the chunk is then dropped here.
+                        let _ = give_back.send(chunk);
+                    }
+                    if failed.load(Ordering::Acquire) {
+                        return Ok(None);
+                    }
+                    Ok(Some((runs.finish(&mut stale)?, stale)))
+                });
+                let mut chunk = Vec::with_capacity(CHUNK);
+                let mut read = scan.entries(txns, pace, &mut scanned, |e| {
+                    chunk.push(e);
+                    if chunk.len() == CHUNK {
+                        let next = spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+                        // A failed send: the judging thread stopped on an error, which its join gives.
+                        to_judge.send(std::mem::replace(&mut chunk, next)).map_err(|_| Error::Aborted)?;
+                    }
+                    Ok(())
+                });
+                if read.is_ok() && !chunk.is_empty() {
+                    read = to_judge.send(chunk).map_err(|_| Error::Aborted);
+                }
+                failed.store(read.is_err(), Ordering::Release);
+                drop(to_judge);
+                let judged = match judging.join() {
+                    Ok(judged) => judged,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                };
+                // The judging thread's error first: the reader's is then only that it could not hand on.
+                match (judged, read) {
+                    (Err(e), _) => Err(spill_error(e)),
+                    (Ok(_), Err(e)) => Err(e),
+                    (Ok(Some(judged)), Ok(())) => Ok(judged),
+                    (Ok(None), Ok(())) => Err(Error::Aborted),
+                }
+            })?
+        };
         self.stats = MapStats {
             entries: merged.keys,
             capacity: u64::MAX,

@@ -1,9 +1,11 @@
-//! The `cleaner` crate's tests in one binary (one link instead of 5): each module was a
+//! The `cleaner` crate's tests in one binary (one link instead of 7): each module was a
 //! test file of its own. Run one with `cargo test -p cleaner --test suite MODULE::`.
 
 mod concurrent_readers;
+mod external_threads;
 mod kafka_model;
 mod kafka_rules;
 mod manager;
 mod one_pass;
 mod pass_settings;
+mod written;

@@ -2,62 +2,17 @@
 //! section of any key count is cleaned in one pass; a section the map holds is cleaned by the map, its files
 //! exactly the map's own.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cleaner::{Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions};
-use log_core::{AppendRecord, Log, LogConfig, SegmentStore};
-use storage_mem::MemStore;
 
-const NOW: i64 = 1_000_000_000;
-
-/// A log of `records` records over `keys` keys (every seventh a tombstone), in segments of 4 KiB, rolled.
-fn written(keys: u64, records: u64) -> (Arc<MemStore>, Log) {
-    let store = Arc::new(MemStore::new());
-    let config = LogConfig { segment_bytes: 4096, ..LogConfig::default() };
-    let log = Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config)).expect("open");
-    for i in 0..records {
-        let key = format!("key-{}", (i * 7919) % keys);
-        let value = format!("value-{i}");
-        let value = (i % 7 != 6).then_some(value.as_bytes());
-        let rec = AppendRecord { key: Some(key.as_bytes()), value, timestamp: NOW - 10_000, headers: &[] };
-        log.append(&rec).expect("append");
-    }
-    log.roll().expect("roll");
-    (store, log)
-}
+use crate::written::{NOW, files, records, written};
 
 /// Skimpy in a buffer holding `keys` keys; `one_pass` as given.
 fn skimpy(keys: usize, one_pass: bool) -> Cleaner {
     let bytes = MapKind::Skimpy.bytes_for(keys, 0.9, 1);
     let config = CleanerConfig { dedupe_buffer_bytes: bytes, one_pass, ..CleanerConfig::default() };
     Cleaner::new(config, Arc::new(ManualClock::new(NOW))).expect("cleaner")
-}
-
-/// Every file of the store and its bytes.
-fn files(store: &MemStore) -> BTreeMap<String, Vec<u8>> {
-    store
-        .list()
-        .expect("list")
-        .into_iter()
-        .map(|name| {
-            let file = store.open(&name).expect("open");
-            let mut bytes = vec![0u8; usize::try_from(file.len()).expect("size")];
-            file.read_at(0, &mut bytes).expect("read");
-            (name, bytes)
-        })
-        .collect()
-}
-
-/// Every record as `(offset, key, value)`.
-fn records(log: &Log) -> Vec<(u64, Vec<u8>, Option<Vec<u8>>)> {
-    log.snapshot()
-        .reader(0)
-        .map(|r| {
-            let r = r.expect("read");
-            (r.offset, r.key.expect("key"), r.value)
-        })
-        .collect()
 }
 
 #[test]
