@@ -11,8 +11,8 @@
 //! newer record of its key was mapped), and only the rest is written to a temporary file as a sorted run of
 //! that partition (about one entry a key), which records where each slice of the partition (the hash's next
 //! bits) starts in it. At the end each partition is judged the same way across its runs, a few slices at a
-//! time: read back from every run and sorted together when they come to at most a sixteenth of the budget
-//! (and 8 MiB), merged from the runs for a single slice larger than that. A partition's sort fits the CPU's
+//! time: read back from every run and sorted together when they come to at most a thirty-second of the
+//! budget (and 4 MiB), merged from the runs for a single slice larger than that. A partition's sort fits the CPU's
 //! caches where the whole budget's did not, and no merge plays every run of the pass at once.
 //! Stale offsets go into a bit set over the section's offsets, which pass 2 reads
 //! instead of a map: a record is dropped as superseded exactly when its offset is stale, which is what the
@@ -20,7 +20,7 @@
 //!
 //! Memory: the buffer (grown by doubling from 1.5 MiB as entries come, up to the budget, so a budget larger
 //! than the machine gives costs only what the keys need, and one the machine cannot grow further is full where
-//! it stands), while judging the runs, the slices read back (at most a sixteenth of the budget and 8 MiB, and as
+//! it stands), while judging the runs, the slices read back (at most a thirty-second of the budget and 4 MiB, and as
 //! much again for their sort) or a read buffer per run of a larger slice (64 KiB each), and the bit set (a bit
 //! per offset from the log's start to the end of the dirty section, in memory up to 32 MiB and in a temporary
 //! file beyond). Disk: about 24 bytes a record of the runs, written once and read once, in the spill directory

@@ -117,9 +117,15 @@ pub(crate) struct Runs {
     slice_bits: u32,
     /// Entries a partition's buffer holds before it spills.
     part_capacity: usize,
-    parts: Vec<Part>,
-    /// Entries the partitions' buffers hold room for, all together.
-    held: usize,
+    /// The partitions' buffers in one allocation (so that growing them is one reallocation, never a heap of
+    /// freed smaller ones): partition `p`'s region is `p * region..(p + 1) * region`, its entries the first
+    /// `fill[p]` of it.
+    buf: Vec<Entry>,
+    /// Entries of each partition's region: doubling up to `part_capacity` as the work needs.
+    region: usize,
+    fill: Vec<usize>,
+    /// Each partition's runs in the spill file.
+    runs: Vec<Vec<Run>>,
     spill_dir: Option<PathBuf>,
     file: Option<File>,
     /// Entries written to the spill file.
@@ -128,13 +134,6 @@ pub(crate) struct Runs {
     out: Vec<u8>,
     sorter: Sorter,
     merged: Merged,
-}
-
-/// A partition: its buffer and its runs in the spill file.
-#[derive(Default)]
-struct Part {
-    buf: Vec<Entry>,
-    runs: Vec<Run>,
 }
 
 /// A sorted run in the spill file: its first entry's index there, and where each slice starts within it
@@ -191,13 +190,17 @@ impl Runs {
             part_bits,
             slice_bits,
             part_capacity,
-            parts: (0..1usize << part_bits).map(|_| Part::default()).collect(),
-            held: 0,
+            buf: Vec::new(),
+            region: 0,
+            fill: vec![0; 1 << part_bits],
+            runs: (0..1usize << part_bits).map(|_| Vec::new()).collect(),
             spill_dir,
             file: None,
             written: 0,
             out: Vec::new(),
-            sorter: Sorter::default(),
+            // A sixteenth of the budget: a partition's buffer (a sixty-fourth of a 128 MiB budget) and the
+            // slices read back (a thirty-second) sort through it; one partition of a small budget sorts in place.
+            sorter: Sorter::new(capacity / 16),
             merged: Merged::default(),
         }
     }
@@ -232,48 +235,65 @@ impl Runs {
     /// The spill file cannot be made or written.
     pub(crate) fn push(&mut self, e: Entry, stale: &mut StaleSet) -> std::io::Result<()> {
         let p = self.part_of(e);
-        let part = &mut self.parts[p];
-        if part.buf.len() == part.buf.capacity() {
-            // The buffer grows with the work, doubling up to the budget: a pass over a few keys takes a little
-            // memory whatever the budget (1 TiB, 2^64 - 1 bytes), and one the machine cannot grow further is
-            // full where it stands (spilled as a run), never an abort.
-            let first = (FIRST_ENTRIES >> self.part_bits).max(16);
-            let want = self.part_capacity.min(part.buf.len().saturating_mul(2).max(first));
-            let before = part.buf.capacity();
-            if part.buf.try_reserve_exact(want - part.buf.len()).is_err() {
-                if part.buf.is_empty() {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::OutOfMemory,
-                        "cannot allocate the external pass's buffer",
-                    ));
-                }
-                self.spill(p, stale)?;
-            } else {
-                self.held += part.buf.capacity() - before;
-                self.merged.buffer_bytes = self.merged.buffer_bytes.max((self.held * ENTRY_BYTES) as u64);
+        if self.fill[p] == self.region && !self.grow() {
+            // One the machine cannot grow further is full where it stands (spilled as a run), never an abort.
+            if self.fill[p] == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::OutOfMemory,
+                    "cannot allocate the external pass's buffer",
+                ));
             }
+            self.spill(p, stale)?;
         }
-        let part = &mut self.parts[p];
-        part.buf.push(e);
+        let at = p * self.region + self.fill[p];
+        self.buf[at] = e;
+        self.fill[p] += 1;
         self.merged.entries += 1;
-        // The partitions' buffers fill as many streams at once as there are partitions, more than the CPU's
+        // The partitions' regions fill as many streams at once as there are partitions, more than the CPU's
         // own prefetcher follows: the line the partition's entries reach next (three on) is asked for now.
-        prefetch(part.buf.spare_capacity_mut(), AHEAD);
-        if part.buf.len() >= self.part_capacity {
+        prefetch(&self.buf, at + AHEAD);
+        if self.fill[p] >= self.part_capacity {
             self.spill(p, stale)?;
         }
         Ok(())
     }
 
-    /// Sorts partition `p`'s buffer, judges it and writes its survivors as a run of `p`.
+    /// Doubles every partition's region (up to `part_capacity`), moving each partition's entries to its new
+    /// region: the buffer grows with the work, so a pass over a few keys takes a little memory whatever the
+    /// budget (1 TiB, 2^64 - 1 bytes). False, changing nothing, when the regions are at their full size or the
+    /// memory cannot be had.
+    fn grow(&mut self) -> bool {
+        let first = (FIRST_ENTRIES >> self.part_bits).max(16);
+        let region = self.part_capacity.min(self.region.saturating_mul(2).max(first));
+        if region <= self.region {
+            return false;
+        }
+        let parts = self.fill.len();
+        if self.buf.try_reserve_exact((region - self.region) * parts).is_err() {
+            return false;
+        }
+        self.buf.resize(region * parts, Entry::default());
+        // From the last partition down: each one's new region starts at or past its old one and past every
+        // lower partition's entries, so a move never overwrites entries not yet moved.
+        for p in (0..parts).rev() {
+            let from = p * self.region;
+            self.buf.copy_within(from..from + self.fill[p], p * region);
+        }
+        self.region = region;
+        self.merged.buffer_bytes = self.merged.buffer_bytes.max((self.buf.len() * ENTRY_BYTES) as u64);
+        true
+    }
+
+    /// Sorts partition `p`'s entries, judges them and writes their survivors as a run of `p`.
     fn spill(&mut self, p: usize, stale: &mut StaleSet) -> std::io::Result<()> {
         let t = std::time::Instant::now();
-        let mut buf = std::mem::take(&mut self.parts[p].buf);
-        self.sorter.sort(&mut buf, self.part_bits);
+        let from = p * self.region;
+        let entries = &mut self.buf[from..from + self.fill[p]];
+        self.sorter.sort(entries, self.part_bits);
         self.merged.phases.sort_seconds += t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
-        let kept = judge_in_place(&mut buf, stale);
-        let survivors = &buf[..kept];
+        let kept = judge_in_place(entries, stale);
+        let survivors = &self.buf[from..from + kept];
         let starts = self.starts(survivors);
         let file: &File = match self.file {
             Some(ref file) => file,
@@ -293,39 +313,37 @@ impl Runs {
             at += self.out.len() as u64;
         }
         self.written += kept as u64;
-        buf.clear();
-        let part = &mut self.parts[p];
-        part.buf = buf;
-        part.runs.push(Run { first, starts });
+        self.fill[p] = 0;
+        self.runs[p].push(Run { first, starts });
         self.merged.runs += 1;
         self.merged.spilled_bytes += (kept * ENTRY_BYTES) as u64;
         self.merged.phases.spill_seconds += t.elapsed().as_secs_f64();
         Ok(())
     }
 
-    /// Judges every key across its partition's runs and buffer, a partition at a time, giving each
-    /// partition's memory back as it is done.
+    /// Judges every key across its partition's runs and buffer, a partition at a time.
     ///
     /// # Errors
     /// A spill file cannot be read.
     pub(crate) fn finish(mut self, stale: &mut StaleSet) -> std::io::Result<Merged> {
-        // Slices read back together add at most twice a sixteenth of the budget (8 MiB at most: the entries
+        // Slices read back together add at most twice a thirty-second of the budget (4 MiB at most: the entries
         // and the sort's scratch) to it; a single slice larger than that is merged from its runs, 64 KiB a run.
-        let allowance = (self.capacity / 16).clamp(1, (8 << 20) / ENTRY_BYTES) as u64;
-        let mut parts = std::mem::take(&mut self.parts);
+        let allowance = (self.capacity / 32).clamp(1, (4 << 20) / ENTRY_BYTES) as u64;
         let mut load: Vec<Entry> = Vec::new();
         let (mut keys, mut merged) = (0u64, 0u64);
-        for part in &mut parts {
-            let Part { mut buf, runs } = std::mem::take(part);
+        for p in 0..self.fill.len() {
+            let runs = std::mem::take(&mut self.runs[p]);
+            let range = p * self.region..p * self.region + self.fill[p];
             let t = std::time::Instant::now();
-            self.sorter.sort(&mut buf, self.part_bits);
+            self.sorter.sort(&mut self.buf[range.clone()], self.part_bits);
             self.merged.phases.sort_seconds += t.elapsed().as_secs_f64();
+            let buf = &self.buf[range];
             merged += buf.len() as u64 + runs.iter().map(|r| r.len(0, self.slices())).sum::<u64>();
             let file = match &self.file {
                 Some(file) if !runs.is_empty() => file,
                 _ => {
                     let t = std::time::Instant::now();
-                    each_key(&buf, |group| {
+                    each_key(buf, |group| {
                         keys += 1;
                         judge(group, stale, |_| {});
                     });
@@ -333,7 +351,7 @@ impl Runs {
                     continue;
                 }
             };
-            let in_buf = self.starts(&buf);
+            let in_buf = self.starts(buf);
             let size = |q: usize| runs.iter().map(|r| r.len(q, q + 1)).sum::<u64>() + in_buf[q + 1] - in_buf[q];
             let mut from = 0;
             while from < self.slices() {
@@ -532,7 +550,7 @@ mod tests {
         let keys = records.iter().map(|r| r.0).collect::<std::collections::HashSet<_>>().len() as u64;
         // Capacity: 2^17 and 2^18 entries make two and four partitions (the crowd's overflows at 2^18), 2^20 sixteen
         // that hold everything; 16 one partition of one slice, merged
-        // from 12,500 runs; 5,000 one of 64 slices, each larger than its allowance (312 entries).
+        // from 12,500 runs; 5,000 one of 64 slices, each larger than its allowance (156 entries).
         for (capacity, spills, read_back) in [
             (16, true, false),
             (5_000, true, false),
@@ -551,7 +569,7 @@ mod tests {
             assert_eq!(found, expected, "capacity {capacity}");
             assert_eq!(merged.keys, keys, "capacity {capacity}");
             assert_eq!(merged.runs > 0, spills, "capacity {capacity}: {merged:?}");
-            // Slices read back whole where they fit a sixteenth of the budget; the crowded one merged.
+            // Slices read back whole where they fit a thirty-second of the budget; the crowded one merged.
             assert_eq!(merged.slice_reads > 0, read_back, "capacity {capacity}: {merged:?}");
             assert_eq!(merged.slices_merged > 0, spills, "capacity {capacity}: {merged:?}");
             assert_eq!(part_bits > 0, capacity >= 1 << 17, "capacity {capacity}");

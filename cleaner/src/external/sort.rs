@@ -20,13 +20,21 @@ const INSERTION: usize = 16;
 pub(super) struct Sorter {
     scratch: Vec<Entry>,
     counts: Vec<u32>,
+    /// The most entries sorted through the scratch; more are sorted in place (by comparison).
+    most: usize,
 }
 
 impl Sorter {
+    /// A sorter whose scratch holds at most `most` entries (as many again as the entries it sorts that way):
+    /// more are sorted in place, so that a budget of one partition is not held twice.
+    pub(super) fn new(most: usize) -> Sorter {
+        Sorter { most, ..Sorter::default() }
+    }
+
     /// Sorts `entries`, whose hashes all share their top `skip_bits` bits (a partition's).
     pub(super) fn sort(&mut self, entries: &mut [Entry], skip_bits: u32) {
         let n = entries.len();
-        if n < SMALL || n > u32::MAX as usize || skip_bits >= 64 - MAX_BUCKET_BITS {
+        if n < SMALL || n > self.most.min(u32::MAX as usize) || skip_bits >= 64 - MAX_BUCKET_BITS {
             entries.sort_unstable();
             return;
         }
@@ -89,7 +97,7 @@ mod tests {
     #[test]
     fn a_counting_sort_gives_the_full_order() {
         let mut rng = log_core::workload::SplitMix64::new(11);
-        let mut sorter = Sorter::default();
+        let mut sorter = Sorter::new(usize::MAX);
         for (n, skip_bits, keys) in
             [(0, 0, 1), (10, 0, 5), (100, 0, 1), (5_000, 0, 3_000), (5_000, 8, 40), (70_000, 10, 9_000)]
         {
@@ -108,8 +116,13 @@ mod tests {
                 .collect();
             let mut expected = entries.clone();
             expected.sort_unstable();
+            let mut in_place = entries.clone();
             sorter.sort(&mut entries, skip_bits);
             assert_eq!(entries, expected, "{n} entries, {skip_bits} bits skipped, {keys} keys");
+            let mut small = Sorter::new(n / 2);
+            small.sort(&mut in_place, skip_bits);
+            assert_eq!(in_place, expected, "{n} entries in place");
+            assert!(small.memory_bytes() == 0, "a sort past its scratch's size takes no scratch");
         }
     }
 }
