@@ -94,7 +94,7 @@ pub(crate) struct Merged {
     pub(crate) buffer_bytes: u64,
     /// Reads of slices back from the runs (each one or more slices, sorted in memory).
     pub(crate) slice_reads: u64,
-    /// Slices too large to read back whole, merged from their runs instead.
+    /// Merges of slices too large to read back whole (each of one slice or of several in a row).
     pub(crate) slices_merged: u64,
     /// Where the time went.
     pub(crate) phases: crate::map::ExternalPhases,
@@ -355,11 +355,21 @@ impl Runs {
             let size = |q: usize| runs.iter().map(|r| r.len(q, q + 1)).sum::<u64>() + in_buf[q + 1] - in_buf[q];
             let mut from = 0;
             while from < self.slices() {
-                // As many slices as the allowance holds (at least one).
+                // As many slices as the allowance holds (at least one); a slice too large to read back is merged
+                // with the slices after it that are too large as well, in one merge: a merge costs the same an
+                // entry over any range of slices, and its setup (a read from every run) once, where a small
+                // budget's slices are all too large.
                 let (mut to, mut n) = (from + 1, size(from));
-                while to < self.slices() && n + size(to) <= allowance {
-                    n += size(to);
-                    to += 1;
+                if n > allowance {
+                    while to < self.slices() && size(to) > allowance {
+                        n += size(to);
+                        to += 1;
+                    }
+                } else {
+                    while to < self.slices() && n + size(to) <= allowance {
+                        n += size(to);
+                        to += 1;
+                    }
                 }
                 let t = std::time::Instant::now();
                 let in_memory = &buf[in_buf[from] as usize..in_buf[to] as usize];
@@ -572,6 +582,10 @@ mod tests {
             // Slices read back whole where they fit a thirty-second of the budget; the crowded one merged.
             assert_eq!(merged.slice_reads > 0, read_back, "capacity {capacity}: {merged:?}");
             assert_eq!(merged.slices_merged > 0, spills, "capacity {capacity}: {merged:?}");
+            if capacity == 5_000 {
+                // Every slice too large to read back: one merge over the partition, not one a slice.
+                assert_eq!(merged.slices_merged, 1, "{merged:?}");
+            }
             assert_eq!(part_bits > 0, capacity >= 1 << 17, "capacity {capacity}");
         }
     }
