@@ -12,7 +12,7 @@
 //! that partition (about one entry a key), which records where each slice of the partition (the hash's next
 //! bits) starts in it. At the end each partition is judged the same way across its runs, a few slices at a
 //! time: read back from every run and sorted together when they come to at most a thirty-second of the
-//! budget (and 4 MiB), merged from the runs for a single slice larger than that. A partition's sort fits the CPU's
+//! budget (and 4 MiB), merged from the runs where a slice is larger than that (such slices in a row in one merge). A partition's sort fits the CPU's
 //! caches where the whole budget's did not, and no merge plays every run of the pass at once.
 //! Stale offsets go into a bit set over the section's offsets, which pass 2 reads
 //! instead of a map: a record is dropped as superseded exactly when its offset is stale, which is what the

@@ -107,7 +107,7 @@ pub(crate) struct Merged {
 /// caches hold it, and a counting pass on the hash orders it) replaces sorting the whole budget at once; at
 /// the end a few slices at a time are read back from every run of their partition (each run records where its
 /// slices start) and sorted together, instead of merging every run of the pass through one tournament whose
-/// depth grows with the runs. Only a slice larger than the read-back allowance is merged from its runs.
+/// depth grows with the runs. Only slices larger than the read-back allowance are merged from their runs.
 pub(crate) struct Runs {
     /// Entries the whole buffer holds (the budget).
     capacity: usize,
