@@ -330,6 +330,7 @@ impl Runs {
         // and the sort's scratch) to it; a single slice larger than that is merged from its runs, 64 KiB a run.
         let allowance = (self.capacity / 32).clamp(1, (4 << 20) / ENTRY_BYTES) as u64;
         let mut load: Vec<Entry> = Vec::new();
+        let mut bytes: Vec<u8> = Vec::new();
         let (mut keys, mut merged) = (0u64, 0u64);
         for p in 0..self.fill.len() {
             let runs = std::mem::take(&mut self.runs[p]);
@@ -373,8 +374,8 @@ impl Runs {
                 }
                 let t = std::time::Instant::now();
                 let in_memory = &buf[in_buf[from] as usize..in_buf[to] as usize];
-                let slices = runs.iter().map(|r| Source::file(file, r.first + r.starts[from], r.len(from, to)));
                 if n > allowance {
+                    let slices = runs.iter().map(|r| Source::file(file, r.first + r.starts[from], r.len(from, to)));
                     let sources = slices.chain([Source::Memory { entries: in_memory, at: 0 }]);
                     keys += merge_and_judge(sources, stale)?;
                     self.merged.slices_merged += 1;
@@ -383,9 +384,15 @@ impl Runs {
                     self.merged.slice_reads += 1;
                     load.clear();
                     load.extend_from_slice(in_memory);
-                    for mut source in slices {
-                        while let Some(e) = source.next()? {
-                            load.push(e);
+                    // Each run's part in reads of at most 64 KiB, decoded straight into the load.
+                    for r in &runs {
+                        let (mut at, end) = (r.first + r.starts[from], r.first + r.starts[to]);
+                        while at < end {
+                            let n = (end - at).min(READ_ENTRIES as u64);
+                            bytes.resize(n as usize * ENTRY_BYTES, 0);
+                            file.read_exact_at(&mut bytes, at * ENTRY_BYTES as u64)?;
+                            load.extend(bytes.chunks_exact(ENTRY_BYTES).map(Entry::read));
+                            at += n;
                         }
                     }
                     self.merged.phases.merge_seconds += t.elapsed().as_secs_f64();
