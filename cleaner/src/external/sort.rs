@@ -52,7 +52,13 @@ impl Sorter {
             *c = at;
             at += len;
         }
+        // The scratch is as large as the entries: memory the machine may not give (a huge budget's partition),
+        // in which case the entries are sorted in place instead, never an abort.
         self.scratch.clear();
+        if self.scratch.try_reserve_exact(n).is_err() {
+            entries.sort_unstable();
+            return;
+        }
         self.scratch.resize(n, Entry::default());
         for &e in entries.iter() {
             let slot = &mut self.counts[bucket(&e)];
