@@ -5,7 +5,8 @@
 //! Read: every closed segment's `.log` file mapped (by the file store, as a pass maps it) and its CRC-32C
 //! taken over every byte (the check a pass makes of every batch it reads; a bare sum would be as fast and prove
 //! nothing read). Write: `kept` bytes (copied
-//! from the mapped segments, in order) into one file through a 512 KiB buffer, as a pass writes, then synced.
+//! from the mapped segments, in order) into one file through a 512 KiB buffer, its writeback started every 8 MiB
+//! as a segment file starts it, then synced.
 //! No parse, no map, no index.
 //!
 //! # Example
@@ -24,6 +25,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// Bytes written between two requests to start their writeback, as a segment file asks.
+const WRITEBACK_STEP: usize = storage_file::writeback::STEP_BYTES as usize;
 
 /// What the floor took.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -91,9 +95,19 @@ pub fn read_once_write_once(dir: &Path, kept: u64, out: &Path) -> Result<IoFloor
     let file = std::fs::File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut w = std::io::BufWriter::with_capacity(512 << 10, file);
     let mut left = kept.min(bytes_read);
+    let (mut written, mut writeback_from) = (0u64, 0u64);
     for map in &maps {
         let n = usize::try_from(left).unwrap_or(usize::MAX).min(map.len());
-        w.write_all(&map[..n]).map_err(|e| format!("{}: {e}", out.display()))?;
+        for piece in map[..n].chunks(WRITEBACK_STEP) {
+            w.write_all(piece).map_err(|e| format!("{}: {e}", out.display()))?;
+            written += piece.len() as u64;
+            if written - writeback_from >= WRITEBACK_STEP as u64 {
+                // The disk starts on what is written as the floor goes, as a pass's segments do.
+                w.flush().map_err(|e| format!("{}: {e}", out.display()))?;
+                let _ = storage_file::writeback::start(w.get_ref(), writeback_from, written - writeback_from);
+                writeback_from = written;
+            }
+        }
         left -= n as u64;
     }
     let file = w.into_inner().map_err(|e| format!("{}: {e}", out.display()))?;

@@ -31,6 +31,7 @@ mod error;
 pub mod kafka;
 mod segment;
 mod store;
+pub mod writeback;
 
 pub use broker_lock::{BROKER_LOCK_FILE, LogDirLock, lock_log_dir};
 pub use error::{Error, Result};

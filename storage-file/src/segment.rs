@@ -14,6 +14,8 @@ use memmap2::Mmap;
 /// appends).
 const WRITE_BUFFER_BYTES: usize = 64 << 10;
 
+use crate::writeback::STEP_BYTES as WRITEBACK_BYTES;
+
 /// A segment file.
 #[derive(Debug)]
 pub struct FileSegment {
@@ -32,6 +34,8 @@ struct State {
     flushed: u64,
     /// Appended bytes not yet written to the file (they follow `flushed`).
     buffer: Vec<u8>,
+    /// Where the file's bytes not yet handed to writeback start (see [`WRITEBACK_BYTES`]).
+    writeback_from: u64,
     /// Sealed: no more appends.
     sealed: bool,
     /// The mapping, once sealed (a writable store's file only).
@@ -44,14 +48,28 @@ impl State {
             self.file.write_all_at(&self.buffer, self.flushed)?;
             self.flushed += self.buffer.len() as u64;
             self.buffer.clear();
+            self.start_writeback();
         }
         Ok(())
+    }
+
+    /// Asks the kernel to start writing the bytes written since the last call to the disk once they reach
+    /// [`WRITEBACK_BYTES`], without waiting: the disk works while the caller computes, and a later sync waits
+    /// only for what is left. A hint: its failure is not an error (a sync reports any write that fails).
+    fn start_writeback(&mut self) {
+        let from = self.writeback_from.min(self.flushed);
+        if self.flushed - from < WRITEBACK_BYTES {
+            return;
+        }
+        // Refused or not, the range is not asked again: the final sync writes it either way.
+        let _ = crate::writeback::start(&self.file, from, self.flushed - from);
+        self.writeback_from = self.flushed;
     }
 }
 
 impl FileSegment {
     pub(crate) fn new(file: File, path: PathBuf, len: u64, id: u64, read_only: bool) -> Self {
-        let state = State { file, flushed: len, buffer: Vec::new(), sealed: false, map: None };
+        let state = State { file, flushed: len, buffer: Vec::new(), writeback_from: len, sealed: false, map: None };
         FileSegment { path, id, read_only, state: RwLock::new(state) }
     }
 
@@ -100,6 +118,7 @@ impl Segment for FileSegment {
             let at = s.flushed;
             s.file.write_all_at(data, at).map_err(|e| self.with_path(e))?;
             s.flushed += data.len() as u64;
+            s.start_writeback();
         } else {
             s.buffer.extend_from_slice(data);
         }
@@ -142,6 +161,7 @@ impl Segment for FileSegment {
         s.flush().map_err(|e| self.with_path(e))?;
         s.file.set_len(len).map_err(|e| self.with_path(e))?;
         s.flushed = len;
+        s.writeback_from = s.writeback_from.min(len);
         Ok(())
     }
 
@@ -222,5 +242,59 @@ impl log_core::ReleasableBytes for SealedMap {
         // mapping it discards the process's own changes; this mapping has none.)
         #[expect(unsafe_code, reason = "MADV_DONTNEED on a read-only shared file mapping; see SAFETY")]
         let _ = unsafe { self.0.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segment(dir: &std::path::Path) -> FileSegment {
+        let path = dir.join("0.log");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .expect("segment file");
+        FileSegment::new(file, path, 0, 0, false)
+    }
+
+    /// Writeback is asked for each [`WRITEBACK_BYTES`] written, from where the last request ended, whether the
+    /// bytes came through the buffer or in one large append; a truncation below the mark moves it back.
+    #[test]
+    fn writeback_is_started_every_writeback_bytes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let seg = segment(dir.path());
+        let mark = |s: &FileSegment| s.read().writeback_from;
+        let piece = vec![7u8; 60 << 10];
+        let mut written = 0u64;
+        while written + piece.len() as u64 <= WRITEBACK_BYTES {
+            seg.append(&piece).expect("append");
+            written += piece.len() as u64;
+        }
+        assert_eq!(mark(&seg), 0, "not yet {WRITEBACK_BYTES} bytes in the file");
+        seg.append(&piece).expect("append");
+        seg.append(&piece).expect("append");
+        let first = mark(&seg);
+        assert!(first >= WRITEBACK_BYTES && first <= seg.len(), "asked up to {first} of {}", seg.len());
+        seg.append(&vec![1u8; WRITEBACK_BYTES as usize]).expect("append");
+        assert_eq!(mark(&seg), seg.len(), "a large append is handed on whole");
+        seg.truncate(1000).expect("truncate");
+        assert_eq!(mark(&seg), 1000);
+        seg.sync().expect("sync");
+        assert_eq!(std::fs::metadata(dir.path().join("0.log")).expect("metadata").len(), 1000);
+    }
+
+    /// The kernel takes the request on a regular file (on Linux), and refuses an offset no file reaches.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_kernel_takes_the_hint() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = std::fs::File::create(dir.path().join("f")).expect("create");
+        std::io::Write::write_all(&mut &file, &[0u8; 8192]).expect("write");
+        assert!(crate::writeback::start(&file, 0, 8192));
+        assert!(!crate::writeback::start(&file, u64::MAX, 1));
     }
 }
