@@ -79,6 +79,11 @@ struct Scan<'a> {
 impl Scan<'_> {
     /// Gives `emit` an entry for every keyed record below the limit, in the log's order: mapped when it lies
     /// in the dirty section outside control and aborted batches, only asked about otherwise.
+    ///
+    /// Checksums are not computed here, as a map's pass 1 computes none ([`crate::pass1::map_dirty`]): pass 2
+    /// copies every segment this reads (all lie below the pass's end offset) and verifies each batch before
+    /// anything is committed, so a damaged batch still fails the pass having changed nothing, and an entry it
+    /// gave (a damaged key's hash) only ever marks offsets stale in a pass that is then not committed.
     fn entries(
         &self,
         txns: &mut Pass1Txns<'_>,
@@ -92,7 +97,7 @@ impl Scan<'_> {
             if segment.base() >= limit {
                 break;
             }
-            let mut scan = segment.scan();
+            let mut scan = segment.scan_from(segment.base(), false);
             while let Some(window) = scan.next_window()? {
                 for item in window.batches() {
                     let Placed { batch, position } = item?;

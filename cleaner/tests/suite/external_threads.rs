@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use cleaner::{Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions};
+use log_core::SegmentStore;
 
-use crate::written::{NOW, files, records, written};
+use crate::written::{NOW, config, files, records, written, written_with};
 
 fn external(threads: usize, spill_dir: Option<std::path::PathBuf>) -> Cleaner {
     // 256 KiB: about 11,000 entries, so 150,000 records spill many runs.
@@ -45,6 +46,40 @@ fn a_spill_that_fails_on_the_judging_thread_fails_the_pass_and_changes_nothing()
         let error = external(threads, Some(missing.clone())).clean(&log, PassOptions::default());
         let error = error.expect_err("the spill directory does not exist");
         assert!(error.to_string().contains("spill"), "{threads} threads: {error}");
+        assert_eq!(files(&store), before, "{threads} threads: nothing changed");
+    }
+}
+
+/// The external pass's pass 1 computes no checksum (pass 2 verifies every batch it copies, as after a map's pass
+/// 1): a record damaged where it still parses (a digit of its value changed) fails the pass on pass 2's check,
+/// naming the segment and the frame, on one thread and on two, and nothing changes.
+#[test]
+fn a_damaged_record_fails_the_pass_on_pass_2s_checksum_and_changes_nothing() {
+    for threads in [1, 2] {
+        // A dense index: the segment's hint reaches past the damage, so opening the log does not read it.
+        let config = log_core::LogConfig { index_interval_bytes: 64, ..config() };
+        let (store, log) = written_with(config.clone(), 2_000, 20_000);
+        let victim = log.snapshot().closed()[3].name().to_owned();
+        drop(log);
+        let mut bytes = files(&store).remove(&victim).expect("the segment");
+        let middle = bytes.len() / 2;
+        let at = bytes[middle..].windows(6).position(|w| w == b"value-").expect("a value") + middle + 6;
+        bytes[at] = if bytes[at] == b'1' { b'2' } else { b'1' };
+        store.delete(&victim).expect("delete");
+        store.create(&victim).expect("create").append(&bytes).expect("write");
+        let before = files(&store);
+        let log = log_core::Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config))
+            .expect("open: the damage is not read");
+        let error = external(threads, None).clean(&log, PassOptions::default()).expect_err("damaged");
+        match error {
+            cleaner::Error::Log(log_core::Error::Corrupt { ref segment, position, ref kind }) => {
+                assert_eq!(segment, &victim, "{threads} threads");
+                assert!(position < at as u64, "{threads} threads: the frame at {position}, the damage at {at}");
+                assert!(matches!(kind, log_core::CorruptKind::ChecksumMismatch { .. }), "{threads} threads: {kind:?}");
+            }
+            other => panic!("{threads} threads: {other}"),
+        }
+        drop(log);
         assert_eq!(files(&store), before, "{threads} threads: nothing changed");
     }
 }

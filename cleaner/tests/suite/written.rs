@@ -9,10 +9,19 @@ use storage_mem::MemStore;
 /// The clock's "now" of these tests, ms.
 pub const NOW: i64 = 1_000_000_000;
 
+/// The log's settings: segments of 4 KiB.
+pub fn config() -> LogConfig {
+    LogConfig { segment_bytes: 4096, ..LogConfig::default() }
+}
+
 /// A log of `records` records over `keys` keys (every seventh a tombstone), in segments of 4 KiB, rolled.
 pub fn written(keys: u64, records: u64) -> (Arc<MemStore>, Log) {
+    written_with(config(), keys, records)
+}
+
+/// [`written`] with the settings `config`.
+pub fn written_with(config: LogConfig, keys: u64, records: u64) -> (Arc<MemStore>, Log) {
     let store = Arc::new(MemStore::new());
-    let config = LogConfig { segment_bytes: 4096, ..LogConfig::default() };
     let log = Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config)).expect("open");
     for i in 0..records {
         let key = format!("key-{}", (i * 7919) % keys);
