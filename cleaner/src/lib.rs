@@ -34,6 +34,7 @@ mod clock;
 mod config;
 mod error;
 pub mod external;
+mod finisher;
 pub mod hll;
 mod keep;
 pub mod manager;

@@ -13,13 +13,14 @@ use crate::clock::Clock;
 use crate::config::CleanerConfig;
 use crate::error::{Error, Result};
 use crate::external::{External, StaleSet};
+use crate::finisher::copy_and_finish;
 use crate::keep::Pass1Txns;
 use crate::keep::{CopyCounts, Judge};
 use crate::map::{MapKind, OffsetMap, Probes};
 use crate::options::{Grouping, PassOptions};
 use crate::pace::{Pace, panic_message};
 use crate::pass1::map_dirty;
-use crate::pass2::{Buffers, CopyContext, DryOutput, Lookup, copy_group, copy_segments};
+use crate::pass2::{Buffers, CopyContext, DryOutput, Lookup, copy_segments};
 use crate::stats::{CleanStats, FellBack};
 use crate::throttle::Throttler;
 
@@ -219,7 +220,9 @@ impl Cleaner {
     /// latency.
     ///
     /// With several threads ([`CleanerConfig::threads`]), pass 2 copies groups in parallel; pass 1 reads the
-    /// dirty section once, into the one map.
+    /// dirty section once, into the one map. Each copying thread hands a group it has copied to a helper that
+    /// finishes it (syncs it, writes its index files) while the thread copies the next
+    /// ([`crate::finisher`]): the helper mostly waits for the disk.
     ///
     /// # Errors
     /// [`crate::Error::Log`] for I/O or corruption; [`Error::Aborted`] when stopped. The log is unchanged
@@ -465,17 +468,11 @@ impl Cleaner {
         let threads = self.config.threads.min(groups.len()).max(1);
         let next = AtomicUsize::new(0);
         let work = || -> Result<ThreadCopies> {
-            let mut out = Vec::new();
             let mut counts = CopyCounts::default();
             let mut bufs = Buffers::default();
             let mut pace = self.pace();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(group) = groups.get(i) else { break };
-                if let Some(r) = copy_group(cleaning, group, cx, &mut bufs, &mut counts, &mut pace)? {
-                    out.push((i, r));
-                }
-            }
+            let take = || Some(next.fetch_add(1, Ordering::Relaxed)).filter(|&i| i < groups.len());
+            let out = copy_and_finish(cleaning, groups, take, cx, &mut bufs, &mut counts, &mut pace)?;
             pace.settle();
             Ok((out, counts))
         };
