@@ -222,7 +222,7 @@ impl Cleaner {
     /// With several threads ([`CleanerConfig::threads`]), pass 2 copies groups in parallel; pass 1 reads the
     /// dirty section once, into the one map. Each copying thread hands a group it has copied to a helper that
     /// finishes it (syncs it, writes its index files) while the thread copies the next
-    /// ([`crate::finisher`]): the helper mostly waits for the disk.
+    /// (`finisher.rs`): the helper mostly waits for the disk.
     ///
     /// # Errors
     /// [`crate::Error::Log`] for I/O or corruption; [`Error::Aborted`] when stopped. The log is unchanged
