@@ -291,15 +291,23 @@ pub fn first_difference(kafka: &[(String, Vec<u8>)], ours: &[(String, Vec<u8>)])
 }
 
 /// `from` copied to `to` (created with its parents), as `cp -a` copies it (the segments' times matter to
-/// Kafka's cleaner).
+/// Kafka's cleaner), and its file system synced (`sync -f`): a copy left to the kernel's writeback shares
+/// the disk with the cleaner timed on it next (4 GiB of it for the backlog, written back during the pass and
+/// waited for by every sync the pass makes), so each cleaner, Kafka's and ours, starts with nothing to write
+/// but its own.
 ///
 /// # Errors
-/// The copy's failure, as text.
+/// The copy's or the sync's failure, as text.
 pub fn copy(from: &Path, to: &Path) -> Result<(), String> {
     if let Some(p) = to.parent() {
         std::fs::create_dir_all(p).map_err(|e| e.to_string())?;
     }
-    kafka_interop::copy_tree(from, to).map_err(|e| e.to_string())
+    kafka_interop::copy_tree(from, to).map_err(|e| e.to_string())?;
+    let out = Command::new("sync").arg("-f").arg(to).output().map_err(|e| format!("sync -f {}: {e}", to.display()))?;
+    if !out.status.success() {
+        return Err(format!("sync -f {}: {}", to.display(), String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(())
 }
 
 /// A partition directory for `topic` under `root`: Kafka's layout, `<topic>-0` (Kafka reads the topic and

@@ -10,11 +10,11 @@ use log_core::storage::{not_sealed_error, read_only_error, sealed_error};
 use log_core::{Segment, SegmentBytes};
 use memmap2::Mmap;
 
+use crate::writeback::STEP_BYTES as WRITEBACK_BYTES;
+
 /// Bytes buffered before an append reaches the file (a write system call per record would dominate small
 /// appends).
 const WRITE_BUFFER_BYTES: usize = 64 << 10;
-
-use crate::writeback::STEP_BYTES as WRITEBACK_BYTES;
 
 /// A segment file.
 #[derive(Debug)]
