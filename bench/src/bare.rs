@@ -430,7 +430,7 @@ pub fn native_floor(log: &log_core::Log, keys: usize, out: Out<'_>, segment_byte
                 let mut at = 0;
                 while at + 8 <= b.len() {
                     let f = native_frame(b, at);
-                    assert_eq!(crc32c::crc32c(f.body), f.crc, "a frame's CRC-32C");
+                    assert_eq!(log_core::checksum::crc32c(f.body), f.crc, "a frame's CRC-32C");
                     at += f.bytes.len();
                     if f.key.is_some() {
                         run.push(f);
@@ -608,7 +608,7 @@ pub fn kafka_floor(
             with_bytes(s, |b| {
                 for batch in kafka_batches(b) {
                     let crc = u32::from_be_bytes(batch[CRC_AT..CRC_AT + 4].try_into().expect("4 bytes"));
-                    assert_eq!(crc32c::crc32c(&batch[ATTRIBUTES_AT..]), crc, "a batch's CRC-32C");
+                    assert_eq!(log_core::checksum::crc32c(&batch[ATTRIBUTES_AT..]), crc, "a batch's CRC-32C");
                     let base = be_i64(batch, 0) as u64;
                     let last = base + be_i32(batch, 23) as u64;
                     let max_timestamp = be_i64(batch, MAX_TIMESTAMP_AT);
@@ -657,7 +657,7 @@ pub fn kafka_floor(
                     rebuilt[8..12].copy_from_slice(&batch_len.to_be_bytes());
                     rebuilt[ATTRIBUTES_AT + 1] = (attributes & !7) | codec_out.bits();
                     rebuilt[COUNT_AT..COUNT_AT + 4].copy_from_slice(&(n as i32).to_be_bytes());
-                    let crc = crc32c::crc32c(&rebuilt[ATTRIBUTES_AT..]);
+                    let crc = log_core::checksum::crc32c(&rebuilt[ATTRIBUTES_AT..]);
                     rebuilt[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
                     w.write(&rebuilt, base, last, max_timestamp);
                 }

@@ -52,7 +52,10 @@ pub mod swap_proof;
 mod tail;
 pub mod workload;
 
-pub(crate) use ground::{checksum, error, record};
+/// The CRC-32C every frame and batch is checked with (public for the benchmarks' floors, which must check
+/// what a pass checks, as fast as a pass checks it).
+pub use ground::checksum;
+pub(crate) use ground::{error, record};
 pub use ground::{names, producers, storage, txn};
 
 pub use format as batch;
