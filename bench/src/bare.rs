@@ -184,7 +184,10 @@ enum IndexKind {
     Kafka,
 }
 
-/// One output file of a floor and its index, written through a 512 KiB buffer (a pass's write buffer).
+/// One output file of a floor and its index, written through a 512 KiB buffer (a pass's write buffer), its
+/// writeback started every 8 MiB as a segment file starts it, and each finished file synced on a helper while
+/// the next group is walked, as a pass's copying thread hands its groups to a finisher: the floor waits for
+/// the disk no more than a pass does.
 struct Writer<'a> {
     out: Out<'a>,
     kind: IndexKind,
@@ -201,6 +204,10 @@ struct Writer<'a> {
     max_timestamp: i64,
     bytes: u64,
     files: u64,
+    /// Where the output's bytes not yet handed to writeback start.
+    writeback_from: u64,
+    /// The previous file's sync and index files, under way.
+    syncing: Option<std::thread::JoinHandle<()>>,
 }
 
 const WRITE_BUFFER: usize = 512 << 10;
@@ -225,6 +232,8 @@ impl<'a> Writer<'a> {
             max_timestamp: i64::MIN,
             bytes: 0,
             files: 0,
+            writeback_from: 0,
+            syncing: None,
         }
     }
 
@@ -236,6 +245,7 @@ impl<'a> Writer<'a> {
     fn start(&mut self, base: u64) {
         self.base = base;
         self.written = 0;
+        self.writeback_from = 0;
         self.since_entry = u64::MAX;
         self.index.clear();
         self.time_index.clear();
@@ -282,7 +292,14 @@ impl<'a> Writer<'a> {
             return;
         }
         match &mut self.file {
-            Some(f) => f.write_all(&self.buf).expect("write the floor's output"),
+            Some(f) => {
+                f.write_all(&self.buf).expect("write the floor's output");
+                let end = self.written + self.buf.len() as u64;
+                if end - self.writeback_from >= storage_file::writeback::STEP_BYTES {
+                    let _ = storage_file::writeback::start(f, self.writeback_from, end - self.writeback_from);
+                    self.writeback_from = end;
+                }
+            }
             None => match self.held.last_mut() {
                 Some(h) if self.written > 0 => h.extend_from_slice(&self.buf),
                 _ => self.held.push(self.buf.clone()),
@@ -292,27 +309,42 @@ impl<'a> Writer<'a> {
         self.buf.clear();
     }
 
-    /// Ends the group's output: data flushed, index files written, everything synced.
+    /// Ends the group's output: data flushed; on a helper (after the previous group's is done), the file
+    /// synced and its index files written and synced.
     fn finish(&mut self) {
         self.flush();
-        let indexes: Vec<(&str, &[u8])> = match self.kind {
-            IndexKind::Native => vec![("lcindex", &self.index)],
-            IndexKind::Kafka => vec![("index", &self.index), ("timeindex", &self.time_index)],
+        let indexes: Vec<(&str, Vec<u8>)> = match self.kind {
+            IndexKind::Native => vec![("lcindex", std::mem::take(&mut self.index))],
+            IndexKind::Kafka => {
+                vec![("index", std::mem::take(&mut self.index)), ("timeindex", std::mem::take(&mut self.time_index))]
+            }
         };
         match (self.out, self.file.take()) {
             (Out::Dir(d), Some(f)) => {
-                f.sync_data().expect("sync the floor's output");
-                for (suffix, bytes) in indexes {
-                    let mut i = std::fs::File::create(self.path(d, suffix)).expect("create an index");
-                    i.write_all(bytes).expect("write an index");
-                    i.sync_data().expect("sync an index");
-                }
+                let indexes: Vec<(PathBuf, Vec<u8>)> =
+                    indexes.into_iter().map(|(suffix, bytes)| (self.path(d, suffix), bytes)).collect();
+                self.wait();
+                self.syncing = Some(std::thread::spawn(move || {
+                    f.sync_data().expect("sync the floor's output");
+                    for (path, bytes) in indexes {
+                        let mut i = std::fs::File::create(path).expect("create an index");
+                        i.write_all(&bytes).expect("write an index");
+                        i.sync_data().expect("sync an index");
+                    }
+                }));
             }
             _ => {
                 for (_, bytes) in indexes {
-                    self.held.push(bytes.to_vec());
+                    self.held.push(bytes);
                 }
             }
+        }
+    }
+
+    /// Waits for the last finished file's sync: the floor's walk 2 ends when it is done.
+    fn wait(&mut self) {
+        if let Some(h) = self.syncing.take() {
+            h.join().expect("the floor's sync");
         }
     }
 }
@@ -444,6 +476,7 @@ pub fn native_floor(log: &log_core::Log, keys: usize, out: Out<'_>, segment_byte
         }
         w.finish();
     }
+    w.wait();
     let pass2_seconds = started.elapsed().as_secs_f64();
     std::hint::black_box(&w.held);
     Floor { pass1_seconds, pass2_seconds, kept, bytes_written: w.bytes, files: w.files }
@@ -665,6 +698,7 @@ pub fn kafka_floor(
         }
         w.finish();
     }
+    w.wait();
     let pass2_seconds = started.elapsed().as_secs_f64();
     std::hint::black_box(&w.held);
     Floor { pass1_seconds, pass2_seconds, kept, bytes_written: w.bytes, files: w.files }
