@@ -327,7 +327,7 @@ impl Runs {
     /// A spill file cannot be read.
     pub(crate) fn finish(mut self, stale: &mut StaleSet) -> std::io::Result<Merged> {
         // Slices read back together add at most twice a thirty-second of the budget (4 MiB at most: the entries
-        // and the sort's scratch) to it; a single slice larger than that is merged from its runs, 64 KiB a run.
+        // and the sort's scratch) to it; slices larger than that are merged from their runs, 64 KiB a run.
         let allowance = (self.capacity / 32).clamp(1, (4 << 20) / ENTRY_BYTES) as u64;
         let mut load: Vec<Entry> = Vec::new();
         let mut bytes: Vec<u8> = Vec::new();
