@@ -6,6 +6,10 @@ use log_core::txn::{MarkerType, TxnState};
 
 use crate::map::Probes;
 
+/// The most batches pass 1 notes as left unmapped for pass 2 to judge by key ([`Pass1Txns::take_unmapped`]; 16
+/// bytes each: 1 MiB); past it the superseded offsets are given up for the map ([`crate::superseded`]).
+pub(crate) const MAX_UNMAPPED: usize = 1 << 16;
+
 /// What pass 2 needs to judge a record, fixed for the whole pass.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Judge {
@@ -177,11 +181,24 @@ pub(crate) struct Pass1Txns<'a> {
     start: u64,
     /// Producers read as aborted until their next ABORT marker (a few at most).
     read_as_aborted: Vec<i64>,
+    /// The offset ranges (first, last) of the batches left unmapped as read aborted, in offset order, up to
+    /// [`MAX_UNMAPPED`]: pass 2 judges their records by key (they are not aborted to it), so it asks the map
+    /// for them ([`crate::superseded`]).
+    unmapped: Vec<(u64, u64)>,
+    /// More batches than [`MAX_UNMAPPED`] were left unmapped so.
+    unmapped_overflowed: bool,
 }
 
 impl<'a> Pass1Txns<'a> {
     pub(crate) fn new(txns: &'a TxnState, start: u64, read_as_aborted: Vec<i64>) -> Self {
-        Pass1Txns { txns, start, read_as_aborted }
+        Pass1Txns { txns, start, read_as_aborted, unmapped: Vec::new(), unmapped_overflowed: false }
+    }
+
+    /// The offset ranges of the data batches [`Pass1Txns::maps`] left unmapped as read aborted (pass 2 judges
+    /// them by key), or `None` when there were more than [`MAX_UNMAPPED`].
+    pub(crate) fn take_unmapped(&mut self) -> Option<Vec<(u64, u64)>> {
+        let unmapped = std::mem::take(&mut self.unmapped);
+        (!self.unmapped_overflowed).then_some(unmapped)
     }
 
     /// True when pass 1 maps `batch`'s keys; call it for every batch in offset order, control batches
@@ -196,6 +213,13 @@ impl<'a> Pass1Txns<'a> {
                     self.read_as_aborted.retain(|&p| p != producer);
                 }
             } else if batch.is_transactional() && self.read_as_aborted.contains(&producer) {
+                if mapped_by_pass1(batch, self.txns) {
+                    if self.unmapped.len() < MAX_UNMAPPED {
+                        self.unmapped.push((batch.base_offset, batch.last_offset));
+                    } else {
+                        self.unmapped_overflowed = true;
+                    }
+                }
                 return false;
             }
         }

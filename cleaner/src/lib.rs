@@ -48,6 +48,7 @@ mod pass2_split;
 pub mod settings;
 mod stats;
 pub mod summary;
+mod superseded;
 pub mod throttle;
 
 pub use clock::{Clock, ManualClock, SystemClock};

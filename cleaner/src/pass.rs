@@ -16,12 +16,13 @@ use crate::external::{External, StaleSet};
 use crate::finisher::copy_and_finish;
 use crate::keep::Pass1Txns;
 use crate::keep::{CopyCounts, Judge};
-use crate::map::{MapKind, OffsetMap, Probes};
+use crate::map::{BATCH, MapKind, OffsetMap, Probes};
 use crate::options::{Grouping, PassOptions};
 use crate::pace::{Pace, panic_message};
 use crate::pass1::map_dirty;
 use crate::pass2::{Buffers, CopyContext, DryOutput, Lookup, copy_segments};
 use crate::stats::{CleanStats, FellBack};
+use crate::superseded::Superseded;
 use crate::throttle::Throttler;
 
 /// The stage a pass's [`Meter`] shows while pass 1 maps the dirty section.
@@ -244,9 +245,9 @@ impl Cleaner {
         let txns = cleaning.transactions()?.clone();
         let plan =
             self.plan(cleaning.log(), cleaning.snapshot(), cleaning.checkpoint(), txns, &options, self.config.threads)?;
-        let Plan { mut stats, txns, stale, judge, groups, producers } = plan;
+        let Plan { mut stats, txns, answers, judge, groups, producers } = plan;
         let pass2 = Instant::now();
-        let cx = CopyContext { judge, lookup: self.lookup(stale.as_ref()), txns: &txns, producers: &producers };
+        let cx = CopyContext { judge, lookup: self.lookup(&answers), txns: &txns, producers: &producers };
         let (replacements, counts) = self.copy_groups(&cleaning, &groups, &cx)?;
         counts.into_stats(&mut stats);
         stats.segments_unchanged = (groups.len() - replacements.len()) as u64;
@@ -291,8 +292,8 @@ impl Cleaner {
         let snapshot = log.snapshot();
         let txns = log.verified_transactions(&snapshot)?;
         let plan = self.plan(log, &snapshot, log.cleaner_checkpoint(), txns, &options, 1)?;
-        let Plan { mut stats, txns, stale, judge, groups, producers } = plan;
-        let cx = CopyContext { judge, lookup: self.lookup(stale.as_ref()), txns: &txns, producers: &producers };
+        let Plan { mut stats, txns, answers, judge, groups, producers } = plan;
+        let cx = CopyContext { judge, lookup: self.lookup(&answers), txns: &txns, producers: &producers };
         self.begin(STAGE_COPY, groups.iter().flatten().map(|s| s.size()).sum());
         let mut counts = CopyCounts::default();
         let mut bufs = Buffers::default();
@@ -341,7 +342,7 @@ impl Cleaner {
             first_uncleanable_base: section.first_uncleanable_base,
         };
         let read_as_aborted = read_as_aborted_at(&**log.store(), closed, checkpoint, log.config(), &txns)?;
-        let (end_offset, stale) = self.pass_one(closed, bounds, &txns, read_as_aborted, &mut stats)?;
+        let (end_offset, answers) = self.pass_one(closed, bounds, &txns, read_as_aborted, &mut stats)?;
         stats.end_offset = end_offset;
         let format = log.format();
         let judge = Judge {
@@ -364,12 +365,13 @@ impl Cleaner {
         let groups = log_core::cleaning::plan_groups(format, closed, recopy, max_bytes);
         stats.groups = groups.len() as u64;
         let producers = log.active_producers(snapshot, now, options.producer_id_expiration_ms)?;
-        Ok(Plan { stats, txns, stale, judge, groups, producers })
+        Ok(Plan { stats, txns, answers, judge, groups, producers })
     }
 
-    /// Pass 1: `(end_offset, stale offsets)`. With a map, `end_offset` is the offset of the first keyed record
-    /// the map refused, or the limit when the whole dirty section was mapped; the external pass maps all of it
-    /// and returns the stale offsets of every closed segment below the dirty section's end.
+    /// Pass 1: `(end_offset, what pass 2 asks)`. With a map, `end_offset` is the offset of the first keyed
+    /// record the map refused, or the limit when the whole dirty section was mapped, and pass 2 asks the
+    /// offsets its puts superseded where their set fits ([`Superseded`]), the map otherwise; the external pass
+    /// maps all of it and returns the stale offsets of every closed segment below the dirty section's end.
     fn pass_one(
         &mut self,
         closed: &[Arc<SealedSegment>],
@@ -377,7 +379,7 @@ impl Cleaner {
         txns: &TxnState,
         read_as_aborted: Vec<i64>,
         stats: &mut CleanStats,
-    ) -> Result<(u64, Option<StaleSet>)> {
+    ) -> Result<(u64, Answers)> {
         let Bounds { checkpoint, limit, first_uncleanable_base } = bounds;
         let end = first_uncleanable_base.min(limit);
         let mut pass1_txns = Pass1Txns::new(txns, checkpoint, read_as_aborted.clone());
@@ -387,13 +389,16 @@ impl Cleaner {
         let tally = Tally::of(meter);
         let mut pace = Pace::new(abort.as_deref(), throttle.as_deref(), tally);
         let below = || -> Vec<Arc<SealedSegment>> { closed.iter().filter(|s| s.base() < end).cloned().collect() };
-        let (end_offset, stale) = match strategy {
+        let (end_offset, answers) = match strategy {
             Strategy::Map(map) => {
                 let dirty = dirty_segments(closed, checkpoint, end);
                 if let Some(m) = meter {
                     m.begin(STAGE_MAP, Some(dirty.iter().map(|s| s.size()).sum()));
                 }
-                let end_offset = build_map(&mut **map, &dirty, checkpoint, limit, &mut pass1_txns, &mut pace, stats)?;
+                // The superseded offsets pass 2 asks instead of the map: a bit an offset pass 1 may map.
+                let superseded = Superseded::new(checkpoint, end, config.dedupe_buffer_bytes);
+                let (end_offset, superseded) =
+                    build_map(&mut **map, &dirty, checkpoint, limit, &mut pass1_txns, &mut pace, stats, superseded)?;
                 if stats.map_full && config.one_pass {
                     // The map filled: the section takes more than one pass of it. Map it again, all of it, with
                     // the external pass in the same buffer, rather than leave the rest to further passes.
@@ -418,9 +423,9 @@ impl Cleaner {
                     let mapped = external.map(&below, checkpoint, limit, &mut pass1_txns, &mut pace)?;
                     stats.pass1.records_read += mapped.scanned.records;
                     stats.pass1.bytes_read += mapped.scanned.bytes;
-                    (limit, Some(mapped.stale))
+                    (limit, Answers::Stale(mapped.stale))
                 } else {
-                    (end_offset, None)
+                    (end_offset, superseded.map_or(Answers::Map, Answers::Superseded))
                 }
             }
             Strategy::External(external) => {
@@ -431,22 +436,23 @@ impl Cleaner {
                 let mapped = external.map(&below, checkpoint, limit, &mut pass1_txns, &mut pace)?;
                 stats.pass1.records_read = mapped.scanned.records;
                 stats.pass1.bytes_read = mapped.scanned.bytes;
-                (limit, Some(mapped.stale))
+                (limit, Answers::Stale(mapped.stale))
             }
         };
         pace.flush()?;
         stats.pass1.seconds = started.elapsed().as_secs_f64();
-        Ok((end_offset, stale))
+        Ok((end_offset, answers))
     }
 
     /// Where pass 2 asks whether a record was superseded.
-    fn lookup<'a>(&'a self, stale: Option<&'a StaleSet>) -> Lookup<'a> {
-        match (&self.strategy, stale) {
+    fn lookup<'a>(&'a self, answers: &'a Answers) -> Lookup<'a> {
+        match (&self.strategy, answers) {
             // An external pass (the strategy's, or a full map's fallback) leaves its stale set.
-            (_, Some(s)) => Lookup::Stale(s),
-            (Strategy::Map(m), None) => Lookup::Map(&**m),
+            (_, Answers::Stale(s)) => Lookup::Stale(s),
+            (Strategy::Map(m), Answers::Superseded(s)) => Lookup::Superseded(&**m, s),
+            (Strategy::Map(m), Answers::Map) => Lookup::Map(&**m),
             // An external pass always leaves its stale set; without one nothing is stale.
-            (Strategy::External(_), None) => Lookup::Nothing,
+            (Strategy::External(_), Answers::Map | Answers::Superseded(_)) => Lookup::Nothing,
         }
     }
 
@@ -542,8 +548,10 @@ struct Bounds {
     first_uncleanable_base: u64,
 }
 
-/// Pass 1 with a map over the dirty segments. Returns `end_offset`: the offset of the first keyed record the
-/// map refused, or `limit` when the whole dirty section was mapped.
+/// Pass 1 with a map over the dirty segments. Returns `end_offset` (the offset of the first keyed record the
+/// map refused, or `limit` when the whole dirty section was mapped) and `superseded` with every offset the
+/// puts superseded noted in it (none when the set could not be had, or pass 1 left too many batches unmapped
+/// for pass 2 to judge by key).
 #[allow(clippy::too_many_arguments, reason = "the pass's state, split from the cleaner to borrow it apart")]
 fn build_map(
     map: &mut dyn OffsetMap,
@@ -553,15 +561,32 @@ fn build_map(
     txns: &mut Pass1Txns<'_>,
     pace: &mut Pace<'_>,
     stats: &mut CleanStats,
-) -> Result<u64> {
+    mut superseded: Option<Superseded>,
+) -> Result<(u64, Option<Superseded>)> {
     // The dirty section's offsets bound the keys it can map: a map sized for them, not for its budget.
     map.begin_bounded(checkpoint, limit.saturating_sub(checkpoint));
-    let mut put = |run: &[(&[u8], u64)]| map.put_batch(run);
+    let mut noted: Vec<u64> = Vec::with_capacity(BATCH);
+    let mut put = |run: &[(&[u8], u64)]| match &mut superseded {
+        Some(s) => {
+            let put = map.put_batch_superseding(run, &mut noted);
+            s.note(&noted);
+            noted.clear();
+            put
+        }
+        None => map.put_batch(run),
+    };
     let (end, scanned) = map_dirty(dirty, checkpoint, limit, txns, pace, &mut put)?;
     stats.pass1.records_read = scanned.records;
     stats.pass1.bytes_read = scanned.bytes;
     stats.map_full = end.is_some_and(|e| e < limit);
-    Ok(end.unwrap_or(limit).min(limit))
+    let superseded = match (superseded, txns.take_unmapped()) {
+        (Some(mut s), Some(unmapped)) => {
+            s.ask_the_map_for(unmapped);
+            Some(s)
+        }
+        _ => None,
+    };
+    Ok((end.unwrap_or(limit).min(limit), superseded))
 }
 
 impl CopyCounts {
@@ -603,12 +628,22 @@ struct Plan {
     /// The pass's statistics so far (pass 1's among them).
     stats: CleanStats,
     txns: TxnState,
-    /// The external pass's stale offsets (`None` with a map).
-    stale: Option<StaleSet>,
+    /// What pass 2 asks whether a record was superseded.
+    answers: Answers,
     judge: Judge,
     /// The groups of closed segments pass 2 re-copies, each into one output.
     groups: Vec<Vec<Arc<SealedSegment>>>,
     producers: Arc<log_core::producers::ActiveProducers>,
+}
+
+/// What pass 1 leaves pass 2 to ask whether a record was superseded.
+enum Answers {
+    /// The map, by key.
+    Map,
+    /// The offsets the map's puts superseded (the map for the records pass 1 did not put).
+    Superseded(Superseded),
+    /// The external pass's stale offsets.
+    Stale(StaleSet),
 }
 
 /// What one pass-2 thread copied: replacements by group index, and its counts.

@@ -20,6 +20,7 @@ use crate::keep::{
 use crate::map::{BATCH, OffsetMap, Probes};
 use crate::pace::Pace;
 use crate::pass1::recycle;
+use crate::superseded::Superseded;
 
 /// What pass 2 needs besides the group: the rule's settings, the map, the partition's transaction state
 /// (Kafka: aborted transactions) and its active producers (whose last writes are kept even when emptied).
@@ -30,11 +31,13 @@ pub(crate) struct CopyContext<'a> {
     pub(crate) producers: &'a ActiveProducers,
 }
 
-/// Where pass 2 learns whether a record was superseded: the offset map of pass 1 (asked by key), or the
-/// external pass's stale offsets (asked by offset).
+/// Where pass 2 learns whether a record was superseded: the offset map of pass 1 (asked by key), the offsets
+/// its puts superseded (asked by offset, the map for the records pass 1 did not put), or the external pass's
+/// stale offsets (asked by offset).
 #[derive(Clone, Copy)]
 pub(crate) enum Lookup<'a> {
     Map(&'a dyn OffsetMap),
+    Superseded(&'a dyn OffsetMap, &'a Superseded),
     Stale(&'a StaleSet),
     /// Nothing was mapped: no record is superseded.
     Nothing,
@@ -47,6 +50,7 @@ impl Lookup<'_> {
     fn get_batch(&self, keys: &[&[u8]], offsets: &[u64], out: &mut [Option<u64>], probes: &mut Probes) {
         match self {
             Lookup::Map(m) => m.get_batch(keys, out, probes),
+            Lookup::Superseded(m, s) => s.get_batch(*m, keys, offsets, out, probes),
             Lookup::Stale(s) => crate::external::lookup(s, offsets, out, probes),
             Lookup::Nothing => out.iter_mut().for_each(|o| *o = None),
         }

@@ -51,7 +51,7 @@ use crate::pass1::Scanned;
 pub use budget::{ENTRY_BYTES, MIN_BUDGET_BYTES};
 use entry::Entry;
 use runs::Runs;
-pub(crate) use stale::StaleSet;
+pub(crate) use stale::{MEMORY_BYTES, StaleSet};
 
 /// The external pass's state: its budget and where it spills, and the last pass's figures and stale set.
 #[derive(Debug)]

@@ -52,7 +52,7 @@
 
 use super::hash::{HashBits, prefetch, xxh3_128};
 use super::table::Table;
-use super::{BATCH, MapFull, MapKind, MapStats, OffsetMap, Probes};
+use super::{BATCH, MapFull, MapKind, MapStats, OffsetMap, Probes, superseded_by};
 
 /// Bytes of a slot.
 pub const SLOT_BYTES: usize = 12;
@@ -342,6 +342,12 @@ impl CompactMap {
         if self.shift == 0 { 0 } else { ((h.home_full & ((1 << self.shift) - 1)) as u32) << self.offset_bits }
     }
 
+    /// The mask of a stored offset's bits relative to the base (the rest are home bits).
+    #[inline]
+    fn rel_mask(&self) -> u32 {
+        if self.offset_bits == 32 { u32::MAX } else { (1 << self.offset_bits) - 1 }
+    }
+
     /// The mask of a stored offset's home bits.
     #[inline]
     fn ext_mask(&self) -> u32 {
@@ -397,7 +403,8 @@ impl CompactMap {
         }
     }
 
-    fn put_hashed(&mut self, h: Hashed, offset: u64) -> Result<(), MapFull> {
+    /// Puts a hashed key: the key's earlier offset when it held one (the put replaced it), `None` for a new key.
+    fn put_hashed(&mut self, h: Hashed, offset: u64) -> Result<Option<u64>, MapFull> {
         self.lookups += 1;
         let Some(rel) = offset
             .checked_sub(self.base)
@@ -414,10 +421,10 @@ impl CompactMap {
         let (at, distance) = match found {
             Ok(slot) => {
                 let tag = Self::tag_at(self.table.bytes(), slot);
-                let stored = (Self::offset_at(self.table.bytes(), slot) & self.ext_mask()) | rel;
-                self.write_slot(slot, tag, stored);
+                let was = Self::offset_at(self.table.bytes(), slot);
+                self.write_slot(slot, tag, (was & self.ext_mask()) | rel);
                 self.latest = Some(offset);
-                return Ok(());
+                return Ok(Some(self.base + u64::from(was & self.rel_mask())));
             }
             Err(place) => place,
         };
@@ -461,11 +468,11 @@ impl CompactMap {
         self.write_slot(at, h.fp | (distance + 1), self.ext_bits(h) | rel);
         self.entries += 1;
         self.latest = Some(offset);
-        Ok(())
+        Ok(None)
     }
 
     /// The put after a growth, which counted its lookup already.
-    fn put_hashed_again(&mut self, h: Hashed, offset: u64) -> Result<(), MapFull> {
+    fn put_hashed_again(&mut self, h: Hashed, offset: u64) -> Result<Option<u64>, MapFull> {
         self.lookups -= 1;
         self.put_hashed(h, offset)
     }
@@ -533,8 +540,30 @@ impl CompactMap {
         }
         let (found, inspected) = self.search(h);
         probes.probes += inspected;
-        let rel_mask = if self.offset_bits == 32 { u32::MAX } else { (1 << self.offset_bits) - 1 };
-        found.ok().map(|slot| self.base + u64::from(Self::offset_at(self.table.bytes(), slot) & rel_mask))
+        found.ok().map(|slot| self.base + u64::from(Self::offset_at(self.table.bytes(), slot) & self.rel_mask()))
+    }
+
+    /// Puts a run of keys in order, hashed [`BATCH`] at a time; hands `superseded` each earlier offset a put
+    /// replaced, and returns how many keys were put before the first refused one.
+    #[inline]
+    fn put_run(&mut self, batch: &[(&[u8], u64)], mut superseded: impl FnMut(u64)) -> usize {
+        let mut done = 0;
+        let mut hashed = [Hashed { home_full: 0, fp: 0 }; BATCH];
+        let mut keys: [&[u8]; BATCH] = [&[]; BATCH];
+        for run in batch.chunks(BATCH) {
+            for (k, &(key, _)) in keys.iter_mut().zip(run) {
+                *k = key;
+            }
+            self.hash_batch(&keys[..run.len()], &mut hashed);
+            for (&h, &(_, offset)) in hashed.iter().zip(run) {
+                match self.put_hashed(h, offset) {
+                    Ok(earlier) => superseded_by(earlier, offset, &mut superseded),
+                    Err(MapFull) => return done,
+                }
+                done += 1;
+            }
+        }
+        done
     }
 
     fn hash_batch(&self, keys: &[&[u8]], out: &mut [Hashed; BATCH]) {
@@ -580,26 +609,15 @@ impl OffsetMap for CompactMap {
 
     fn put(&mut self, key: &[u8], offset: u64) -> Result<(), MapFull> {
         let h = self.hash(key);
-        self.put_hashed(h, offset)
+        self.put_hashed(h, offset).map(drop)
     }
 
     fn put_batch(&mut self, batch: &[(&[u8], u64)]) -> usize {
-        let mut done = 0;
-        let mut hashed = [Hashed { home_full: 0, fp: 0 }; BATCH];
-        let mut keys: [&[u8]; BATCH] = [&[]; BATCH];
-        for run in batch.chunks(BATCH) {
-            for (k, &(key, _)) in keys.iter_mut().zip(run) {
-                *k = key;
-            }
-            self.hash_batch(&keys[..run.len()], &mut hashed);
-            for (&h, &(_, offset)) in hashed.iter().zip(run) {
-                if self.put_hashed(h, offset).is_err() {
-                    return done;
-                }
-                done += 1;
-            }
-        }
-        done
+        self.put_run(batch, |_| {})
+    }
+
+    fn put_batch_superseding(&mut self, batch: &[(&[u8], u64)], superseded: &mut Vec<u64>) -> usize {
+        self.put_run(batch, |earlier| superseded.push(earlier))
     }
 
     fn get(&self, key: &[u8], probes: &mut Probes) -> Option<u64> {

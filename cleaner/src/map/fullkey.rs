@@ -20,7 +20,7 @@
 use hashbrown::HashTable;
 
 use super::hash::{HashBits, prefetch, xxh3_64};
-use super::{BATCH, MapFull, MapKind, MapStats, OffsetMap, Probes};
+use super::{BATCH, MapFull, MapKind, MapStats, OffsetMap, Probes, superseded_by};
 
 #[derive(Debug, Clone, Copy)]
 struct Entry {
@@ -223,8 +223,9 @@ impl FullKeyMap {
         }
     }
 
-    /// The put of a key whose hash is known.
-    fn put_hashed(&mut self, key: &[u8], hash: u64, offset: u64) -> Result<(), MapFull> {
+    /// The put of a key whose hash is known: the key's earlier offset when it held one (the put replaced it),
+    /// `None` for a new key.
+    fn put_hashed(&mut self, key: &[u8], hash: u64, offset: u64) -> Result<Option<u64>, MapFull> {
         self.lookups += 1;
         let arena = &self.arena;
         let mut compared = 0u64;
@@ -232,10 +233,10 @@ impl FullKeyMap {
             compared += 1;
             Self::key_of(arena, e) == key
         }) {
-            e.offset = offset;
+            let earlier = std::mem::replace(&mut e.offset, offset);
             self.probes += compared.max(1);
             self.latest = Some(offset);
-            return Ok(());
+            return Ok(Some(earlier));
         }
         self.probes += compared.max(1);
         // A new key: price the table's growth and the arena's before anything changes.
@@ -261,7 +262,30 @@ impl FullKeyMap {
         self.key_bytes_seen.0 += key.len() as u64;
         self.key_bytes_seen.1 += 1;
         self.latest = Some(offset);
-        Ok(())
+        Ok(None)
+    }
+
+    /// Puts a run of keys in order, hashed [`BATCH`] at a time; hands `superseded` each earlier offset a put
+    /// replaced, and returns how many keys were put before the first refused one.
+    #[inline]
+    fn put_run(&mut self, batch: &[(&[u8], u64)], mut superseded: impl FnMut(u64)) -> usize {
+        let mut done = 0;
+        let mut hashes = [0u64; BATCH];
+        let mut keys: [&[u8]; BATCH] = [&[]; BATCH];
+        for run in batch.chunks(BATCH) {
+            for (k, &(key, _)) in keys.iter_mut().zip(run) {
+                *k = key;
+            }
+            self.hash_and_prefetch(&keys[..run.len()], &mut hashes);
+            for (&h, &(key, offset)) in hashes.iter().zip(run) {
+                match self.put_hashed(key, h, offset) {
+                    Ok(earlier) => superseded_by(earlier, offset, &mut superseded),
+                    Err(MapFull) => return done,
+                }
+                done += 1;
+            }
+        }
+        done
     }
 
     /// The lookup of a key whose hash is known.
@@ -298,26 +322,15 @@ impl OffsetMap for FullKeyMap {
     }
 
     fn put(&mut self, key: &[u8], offset: u64) -> Result<(), MapFull> {
-        self.put_hashed(key, self.hash(key), offset)
+        self.put_hashed(key, self.hash(key), offset).map(drop)
     }
 
     fn put_batch(&mut self, batch: &[(&[u8], u64)]) -> usize {
-        let mut done = 0;
-        let mut hashes = [0u64; BATCH];
-        let mut keys: [&[u8]; BATCH] = [&[]; BATCH];
-        for run in batch.chunks(BATCH) {
-            for (k, &(key, _)) in keys.iter_mut().zip(run) {
-                *k = key;
-            }
-            self.hash_and_prefetch(&keys[..run.len()], &mut hashes);
-            for (&h, &(key, offset)) in hashes.iter().zip(run) {
-                if self.put_hashed(key, h, offset).is_err() {
-                    return done;
-                }
-                done += 1;
-            }
-        }
-        done
+        self.put_run(batch, |_| {})
+    }
+
+    fn put_batch_superseding(&mut self, batch: &[(&[u8], u64)], superseded: &mut Vec<u64>) -> usize {
+        self.put_run(batch, |earlier| superseded.push(earlier))
     }
 
     fn get(&self, key: &[u8], probes: &mut Probes) -> Option<u64> {

@@ -1,7 +1,7 @@
 //! Offset maps: key → latest offset over the dirty section, in a fixed memory budget.
 //!
-//! Pass 1 of the cleaner fills a map with [`OffsetMap::put_batch`]; pass 2 asks it with
-//! [`OffsetMap::get_batch`]. The maps are interchangeable behind [`OffsetMap`], built by a [`MapKind`] from a
+//! Pass 1 of the cleaner fills a map with [`OffsetMap::put_batch`] (or [`OffsetMap::put_batch_superseding`],
+//! which also tells which earlier offsets each put replaced); pass 2 asks it with [`OffsetMap::get_batch`]. The maps are interchangeable behind [`OffsetMap`], built by a [`MapKind`] from a
 //! byte budget and a load factor, so that designs can be compared on the same passes:
 //!
 //! | kind | slot | bytes per key at its load factor | exact | P(some pair of keys collides) at 10^6 / 10^8 / 10^10 keys |
@@ -51,5 +51,6 @@ pub use compact::CompactMap;
 pub use fullkey::FullKeyMap;
 pub use hash::{HashBits, prefetch};
 pub use kind::BuildError;
+pub(crate) use seam::superseded_by;
 pub use seam::{BATCH, ExternalPhases, MapFull, MapKind, MapStats, OffsetMap, Probes};
 pub use skimpy::SkimpyMap;

@@ -112,6 +112,24 @@ pub trait OffsetMap: Send + Sync {
         batch.iter().take_while(|&&(k, o)| self.put(k, o).is_ok()).count()
     }
 
+    /// As [`OffsetMap::put_batch`], and pushes onto `superseded` each earlier offset a put replaced (the key's
+    /// offset before it, below the one put): pass 1 then knows every record of the dirty section a later one
+    /// superseded, and pass 2 asks a bit set by offset instead of the map by key. This default asks the map
+    /// before each put; the maps read the earlier offset in the slot the put overwrites.
+    fn put_batch_superseding(&mut self, batch: &[(&[u8], u64)], superseded: &mut Vec<u64>) -> usize {
+        let mut probes = Probes::default();
+        let mut done = 0;
+        for &(key, offset) in batch {
+            let earlier = self.get(key, &mut probes);
+            if self.put(key, offset).is_err() {
+                break;
+            }
+            superseded_by(earlier, offset, &mut |o| superseded.push(o));
+            done += 1;
+        }
+        done
+    }
+
     /// The offset mapped for `key`.
     fn get(&self, key: &[u8], probes: &mut Probes) -> Option<u64>;
 
@@ -139,6 +157,15 @@ pub trait OffsetMap: Send + Sync {
 
     /// The map's figures, counting the puts of this pass (gets are counted by their callers in [`Probes`]).
     fn stats(&self) -> MapStats;
+}
+
+/// Hands `superseded` the offset a put of `offset` replaced (`earlier`, the key's offset before it), if any:
+/// only an earlier offset below the one put is superseded (pass 1 puts offsets in increasing order).
+#[inline]
+pub(crate) fn superseded_by(earlier: Option<u64>, offset: u64, superseded: &mut impl FnMut(u64)) {
+    if let Some(e) = earlier.filter(|&e| e < offset) {
+        superseded(e);
+    }
 }
 
 /// The offset maps there are.

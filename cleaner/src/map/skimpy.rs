@@ -5,7 +5,7 @@ use md5::{Digest as _, Md5};
 use super::hash::{HashBits, prefetch};
 use super::md5x::{LANES, md5_lanes};
 use super::table::Table;
-use super::{BATCH, MapFull, MapKind, MapStats, OffsetMap, Probes};
+use super::{BATCH, MapFull, MapKind, MapStats, OffsetMap, Probes, superseded_by};
 
 /// Bytes of a slot: a 16-byte MD5 digest, then the offset as a little-endian u64.
 pub const SLOT_BYTES: usize = 24;
@@ -207,7 +207,8 @@ impl SkimpyMap {
         None
     }
 
-    fn put_digest(&mut self, digest: Digest, offset: u64) -> Result<(), MapFull> {
+    /// Puts a digest: the key's earlier offset when it held one (the put replaced it), `None` for a new key.
+    fn put_digest(&mut self, digest: Digest, offset: u64) -> Result<Option<u64>, MapFull> {
         // A full map refuses every key, one it holds included: Kafka's cleaner asks `map.size <
         // maxDesiredMapSize` before each put, so a pass ends at the first keyed record after the map filled.
         if self.entries >= self.capacity {
@@ -222,10 +223,37 @@ impl SkimpyMap {
             self.longest = self.longest.max(attempts);
         }
         let out = self.buf.write(slot * SLOT_BYTES, SLOT_BYTES);
+        let earlier = present.then(|| {
+            let b = &out[DIGEST_BYTES..];
+            u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+        });
         out[..DIGEST_BYTES].copy_from_slice(&digest.to_le_bytes());
         out[DIGEST_BYTES..].copy_from_slice(&offset.to_le_bytes());
         self.latest = Some(offset);
-        Ok(())
+        Ok(earlier)
+    }
+
+    /// Puts a run of keys in order, digested [`BATCH`] at a time; hands `superseded` each earlier offset a put
+    /// replaced, and returns how many keys were put before the first refused one.
+    #[inline]
+    fn put_run(&mut self, batch: &[(&[u8], u64)], mut superseded: impl FnMut(u64)) -> usize {
+        let mut done = 0;
+        let mut digests = [0; BATCH];
+        let mut keys: [&[u8]; BATCH] = [&[]; BATCH];
+        for run in batch.chunks(BATCH) {
+            for (k, &(key, _)) in keys.iter_mut().zip(run) {
+                *k = key;
+            }
+            self.hash_batch(&keys[..run.len()], &mut digests);
+            for (d, &(_, offset)) in digests.iter().zip(run) {
+                match self.put_digest(*d, offset) {
+                    Ok(earlier) => superseded_by(earlier, offset, &mut superseded),
+                    Err(MapFull) => return done,
+                }
+                done += 1;
+            }
+        }
+        done
     }
 
     fn get_digest(&self, digest: Digest, probes: &mut Probes) -> Option<u64> {
@@ -293,26 +321,15 @@ impl OffsetMap for SkimpyMap {
 
     fn put(&mut self, key: &[u8], offset: u64) -> Result<(), MapFull> {
         let digest = self.digest(key);
-        self.put_digest(digest, offset)
+        self.put_digest(digest, offset).map(drop)
     }
 
     fn put_batch(&mut self, batch: &[(&[u8], u64)]) -> usize {
-        let mut done = 0;
-        let mut digests = [0; BATCH];
-        let mut keys: [&[u8]; BATCH] = [&[]; BATCH];
-        for run in batch.chunks(BATCH) {
-            for (k, &(key, _)) in keys.iter_mut().zip(run) {
-                *k = key;
-            }
-            self.hash_batch(&keys[..run.len()], &mut digests);
-            for (d, &(_, offset)) in digests.iter().zip(run) {
-                if self.put_digest(*d, offset).is_err() {
-                    return done;
-                }
-                done += 1;
-            }
-        }
-        done
+        self.put_run(batch, |_| {})
+    }
+
+    fn put_batch_superseding(&mut self, batch: &[(&[u8], u64)], superseded: &mut Vec<u64>) -> usize {
+        self.put_run(batch, |earlier| superseded.push(earlier))
     }
 
     fn get(&self, key: &[u8], probes: &mut Probes) -> Option<u64> {
