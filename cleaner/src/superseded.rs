@@ -43,9 +43,7 @@ impl Superseded {
     /// Notes `offsets` superseded.
     #[inline]
     pub(crate) fn note(&mut self, offsets: &[u64]) {
-        for &o in offsets {
-            self.set.set(o);
-        }
+        self.set.set_all(offsets);
     }
 
     /// The batches pass 1 left unmapped that pass 2 judges by key (offset ranges, in order).

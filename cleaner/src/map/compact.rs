@@ -368,6 +368,7 @@ impl CompactMap {
         u32::from_le_bytes([b[0], b[1], b[2], b[3]])
     }
 
+    #[inline]
     fn write_slot(&mut self, slot: usize, tag: u64, stored: u32) {
         let out = self.table.write(slot * SLOT_BYTES, SLOT_BYTES);
         out[..8].copy_from_slice(&tag.to_le_bytes());
