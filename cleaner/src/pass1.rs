@@ -98,12 +98,14 @@ where
                 ends.enter(batch.base_offset);
                 let corrupt = |kind| log_core::Error::Corrupt { segment: segment.name().to_owned(), position, kind };
                 if let Some(records) = batch.records_in_place() {
-                    for rec in records.map_err(corrupt)? {
-                        let rec = rec.map_err(corrupt)?;
-                        let Some(key) = rec.key.filter(|_| rec.offset >= checkpoint && rec.offset < limit) else {
+                    // Keys only: pass 2 reads every record whole (and verifies its batch) before anything is written.
+                    let mut records = records.map_err(corrupt)?;
+                    while let Some(rec) = records.next_key() {
+                        let (offset, key) = rec.map_err(corrupt)?;
+                        let Some(key) = key.filter(|_| offset >= checkpoint && offset < limit) else {
                             continue;
                         };
-                        run.push((key, rec.offset));
+                        run.push((key, offset));
                         if run.len() == BATCH {
                             refused = flush(&mut run, put, &mut ends);
                             if refused.is_some() {
@@ -117,12 +119,13 @@ where
                     refused = flush(&mut run, put, &mut ends);
                     if refused.is_none() {
                         let mut local: Vec<(&[u8], u64)> = Vec::with_capacity(BATCH);
-                        for rec in batch.records(&mut scratch).map_err(corrupt)? {
-                            let rec = rec.map_err(corrupt)?;
-                            let Some(key) = rec.key.filter(|_| rec.offset >= checkpoint && rec.offset < limit) else {
+                        let mut records = batch.records(&mut scratch).map_err(corrupt)?;
+                        while let Some(rec) = records.next_key() {
+                            let (offset, key) = rec.map_err(corrupt)?;
+                            let Some(key) = key.filter(|_| offset >= checkpoint && offset < limit) else {
                                 continue;
                             };
-                            local.push((key, rec.offset));
+                            local.push((key, offset));
                             if local.len() == BATCH {
                                 refused = flush(&mut local, put, &mut ends);
                                 if refused.is_some() {

@@ -114,12 +114,14 @@ impl Scan<'_> {
                     }
                     let corrupt =
                         |kind| log_core::Error::Corrupt { segment: segment.name().to_owned(), position, kind };
-                    for rec in batch.records(&mut scratch).map_err(corrupt)? {
-                        let rec = rec.map_err(corrupt)?;
-                        let Some(key) = rec.key.filter(|_| rec.offset < limit) else { continue };
+                    // Keys only: pass 2 reads every record whole (and verifies its batch) before anything is written.
+                    let mut records = batch.records(&mut scratch).map_err(corrupt)?;
+                    while let Some(rec) = records.next_key() {
+                        let (offset, key) = rec.map_err(corrupt)?;
+                        let Some(key) = key.filter(|_| offset < limit) else { continue };
                         let h = xxhash_rust::xxh3::xxh3_128(key);
-                        let mapped = maps && rec.offset >= checkpoint;
-                        emit(Entry::new(h, rec.offset, mapped))?;
+                        let mapped = maps && offset >= checkpoint;
+                        emit(Entry::new(h, offset, mapped))?;
                     }
                 }
             }

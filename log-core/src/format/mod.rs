@@ -450,17 +450,10 @@ impl<'s> Iterator for BatchRecords<'s> {
                     Ok(r) => r,
                     Err(p) => return Some(Err(kafka_problem(p))),
                 };
-                // A record's offset lies inside its batch and offsets increase within it (Kafka's own
-                // validation on append); anything else is damage, never read as a record.
-                let offset = match u64::try_from(rec.offset) {
-                    Ok(o) if o >= *base && o <= *last && previous.is_none_or(|p| o > p) => o,
-                    _ => {
-                        return Some(Err(CorruptKind::Malformed(
-                            "a record's offset lies outside its batch or does not increase",
-                        )));
-                    }
+                let offset = match checked_offset(rec.offset, *base, *last, previous) {
+                    Ok(o) => o,
+                    Err(e) => return Some(Err(e)),
                 };
-                *previous = Some(offset);
                 Some(Ok(RecordRef {
                     offset,
                     timestamp: rec.timestamp,
@@ -476,6 +469,44 @@ impl<'s> Iterator for BatchRecords<'s> {
                 }))
             }
         }
+    }
+}
+
+/// A record's offset and key (`None`: no key), as [`BatchRecords::next_key`] reads them.
+pub type RecordKey<'s> = (u64, Option<&'s [u8]>);
+
+impl<'s> BatchRecords<'s> {
+    /// The next record's offset and key only: as [`Iterator::next`], its offset checked against its batch, but
+    /// a Kafka record's value and headers not read (what pass 1 of a cleaner needs; whatever reads the record
+    /// whole checks them).
+    ///
+    /// # Errors
+    /// As [`Iterator::next`], but for damage in a record's value or headers.
+    #[inline]
+    pub fn next_key(&mut self) -> Option<Result<RecordKey<'s>, CorruptKind>> {
+        match &mut self.inner {
+            Inner::One(rec) => rec.take().map(|r| Ok((r.offset, r.key))),
+            Inner::Kafka { records, base, last, previous, .. } => {
+                let (offset, key) = match records.next_key()? {
+                    Ok(r) => r,
+                    Err(p) => return Some(Err(kafka_problem(p))),
+                };
+                Some(checked_offset(offset, *base, *last, previous).map(|o| (o, key)))
+            }
+        }
+    }
+}
+
+/// A Kafka record's offset, checked: it lies inside its batch (`base..=last`) and above the record before it
+/// (`previous`, moved to it), as Kafka validates on append; anything else is damage, never read as a record.
+#[inline]
+fn checked_offset(offset: i64, base: u64, last: u64, previous: &mut Option<u64>) -> Result<u64, CorruptKind> {
+    match u64::try_from(offset) {
+        Ok(o) if o >= base && o <= last && previous.is_none_or(|p| o > p) => {
+            *previous = Some(o);
+            Ok(o)
+        }
+        _ => Err(CorruptKind::Malformed("a record's offset lies outside its batch or does not increase")),
     }
 }
 

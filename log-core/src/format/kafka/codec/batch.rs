@@ -347,6 +347,9 @@ impl<'a> KafkaRecord<'a> {
     }
 }
 
+/// A record's offset and key (`None`: null), as [`Records::next_key`] reads them.
+pub type KeyAt<'s> = (i64, Option<&'s [u8]>);
+
 /// The records of a batch, in order.
 #[derive(Debug, Clone)]
 pub struct Records<'s> {
@@ -416,6 +419,23 @@ impl<'s> Iterator for Records<'s> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
+        self.step(Self::read_one)
+    }
+}
+
+impl<'s> Records<'s> {
+    /// The next record's offset and key, as [`Iterator::next`] reads them but without reading its value and
+    /// headers: what pass 1 of a cleaner needs. The record's length still bounds it and the batch's bytes
+    /// must still end with its last record; its value and headers are checked by whoever reads them whole
+    /// (a cleaner's pass 2 reads every record it copies, and verifies its batch, before anything is written).
+    #[inline]
+    pub fn next_key(&mut self) -> Option<Result<KeyAt<'s>, BatchProblem>> {
+        self.step(Self::read_key)
+    }
+
+    /// One record by `read`, then past the last one the check that no bytes are left, then nothing.
+    #[inline]
+    fn step<T>(&mut self, read: impl FnOnce(&mut Self) -> Result<T, BatchProblem>) -> Option<Result<T, BatchProblem>> {
         if self.index == self.count {
             return (self.pos != self.data.len())
                 .then(|| {
@@ -427,9 +447,33 @@ impl<'s> Iterator for Records<'s> {
         if self.index > self.count {
             return None;
         }
-        let r = self.read_one();
+        let r = read(self);
         self.index = if r.is_ok() { self.index + 1 } else { self.count + 1 };
         Some(r)
+    }
+
+    /// The offset and key of the record at `pos`, moving past its end.
+    #[inline]
+    fn read_key(&mut self) -> Result<KeyAt<'s>, BatchProblem> {
+        let bad = |what| BatchProblem::BadRecord { index: self.index, what };
+        let data = self.data;
+        let mut pos = self.pos;
+        let len = read_varint(data, &mut pos).ok_or_else(|| bad("its length varint is cut off"))?;
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|l| pos.checked_add(l))
+            .filter(|&e| e <= data.len())
+            .ok_or_else(|| bad("its length runs past the batch"))?;
+        let body = &data[pos..end];
+        if body.is_empty() {
+            return Err(bad("it is empty"));
+        }
+        let mut p = 1; // attributes (unused)
+        read_varlong(body, &mut p).ok_or_else(|| bad("its timestamp delta is malformed"))?;
+        let offset_delta = read_varint(body, &mut p).ok_or_else(|| bad("its offset delta is malformed"))?;
+        let key = read_bytes(body, &mut p).map_err(bad)?;
+        self.pos = end;
+        Ok((self.header.base_offset.wrapping_add(i64::from(offset_delta)), key))
     }
 }
 /// Bytes of a batch header that are all zero where a preallocated segment's data ends (base offset, length,
