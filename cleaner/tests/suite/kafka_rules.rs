@@ -471,3 +471,64 @@ fn a_pass_stopped_by_a_full_map_before_an_aborted_transaction_never_drops_its_ma
         assert!(!aborted_left, "{map}: the aborted record is gone after the passes");
     }
 }
+
+/// Pass 1 reads a Kafka record's offset and key only; a record whose headers are damaged under a valid CRC
+/// (a writer's bug, not the disk's) is found by pass 2, which reads every record whole before anything is
+/// written: the pass fails naming the segment, with every map and the external pass, and nothing changes.
+#[test]
+#[expect(clippy::big_endian_bytes, reason = "Kafka's format is big-endian")]
+fn a_record_damaged_past_its_key_under_a_valid_crc_fails_the_pass_and_changes_nothing() {
+    let store = partition(&[
+        Spec { base: 0, producer: None, keys: &["a", "b"], kind: Plain },
+        Spec { base: 2, producer: None, keys: &["a"], kind: Plain },
+        Spec { base: 3, producer: None, keys: &["c"], kind: Plain },
+    ]);
+    let segment = name(0, SegmentFile::Log, Stage::Live);
+    let mut bytes = contents(&store, &segment);
+    // The second batch (base offset 2): its one record's header count is its last byte, 0 headers. Made 1
+    // (zig-zag 2) with no header after it, and the batch's CRC-32C (over byte 21 on) written again.
+    let first_len = u32::from_be_bytes(bytes[8..12].try_into().expect("length")) as usize;
+    let at = 12 + first_len;
+    let end = at + 12 + u32::from_be_bytes(bytes[at + 8..at + 12].try_into().expect("length")) as usize;
+    assert_eq!(bytes[end - 1], 0, "no header");
+    bytes[end - 1] = 2;
+    let crc = log_core::checksum::crc32c(&bytes[at + 21..end]);
+    bytes[at + 17..at + 21].copy_from_slice(&crc.to_be_bytes());
+    store.delete(&segment).expect("delete");
+    let file = store.create(&segment).expect("create");
+    file.append(&bytes).expect("append");
+    file.sync().expect("sync");
+    file.seal().expect("seal");
+    for map in MapKind::WITH_EXTERNAL {
+        let before: Vec<(String, Vec<u8>)> =
+            store.list().expect("list").into_iter().map(|n| (n.clone(), contents(&store, &n))).collect();
+        let log =
+            Log::open(Arc::clone(&store), log_core::OpenOptions::kafka(LogConfig::default(), CheckpointFile::Memory))
+                .expect("open");
+        let config = CleanerConfig { map, dedupe_buffer_bytes: 1 << 20, ..CleanerConfig::default() };
+        let mut cleaner = Cleaner::new(config, Arc::new(ManualClock::new(5_000))).expect("cleaner");
+        match cleaner.clean(&log, PassOptions::default()) {
+            Err(cleaner::Error::Log(log_core::Error::Corrupt { segment: s, kind, .. })) => {
+                assert_eq!(s, segment, "{map}");
+                let bad_record = log_core::CorruptKind::Kafka(log_core::kafka::BatchProblem::BadRecord {
+                    index: 0,
+                    what: "a length varint is cut off or too long",
+                });
+                assert_eq!(kind, bad_record, "{map}: the header read past the record");
+            }
+            other => panic!("{map}: {other:?}"),
+        }
+        drop(log);
+        let after: Vec<(String, Vec<u8>)> =
+            store.list().expect("list").into_iter().map(|n| (n.clone(), contents(&store, &n))).collect();
+        assert_eq!(after, before, "{map}: nothing changed");
+    }
+}
+
+/// The bytes of the file `name` of `store`.
+fn contents(store: &Arc<dyn SegmentStore>, name: &str) -> Vec<u8> {
+    let file = store.open(name).expect("open");
+    let mut bytes = vec![0; usize::try_from(file.len()).expect("size")];
+    file.read_at(0, &mut bytes).expect("read");
+    bytes
+}
