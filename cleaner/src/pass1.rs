@@ -56,21 +56,22 @@ where
             let mut run: Vec<(&[u8], u64)> = recycle(std::mem::take(&mut buf));
             let mut refused = None;
             // The native format's frames: the batch-of-one fast path.
-            if let Some(frames) = window.frames() {
-                for item in frames {
+            // Offsets and keys only: pass 2 reads every frame whole, checksum included, before the pass commits.
+            if let Some(mut frames) = window.frames() {
+                while let Some(item) = frames.next_key() {
                     let frame = item?;
-                    let (rec, len) = (frame.record, frame.bytes.len() as u64);
-                    if rec.offset < checkpoint {
+                    let (offset, len) = (frame.offset, frame.len as u64);
+                    if offset < checkpoint {
                         continue;
                     }
-                    if rec.offset >= limit {
+                    if offset >= limit {
                         break;
                     }
                     scanned.records += 1;
                     scanned.bytes += len;
                     pace.step(len, 1)?;
-                    let Some(key) = rec.key else { continue };
-                    run.push((key, rec.offset));
+                    let Some(key) = frame.key else { continue };
+                    run.push((key, offset));
                     if run.len() == BATCH {
                         refused = flush(&mut run, put, &mut ends);
                         if refused.is_some() {

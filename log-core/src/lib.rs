@@ -81,7 +81,7 @@ pub use log::{AppendRecord, CheckpointReset, Log, RecoveryReport, now_ms};
 pub use options::OpenOptions;
 pub use reader::{LogReader, LogSnapshot};
 pub use record::{Header, Record, RecordRef};
-pub use scan::{Batches, Frame, Frames, Placed, SegmentScan, Window};
+pub use scan::{Batches, Frame, FrameKey, Frames, Placed, SegmentScan, Window};
 pub use segment::{SealedSegment, SegmentWriter, Stamp};
 pub use storage::SegmentSource;
 pub use storage::{ReleasableBytes, Segment, SegmentBytes, SegmentStore};

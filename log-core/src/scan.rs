@@ -395,6 +395,47 @@ impl<'w> Window<'w> {
     }
 }
 
+/// A frame's offset and key, as [`Frames::next_key`] reads them.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameKey<'w> {
+    /// Its record's offset.
+    pub offset: u64,
+    /// Its record's key.
+    pub key: Option<&'w [u8]>,
+    /// Its length in bytes.
+    pub len: usize,
+}
+
+impl<'w> Frames<'w> {
+    /// The next frame's offset and key only, for a pass that reads the frames whole again, checksums
+    /// included, before acting on them (the cleaner's pass 1): no checksum, and nothing past the key read
+    /// ([`Format::decode_frame_key`]), whatever the window's `verify`.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] naming the segment and the frame, as [`Iterator::next`].
+    #[inline]
+    pub fn next_key(&mut self) -> Option<Result<FrameKey<'w>>> {
+        if self.failed {
+            return None;
+        }
+        let rest = self.bytes.get(self.at..).filter(|r| !r.is_empty())?;
+        let position = self.start + self.at as u64;
+        if let Some(b) = &mut self.behind {
+            b.passed(self.at);
+        }
+        match self.format.decode_frame_key(rest) {
+            Ok((offset, key, len)) => {
+                self.at += len;
+                Some(Ok(FrameKey { offset, key, len }))
+            }
+            Err(kind) => {
+                self.failed = true;
+                Some(Err(Error::Corrupt { segment: self.name.to_owned(), position, kind }))
+            }
+        }
+    }
+}
+
 impl<'w> Iterator for Frames<'w> {
     type Item = Result<Frame<'w>>;
 

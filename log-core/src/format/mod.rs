@@ -102,6 +102,19 @@ impl Format {
         }
     }
 
+    /// The offset and key of the frame at the start of `bytes`, and its length, for a format whose batches are
+    /// one record each: no checksum, and nothing past the key read ([`codec::decode_key_unverified`]).
+    ///
+    /// # Errors
+    /// As [`Format::decode_frame`] for the fields read.
+    #[inline]
+    pub fn decode_frame_key(self, bytes: &[u8]) -> Result<(u64, Option<&[u8]>, usize), CorruptKind> {
+        match self {
+            Format::Native => codec::decode_key_unverified(bytes),
+            Format::Kafka => Err(CorruptKind::Malformed("a Kafka batch is not one record: parse it")),
+        }
+    }
+
     /// Decodes the batch at the start of `bytes` (which may hold more after it). With `verify`, its checksum
     /// is checked too; without, every length is still checked against the bytes there (for a reader that
     /// verifies the same batches later, before acting on what it learned: the cleaner's pass 1). A Kafka

@@ -257,6 +257,42 @@ pub fn decode_unverified(bytes: &[u8]) -> Result<(RecordRef<'_>, usize), Corrupt
     decode_body(frame.get(FRAME_HEADER_BYTES..).unwrap_or_default()).map(|r| (r, frame_len))
 }
 
+/// The offset and key of the frame at the start of `bytes`, and the frame's length, without its checksum and
+/// without reading past the key: the frame's length and the fields up to the key are checked against the
+/// bytes there, the value and headers not read at all (for the cleaner's pass 1, which needs no more: pass 2
+/// reads every frame whole, checksum included, before the pass commits). Touching only the frame's first
+/// bytes leaves the rest of a long record's cache lines unread.
+///
+/// # Errors
+/// A [`CorruptKind`] saying what is wrong with the fields read.
+#[inline]
+pub fn decode_key_unverified(bytes: &[u8]) -> Result<(u64, Option<&[u8]>, usize), CorruptKind> {
+    const SHORT: CorruptKind = CorruptKind::Malformed("body shorter than its fields");
+    let (frame_len, _) = frame_header(bytes)?;
+    let frame = bytes
+        .get(..frame_len)
+        .ok_or_else(|| CorruptKind::Truncated { needed: frame_len as u64, available: bytes.len() as u64 })?;
+    let body = frame.get(FRAME_HEADER_BYTES..).unwrap_or_default();
+    let (&version, rest) = body.split_first().ok_or_else(|| SHORT)?;
+    if version != FORMAT_VERSION {
+        return Err(CorruptKind::UnknownVersion(version));
+    }
+    let (&flags, rest) = rest.split_first().ok_or_else(|| SHORT)?;
+    if flags & !KNOWN_FLAGS != 0 {
+        return Err(CorruptKind::Malformed("unknown flag bits"));
+    }
+    let (offset, rest) = split_u64(rest).ok_or_else(|| SHORT)?;
+    // The timestamp, and the delete horizon when there is one.
+    let skip = if flags & FLAG_HORIZON != 0 { 16 } else { 8 };
+    let rest = rest.get(skip..).ok_or_else(|| SHORT)?;
+    let key = if flags & FLAG_KEY != 0 {
+        Some(split_bytes_u32(rest).ok_or_else(|| CorruptKind::Malformed("key runs past the body"))?.0)
+    } else {
+        None
+    };
+    Ok((offset, key, frame_len))
+}
+
 /// Decodes a body whose checksum has been verified (or will be, see [`decode_unverified`]).
 #[inline]
 fn decode_body(body: &[u8]) -> Result<RecordRef<'_>, CorruptKind> {
@@ -423,6 +459,24 @@ mod tests {
         #[test]
         fn prop_arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             let _ = decode(&bytes);
+            let _ = decode_key_unverified(&bytes);
+        }
+
+        /// The key-only read gives the offset, key and length the whole decoding gives, and a cut frame is an
+        /// error to it too (its length says where the frame ends).
+        #[test]
+        fn prop_key_only_reads_what_decoding_reads(
+            r in arb_record(), cut in any::<prop::sample::Index>(), at in any::<prop::sample::Index>(),
+        ) {
+            let bytes = encode_record(&r);
+            let (whole, len) = decode(&bytes).expect("decodes");
+            prop_assert_eq!(decode_key_unverified(&bytes), Ok((whole.offset, whole.key, len)));
+            prop_assert!(decode_key_unverified(&bytes[..cut.index(bytes.len())]).is_err());
+            // A byte changed anywhere never panics; past the key it goes unseen (pass 2's checksum sees it).
+            let mut changed = bytes.clone();
+            let i = at.index(changed.len());
+            changed[i] ^= 0x5a;
+            let _ = decode_key_unverified(&changed);
         }
     }
 
