@@ -122,16 +122,17 @@ fn thread_bytes(map: MapKind, budget: Budget) -> u64 {
     }
 }
 
-/// What one pass costs a record, pass 1 and pass 2 in ns, on this project's reference machine (2 cores of an
-/// Intel Xeon; the quick report of 2026-12-02: 4 million records over a million keys, memory backend, the
-/// buffer each map needs for one pass; the external pass in the same buffer). An estimate for ranking choices,
-/// not a promise: measure with `pass-bench` on your own machine.
+/// What one pass costs a record, pass 1 and pass 2 in ns, on this project's reference machine (2 shared cores;
+/// the quick report of 2026-12-06 at `b2272cb`: 4 million records over a million keys, memory backend, the
+/// buffer each map needs for one pass; the external pass in the same buffer). A map's pass 2 asks a bit for
+/// each record pass 1 put, so it costs what the external pass's does. An estimate for ranking choices, not a
+/// promise: measure with `pass-bench` on your own machine.
 pub fn reference_ns_per_record(map: MapKind) -> (f64, f64) {
     match map {
-        MapKind::Skimpy => (210.0, 255.0),
-        MapKind::FullKey => (230.0, 200.0),
-        MapKind::Compact => (112.0, 124.0),
-        MapKind::External => (197.0, 78.0),
+        MapKind::Skimpy => (116.0, 50.0),
+        MapKind::FullKey => (96.0, 283.0),
+        MapKind::Compact => (49.0, 50.0),
+        MapKind::External => (93.0, 51.0),
     }
 }
 
@@ -524,7 +525,7 @@ mod tests {
         let (e, c) = (external.estimated_seconds.expect("time"), compact.estimated_seconds.expect("time"));
         assert!(e < c / 3.0, "{e} s against {c} s");
         // One pass of the external pass costs what one pass of its own does, the maps' many passes re-read.
-        assert!((estimated_seconds(MapKind::Compact, 1_000_000, 1) - 0.236).abs() < 0.01);
+        assert!((estimated_seconds(MapKind::Compact, 1_000_000, 1) - 0.099).abs() < 0.01);
         assert!(
             estimated_seconds(MapKind::Compact, 1_000_000, 3)
                 > 2.0 * estimated_seconds(MapKind::Compact, 1_000_000, 1) * 0.7
