@@ -415,6 +415,19 @@ impl<'w> Frames<'w> {
     /// [`Error::Corrupt`] naming the segment and the frame, as [`Iterator::next`].
     #[inline]
     pub fn next_key(&mut self) -> Option<Result<FrameKey<'w>>> {
+        self.step(|format, rest, _| {
+            let (offset, key, len) = format.decode_frame_key(rest)?;
+            Ok((FrameKey { offset, key, len }, len))
+        })
+    }
+
+    /// The next frame by `decode` (the format, the bytes from the frame on, and the frame's position; what it
+    /// read and the frame's length), moving past it; after an error, nothing more.
+    #[inline]
+    fn step<T>(
+        &mut self,
+        decode: impl FnOnce(Format, &'w [u8], u64) -> std::result::Result<(T, usize), CorruptKind>,
+    ) -> Option<Result<T>> {
         if self.failed {
             return None;
         }
@@ -423,10 +436,10 @@ impl<'w> Frames<'w> {
         if let Some(b) = &mut self.behind {
             b.passed(self.at);
         }
-        match self.format.decode_frame_key(rest) {
-            Ok((offset, key, len)) => {
+        match decode(self.format, rest, position) {
+            Ok((read, len)) => {
                 self.at += len;
-                Some(Ok(FrameKey { offset, key, len }))
+                Some(Ok(read))
             }
             Err(kind) => {
                 self.failed = true;
@@ -441,25 +454,11 @@ impl<'w> Iterator for Frames<'w> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let rest = self.bytes.get(self.at..).filter(|r| !r.is_empty())?;
-        let position = self.start + self.at as u64;
-        if let Some(b) = &mut self.behind {
-            b.passed(self.at);
-        }
-        let decoded = self.format.decode_frame(rest, self.verify);
-        match decoded {
-            Ok((record, len)) => {
-                self.at += len;
-                Some(Ok(Frame { position, record, bytes: &rest[..len] }))
-            }
-            Err(kind) => {
-                self.failed = true;
-                Some(Err(Error::Corrupt { segment: self.name.to_owned(), position, kind }))
-            }
-        }
+        let verify = self.verify;
+        self.step(|format, rest, position| {
+            let (record, len) = format.decode_frame(rest, verify)?;
+            Ok((Frame { position, record, bytes: &rest[..len] }, len))
+        })
     }
 }
 

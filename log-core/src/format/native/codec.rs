@@ -229,11 +229,7 @@ pub fn plausible_frame_start(head: &[u8], room: u64, floor: Option<u64>) -> Opti
 /// A [`CorruptKind`] saying what is wrong with the frame.
 #[inline]
 pub fn decode(bytes: &[u8]) -> Result<(RecordRef<'_>, usize), CorruptKind> {
-    let (frame_len, stored) = frame_header(bytes)?;
-    let frame = bytes
-        .get(..frame_len)
-        .ok_or_else(|| CorruptKind::Truncated { needed: frame_len as u64, available: bytes.len() as u64 })?;
-    let body = frame.get(FRAME_HEADER_BYTES..).unwrap_or_default();
+    let (body, frame_len, stored) = frame_body(bytes)?;
     let computed = crate::checksum::crc32c(body);
     if computed != stored {
         return Err(CorruptKind::ChecksumMismatch { stored, computed });
@@ -250,12 +246,39 @@ pub fn decode(bytes: &[u8]) -> Result<(RecordRef<'_>, usize), CorruptKind> {
 /// A [`CorruptKind`] saying what is wrong with the frame's fields.
 #[inline]
 pub fn decode_unverified(bytes: &[u8]) -> Result<(RecordRef<'_>, usize), CorruptKind> {
-    let (frame_len, _) = frame_header(bytes)?;
+    let (body, frame_len, _) = frame_body(bytes)?;
+    decode_body(body).map(|r| (r, frame_len))
+}
+
+/// The frame at the start of `bytes`: its body, its length and its stored checksum, the length checked against
+/// the bytes there.
+#[inline]
+fn frame_body(bytes: &[u8]) -> Result<(&[u8], usize, u32), CorruptKind> {
+    let (frame_len, stored) = frame_header(bytes)?;
     let frame = bytes
         .get(..frame_len)
         .ok_or_else(|| CorruptKind::Truncated { needed: frame_len as u64, available: bytes.len() as u64 })?;
-    decode_body(frame.get(FRAME_HEADER_BYTES..).unwrap_or_default()).map(|r| (r, frame_len))
+    Ok((frame.get(FRAME_HEADER_BYTES..).unwrap_or_default(), frame_len, stored))
 }
+
+/// A body's first fields: its version (this format's), its flags (known ones only) and its offset, and the
+/// rest of the body.
+#[inline]
+fn body_head(body: &[u8]) -> Result<(u8, u64, &[u8]), CorruptKind> {
+    let (&version, rest) = body.split_first().ok_or_else(|| SHORT)?;
+    if version != FORMAT_VERSION {
+        return Err(CorruptKind::UnknownVersion(version));
+    }
+    let (&flags, rest) = rest.split_first().ok_or_else(|| SHORT)?;
+    if flags & !KNOWN_FLAGS != 0 {
+        return Err(CorruptKind::Malformed("unknown flag bits"));
+    }
+    let (offset, rest) = split_u64(rest).ok_or_else(|| SHORT)?;
+    Ok((flags, offset, rest))
+}
+
+/// A body too short for the fields its flags say it has.
+const SHORT: CorruptKind = CorruptKind::Malformed("body shorter than its fields");
 
 /// The offset and key of the frame at the start of `bytes`, and the frame's length, without its checksum and
 /// without reading past the key: the frame's length and the fields up to the key are checked against the
@@ -267,21 +290,8 @@ pub fn decode_unverified(bytes: &[u8]) -> Result<(RecordRef<'_>, usize), Corrupt
 /// A [`CorruptKind`] saying what is wrong with the fields read.
 #[inline]
 pub fn decode_key_unverified(bytes: &[u8]) -> Result<(u64, Option<&[u8]>, usize), CorruptKind> {
-    const SHORT: CorruptKind = CorruptKind::Malformed("body shorter than its fields");
-    let (frame_len, _) = frame_header(bytes)?;
-    let frame = bytes
-        .get(..frame_len)
-        .ok_or_else(|| CorruptKind::Truncated { needed: frame_len as u64, available: bytes.len() as u64 })?;
-    let body = frame.get(FRAME_HEADER_BYTES..).unwrap_or_default();
-    let (&version, rest) = body.split_first().ok_or_else(|| SHORT)?;
-    if version != FORMAT_VERSION {
-        return Err(CorruptKind::UnknownVersion(version));
-    }
-    let (&flags, rest) = rest.split_first().ok_or_else(|| SHORT)?;
-    if flags & !KNOWN_FLAGS != 0 {
-        return Err(CorruptKind::Malformed("unknown flag bits"));
-    }
-    let (offset, rest) = split_u64(rest).ok_or_else(|| SHORT)?;
+    let (body, frame_len, _) = frame_body(bytes)?;
+    let (flags, offset, rest) = body_head(body)?;
     // The timestamp, and the delete horizon when there is one.
     let skip = if flags & FLAG_HORIZON != 0 { 16 } else { 8 };
     let rest = rest.get(skip..).ok_or_else(|| SHORT)?;
@@ -296,16 +306,7 @@ pub fn decode_key_unverified(bytes: &[u8]) -> Result<(u64, Option<&[u8]>, usize)
 /// Decodes a body whose checksum has been verified (or will be, see [`decode_unverified`]).
 #[inline]
 fn decode_body(body: &[u8]) -> Result<RecordRef<'_>, CorruptKind> {
-    const SHORT: CorruptKind = CorruptKind::Malformed("body shorter than its fields");
-    let (&version, rest) = body.split_first().ok_or_else(|| SHORT)?;
-    if version != FORMAT_VERSION {
-        return Err(CorruptKind::UnknownVersion(version));
-    }
-    let (&flags, rest) = rest.split_first().ok_or_else(|| SHORT)?;
-    if flags & !KNOWN_FLAGS != 0 {
-        return Err(CorruptKind::Malformed("unknown flag bits"));
-    }
-    let (offset, rest) = split_u64(rest).ok_or_else(|| SHORT)?;
+    let (flags, offset, rest) = body_head(body)?;
     let (timestamp, mut rest) = split_u64(rest).ok_or_else(|| SHORT)?;
     let mut delete_horizon = None;
     if flags & FLAG_HORIZON != 0 {

@@ -361,8 +361,9 @@ pub struct Records<'s> {
 }
 
 impl<'s> Records<'s> {
+    /// The body of the record at `pos` (after its length varint, never empty) and where the record ends.
     #[inline]
-    fn read_one(&mut self) -> Result<KafkaRecord<'s>, BatchProblem> {
+    fn body_at(&self) -> Result<(&'s [u8], usize), BatchProblem> {
         let bad = |what| BatchProblem::BadRecord { index: self.index, what };
         let data = self.data;
         let mut pos = self.pos;
@@ -373,10 +374,17 @@ impl<'s> Records<'s> {
             .filter(|&e| e <= data.len())
             .ok_or_else(|| bad("its length runs past the batch"))?;
         let body = &data[pos..end];
-        let mut p = 1; // attributes (unused)
         if body.is_empty() {
             return Err(bad("it is empty"));
         }
+        Ok((body, end))
+    }
+
+    #[inline]
+    fn read_one(&mut self) -> Result<KafkaRecord<'s>, BatchProblem> {
+        let bad = |what| BatchProblem::BadRecord { index: self.index, what };
+        let (body, end) = self.body_at()?;
+        let mut p = 1; // attributes (unused)
         let timestamp_delta = read_varlong(body, &mut p).ok_or_else(|| bad("its timestamp delta is malformed"))?;
         let offset_delta = read_varint(body, &mut p).ok_or_else(|| bad("its offset delta is malformed"))?;
         let key = read_bytes(body, &mut p).map_err(bad)?;
@@ -456,18 +464,7 @@ impl<'s> Records<'s> {
     #[inline]
     fn read_key(&mut self) -> Result<KeyAt<'s>, BatchProblem> {
         let bad = |what| BatchProblem::BadRecord { index: self.index, what };
-        let data = self.data;
-        let mut pos = self.pos;
-        let len = read_varint(data, &mut pos).ok_or_else(|| bad("its length varint is cut off"))?;
-        let end = usize::try_from(len)
-            .ok()
-            .and_then(|l| pos.checked_add(l))
-            .filter(|&e| e <= data.len())
-            .ok_or_else(|| bad("its length runs past the batch"))?;
-        let body = &data[pos..end];
-        if body.is_empty() {
-            return Err(bad("it is empty"));
-        }
+        let (body, end) = self.body_at()?;
         let mut p = 1; // attributes (unused)
         read_varlong(body, &mut p).ok_or_else(|| bad("its timestamp delta is malformed"))?;
         let offset_delta = read_varint(body, &mut p).ok_or_else(|| bad("its offset delta is malformed"))?;
