@@ -410,8 +410,10 @@ impl Cleaner {
                         Some(FellBack { map: filled, refused_at: end_offset, passes, records_read, bytes_read });
                     stats.map_full = false;
                     stats.map = MapKind::External.name().to_owned();
-                    // Its keys are of no use to pass 2 now (the stale set answers): its pages go first.
+                    // Its keys are of no use to pass 2 now (the stale set answers): its pages go first, and so does
+                    // the set of what its puts superseded.
                     map.release();
+                    drop(superseded);
                     let external = fallback.get_or_insert_with(|| {
                         External::new(config.dedupe_buffer_bytes, config.spill_dir.clone(), config.threads)
                     });
