@@ -49,7 +49,8 @@ pub struct MapStats {
     pub bytes_per_key: f64,
     /// Puts and gets since the last clear.
     pub lookups: u64,
-    /// Slots inspected by them.
+    /// Slots inspected by them (a get of pass 2 answered by a bit, the superseded offsets' or the external
+    /// pass's stale offsets', counts one).
     pub probes: u64,
     /// `probes / lookups` (1.0 is a perfect hash).
     pub probes_per_lookup: f64,
