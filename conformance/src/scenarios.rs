@@ -260,6 +260,9 @@ impl SegmentStore for Disturbing {
     fn create(&self, name: &str) -> std::io::Result<Arc<dyn log_core::Segment>> {
         self.inner.create(name)
     }
+    fn create_copy(&self, name: &str) -> std::io::Result<Arc<dyn log_core::Segment>> {
+        self.inner.create_copy(name)
+    }
     fn open(&self, name: &str) -> std::io::Result<Arc<dyn log_core::Segment>> {
         let file = self.inner.open(name);
         if self.opens.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 2 {

@@ -310,13 +310,19 @@ impl<'a> Cleaning<'a> {
     pub(crate) fn create_output(&self, base: u64) -> Result<SegmentWriter> {
         let log = self.log;
         let name = log.format.cleaned_name(base);
-        let file = self.create_file(&name)?;
+        // The one file of a pass written in bulk: past the store's cache where it can (`create_copy`).
+        let file = self.claim(&name, true)?;
         Ok(SegmentWriter::new(log.format, base, name, file, log.config.index_interval_bytes))
     }
 
     /// Creates the empty file `name` (replacing one an abandoned pass left), owned by this transaction until it
     /// commits (an output's Kafka indexes).
     pub(crate) fn create_file(&self, name: &str) -> Result<Arc<dyn crate::Segment>> {
+        self.claim(name, false)
+    }
+
+    /// Creates `name` for this transaction: as a bulk copy ([`crate::SegmentStore::create_copy`]) or not.
+    fn claim(&self, name: &str, copy: bool) -> Result<Arc<dyn crate::Segment>> {
         let log = self.log;
         log.writable()?;
         self.outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(name.to_owned());
@@ -325,7 +331,10 @@ impl<'a> Cleaning<'a> {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("delete", name)(e)),
                 _ => Ok(()),
             }
-            .and_then(|()| log.store.create(name).map_err(Error::io("create", name))),
+            .and_then(|()| {
+                let created = if copy { log.store.create_copy(name) } else { log.store.create(name) };
+                created.map_err(Error::io("create", name))
+            }),
         )
     }
 

@@ -142,6 +142,11 @@ impl<H: StoreHooks> SegmentStore for HookedStore<H> {
         Ok(self.wrap(self.inner.create(name)?))
     }
 
+    fn create_copy(&self, name: &str) -> io::Result<Arc<dyn Segment>> {
+        self.hooks.before(StoreOp::Create(name))?;
+        Ok(self.wrap(self.inner.create_copy(name)?))
+    }
+
     fn open(&self, name: &str) -> io::Result<Arc<dyn Segment>> {
         self.hooks.before(StoreOp::Open(name))?;
         Ok(self.wrap(self.inner.open(name)?))

@@ -27,6 +27,7 @@
 #![deny(missing_docs)]
 
 mod broker_lock;
+mod direct;
 mod error;
 pub mod kafka;
 mod segment;

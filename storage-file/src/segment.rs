@@ -10,6 +10,7 @@ use log_core::storage::{not_sealed_error, read_only_error, sealed_error};
 use log_core::{Segment, SegmentBytes};
 use memmap2::Mmap;
 
+use crate::direct::{DirectWriter, Written};
 use crate::writeback::STEP_BYTES as WRITEBACK_BYTES;
 
 /// Bytes buffered before an append reaches the file (a write system call per record would dominate small
@@ -32,8 +33,11 @@ struct State {
     file: File,
     /// Bytes written to the file.
     flushed: u64,
-    /// Appended bytes not yet written to the file (they follow `flushed`).
+    /// Appended bytes not yet written to the file (they follow `flushed`), unless `direct` holds them.
     buffer: Vec<u8>,
+    /// A copy written past the page cache, until its first flush: appends fill its buffer instead of
+    /// `buffer`, and `flushed` is a multiple of its buffer's size.
+    direct: Option<DirectWriter>,
     /// Where the file's bytes not yet handed to writeback start (see [`WRITEBACK_BYTES`]).
     writeback_from: u64,
     /// Sealed: no more appends.
@@ -43,7 +47,23 @@ struct State {
 }
 
 impl State {
+    /// The appended bytes not yet in the file.
+    fn pending(&self) -> &[u8] {
+        match &self.direct {
+            Some(d) => d.pending(),
+            None => &self.buffer,
+        }
+    }
+
+    /// Writes every appended byte to the file; a direct copy's last partial buffer the ordinary way, which ends
+    /// its direct writing.
     fn flush(&mut self) -> io::Result<()> {
+        if let Some(d) = self.direct.take() {
+            let pending = d.pending();
+            self.file.write_all_at(pending, self.flushed)?;
+            self.flushed += pending.len() as u64;
+            return Ok(());
+        }
         if !self.buffer.is_empty() {
             self.file.write_all_at(&self.buffer, self.flushed)?;
             self.flushed += self.buffer.len() as u64;
@@ -69,8 +89,42 @@ impl State {
 
 impl FileSegment {
     pub(crate) fn new(file: File, path: PathBuf, len: u64, id: u64, read_only: bool) -> Self {
-        let state = State { file, flushed: len, buffer: Vec::new(), writeback_from: len, sealed: false, map: None };
+        let state = State {
+            file,
+            flushed: len,
+            buffer: Vec::new(),
+            direct: None,
+            writeback_from: len,
+            sealed: false,
+            map: None,
+        };
         FileSegment { path, id, read_only, state: RwLock::new(state) }
+    }
+
+    /// A new, empty file's segment whose appends are written past the page cache where the file system allows
+    /// it (see [`crate::direct`]), else as [`FileSegment::new`]'s.
+    pub(crate) fn new_copy(file: File, path: PathBuf, id: u64) -> Self {
+        let direct = DirectWriter::open(&path, &file);
+        let segment = FileSegment::new(file, path, 0, id, false);
+        segment.write().direct = direct;
+        segment
+    }
+
+    /// Appends through the direct writer: full buffers go to the file directly; a refusal writes the pending
+    /// bytes the ordinary way and ends direct writing, and what is left of `data` is appended as usual.
+    fn append_direct<'d>(&self, s: &mut State, mut data: &'d [u8]) -> io::Result<&'d [u8]> {
+        while let Some(d) = s.direct.as_mut() {
+            let n = d.fill(data);
+            data = &data[n..];
+            if !d.is_full() {
+                break;
+            }
+            match d.write_full(s.flushed).map_err(|e| self.with_path(e))? {
+                Written::Done => s.flushed += crate::direct::BUFFER_BYTES as u64,
+                Written::Refused => s.flush().map_err(|e| self.with_path(e))?,
+            }
+        }
+        Ok(data)
     }
 
     fn writable(&self) -> io::Result<()> {
@@ -101,7 +155,7 @@ impl Drop for FileSegment {
 impl Segment for FileSegment {
     fn len(&self) -> u64 {
         let s = self.read();
-        s.flushed + s.buffer.len() as u64
+        s.flushed + s.pending().len() as u64
     }
 
     fn append(&self, data: &[u8]) -> io::Result<u64> {
@@ -110,7 +164,11 @@ impl Segment for FileSegment {
         if s.sealed {
             return Err(sealed_error());
         }
-        let pos = s.flushed + s.buffer.len() as u64;
+        let pos = s.flushed + s.pending().len() as u64;
+        let data = self.append_direct(&mut s, data)?;
+        if data.is_empty() {
+            return Ok(pos);
+        }
         if s.buffer.len() + data.len() > WRITE_BUFFER_BYTES {
             s.flush().map_err(|e| self.with_path(e))?;
         }
@@ -128,7 +186,7 @@ impl Segment for FileSegment {
     fn read_at(&self, pos: u64, out: &mut [u8]) -> io::Result<()> {
         let s = self.read();
         let end = pos.checked_add(out.len() as u64).ok_or(io::ErrorKind::UnexpectedEof)?;
-        if end > s.flushed + s.buffer.len() as u64 {
+        if end > s.flushed + s.pending().len() as u64 {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end of the segment"));
         }
         if let Some(map) = &s.map {
@@ -143,7 +201,7 @@ impl Segment for FileSegment {
         }
         if !tail.is_empty() {
             let start = (pos + from_file as u64 - s.flushed) as usize;
-            let src = s.buffer.get(start..start + tail.len()).ok_or(io::ErrorKind::UnexpectedEof)?;
+            let src = s.pending().get(start..start + tail.len()).ok_or(io::ErrorKind::UnexpectedEof)?;
             tail.copy_from_slice(src);
         }
         Ok(())
@@ -155,7 +213,7 @@ impl Segment for FileSegment {
         if s.sealed {
             return Err(sealed_error());
         }
-        if len > s.flushed + s.buffer.len() as u64 {
+        if len > s.flushed + s.pending().len() as u64 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "truncate beyond the end"));
         }
         s.flush().map_err(|e| self.with_path(e))?;
@@ -285,6 +343,70 @@ mod tests {
         assert_eq!(mark(&seg), 1000);
         seg.sync().expect("sync");
         assert_eq!(std::fs::metadata(dir.path().join("0.log")).expect("metadata").len(), 1000);
+    }
+
+    /// A copy's bytes, appended in pieces of every size across several direct buffers, read the same before
+    /// the flush (from the file and the pending buffer), after the seal (mapped) and from the file once
+    /// synced; the same when the file system refuses the direct writes, and after a truncation.
+    #[test]
+    fn a_copy_written_past_the_page_cache_reads_what_was_appended() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for refuse in [false, true] {
+            let path = dir.path().join(format!("copy-{refuse}.log"));
+            let file = File::options().read(true).write(true).create_new(true).open(&path).expect("create");
+            let seg = FileSegment::new_copy(file, path.clone(), 1);
+            let direct = seg.write().direct.is_some();
+            if let Some(d) = seg.write().direct.as_mut() {
+                d.refuse = refuse;
+            }
+            let mut expected = Vec::new();
+            let mut rng = log_core::workload::SplitMix64::new(7);
+            let sizes =
+                [1usize, 4095, 4096, 4097, 70_000, crate::direct::BUFFER_BYTES, crate::direct::BUFFER_BYTES + 3];
+            for round in 0..12 {
+                let n = sizes[round % sizes.len()];
+                let piece: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
+                assert_eq!(seg.append(&piece).expect("append"), expected.len() as u64);
+                expected.extend_from_slice(&piece);
+                assert_eq!(seg.len(), expected.len() as u64);
+                // Across the line between the file and the pending bytes.
+                let at = expected.len() / 3;
+                let mut out = vec![0u8; expected.len() - at];
+                seg.read_at(at as u64, &mut out).expect("read");
+                assert!(out == expected[at..], "round {round}, refused {refuse}: read back differs");
+            }
+            assert!(!refuse || seg.read().direct.is_none(), "a refusal ends direct writing");
+            assert_eq!(seg.read().direct.is_some(), direct && !refuse, "direct until the first flush");
+            seg.sync().expect("sync");
+            assert!(std::fs::read(&path).expect("read file") == expected, "the file holds the appends");
+            seg.seal().expect("seal");
+            assert!(&seg.view().expect("view")[..] == expected.as_slice());
+        }
+        // A truncation flushes and cuts, as for any segment.
+        let path = dir.path().join("cut.log");
+        let file = File::options().read(true).write(true).create_new(true).open(&path).expect("create");
+        let seg = FileSegment::new_copy(file, path.clone(), 2);
+        seg.append(&vec![5u8; crate::direct::BUFFER_BYTES + 10]).expect("append");
+        seg.truncate(4000).expect("truncate");
+        seg.append(b"tail").expect("append");
+        seg.sync().expect("sync");
+        let mut want = vec![5u8; 4000];
+        want.extend_from_slice(b"tail");
+        assert!(std::fs::read(&path).expect("read file") == want);
+    }
+
+    /// Direct writing is had on this machine's temporary directory (so the test above tests it), and not on
+    /// a file other than the one created under the name.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn direct_writing_is_had_for_the_created_file_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.log");
+        let file = File::options().read(true).write(true).create_new(true).open(&path).expect("create");
+        assert!(DirectWriter::open(&path, &file).is_some(), "O_DIRECT on {}", dir.path().display());
+        std::fs::rename(&path, dir.path().join("b.log")).expect("rename");
+        std::fs::write(&path, b"").expect("another file");
+        assert!(DirectWriter::open(&path, &file).is_none(), "another file under the name");
     }
 
     /// The kernel takes the request on a regular file (on Linux), and refuses an offset no file reaches.

@@ -279,16 +279,33 @@ fn regular_file(path: &Path) -> io::Result<fs::Metadata> {
     }
 }
 
-impl SegmentStore for FileStore {
-    fn create(&self, name: &str) -> io::Result<Arc<dyn Segment>> {
+impl FileStore {
+    /// Creates `name` (failing if it exists) and hands out its one handle: a bulk copy's (`copy`) or not.
+    fn create_as(&self, name: &str, copy: bool) -> io::Result<Arc<dyn Segment>> {
         self.writable()?;
         let path = self.path(name)?;
         let mut handles = self.handles();
         let file = File::options().read(true).write(true).create_new(true).open(&path)?;
         let id = file.metadata()?.ino();
-        let segment = Arc::new(FileSegment::new(file, path, 0, id, false));
+        let segment = Arc::new(if copy {
+            FileSegment::new_copy(file, path, id)
+        } else {
+            FileSegment::new(file, path, 0, id, false)
+        });
         handles.insert(name.to_owned(), Arc::downgrade(&segment));
         Ok(segment)
+    }
+}
+
+impl SegmentStore for FileStore {
+    fn create(&self, name: &str) -> io::Result<Arc<dyn Segment>> {
+        self.create_as(name, false)
+    }
+
+    /// As [`FileStore::create`], the file written past the page cache where the file system allows it (see
+    /// `direct.rs`).
+    fn create_copy(&self, name: &str) -> io::Result<Arc<dyn Segment>> {
+        self.create_as(name, true)
     }
 
     fn open(&self, name: &str) -> io::Result<Arc<dyn Segment>> {

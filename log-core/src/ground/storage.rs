@@ -21,6 +21,13 @@ pub trait SegmentStore: Debug + Send + Sync + 'static {
     /// The new name is durable only after [`SegmentStore::sync_dir`].
     fn create(&self, name: &str) -> io::Result<Arc<dyn Segment>>;
 
+    /// As [`SegmentStore::create`], for a file written once from its start in long appends and read little
+    /// before it is sealed (a cleaned copy): a backend may write it past its cache (a file store with
+    /// `O_DIRECT`), which changes no byte, no error and no durability promise. By default, [`SegmentStore::create`].
+    fn create_copy(&self, name: &str) -> io::Result<Arc<dyn Segment>> {
+        self.create(name)
+    }
+
     /// Opens an existing file, positioned for appends at its end. Fails with [`io::ErrorKind::NotFound`]
     /// if `name` does not exist.
     fn open(&self, name: &str) -> io::Result<Arc<dyn Segment>>;
