@@ -184,16 +184,18 @@ enum IndexKind {
     Kafka,
 }
 
-/// One output file of a floor and its index, written through a 512 KiB buffer (a pass's write buffer), its
-/// writeback started every 8 MiB as a segment file starts it, and each finished file synced on a helper while
-/// the next group is walked, as a pass's copying thread hands its groups to a finisher: the floor waits for
-/// the disk no more than a pass does.
+/// One output file of a floor and its index, written through a 512 KiB buffer (a pass's write buffer) into a
+/// file store's bulk copy (`SegmentStore::create_copy`: past the page cache where the file system allows, as a
+/// pass's output is written), and each finished file synced on a helper while the next group is walked, as a
+/// pass's copying thread hands its groups to a finisher: the floor waits for the disk no more than a pass does.
 struct Writer<'a> {
     out: Out<'a>,
+    /// The store over the output directory ([`Out::Dir`]).
+    store: Option<storage_file::FileStore>,
     kind: IndexKind,
     interval: u64,
     base: u64,
-    file: Option<std::fs::File>,
+    file: Option<std::sync::Arc<dyn log_core::Segment>>,
     buf: Vec<u8>,
     /// Memory output: every finished file's bytes.
     held: Vec<Vec<u8>>,
@@ -204,8 +206,6 @@ struct Writer<'a> {
     max_timestamp: i64,
     bytes: u64,
     files: u64,
-    /// Where the output's bytes not yet handed to writeback start.
-    writeback_from: u64,
     /// The previous file's sync and index files, under way.
     syncing: Option<std::thread::JoinHandle<()>>,
 }
@@ -214,11 +214,13 @@ const WRITE_BUFFER: usize = 512 << 10;
 
 impl<'a> Writer<'a> {
     fn new(out: Out<'a>, kind: IndexKind, interval: u64) -> Self {
-        if let Out::Dir(d) = out {
-            std::fs::create_dir_all(d).expect("the floor's output directory");
-        }
+        let store = match out {
+            Out::Dir(d) => Some(storage_file::FileStore::open(d).expect("the floor's output directory")),
+            Out::Memory => None,
+        };
         Writer {
             out,
+            store,
             kind,
             interval: interval.max(1),
             base: 0,
@@ -232,7 +234,6 @@ impl<'a> Writer<'a> {
             max_timestamp: i64::MIN,
             bytes: 0,
             files: 0,
-            writeback_from: 0,
             syncing: None,
         }
     }
@@ -245,13 +246,15 @@ impl<'a> Writer<'a> {
     fn start(&mut self, base: u64) {
         self.base = base;
         self.written = 0;
-        self.writeback_from = 0;
         self.since_entry = u64::MAX;
         self.index.clear();
         self.time_index.clear();
         self.max_timestamp = i64::MIN;
-        if let Out::Dir(d) = self.out {
-            self.file = Some(std::fs::File::create(self.path(d, "log")).expect("create the floor's output"));
+        if let Some(store) = &self.store {
+            let name = format!("{:020}.log", self.base);
+            // A file of an earlier round under the name goes first, as `File::create` would truncate it.
+            let _ = log_core::SegmentStore::delete(store, &name);
+            self.file = Some(log_core::SegmentStore::create_copy(store, &name).expect("create the floor's output"));
         }
         self.files += 1;
     }
@@ -293,12 +296,7 @@ impl<'a> Writer<'a> {
         }
         match &mut self.file {
             Some(f) => {
-                f.write_all(&self.buf).expect("write the floor's output");
-                let end = self.written + self.buf.len() as u64;
-                if end - self.writeback_from >= storage_file::writeback::STEP_BYTES {
-                    let _ = storage_file::writeback::start(f, self.writeback_from, end - self.writeback_from);
-                    self.writeback_from = end;
-                }
+                f.append(&self.buf).expect("write the floor's output");
             }
             None => match self.held.last_mut() {
                 Some(h) if self.written > 0 => h.extend_from_slice(&self.buf),
@@ -325,7 +323,7 @@ impl<'a> Writer<'a> {
                     indexes.into_iter().map(|(suffix, bytes)| (self.path(d, suffix), bytes)).collect();
                 self.wait();
                 self.syncing = Some(std::thread::spawn(move || {
-                    f.sync_data().expect("sync the floor's output");
+                    f.sync().expect("sync the floor's output");
                     for (path, bytes) in indexes {
                         let mut i = std::fs::File::create(path).expect("create an index");
                         i.write_all(&bytes).expect("write an index");

@@ -165,7 +165,7 @@ pub fn clean_each(
         let kafka_files = crate::vs_kafka::segment_digests(&kdir)?;
         let kafka_records = records_digest(&kdir)?;
         let _ = std::fs::remove_dir_all(kdir.parent().unwrap_or(&kdir));
-        let floor_out = setup.root.join(format!("round-{round}-floor.log"));
+        let floor_out = setup.root.join(format!("round-{round}-floor"));
         let floor = crate::io_floor::read_once_write_once(source, kafka.bytes_after, &floor_out)?;
         each(Said::Line(serde_json::json!({"partition": partition, "round": round, "floor": floor, "kafka": kafka})));
         for (i, c) in setup.contenders.iter().enumerate() {

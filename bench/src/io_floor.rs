@@ -5,8 +5,8 @@
 //! Read: every closed segment's `.log` file mapped (by the file store, as a pass maps it) and its CRC-32C
 //! taken over every byte (the check a pass makes of every batch it reads; a bare sum would be as fast and prove
 //! nothing read). Write: `kept` bytes (copied
-//! from the mapped segments, in order) into one file through a 512 KiB buffer, its writeback started every 8 MiB
-//! as a segment file starts it, then synced.
+//! from the mapped segments, in order) into one file, a file store's bulk copy as a pass's output is
+//! (`SegmentStore::create_copy`: past the page cache where the file system allows), then synced.
 //! No parse, no map, no index.
 //!
 //! # Example
@@ -22,12 +22,11 @@
 //! assert_eq!((f.bytes_read, f.bytes_written), (8192, 5000));
 //! ```
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// Bytes written between two requests to start their writeback, as a segment file asks.
-const WRITEBACK_STEP: usize = storage_file::writeback::STEP_BYTES as usize;
+/// Bytes handed to the file at a time.
+const PIECE: usize = 512 << 10;
 
 /// What the floor took.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -67,8 +66,8 @@ pub fn closed_logs(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(logs)
 }
 
-/// The floor over the partition directory `dir`, writing `kept` bytes (at most what it read) into the file
-/// `out` (created, then removed).
+/// The floor over the partition directory `dir`, writing `kept` bytes (at most what it read) into a file in
+/// the new directory `out` (created, then removed).
 ///
 /// # Errors
 /// A file that does not read or write, as text.
@@ -92,28 +91,20 @@ pub fn read_once_write_once(dir: &Path, kept: u64, out: &Path) -> Result<IoFloor
     std::hint::black_box(crc);
     let read_seconds = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let file = std::fs::File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let mut w = std::io::BufWriter::with_capacity(512 << 10, file);
+    let failed = |e: &dyn std::fmt::Display| format!("{}: {e}", out.display());
+    let out_store = storage_file::FileStore::open(out).map_err(|e| failed(&e))?;
+    let file = log_core::SegmentStore::create_copy(&out_store, "floor.log").map_err(|e| failed(&e))?;
     let mut left = kept.min(bytes_read);
-    let (mut written, mut writeback_from) = (0u64, 0u64);
     for map in &maps {
         let n = usize::try_from(left).unwrap_or(usize::MAX).min(map.len());
-        for piece in map[..n].chunks(WRITEBACK_STEP) {
-            w.write_all(piece).map_err(|e| format!("{}: {e}", out.display()))?;
-            written += piece.len() as u64;
-            if written - writeback_from >= WRITEBACK_STEP as u64 {
-                // The disk starts on what is written as the floor goes, as a pass's segments do.
-                w.flush().map_err(|e| format!("{}: {e}", out.display()))?;
-                let _ = storage_file::writeback::start(w.get_ref(), writeback_from, written - writeback_from);
-                writeback_from = written;
-            }
+        for piece in map[..n].chunks(PIECE) {
+            file.append(piece).map_err(|e| failed(&e))?;
         }
         left -= n as u64;
     }
-    let file = w.into_inner().map_err(|e| format!("{}: {e}", out.display()))?;
-    file.sync_all().map_err(|e| format!("{}: {e}", out.display()))?;
+    file.sync().map_err(|e| failed(&e))?;
     let write_seconds = t.elapsed().as_secs_f64();
-    drop(file);
-    let _ = std::fs::remove_file(out);
+    drop((file, out_store));
+    let _ = std::fs::remove_dir_all(out);
     Ok(IoFloor { read_seconds, write_seconds, bytes_read, bytes_written: kept.min(bytes_read) })
 }

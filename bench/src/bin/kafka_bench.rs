@@ -249,7 +249,7 @@ fn run(a: &Args) -> Result<(), String> {
         (floors[0], floors[1])
     };
     // The disk's floor: the partition read once, what the floor kept written once.
-    let io = bench::io_floor::read_once_write_once(&src, floor.0.bytes_written, &work_dir(a).join("io-floor.log"))?;
+    let io = bench::io_floor::read_once_write_once(&src, floor.0.bytes_written, &work_dir(a).join("io-floor"))?;
     println!(
         "{}",
         serde_json::json!({"job": "io_floor", "codec": a.codec.name(), "records": records, "bytes": bytes,
