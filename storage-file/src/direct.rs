@@ -20,9 +20,7 @@ use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
-/// The alignment of a direct write's memory, position and length: the largest logical block size of the
-/// disks Linux drives (4 KiB; most take 512).
-const ALIGN: usize = 4096;
+use log_core::aligned::{ALIGN, AlignedBuf};
 
 /// Bytes a direct write carries (and the buffer holds): large enough that a write's fixed cost is nothing
 /// beside its bytes, small enough to cost nothing per open copy.
@@ -31,9 +29,7 @@ pub(crate) const BUFFER_BYTES: usize = 1 << 20;
 /// A file's direct writer: the `O_DIRECT` descriptor and the aligned buffer of bytes not yet written.
 pub(crate) struct DirectWriter {
     file: File,
-    /// [`BUFFER_BYTES`] plus [`ALIGN`] bytes, of which `start..start + BUFFER_BYTES` is aligned.
-    memory: Vec<u8>,
-    start: usize,
+    buffer: AlignedBuf,
     /// Bytes of the buffer filled.
     filled: usize,
     /// A test's stand-in for a file system that takes `O_DIRECT` at the open and refuses its writes.
@@ -66,17 +62,9 @@ impl DirectWriter {
         if ours.ino() != theirs.ino() || ours.dev() != theirs.dev() || ours.len() != 0 {
             return None;
         }
-        let mut memory = Vec::new();
-        memory.try_reserve_exact(BUFFER_BYTES + ALIGN).ok()?;
-        memory.resize(BUFFER_BYTES + ALIGN, 0);
-        let start = memory.as_ptr().align_offset(ALIGN);
-        if start >= ALIGN {
-            return None;
-        }
         Some(DirectWriter {
             file: direct,
-            memory,
-            start,
+            buffer: AlignedBuf::new(BUFFER_BYTES)?,
             filled: 0,
             #[cfg(test)]
             refuse: false,
@@ -85,14 +73,14 @@ impl DirectWriter {
 
     /// The bytes appended and not yet written.
     pub(crate) fn pending(&self) -> &[u8] {
-        &self.memory[self.start..self.start + self.filled]
+        &self.buffer.as_ref()[..self.filled]
     }
 
     /// Copies as much of `data` as the buffer has room for; returns how much.
     pub(crate) fn fill(&mut self, data: &[u8]) -> usize {
         let n = data.len().min(BUFFER_BYTES - self.filled);
-        let at = self.start + self.filled;
-        self.memory[at..at + n].copy_from_slice(&data[..n]);
+        let at = self.filled;
+        self.buffer.as_mut()[at..at + n].copy_from_slice(&data[..n]);
         self.filled += n;
         n
     }
@@ -109,7 +97,7 @@ impl DirectWriter {
     /// failed write, and the caller fails (a sync would report it too).
     pub(crate) fn write_full(&mut self, position: u64) -> io::Result<Written> {
         debug_assert!(self.is_full() && position.is_multiple_of(ALIGN as u64));
-        let bytes = &self.memory[self.start..self.start + BUFFER_BYTES];
+        let bytes = self.buffer.as_ref();
         #[cfg(test)]
         if self.refuse {
             return Ok(Written::Refused);

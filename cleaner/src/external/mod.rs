@@ -24,8 +24,9 @@
 //! much again for their sort) or a read buffer per run of a larger slice (64 KiB each), and the bit set (a bit
 //! per offset from the log's start to the end of the dirty section, in memory up to 32 MiB and in a temporary
 //! file beyond). Disk: about 24 bytes a record of the runs, written once and read once, in the spill directory
-//! (the system's temporary directory unless [`crate::CleanerConfig::spill_dir`] names one); the files are
-//! removed as the pass ends, whatever happens.
+//! (the system's temporary directory unless [`crate::CleanerConfig::spill_dir`] names one), past the page cache
+//! where the file system allows (`spill_file.rs`: 1 MiB more memory for its write buffer, and the slices read
+//! back in reads of up to 1 MiB); the files are unlinked, so removed as the pass ends, whatever happens.
 //!
 //! Identity: two keys are one to this pass when their xxh3-128 hashes agree, about `n^2 / 2^129` for `n` keys
 //! (1.5e-23 at 10^8 keys), as for Kafka's MD5 map.
@@ -34,6 +35,7 @@ pub(crate) mod budget;
 mod entry;
 mod runs;
 mod sort;
+mod spill_file;
 mod stale;
 mod tournament;
 

@@ -6,13 +6,12 @@
 //! highest mapped offset is stale; the others survive (the mapped latest, or the entries that were only asked
 //! about when no record of the key was mapped).
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use super::budget::ENTRY_BYTES;
 use super::entry::Entry;
 use super::sort::Sorter;
+use super::spill_file::{ReadBuf, SpillFile};
 use super::stale::StaleSet;
 use super::tournament::Tournament;
 use crate::map::prefetch;
@@ -127,7 +126,7 @@ pub(crate) struct Runs {
     /// Each partition's runs in the spill file.
     runs: Vec<Vec<Run>>,
     spill_dir: Option<PathBuf>,
-    file: Option<File>,
+    file: Option<SpillFile>,
     /// Entries written to the spill file.
     written: u64,
     /// The bytes of a run being written, a piece at a time.
@@ -156,6 +155,9 @@ const FIRST_ENTRIES: usize = 1 << 16;
 /// Entries a merge reads from a run at a time (64 KiB).
 const READ_ENTRIES: usize = (64 << 10) / ENTRY_BYTES;
 
+/// Entries a slice read back whole is read in at a time (1 MiB): one buffer however many runs.
+const READ_BACK_ENTRIES: usize = (1 << 20) / ENTRY_BYTES;
+
 /// The fewest entries a partition's buffer holds (1.5 MiB): fewer, larger partitions below it, one for a
 /// small budget. Smaller partitions sort in less of the cache but fill more streams at once: 4096 entries
 /// (1024 partitions of a 128 MiB budget) spent what their sorts saved on the pushes' misses.
@@ -170,7 +172,7 @@ const SLICE_AND_PART_BITS: u32 = 12;
 /// Entries ahead of a partition's end whose line a push prefetches (three lines).
 const AHEAD: usize = 8;
 
-/// Bytes of a run written at a time.
+/// Bytes of a run handed to the spill file at a time.
 const WRITE_BYTES: usize = 64 << 10;
 
 impl Runs {
@@ -295,22 +297,18 @@ impl Runs {
         let kept = judge_in_place(entries, stale);
         let survivors = &self.buf[from..from + kept];
         let starts = self.starts(survivors);
-        let file: &File = match self.file {
-            Some(ref file) => file,
-            None => self.file.insert(match &self.spill_dir {
-                Some(d) => tempfile::tempfile_in(d)?,
-                None => tempfile::tempfile()?,
-            }),
+        let file = match self.file {
+            Some(ref mut file) => file,
+            None => self.file.insert(SpillFile::create(self.spill_dir.as_deref())?),
         };
         let first = self.written;
-        let mut at = first * ENTRY_BYTES as u64;
+        debug_assert_eq!(file.len(), first * ENTRY_BYTES as u64, "runs are appended in order");
         for piece in survivors.chunks(WRITE_BYTES / ENTRY_BYTES) {
             self.out.clear();
             for &e in piece {
                 e.write(&mut self.out);
             }
-            file.write_all_at(&self.out, at)?;
-            at += self.out.len() as u64;
+            file.append(&self.out)?;
         }
         self.written += kept as u64;
         self.fill[p] = 0;
@@ -330,7 +328,10 @@ impl Runs {
         // and the sort's scratch) to it; slices larger than that are merged from their runs, 64 KiB a run.
         let allowance = (self.capacity / 32).clamp(1, (4 << 20) / ENTRY_BYTES) as u64;
         let mut load: Vec<Entry> = Vec::new();
-        let mut bytes: Vec<u8> = Vec::new();
+        let mut read_buf = ReadBuf::default();
+        if let Some(file) = self.file.as_mut() {
+            file.end_writing()?;
+        }
         let (mut keys, mut merged) = (0u64, 0u64);
         for p in 0..self.fill.len() {
             let runs = std::mem::take(&mut self.runs[p]);
@@ -384,13 +385,12 @@ impl Runs {
                     self.merged.slice_reads += 1;
                     load.clear();
                     load.extend_from_slice(in_memory);
-                    // Each run's part in reads of at most 64 KiB, decoded straight into the load.
+                    // Each run's part in reads of at most 1 MiB, decoded straight into the load.
                     for r in &runs {
                         let (mut at, end) = (r.first + r.starts[from], r.first + r.starts[to]);
                         while at < end {
-                            let n = (end - at).min(READ_ENTRIES as u64);
-                            bytes.resize(n as usize * ENTRY_BYTES, 0);
-                            file.read_exact_at(&mut bytes, at * ENTRY_BYTES as u64)?;
+                            let n = (end - at).min(READ_BACK_ENTRIES as u64);
+                            let bytes = file.read(at * ENTRY_BYTES as u64, n as usize * ENTRY_BYTES, &mut read_buf)?;
                             load.extend(bytes.chunks_exact(ENTRY_BYTES).map(Entry::read));
                             at += n;
                         }
@@ -409,7 +409,10 @@ impl Runs {
                 from = to;
             }
         }
-        self.merged.buffer_bytes += (self.sorter.memory_bytes() + load.capacity() * ENTRY_BYTES) as u64;
+        let spill_buffer = if self.file.is_some() { super::spill_file::WRITE_BYTES } else { 0 };
+        self.merged.buffer_bytes +=
+            (self.sorter.memory_bytes() + load.capacity() * ENTRY_BYTES + read_buf.memory_bytes() + spill_buffer)
+                as u64;
         self.merged.keys = keys;
         self.merged.phases.merged_entries = merged;
         Ok(self.merged)
@@ -446,11 +449,11 @@ fn merge_and_judge<'a>(sources: impl Iterator<Item = Source<'a>>, stale: &mut St
 enum Source<'a> {
     /// A run in the spill file: its entries `next..end` still to read, `buf` the ones read (from `bytes`).
     File {
-        file: &'a File,
+        file: &'a SpillFile,
         next: u64,
         end: u64,
         buf: Vec<Entry>,
-        bytes: Vec<u8>,
+        bytes: ReadBuf,
         at: usize,
     },
     Memory {
@@ -460,8 +463,8 @@ enum Source<'a> {
 }
 
 impl<'a> Source<'a> {
-    fn file(file: &'a File, first: u64, len: u64) -> Source<'a> {
-        Source::File { file, next: first, end: first + len, buf: Vec::new(), bytes: Vec::new(), at: 0 }
+    fn file(file: &'a SpillFile, first: u64, len: u64) -> Source<'a> {
+        Source::File { file, next: first, end: first + len, buf: Vec::new(), bytes: ReadBuf::default(), at: 0 }
     }
 
     fn next(&mut self) -> std::io::Result<Option<Entry>> {
@@ -477,10 +480,9 @@ impl<'a> Source<'a> {
                     if n == 0 {
                         return Ok(None);
                     }
-                    bytes.resize(n * ENTRY_BYTES, 0);
-                    file.read_exact_at(bytes, *next * ENTRY_BYTES as u64)?;
+                    let read = file.read(*next * ENTRY_BYTES as u64, n * ENTRY_BYTES, bytes)?;
                     buf.clear();
-                    buf.extend(bytes.chunks_exact(ENTRY_BYTES).map(Entry::read));
+                    buf.extend(read.chunks_exact(ENTRY_BYTES).map(Entry::read));
                     *next += n as u64;
                     *at = 0;
                 }

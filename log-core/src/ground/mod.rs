@@ -2,6 +2,7 @@
 //! codec, a leaf): errors, records, offsets and file names, the storage traits, checksums, and the
 //! format-free transaction and producer types.
 
+pub mod aligned;
 pub mod checksum;
 pub mod error;
 pub mod names;
