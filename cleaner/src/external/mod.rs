@@ -32,7 +32,9 @@
 //! (1.5e-23 at 10^8 keys), as for Kafka's MD5 map.
 
 pub(crate) mod budget;
+mod end_judge;
 mod entry;
+mod judgement;
 mod runs;
 mod sort;
 mod spill_file;
@@ -157,6 +159,8 @@ impl External {
     /// With two threads or more, the segments are read, parsed and hashed on this thread while another
     /// partitions, sorts, judges and spills the entries, which take the larger share of the pass: they meet
     /// through a few chunks of [`CHUNK`] entries in flight, so the memory added is a few MiB whatever the budget.
+    /// The end, judging each partition across its runs, is shared out by partition among the threads
+    /// (`end_judge.rs`: a sort's scratch and slices read back per thread, within the budget plus 64 MiB on two).
     ///
     /// # Errors
     /// [`Error::Log`] for damage or I/O (the spill files' too); [`Error::Aborted`] when stopped.
@@ -177,16 +181,17 @@ impl External {
         let mut runs = Runs::new(self.budget / ENTRY_BYTES, self.spill_dir.clone());
         let mut scanned = Scanned::default();
         let scan = Scan { segments, checkpoint, limit };
-        let (merged, stale) = if self.threads < 2 {
+        let threads = self.threads;
+        let (merged, stale) = if threads < 2 {
             scan.entries(txns, pace, &mut scanned, |e| runs.push(e, &mut stale).map_err(spill_error))?;
-            (runs.finish(&mut stale).map_err(spill_error)?, stale)
+            (runs.finish(&mut stale, 1).map_err(spill_error)?, stale)
         } else {
             let failed = AtomicBool::new(false);
             std::thread::scope(|scope| {
                 let (to_judge, chunks) = std::sync::mpsc::sync_channel::<Vec<Entry>>(IN_FLIGHT);
                 let (give_back, spare) = std::sync::mpsc::channel::<Vec<Entry>>();
                 let failed = &failed;
-                let judging = scope.spawn(move || -> std::io::Result<Option<(runs::Merged, StaleSet)>> {
+                let judging = scope.spawn(move || -> std::io::Result<Option<(judgement::Merged, StaleSet)>> {
                     for mut chunk in chunks {
                         if failed.load(Ordering::Acquire) {
                             return Ok(None);
@@ -201,7 +206,7 @@ impl External {
                     if failed.load(Ordering::Acquire) {
                         return Ok(None);
                     }
-                    Ok(Some((runs.finish(&mut stale)?, stale)))
+                    Ok(Some((runs.finish(&mut stale, threads)?, stale)))
                 });
                 let mut chunk = Vec::with_capacity(CHUNK);
                 let mut read = scan.entries(txns, pace, &mut scanned, |e| {

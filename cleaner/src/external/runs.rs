@@ -9,95 +9,13 @@
 use std::path::PathBuf;
 
 use super::budget::ENTRY_BYTES;
+use super::end_judge::{self, Partition, Plan, Run, Slicing};
 use super::entry::Entry;
+use super::judgement::{Merged, judge_in_place};
 use super::sort::Sorter;
-use super::spill_file::{ReadBuf, SpillFile};
+use super::spill_file::SpillFile;
 use super::stale::StaleSet;
-use super::tournament::Tournament;
 use crate::map::prefetch;
-
-/// Judges the entries of one key (any order): marks those below the highest mapped offset stale, and hands
-/// the others to `survive`.
-fn judge(group: &[Entry], stale: &mut StaleSet, mut survive: impl FnMut(Entry)) {
-    let latest = latest_mapped(group);
-    for &e in group {
-        if superseded(e, latest) {
-            stale.set(e.offset());
-        } else {
-            survive(e);
-        }
-    }
-}
-
-/// The highest mapped offset among the entries of one key.
-fn latest_mapped(group: &[Entry]) -> Option<u64> {
-    group.iter().filter(|e| e.mapped()).map(|e| e.offset()).max()
-}
-
-/// Whether `e` is below its key's highest mapped offset `latest`.
-fn superseded(e: Entry, latest: Option<u64>) -> bool {
-    latest.is_some_and(|m| e.offset() < m)
-}
-
-/// The end of the run of entries equal in key to `entries[from]` (sorted entries).
-fn key_end(entries: &[Entry], from: usize) -> usize {
-    let mut to = from + 1;
-    while to < entries.len() && entries[to].same_key(entries[from]) {
-        to += 1;
-    }
-    to
-}
-
-/// Calls `f` with each run of equal keys of the sorted `entries`.
-fn each_key(entries: &[Entry], mut f: impl FnMut(&[Entry])) {
-    let mut from = 0;
-    while from < entries.len() {
-        let to = key_end(entries, from);
-        f(&entries[from..to]);
-        from = to;
-    }
-}
-
-/// Judges the sorted `entries` key by key and keeps the survivors, in order, at their front; their number.
-fn judge_in_place(entries: &mut [Entry], stale: &mut StaleSet) -> usize {
-    let (mut kept, mut from) = (0, 0);
-    while from < entries.len() {
-        let to = key_end(entries, from);
-        let latest = latest_mapped(&entries[from..to]);
-        for i in from..to {
-            let e = entries[i];
-            if superseded(e, latest) {
-                stale.set(e.offset());
-            } else {
-                entries[kept] = e;
-                kept += 1;
-            }
-        }
-        from = to;
-    }
-    kept
-}
-
-/// What the merge found.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Merged {
-    /// Distinct keys (hashes).
-    pub(crate) keys: u64,
-    /// Entries pushed.
-    pub(crate) entries: u64,
-    /// Runs written to the spill file.
-    pub(crate) runs: u64,
-    /// Bytes written to it.
-    pub(crate) spilled_bytes: u64,
-    /// Bytes of the buffer at its fullest.
-    pub(crate) buffer_bytes: u64,
-    /// Reads of slices back from the runs (each one or more slices, sorted in memory).
-    pub(crate) slice_reads: u64,
-    /// Merges of slices too large to read back whole (each of one slice or of several in a row).
-    pub(crate) slices_merged: u64,
-    /// Where the time went.
-    pub(crate) phases: crate::map::ExternalPhases,
-}
 
 /// The buffer, cut into partitions by the top bits of the hash, and the runs each partition spilled so far.
 ///
@@ -135,28 +53,8 @@ pub(crate) struct Runs {
     merged: Merged,
 }
 
-/// A sorted run in the spill file: its first entry's index there, and where each slice starts within it
-/// (`starts[q]` the first entry of slice `q` or beyond; the last, the run's length).
-struct Run {
-    first: u64,
-    starts: Vec<u64>,
-}
-
-impl Run {
-    /// Entries of slices `from..to`.
-    fn len(&self, from: usize, to: usize) -> u64 {
-        self.starts[to] - self.starts[from]
-    }
-}
-
 /// Entries the buffer first takes (1.5 MiB), growing from there by doubling up to the budget.
 const FIRST_ENTRIES: usize = 1 << 16;
-
-/// Entries a merge reads from a run at a time (64 KiB).
-const READ_ENTRIES: usize = (64 << 10) / ENTRY_BYTES;
-
-/// Entries a slice read back whole is read in at a time (1 MiB): one buffer however many runs.
-const READ_BACK_ENTRIES: usize = (1 << 20) / ENTRY_BYTES;
 
 /// The fewest entries a partition's buffer holds (1.5 MiB): fewer, larger partitions below it, one for a
 /// small budget. Smaller partitions sort in less of the cache but fill more streams at once: 4096 entries
@@ -211,24 +109,8 @@ impl Runs {
         if self.part_bits == 0 { 0 } else { (e.hi() >> (64 - self.part_bits)) as usize }
     }
 
-    fn slices(&self) -> usize {
-        1 << self.slice_bits
-    }
-
-    /// Where each slice of the sorted `entries` of one partition starts (and their end).
-    fn starts(&self, entries: &[Entry]) -> Vec<u64> {
-        let (part_bits, slice_bits) = (self.part_bits, self.slice_bits);
-        let slice_of =
-            |e: &Entry| if slice_bits == 0 { 0 } else { ((e.hi() << part_bits) >> (64 - slice_bits)) as usize };
-        let mut starts = Vec::with_capacity(self.slices() + 1);
-        for (i, e) in entries.iter().enumerate() {
-            let q = slice_of(e);
-            while starts.len() <= q {
-                starts.push(i as u64);
-            }
-        }
-        starts.resize(self.slices() + 1, entries.len() as u64);
-        starts
+    fn slicing(&self) -> Slicing {
+        Slicing { part_bits: self.part_bits, slice_bits: self.slice_bits }
     }
 
     /// Adds an entry; a full partition is sorted, judged and written as a run.
@@ -296,7 +178,7 @@ impl Runs {
         let t = std::time::Instant::now();
         let kept = judge_in_place(entries, stale);
         let survivors = &self.buf[from..from + kept];
-        let starts = self.starts(survivors);
+        let starts = self.slicing().starts(survivors);
         let file = match self.file {
             Some(ref mut file) => file,
             None => self.file.insert(SpillFile::create(self.spill_dir.as_deref())?),
@@ -319,178 +201,38 @@ impl Runs {
         Ok(())
     }
 
-    /// Judges every key across its partition's runs and buffer, a partition at a time.
+    /// Judges every key across its partition's runs and buffer, a partition at a time, on `threads` threads
+    /// (`end_judge.rs`).
     ///
     /// # Errors
     /// A spill file cannot be read.
-    pub(crate) fn finish(mut self, stale: &mut StaleSet) -> std::io::Result<Merged> {
-        // Slices read back together add at most twice a thirty-second of the budget (4 MiB at most: the entries
-        // and the sort's scratch) to it; slices larger than that are merged from their runs, 64 KiB a run.
-        let allowance = (self.capacity / 32).clamp(1, (4 << 20) / ENTRY_BYTES) as u64;
-        let mut load: Vec<Entry> = Vec::new();
-        let mut read_buf = ReadBuf::default();
+    pub(crate) fn finish(mut self, stale: &mut StaleSet, threads: usize) -> std::io::Result<Merged> {
         if let Some(file) = self.file.as_mut() {
             file.end_writing()?;
         }
-        let (mut keys, mut merged) = (0u64, 0u64);
-        for p in 0..self.fill.len() {
-            let runs = std::mem::take(&mut self.runs[p]);
-            let range = p * self.region..p * self.region + self.fill[p];
-            let t = std::time::Instant::now();
-            self.sorter.sort(&mut self.buf[range.clone()], self.part_bits);
-            self.merged.phases.sort_seconds += t.elapsed().as_secs_f64();
-            let buf = &self.buf[range];
-            merged += buf.len() as u64 + runs.iter().map(|r| r.len(0, self.slices())).sum::<u64>();
-            let file = match &self.file {
-                Some(file) if !runs.is_empty() => file,
-                _ => {
-                    let t = std::time::Instant::now();
-                    each_key(buf, |group| {
-                        keys += 1;
-                        judge(group, stale, |_| {});
-                    });
-                    self.merged.phases.merge_seconds += t.elapsed().as_secs_f64();
-                    continue;
-                }
-            };
-            let in_buf = self.starts(buf);
-            let size = |q: usize| runs.iter().map(|r| r.len(q, q + 1)).sum::<u64>() + in_buf[q + 1] - in_buf[q];
-            let mut from = 0;
-            while from < self.slices() {
-                // As many slices as the allowance holds (at least one); a slice too large to read back is merged
-                // with the slices after it that are too large as well, in one merge: a merge costs the same an
-                // entry over any range of slices, and its setup (a read from every run) once, where a small
-                // budget's slices are all too large.
-                let (mut to, mut n) = (from + 1, size(from));
-                if n > allowance {
-                    while to < self.slices() && size(to) > allowance {
-                        n += size(to);
-                        to += 1;
-                    }
-                } else {
-                    while to < self.slices() && n + size(to) <= allowance {
-                        n += size(to);
-                        to += 1;
-                    }
-                }
-                let t = std::time::Instant::now();
-                let in_memory = &buf[in_buf[from] as usize..in_buf[to] as usize];
-                if n > allowance {
-                    let slices = runs.iter().map(|r| Source::file(file, r.first + r.starts[from], r.len(from, to)));
-                    let sources = slices.chain([Source::Memory { entries: in_memory, at: 0 }]);
-                    keys += merge_and_judge(sources, stale)?;
-                    self.merged.slices_merged += 1;
-                    self.merged.phases.merge_seconds += t.elapsed().as_secs_f64();
-                } else {
-                    self.merged.slice_reads += 1;
-                    load.clear();
-                    load.extend_from_slice(in_memory);
-                    // Each run's part in reads of at most 1 MiB, decoded straight into the load.
-                    for r in &runs {
-                        let (mut at, end) = (r.first + r.starts[from], r.first + r.starts[to]);
-                        while at < end {
-                            let n = (end - at).min(READ_BACK_ENTRIES as u64);
-                            let bytes = file.read(at * ENTRY_BYTES as u64, n as usize * ENTRY_BYTES, &mut read_buf)?;
-                            load.extend(bytes.chunks_exact(ENTRY_BYTES).map(Entry::read));
-                            at += n;
-                        }
-                    }
-                    self.merged.phases.merge_seconds += t.elapsed().as_secs_f64();
-                    let t = std::time::Instant::now();
-                    self.sorter.sort(&mut load, self.part_bits);
-                    self.merged.phases.sort_seconds += t.elapsed().as_secs_f64();
-                    let t = std::time::Instant::now();
-                    each_key(&load, |group| {
-                        keys += 1;
-                        judge(group, stale, |_| {});
-                    });
-                    self.merged.phases.merge_seconds += t.elapsed().as_secs_f64();
-                }
-                from = to;
-            }
+        let plan = Plan {
+            file: self.file.as_ref(),
+            slicing: self.slicing(),
+            // Slices read back together add at most twice a thirty-second of the budget (4 MiB at most: the
+            // entries and the sort's scratch) to it, for each thread; slices larger than that are merged from
+            // their runs, 64 KiB a run.
+            allowance: (self.capacity / 32).clamp(1, (4 << 20) / ENTRY_BYTES) as u64,
+        };
+        let region = self.region.max(1);
+        let partitions: Vec<Partition<'_>> = self
+            .buf
+            .chunks_mut(region)
+            .zip(std::mem::take(&mut self.runs))
+            .zip(&self.fill)
+            .map(|((chunk, runs), &fill)| Partition { entries: &mut chunk[..fill], runs })
+            .collect();
+        let sorter = std::mem::take(&mut self.sorter);
+        let judged = end_judge::judge_all(partitions, &plan, stale, threads, sorter, self.capacity / 16)?;
+        self.merged.add_judged(&judged);
+        if plan.file.is_some() {
+            self.merged.buffer_bytes += super::spill_file::WRITE_BYTES as u64;
         }
-        let spill_buffer = if self.file.is_some() { super::spill_file::WRITE_BYTES } else { 0 };
-        self.merged.buffer_bytes +=
-            (self.sorter.memory_bytes() + load.capacity() * ENTRY_BYTES + read_buf.memory_bytes() + spill_buffer)
-                as u64;
-        self.merged.keys = keys;
-        self.merged.phases.merged_entries = merged;
         Ok(self.merged)
-    }
-}
-
-/// Merges sorted `sources` by key and judges each key across them; the keys seen.
-fn merge_and_judge<'a>(sources: impl Iterator<Item = Source<'a>>, stale: &mut StaleSet) -> std::io::Result<u64> {
-    let mut sources: Vec<Source<'a>> = sources.collect();
-    let mut heads = Vec::with_capacity(sources.len());
-    for s in &mut sources {
-        heads.push(s.next()?);
-    }
-    let mut tournament = Tournament::new(heads);
-    let mut group: Vec<Entry> = Vec::new();
-    let mut keys = 0u64;
-    while let (i, Some(e)) = tournament.winner() {
-        if group.first().is_some_and(|g| !g.same_key(e)) {
-            keys += 1;
-            judge(&group, stale, |_| {});
-            group.clear();
-        }
-        group.push(e);
-        tournament.advance(sources[i].next()?);
-    }
-    if !group.is_empty() {
-        keys += 1;
-        judge(&group, stale, |_| {});
-    }
-    Ok(keys)
-}
-
-/// A sorted run being merged.
-enum Source<'a> {
-    /// A run in the spill file: its entries `next..end` still to read, `buf` the ones read (from `bytes`).
-    File {
-        file: &'a SpillFile,
-        next: u64,
-        end: u64,
-        buf: Vec<Entry>,
-        bytes: ReadBuf,
-        at: usize,
-    },
-    Memory {
-        entries: &'a [Entry],
-        at: usize,
-    },
-}
-
-impl<'a> Source<'a> {
-    fn file(file: &'a SpillFile, first: u64, len: u64) -> Source<'a> {
-        Source::File { file, next: first, end: first + len, buf: Vec::new(), bytes: ReadBuf::default(), at: 0 }
-    }
-
-    fn next(&mut self) -> std::io::Result<Option<Entry>> {
-        match self {
-            Source::Memory { entries, at } => {
-                let e = entries.get(*at).copied();
-                *at += 1;
-                Ok(e)
-            }
-            Source::File { file, next, end, buf, bytes, at } => {
-                if *at == buf.len() {
-                    let n = usize::try_from((*end - *next).min(READ_ENTRIES as u64)).unwrap_or(READ_ENTRIES);
-                    if n == 0 {
-                        return Ok(None);
-                    }
-                    let read = file.read(*next * ENTRY_BYTES as u64, n * ENTRY_BYTES, bytes)?;
-                    buf.clear();
-                    buf.extend(read.chunks_exact(ENTRY_BYTES).map(Entry::read));
-                    *next += n as u64;
-                    *at = 0;
-                }
-                let e = buf[*at];
-                *at += 1;
-                Ok(Some(e))
-            }
-        }
     }
 }
 
@@ -517,15 +259,16 @@ mod tests {
         let mut rng = log_core::workload::SplitMix64::new(4);
         let records: Vec<(u128, u64, bool)> =
             (0..5_000u64).map(|o| (u128::from(rng.next_u64() % 700) * 0x1_0000_0001, o, o >= 1_500)).collect();
-        for capacity in [16, 1024, 3000, 100_000] {
+        // The end judged on one thread and on several (partitions shared out), the same set either way.
+        for (capacity, threads) in [(16, 1), (1024, 1), (3000, 1), (100_000, 1), (16, 2), (3000, 3), (100_000, 2)] {
             let mut stale = StaleSet::new(0, 5_000, None).expect("set");
             let mut runs = Runs::new(capacity, None);
             for &(k, o, m) in &records {
                 runs.push(Entry::new(k, o, m), &mut stale).expect("push");
             }
-            let merged = runs.finish(&mut stale).expect("finish");
+            let merged = runs.finish(&mut stale, threads).expect("finish");
             let found: Vec<u64> = (0..5_000).filter(|&o| stale.contains(o)).collect();
-            assert_eq!(found, brute(&records), "capacity {capacity}");
+            assert_eq!(found, brute(&records), "capacity {capacity}, {threads} threads");
             assert_eq!(merged.keys, 700);
             assert_eq!(merged.runs > 0, capacity < 5_000, "capacity {capacity}: {merged:?}");
             // Every entry that survived its run is merged once: the last buffer's and the runs' survivors.
@@ -570,22 +313,25 @@ mod tests {
         // Capacity: 2^17 and 2^18 entries make two and four partitions (the crowd's overflows at 2^18), 2^20 sixteen
         // that hold everything; 16 one partition of one slice, merged
         // from 12,500 runs; 5,000 one of 64 slices, each larger than its allowance (156 entries).
-        for (capacity, spills, read_back) in [
+        for ((capacity, spills, read_back), threads) in [
             (16, true, false),
             (5_000, true, false),
             (1 << 17, true, true),
             (1 << 18, true, true),
             (1 << 20, false, false),
-        ] {
+        ]
+        .into_iter()
+        .flat_map(|c| [(c, 1), (c, 2)])
+        {
             let mut stale = StaleSet::new(0, n, None).expect("set");
             let mut runs = Runs::new(capacity, None);
             let part_bits = runs.part_bits;
             for &(k, o, m) in &records {
                 runs.push(Entry::new(k, o, m), &mut stale).expect("push");
             }
-            let merged = runs.finish(&mut stale).expect("finish");
+            let merged = runs.finish(&mut stale, threads).expect("finish");
             let found: Vec<u64> = (0..n).filter(|&o| stale.contains(o)).collect();
-            assert_eq!(found, expected, "capacity {capacity}");
+            assert_eq!(found, expected, "capacity {capacity}, {threads} threads");
             assert_eq!(merged.keys, keys, "capacity {capacity}");
             assert_eq!(merged.runs > 0, spills, "capacity {capacity}: {merged:?}");
             // Slices read back whole where they fit a thirty-second of the budget; the crowded one merged.

@@ -1,0 +1,266 @@
+//! The end of the external pass's pass 1: every partition's runs, and what its buffer still holds, judged key
+//! by key, on one thread or several.
+//!
+//! Partitions share no key, so they are judged apart: each thread takes the next partition not yet taken and
+//! judges it with a scratch of its own (a sort's scratch, the slices read back, a read buffer). The only thing
+//! they share is the stale set, which each thread sets a batch of [`MARK_BATCH`] offsets at a time under a
+//! lock. The set is the same whatever the threads (a bit an offset, set or not), so the pass's answer is.
+//!
+//! Memory: per thread besides the first, what the first one has (a sort's scratch of at most a sixteenth of
+//! the budget, slices read back of at most a thirty-second and 4 MiB, a 1 MiB read buffer) and 512 KiB of
+//! offsets; within the budget plus 64 MiB on two threads.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::budget::ENTRY_BYTES;
+use super::entry::Entry;
+use super::judgement::{Mark, Merged, Source, each_key, judge, merge_and_judge};
+use super::sort::Sorter;
+use super::spill_file::{ReadBuf, SpillFile};
+use super::stale::StaleSet;
+
+/// Stale offsets a judge notes before it sets them in the shared set (512 KiB).
+const MARK_BATCH: usize = 1 << 16;
+
+/// Entries a slice read back whole is read in at a time (1 MiB): one buffer however many runs.
+const READ_BACK_ENTRIES: usize = (1 << 20) / ENTRY_BYTES;
+
+/// One partition to judge: its buffer's entries (sorted here) and its runs in the spill file.
+pub(super) struct Partition<'a> {
+    pub(super) entries: &'a mut [Entry],
+    pub(super) runs: Vec<Run>,
+}
+
+/// What every judge shares: the spill file, the slicing, and how many entries slices read back together hold
+/// at most.
+pub(super) struct Plan<'a> {
+    pub(super) file: Option<&'a SpillFile>,
+    pub(super) slicing: Slicing,
+    pub(super) allowance: u64,
+}
+
+/// A judge's batch of stale offsets for the shared set.
+struct Marks<'s, 'set> {
+    pending: Vec<u64>,
+    set: &'s Mutex<&'set mut StaleSet>,
+}
+
+impl Marks<'_, '_> {
+    fn flush(&mut self) {
+        let mut set = self.set.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        set.set_all(&self.pending);
+        self.pending.clear();
+    }
+}
+
+impl Mark for Marks<'_, '_> {
+    fn mark(&mut self, offset: u64) {
+        self.pending.push(offset);
+        if self.pending.len() == MARK_BATCH {
+            self.flush();
+        }
+    }
+}
+
+/// One thread's judge: its scratch and its figures.
+struct Judge<'s, 'set> {
+    sorter: Sorter,
+    load: Vec<Entry>,
+    read_buf: ReadBuf,
+    marks: Marks<'s, 'set>,
+    /// What it found, and its scratch at its largest (`buffer_bytes`).
+    tally: Merged,
+}
+
+/// Judges every partition on up to `threads` threads (this one among them), `sorter` the first one's (the
+/// others make theirs, of at most `sorter_most` entries): what they found (keys, slices, phases' seconds
+/// summed over the threads, and their scratch as `buffer_bytes`).
+///
+/// # Errors
+/// A spill file cannot be read: the first error; the other threads stop at their next partition.
+pub(super) fn judge_all(
+    partitions: Vec<Partition<'_>>,
+    plan: &Plan<'_>,
+    stale: &mut StaleSet,
+    threads: usize,
+    sorter: Sorter,
+    sorter_most: usize,
+) -> std::io::Result<Merged> {
+    let threads = threads.clamp(1, partitions.len().max(1));
+    let queue = Mutex::new(partitions.into_iter());
+    let set = Mutex::new(stale);
+    let failed = AtomicBool::new(false);
+    let run = |sorter: Sorter| -> std::io::Result<Merged> {
+        let marks = Marks { pending: Vec::new(), set: &set };
+        let mut judge =
+            Judge { sorter, load: Vec::new(), read_buf: ReadBuf::default(), marks, tally: Merged::default() };
+        loop {
+            let next = queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner).next();
+            let Some(partition) = next.filter(|_| !failed.load(Ordering::Acquire)) else { break };
+            if let Err(e) = judge.partition(partition, plan) {
+                failed.store(true, Ordering::Release);
+                return Err(e);
+            }
+        }
+        judge.marks.flush();
+        judge.tally.buffer_bytes = (judge.sorter.memory_bytes()
+            + judge.load.capacity() * ENTRY_BYTES
+            + judge.read_buf.memory_bytes()
+            + judge.marks.pending.capacity() * 8) as u64;
+        Ok(judge.tally)
+    };
+    if threads == 1 {
+        return run(sorter);
+    }
+    std::thread::scope(|scope| {
+        let others: Vec<_> = (1..threads).map(|_| scope.spawn(|| run(Sorter::new(sorter_most)))).collect();
+        let mut tally = run(sorter);
+        for handle in others {
+            let theirs = match handle.join() {
+                Ok(theirs) => theirs,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            match (&mut tally, theirs) {
+                (Ok(t), Ok(theirs)) => t.add_judged(&theirs),
+                (Ok(_), Err(e)) => tally = Err(e),
+                (Err(_), _) => {}
+            }
+        }
+        tally
+    })
+}
+
+impl Judge<'_, '_> {
+    /// Judges one partition's keys across its runs and buffer, a few slices at a time.
+    fn partition(&mut self, partition: Partition<'_>, plan: &Plan<'_>) -> std::io::Result<()> {
+        let Partition { entries: buf, runs } = partition;
+        let slicing = plan.slicing;
+        let t = std::time::Instant::now();
+        self.sorter.sort(buf, slicing.part_bits());
+        self.tally.phases.sort_seconds += t.elapsed().as_secs_f64();
+        let buf = &*buf;
+        self.tally.phases.merged_entries +=
+            buf.len() as u64 + runs.iter().map(|r| r.len(0, slicing.slices())).sum::<u64>();
+        let file = match plan.file {
+            Some(file) if !runs.is_empty() => file,
+            _ => {
+                let t = std::time::Instant::now();
+                let (keys, marks) = (&mut self.tally.keys, &mut self.marks);
+                each_key(buf, |group| {
+                    *keys += 1;
+                    judge(group, marks, |_| {});
+                });
+                self.tally.phases.merge_seconds += t.elapsed().as_secs_f64();
+                return Ok(());
+            }
+        };
+        let in_buf = slicing.starts(buf);
+        let size = |q: usize| runs.iter().map(|r| r.len(q, q + 1)).sum::<u64>() + in_buf[q + 1] - in_buf[q];
+        let (slices, allowance) = (slicing.slices(), plan.allowance);
+        let mut from = 0;
+        while from < slices {
+            // As many slices as the allowance holds (at least one); a slice too large to read back is merged
+            // with the slices after it that are too large as well, in one merge: a merge costs the same an
+            // entry over any range of slices, and its setup (a read from every run) once, where a small
+            // budget's slices are all too large.
+            let (mut to, mut n) = (from + 1, size(from));
+            if n > allowance {
+                while to < slices && size(to) > allowance {
+                    n += size(to);
+                    to += 1;
+                }
+            } else {
+                while to < slices && n + size(to) <= allowance {
+                    n += size(to);
+                    to += 1;
+                }
+            }
+            let t = std::time::Instant::now();
+            let in_memory = &buf[in_buf[from] as usize..in_buf[to] as usize];
+            if n > allowance {
+                let slices = runs.iter().map(|r| Source::file(file, r.first + r.starts[from], r.len(from, to)));
+                let sources = slices.chain([Source::Memory { entries: in_memory, at: 0 }]);
+                self.tally.keys += merge_and_judge(sources, &mut self.marks)?;
+                self.tally.slices_merged += 1;
+                self.tally.phases.merge_seconds += t.elapsed().as_secs_f64();
+            } else {
+                self.tally.slice_reads += 1;
+                self.load.clear();
+                self.load.extend_from_slice(in_memory);
+                // Each run's part in reads of at most 1 MiB, decoded straight into the load.
+                for r in &runs {
+                    let (mut at, end) = (r.first + r.starts[from], r.first + r.starts[to]);
+                    while at < end {
+                        let n = (end - at).min(READ_BACK_ENTRIES as u64);
+                        let bytes = file.read(at * ENTRY_BYTES as u64, n as usize * ENTRY_BYTES, &mut self.read_buf)?;
+                        self.load.extend(bytes.chunks_exact(ENTRY_BYTES).map(Entry::read));
+                        at += n;
+                    }
+                }
+                self.tally.phases.merge_seconds += t.elapsed().as_secs_f64();
+                let t = std::time::Instant::now();
+                self.sorter.sort(&mut self.load, slicing.part_bits());
+                self.tally.phases.sort_seconds += t.elapsed().as_secs_f64();
+                let t = std::time::Instant::now();
+                let (keys, marks) = (&mut self.tally.keys, &mut self.marks);
+                each_key(&self.load, |group| {
+                    *keys += 1;
+                    judge(group, marks, |_| {});
+                });
+                self.tally.phases.merge_seconds += t.elapsed().as_secs_f64();
+            }
+            from = to;
+        }
+        Ok(())
+    }
+}
+
+/// A sorted run in the spill file: its first entry's index there, and where each slice starts within it
+/// (`starts[q]` the first entry of slice `q` or beyond; the last, the run's length).
+pub(super) struct Run {
+    pub(super) first: u64,
+    pub(super) starts: Vec<u64>,
+}
+
+impl Run {
+    /// Entries of slices `from..to`.
+    pub(super) fn len(&self, from: usize, to: usize) -> u64 {
+        self.starts[to] - self.starts[from]
+    }
+}
+
+/// How a partition's hashes fall into its slices.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Slicing {
+    /// Partitions: `2^part_bits`.
+    pub(super) part_bits: u32,
+    /// Slices of a partition: `2^slice_bits`.
+    pub(super) slice_bits: u32,
+}
+
+impl Slicing {
+    pub(super) fn part_bits(self) -> u32 {
+        self.part_bits
+    }
+
+    pub(super) fn slices(self) -> usize {
+        1 << self.slice_bits
+    }
+
+    /// Where each slice of the sorted `entries` of one partition starts (and their end).
+    pub(super) fn starts(self, entries: &[Entry]) -> Vec<u64> {
+        let (part_bits, slice_bits) = (self.part_bits, self.slice_bits);
+        let slice_of =
+            |e: &Entry| if slice_bits == 0 { 0 } else { ((e.hi() << part_bits) >> (64 - slice_bits)) as usize };
+        let mut starts = Vec::with_capacity(self.slices() + 1);
+        for (i, e) in entries.iter().enumerate() {
+            let q = slice_of(e);
+            while starts.len() <= q {
+                starts.push(i as u64);
+            }
+        }
+        starts.resize(self.slices() + 1, entries.len() as u64);
+        starts
+    }
+}
