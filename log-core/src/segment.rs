@@ -413,6 +413,10 @@ pub struct SegmentWriter {
     buffer: Vec<u8>,
     written: u64,
     summary: SummaryBuilder,
+    /// The transactional facts of the batches written, folded as they are (none for a format without them, or
+    /// once a prefix was copied whole): the finished segment then needs no walk of its headers to give them,
+    /// which would read back every page of a copy written past the page cache.
+    txns: Option<Box<dyn crate::txn::WrittenTxns>>,
 }
 
 /// Size of the writer's buffer.
@@ -423,7 +427,8 @@ impl SegmentWriter {
     pub fn new(format: Format, base: u64, name: String, file: Arc<dyn Segment>, index_interval: u64) -> Self {
         let written = file.len();
         let summary = SummaryBuilder::new(format, base, index_interval);
-        SegmentWriter { format, base, name, file, buffer: Vec::new(), written, summary }
+        let txns = if written == 0 { format.written_txns() } else { None };
+        SegmentWriter { format, base, name, file, buffer: Vec::new(), written, summary, txns }
     }
 
     /// Appends, in one block, the first `len` bytes of `source` (another segment) whose batches all stay as
@@ -433,6 +438,8 @@ impl SegmentWriter {
     /// [`Error::Io`] from the backend.
     pub(crate) fn append_prefix(&mut self, source: &SegmentSource, len: u64, summary: SummaryBuilder) -> Result<()> {
         debug_assert_eq!(self.size(), 0, "a prefix goes first");
+        // Its batches are not walked here: the segment's transactions are then read from it on first use.
+        self.txns = None;
         if let Some(bytes) = source.mapped() {
             let bytes = bytes.get(..usize::try_from(len).unwrap_or(usize::MAX)).unwrap_or_default();
             if !bytes.is_empty() {
@@ -464,6 +471,9 @@ impl SegmentWriter {
             position: pos,
             kind,
         })?;
+        if let Some(fold) = &mut self.txns {
+            fold.encoded(&self.name, pos, batch);
+        }
         if self.buffer.len() + batch.len() > WRITE_BUFFER_BYTES {
             self.flush()?;
         }
@@ -534,6 +544,10 @@ impl SegmentWriter {
         let source = SegmentSource::of(&self.file).map_err(Error::io("map", &self.name))?;
         let SummaryBuilder { summary, side } = self.summary;
         let files = side.map(SideIndexes::finish);
-        Ok((SealedSegment::from_parts(self.format, self.base, self.name, self.file, source, summary), files))
+        let segment = SealedSegment::from_parts(self.format, self.base, self.name, self.file, source, summary);
+        if let Some(txns) = self.txns.and_then(|fold| fold.finish()) {
+            let _ = segment.txns.set(Arc::new(txns));
+        }
+        Ok((segment, files))
     }
 }

@@ -446,6 +446,12 @@ proptest! {
                 Ok(())
             })
             .expect("passes");
+        // The segments the passes wrote give the transactions their writers folded as they wrote (none read
+        // back): what a walk of their headers reads.
+        for s in log.snapshot().closed() {
+            let walked = log_core::kafka::txn::SegmentTxns::scan(s.source(), s.name(), s.size()).expect("walk");
+            prop_assert_eq!(&*s.transactions().expect("written"), &walked, "{}", s.name());
+        }
         let input = Arc::clone(log.store());
         let (got, out_batches, out_markers) = read_all(&log);
         // Kafka 4.4 keeps the batch whose next offset is the high watermark (the log end here), emptied if

@@ -91,6 +91,16 @@ impl std::fmt::Display for MarkerType {
     }
 }
 
+/// A segment's transactional facts folded from its batches as a writer writes them (a format's own fold:
+/// `Format::written_txns`), so that the written segment needs no walk of its headers to give them.
+pub(crate) trait WrittenTxns: std::fmt::Debug + Send {
+    /// Folds the encoded batch `bytes` written at `pos` of the segment `name`.
+    fn encoded(&mut self, name: &str, pos: u64, bytes: &[u8]);
+
+    /// The facts; `None` when a batch did not parse as one (a walk of the segment then reports why).
+    fn finish(self: Box<Self>) -> Option<SegmentTxns>;
+}
+
 /// An aborted transaction (what an entry of Kafka's `.txnindex` records).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct AbortedTxn {

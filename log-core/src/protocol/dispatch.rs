@@ -236,8 +236,14 @@ impl Format {
     pub(crate) fn txn_fold(self) -> Option<TxnFold> {
         match self {
             Format::Native => None,
-            Format::Kafka => Some(TxnFold(crate::format::kafka::txn::TxnWalk::from(0))),
+            Format::Kafka => Some(TxnFold::new()),
         }
+    }
+
+    /// A fold of a written segment's transactional facts from the batches its writer writes (none for a format
+    /// without transactions).
+    pub(crate) fn written_txns(self) -> Option<Box<dyn crate::txn::WrittenTxns>> {
+        self.txn_fold().map(|f| Box::new(f) as Box<dyn crate::txn::WrittenTxns>)
     }
 
     /// The transactional facts of a segment's batches below `end` (none for a format without transactions).
@@ -442,9 +448,17 @@ impl Format {
 
 /// A segment's transactional facts folded from the batches of a walk ([`Format::txn_fold`]).
 #[derive(Debug)]
-pub(crate) struct TxnFold(crate::format::kafka::txn::TxnWalk);
+pub(crate) struct TxnFold(crate::format::kafka::txn::TxnWalk, Unparsed);
+
+/// A batch a fold was given whose header did not parse: the fold then has no answer.
+#[derive(Debug, Default)]
+pub(crate) struct Unparsed(bool);
 
 impl TxnFold {
+    fn new() -> TxnFold {
+        TxnFold(crate::format::kafka::txn::TxnWalk::from(0), Unparsed::default())
+    }
+
     /// Folds the batch at `pos` of the segment `name`.
     pub(crate) fn batch(&mut self, name: &str, pos: u64, batch: &crate::format::BatchRef<'_>) {
         if let Some(h) = batch.kafka_header() {
@@ -454,6 +468,23 @@ impl TxnFold {
 
     /// The facts; `None` when a batch did not parse as one (a walk of its own then reports why).
     pub(crate) fn finish(self) -> Option<SegmentTxns> {
+        if self.1.0 {
+            return None;
+        }
         self.0.finish().ok()
+    }
+}
+
+impl crate::txn::WrittenTxns for TxnFold {
+    /// The batch's header is parsed here (a writer has the encoded batch only).
+    fn encoded(&mut self, name: &str, pos: u64, bytes: &[u8]) {
+        match crate::format::kafka::codec::batch::BatchHeader::parse(bytes) {
+            Ok(h) => self.0.batch_bytes(name, pos, &h, bytes),
+            Err(_) => self.1 = Unparsed(true),
+        }
+    }
+
+    fn finish(self: Box<Self>) -> Option<SegmentTxns> {
+        TxnFold::finish(*self)
     }
 }
