@@ -20,15 +20,20 @@ use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
-use log_core::aligned::{ALIGN, AlignedBuf};
+use log_core::aligned::{ALIGN, AlignedBuf, BackgroundWrites};
 
 /// Bytes a direct write carries (and the buffer holds): large enough that a write's fixed cost is nothing
 /// beside its bytes, small enough to cost nothing per open copy.
 pub(crate) const BUFFER_BYTES: usize = 1 << 20;
 
 /// A file's direct writer: the `O_DIRECT` descriptor and the aligned buffer of bytes not yet written.
+///
+/// The first full buffer is written on the caller's thread (so a refusal is seen while its bytes are still
+/// here); the later ones on a thread of their own ([`BackgroundWrites`]) while the caller fills the next, so
+/// bytes handed on may not be in the file yet: [`DirectWriter::drain`] waits for them.
 pub(crate) struct DirectWriter {
     file: File,
+    writes: Option<BackgroundWrites>,
     buffer: AlignedBuf,
     /// Bytes of the buffer filled.
     filled: usize,
@@ -64,6 +69,7 @@ impl DirectWriter {
         }
         Some(DirectWriter {
             file: direct,
+            writes: None,
             buffer: AlignedBuf::new(BUFFER_BYTES)?,
             filled: 0,
             #[cfg(test)]
@@ -78,7 +84,8 @@ impl DirectWriter {
 
     /// Copies as much of `data` as the buffer has room for; returns how much.
     pub(crate) fn fill(&mut self, data: &[u8]) -> usize {
-        let n = data.len().min(BUFFER_BYTES - self.filled);
+        // The buffer's own length: none after a write that failed, which the next write reports.
+        let n = data.len().min(self.buffer.len() - self.filled);
         let at = self.filled;
         self.buffer.as_mut()[at..at + n].copy_from_slice(&data[..n]);
         self.filled += n;
@@ -86,25 +93,46 @@ impl DirectWriter {
     }
 
     pub(crate) fn is_full(&self) -> bool {
-        self.filled == BUFFER_BYTES
+        self.filled == self.buffer.len()
+    }
+
+    /// Waits until every byte handed on is in the file.
+    ///
+    /// # Errors
+    /// A write that failed.
+    pub(crate) fn drain(&mut self) -> io::Result<()> {
+        self.writes.as_mut().map_or(Ok(()), BackgroundWrites::drain)
+    }
+
+    /// True while bytes handed on may not be in the file yet.
+    pub(crate) fn in_flight(&self) -> bool {
+        self.writes.as_ref().is_some_and(BackgroundWrites::in_flight)
     }
 
     /// Writes the full buffer at `position` (a multiple of [`BUFFER_BYTES`]: the file's length, every earlier
-    /// byte written by this writer).
+    /// byte written by this writer), or hands it on to be written.
     ///
     /// # Errors
-    /// The write's error other than a refusal; the file then holds an unknown part of the bytes, as after any
-    /// failed write, and the caller fails (a sync would report it too).
+    /// The write's error other than a refusal, or an earlier one's; the file then holds an unknown part of the
+    /// bytes, as after any failed write, and the caller fails (a sync would report it too).
     pub(crate) fn write_full(&mut self, position: u64) -> io::Result<Written> {
         debug_assert!(self.is_full() && position.is_multiple_of(ALIGN as u64));
-        let bytes = self.buffer.as_ref();
         #[cfg(test)]
         if self.refuse {
             return Ok(Written::Refused);
         }
-        match self.file.write_all_at(bytes, position) {
+        if let Some(writes) = &mut self.writes {
+            let full = std::mem::replace(&mut self.buffer, AlignedBuf::empty());
+            self.filled = 0;
+            self.buffer = writes.write(full, BUFFER_BYTES, position)?;
+            return Ok(Written::Done);
+        }
+        match self.file.write_all_at(self.buffer.as_ref(), position) {
             Ok(()) => {
                 self.filled = 0;
+                // Direct writes are taken: the next ones go on while the caller fills the buffer again (or on
+                // this thread, where no second thread or buffer can be had).
+                self.writes = self.file.try_clone().ok().and_then(|f| BackgroundWrites::start(f, BUFFER_BYTES));
                 Ok(Written::Done)
             }
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(Written::Refused),

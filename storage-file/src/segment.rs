@@ -58,7 +58,8 @@ impl State {
     /// Writes every appended byte to the file; a direct copy's last partial buffer the ordinary way, which ends
     /// its direct writing.
     fn flush(&mut self) -> io::Result<()> {
-        if let Some(d) = self.direct.take() {
+        if let Some(mut d) = self.direct.take() {
+            d.drain()?;
             let pending = d.pending();
             self.file.write_all_at(pending, self.flushed)?;
             self.flushed += pending.len() as u64;
@@ -184,6 +185,13 @@ impl Segment for FileSegment {
     }
 
     fn read_at(&self, pos: u64, out: &mut [u8]) -> io::Result<()> {
+        // Bytes a direct copy handed on may not be in the file yet: they are waited for, under the write lock.
+        if self.read().direct.as_ref().is_some_and(DirectWriter::in_flight) {
+            let mut s = self.write();
+            if let Some(d) = s.direct.as_mut() {
+                d.drain().map_err(|e| self.with_path(e))?;
+            }
+        }
         let s = self.read();
         let end = pos.checked_add(out.len() as u64).ok_or(io::ErrorKind::UnexpectedEof)?;
         if end > s.flushed + s.pending().len() as u64 {

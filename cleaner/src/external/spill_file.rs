@@ -16,7 +16,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use log_core::aligned::{ALIGN, AlignedBuf, align_down, align_up};
+use log_core::aligned::{ALIGN, AlignedBuf, BackgroundWrites, align_down, align_up};
 
 /// Bytes written at a time (and the write buffer's size).
 pub(super) const WRITE_BYTES: usize = 1 << 20;
@@ -26,6 +26,8 @@ pub(super) struct SpillFile {
     file: File,
     /// The file was opened with `O_DIRECT`: every transfer is aligned.
     direct: bool,
+    /// Direct writes after the first, done on a thread of their own while the next buffer fills.
+    writes: Option<BackgroundWrites>,
     /// Appended bytes not yet written: `buffer[..filled]`.
     buffer: AlignedBuf,
     filled: usize,
@@ -52,7 +54,7 @@ impl SpillFile {
             Some(file) => (file, true),
             None => (ordinary(dir)?, false),
         };
-        Ok(SpillFile { file, direct, buffer, filled: 0, written: 0, len: 0, ended: false })
+        Ok(SpillFile { file, direct, writes: None, buffer, filled: 0, written: 0, len: 0, ended: false })
     }
 
     /// Bytes appended.
@@ -75,20 +77,28 @@ impl SpillFile {
             return Ok(());
         }
         while !bytes.is_empty() {
-            let n = bytes.len().min(WRITE_BYTES - self.filled);
+            // The buffer's own length: none after a write that failed, which the next write reports.
+            let n = bytes.len().min(self.buffer.len() - self.filled);
             self.buffer.as_mut()[self.filled..self.filled + n].copy_from_slice(&bytes[..n]);
             self.filled += n;
             bytes = &bytes[n..];
-            if self.filled == WRITE_BYTES {
+            if self.filled == self.buffer.len() {
                 self.write_buffer(WRITE_BYTES)?;
             }
         }
         Ok(())
     }
 
-    /// Writes the buffer's first `n` bytes (a multiple of the alignment) at the file's end. A first direct write
-    /// the file system refuses moves to an ordinary file and writes there.
+    /// Writes the buffer's first `n` bytes (a multiple of the alignment) at the file's end, or hands them on to
+    /// be written. A first direct write the file system refuses moves to an ordinary file and writes there.
     fn write_buffer(&mut self, n: usize) -> io::Result<()> {
+        if let Some(writes) = &mut self.writes {
+            let full = std::mem::replace(&mut self.buffer, AlignedBuf::empty());
+            self.filled = 0;
+            self.buffer = writes.write(full, n, self.written)?;
+            self.written += n as u64;
+            return Ok(());
+        }
         match self.file.write_all_at(&self.buffer.as_ref()[..n], self.written) {
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) && self.written == 0 => {
                 self.file = ordinary(None)?;
@@ -99,6 +109,10 @@ impl SpillFile {
             result => {
                 result?;
                 self.written += n as u64;
+                if self.direct && !self.ended {
+                    // Direct writes are taken: the next ones go on while the next buffer fills.
+                    self.writes = self.file.try_clone().ok().and_then(|f| BackgroundWrites::start(f, WRITE_BYTES));
+                }
             }
         }
         self.filled = 0;
@@ -114,6 +128,9 @@ impl SpillFile {
             return Ok(());
         }
         self.ended = true;
+        if let Some(mut writes) = self.writes.take() {
+            writes.drain()?;
+        }
         if self.filled > 0 {
             let padded = align_up(self.filled as u64) as usize;
             self.buffer.as_mut()[self.filled..padded].fill(0);

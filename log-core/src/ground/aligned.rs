@@ -71,3 +71,159 @@ impl AsMut<[u8]> for AlignedBuf {
         &mut self.memory[self.start..self.start + self.len]
     }
 }
+
+impl AlignedBuf {
+    /// A buffer of no bytes that holds no memory: a stand-in while a buffer is away.
+    pub fn empty() -> AlignedBuf {
+        AlignedBuf { memory: Vec::new(), start: 0, len: 0 }
+    }
+}
+
+/// A file's writes of aligned buffers done on a thread of their own, one at a time, while the caller fills
+/// the next buffer: a direct write blocks until the disk has the bytes (no page cache takes them), which a
+/// single thread would otherwise spend waiting, 0.4 ms a MiB here (1.0 s of the 4 GiB backlog's pass).
+///
+/// Two buffers in all: the one the caller fills and the one being written. Errors come back with the buffer
+/// and are returned by the next call; a write after an error is refused with it.
+pub struct BackgroundWrites {
+    jobs: Option<std::sync::mpsc::SyncSender<(AlignedBuf, usize, u64)>>,
+    /// In a mutex only so that the writer is `Sync` (a segment's state is shared); reached through `&mut`.
+    done: std::sync::Mutex<std::sync::mpsc::Receiver<(AlignedBuf, std::io::Result<()>)>>,
+    worker: Option<std::thread::JoinHandle<()>>,
+    /// A buffer of the writer's size not in use (the second one, before its first use).
+    spare: Option<AlignedBuf>,
+    in_flight: bool,
+    failed: Option<std::io::ErrorKind>,
+}
+
+impl std::fmt::Debug for BackgroundWrites {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackgroundWrites").field("in_flight", &self.in_flight).finish_non_exhaustive()
+    }
+}
+
+impl BackgroundWrites {
+    /// Writes to `file` on a new thread, with buffers of `len` bytes. `None` when no thread or no second
+    /// buffer can be had (the caller then writes itself).
+    pub fn start(file: std::fs::File, len: usize) -> Option<BackgroundWrites> {
+        use std::os::unix::fs::FileExt;
+        let spare = AlignedBuf::new(len)?;
+        let (jobs, inbox) = std::sync::mpsc::sync_channel::<(AlignedBuf, usize, u64)>(1);
+        let (outbox, done) = std::sync::mpsc::channel();
+        let worker = std::thread::Builder::new()
+            .name("direct-writes".into())
+            .spawn(move || {
+                for (buf, n, position) in inbox {
+                    let result = file.write_all_at(&buf.as_ref()[..n], position);
+                    if outbox.send((buf, result)).is_err() {
+                        return;
+                    }
+                }
+            })
+            .ok()?;
+        Some(BackgroundWrites {
+            jobs: Some(jobs),
+            done: std::sync::Mutex::new(done),
+            worker: Some(worker),
+            spare: Some(spare),
+            in_flight: false,
+            failed: None,
+        })
+    }
+
+    /// Hands `buf[..n]` on to be written at `position` and returns an empty buffer to fill next (the spare, or
+    /// the one written before, once its write is done).
+    ///
+    /// # Errors
+    /// The error of the write before (the bytes handed on now are then not written), or of this one's hand-off.
+    pub fn write(&mut self, buf: AlignedBuf, n: usize, position: u64) -> std::io::Result<AlignedBuf> {
+        let next = match self.spare.take() {
+            Some(spare) => spare,
+            None => self.wait()?.unwrap_or_else(AlignedBuf::empty),
+        };
+        if let Some(kind) = self.failed {
+            return Err(std::io::Error::new(kind, "an earlier direct write failed"));
+        }
+        let Some(jobs) = &self.jobs else { return Err(std::io::Error::other("the direct writes ended")) };
+        jobs.send((buf, n, position)).map_err(|_| std::io::Error::other("the direct writer's thread is gone"))?;
+        self.in_flight = true;
+        Ok(next)
+    }
+
+    /// Waits for the write in flight, if any: its buffer back.
+    fn wait(&mut self) -> std::io::Result<Option<AlignedBuf>> {
+        if !self.in_flight {
+            return Ok(None);
+        }
+        self.in_flight = false;
+        let done = self.done.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (buf, result) = done.recv().map_err(|_| std::io::Error::other("the direct writer's thread is gone"))?;
+        if let Err(e) = result {
+            self.failed = Some(e.kind());
+            return Err(e);
+        }
+        Ok(Some(buf))
+    }
+
+    /// Waits until every byte handed on is written.
+    ///
+    /// # Errors
+    /// A write that failed.
+    pub fn drain(&mut self) -> std::io::Result<()> {
+        if let Some(buf) = self.wait()? {
+            self.spare = Some(buf);
+        }
+        match self.failed {
+            Some(kind) => Err(std::io::Error::new(kind, "an earlier direct write failed")),
+            None => Ok(()),
+        }
+    }
+
+    /// True while a write is under way.
+    pub fn in_flight(&self) -> bool {
+        self.in_flight
+    }
+}
+
+impl Drop for BackgroundWrites {
+    /// Ends the thread once its last write is done (callers drain first to learn its result).
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Buffers handed on land at their positions, each buffer given back is the writer's size, and a write
+    /// that fails (a descriptor not open for writing) is reported by the next call and by the drain.
+    #[test]
+    fn writes_land_where_asked_and_a_failure_is_reported() {
+        let path = std::env::temp_dir().join(format!("aligned-writes-{}", std::process::id()));
+        let file = std::fs::File::create(&path).expect("create");
+        let mut writes = BackgroundWrites::start(file, 8192).expect("start");
+        let mut buf = AlignedBuf::new(8192).expect("buffer");
+        for i in 0..5u8 {
+            buf.as_mut().fill(i);
+            buf = writes.write(buf, if i == 4 { 100 } else { 8192 }, u64::from(i) * 8192).expect("write");
+            assert_eq!(buf.len(), 8192);
+        }
+        writes.drain().expect("drain");
+        assert!(!writes.in_flight());
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(bytes.len(), 4 * 8192 + 100);
+        assert!(bytes.chunks(8192).enumerate().all(|(i, c)| c.iter().all(|&b| usize::from(b) == i)));
+        drop(writes);
+
+        let read_only = std::fs::File::open(&path).expect("open");
+        let mut writes = BackgroundWrites::start(read_only, 4096).expect("start");
+        let buf = writes.write(AlignedBuf::new(4096).expect("buffer"), 4096, 0).expect("handed on");
+        assert!(writes.write(buf, 4096, 4096).is_err(), "the failure before is the next call's");
+        assert!(writes.drain().is_err(), "and the drain's");
+        let _ = std::fs::remove_file(&path);
+    }
+}
