@@ -207,6 +207,18 @@ impl Runs {
     /// # Errors
     /// A spill file cannot be read.
     pub(crate) fn finish(mut self, stale: &mut StaleSet, threads: usize) -> std::io::Result<Merged> {
+        if self.file.is_some() {
+            // Runs were spilled, so the end reads from the file anyway: what the buffer still holds is spilled
+            // as runs too and the buffer freed, so that the end's scratch (a sort's and the slices read back,
+            // for each thread) is not held on top of the whole budget.
+            for p in 0..self.fill.len() {
+                if self.fill[p] > 0 {
+                    self.spill(p, stale)?;
+                }
+            }
+            self.buf = Vec::new();
+            self.region = 0;
+        }
         if let Some(file) = self.file.as_mut() {
             file.end_writing()?;
         }
@@ -218,13 +230,18 @@ impl Runs {
             // their runs, 64 KiB a run.
             allowance: (self.capacity / 32).clamp(1, (4 << 20) / ENTRY_BYTES) as u64,
         };
-        let region = self.region.max(1);
-        let partitions: Vec<Partition<'_>> = self
-            .buf
-            .chunks_mut(region)
-            .zip(std::mem::take(&mut self.runs))
+        // Each partition's entries in the buffer (none once it is freed), and its runs.
+        let mut chunks = self.buf.chunks_mut(self.region.max(1));
+        let partitions: Vec<Partition<'_>> = std::mem::take(&mut self.runs)
+            .into_iter()
             .zip(&self.fill)
-            .map(|((chunk, runs), &fill)| Partition { entries: &mut chunk[..fill], runs })
+            .map(|(runs, &fill)| {
+                let entries = match chunks.next() {
+                    Some(chunk) => &mut chunk[..fill],
+                    None => &mut [],
+                };
+                Partition { entries, runs }
+            })
             .collect();
         let sorter = std::mem::take(&mut self.sorter);
         let judged = end_judge::judge_all(partitions, &plan, stale, threads, sorter, self.capacity / 16)?;
