@@ -70,6 +70,10 @@ const SLICE_AND_PART_BITS: u32 = 12;
 /// Entries ahead of a partition's end whose line a push prefetches (three lines).
 const AHEAD: usize = 8;
 
+/// The buffer's size from which the end frees it before judging (see [`Runs::finish`]): 32 MiB, more than the
+/// end's scratch on two threads.
+const FREE_BEFORE_END_BYTES: usize = 32 << 20;
+
 /// Bytes of a run handed to the spill file at a time.
 const WRITE_BYTES: usize = 64 << 10;
 
@@ -207,10 +211,11 @@ impl Runs {
     /// # Errors
     /// A spill file cannot be read.
     pub(crate) fn finish(mut self, stale: &mut StaleSet, threads: usize) -> std::io::Result<Merged> {
-        if self.file.is_some() {
-            // Runs were spilled, so the end reads from the file anyway: what the buffer still holds is spilled
-            // as runs too and the buffer freed, so that the end's scratch (a sort's and the slices read back,
-            // for each thread) is not held on top of the whole budget.
+        if self.file.is_some() && self.buf.len() * ENTRY_BYTES >= FREE_BEFORE_END_BYTES {
+            // Runs were spilled, so the end reads from the file anyway: what a large buffer still holds is
+            // spilled as runs too and the buffer freed, so that the end's scratch (a sort's and the slices read
+            // back, for each thread) is not held on top of the whole budget. A small one stays: its entries
+            // would cost a write and a read from the disk for memory the end's allowance already covers.
             for p in 0..self.fill.len() {
                 if self.fill[p] > 0 {
                     self.spill(p, stale)?;
