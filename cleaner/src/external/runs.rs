@@ -13,7 +13,7 @@ use super::end_judge::{self, Partition, Plan, Run, Slicing};
 use super::entry::Entry;
 use super::judgement::{Merged, judge_in_place};
 use super::sort::Sorter;
-use super::spill_file::SpillFile;
+use super::spill_file::{MEMORY_BYTES, SpillFile};
 use super::stale::StaleSet;
 use crate::map::prefetch;
 
@@ -44,6 +44,9 @@ pub(crate) struct Runs {
     /// Each partition's runs in the spill file.
     runs: Vec<Vec<Run>>,
     spill_dir: Option<PathBuf>,
+    /// Bytes of runs the spill holds in memory before it moves to a file (`spill_file::MEMORY_BYTES`; none in
+    /// the tests that judge runs read from a file).
+    spill_in_memory: usize,
     file: Option<SpillFile>,
     /// Entries written to the spill file.
     written: u64,
@@ -99,6 +102,7 @@ impl Runs {
             fill: vec![0; 1 << part_bits],
             runs: (0..1usize << part_bits).map(|_| Vec::new()).collect(),
             spill_dir,
+            spill_in_memory: MEMORY_BYTES,
             file: None,
             written: 0,
             out: Vec::new(),
@@ -185,7 +189,7 @@ impl Runs {
         let starts = self.slicing().starts(survivors);
         let file = match self.file {
             Some(ref mut file) => file,
-            None => self.file.insert(SpillFile::create(self.spill_dir.as_deref())?),
+            None => self.file.insert(SpillFile::new(self.spill_dir.as_deref(), self.spill_in_memory)),
         };
         let first = self.written;
         debug_assert_eq!(file.len(), first * ENTRY_BYTES as u64, "runs are appended in order");
@@ -282,9 +286,12 @@ mod tests {
         let records: Vec<(u128, u64, bool)> =
             (0..5_000u64).map(|o| (u128::from(rng.next_u64() % 700) * 0x1_0000_0001, o, o >= 1_500)).collect();
         // The end judged on one thread and on several (partitions shared out), the same set either way.
-        for (capacity, threads) in [(16, 1), (1024, 1), (3000, 1), (100_000, 1), (16, 2), (3000, 3), (100_000, 2)] {
+        // Runs spilled to memory, and to a file.
+        let cases = [(16, 1), (1024, 1), (3000, 1), (100_000, 1), (16, 2), (3000, 3), (100_000, 2)];
+        for ((capacity, threads), in_memory) in cases.into_iter().flat_map(|c| [(c, MEMORY_BYTES), (c, 0)]) {
             let mut stale = StaleSet::new(0, 5_000, None).expect("set");
             let mut runs = Runs::new(capacity, None);
+            runs.spill_in_memory = in_memory;
             for &(k, o, m) in &records {
                 runs.push(Entry::new(k, o, m), &mut stale).expect("push");
             }
@@ -335,7 +342,7 @@ mod tests {
         // Capacity: 2^17 and 2^18 entries make two and four partitions (the crowd's overflows at 2^18), 2^20 sixteen
         // that hold everything; 16 one partition of one slice, merged
         // from 12,500 runs; 5,000 one of 64 slices, each larger than its allowance (156 entries).
-        for ((capacity, spills, read_back), threads) in [
+        for (case, in_memory) in [
             (16, true, false),
             (5_000, true, false),
             (1 << 17, true, true),
@@ -344,9 +351,12 @@ mod tests {
         ]
         .into_iter()
         .flat_map(|c| [(c, 1), (c, 2)])
+        .flat_map(|c| [(c, MEMORY_BYTES), (c, 0)])
         {
+            let ((capacity, spills, read_back), threads) = case;
             let mut stale = StaleSet::new(0, n, None).expect("set");
             let mut runs = Runs::new(capacity, None);
+            runs.spill_in_memory = in_memory;
             let part_bits = runs.part_bits;
             for &(k, o, m) in &records {
                 runs.push(Entry::new(k, o, m), &mut stale).expect("push");
