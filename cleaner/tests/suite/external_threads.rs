@@ -37,17 +37,30 @@ fn two_threads_write_what_one_writes() {
     assert!(b.stale_dropped > 100_000, "{b:?}");
 }
 
+/// A spill directory gone after the cleaner took it: the pass fails when its spill outgrows memory (4 MiB; 400,000
+/// records spill about 9 MB), on the judging thread when there are two.
 #[test]
 fn a_spill_that_fails_on_the_judging_thread_fails_the_pass_and_changes_nothing() {
-    let missing = std::env::temp_dir().join(format!("no-such-spill-dir-{}", std::process::id()));
     for threads in [1, 2] {
-        let (store, log) = written(20_000, 150_000);
+        let (store, log) = written(20_000, 400_000);
         let before = files(&store);
-        let error = external(threads, Some(missing.clone())).clean(&log, PassOptions::default());
-        let error = error.expect_err("the spill directory does not exist");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cleaner = external(threads, Some(dir.path().to_path_buf()));
+        drop(dir);
+        let error = cleaner.clean(&log, PassOptions::default());
+        let error = error.expect_err("the spill directory is gone");
         assert!(error.to_string().contains("spill"), "{threads} threads: {error}");
         assert_eq!(files(&store), before, "{threads} threads: nothing changed");
     }
+}
+
+/// A spill directory that is not there is refused when the cleaner is made, whether or not a pass would spill.
+#[test]
+fn a_missing_spill_directory_is_refused_up_front() {
+    let missing = std::env::temp_dir().join(format!("no-such-spill-dir-{}", std::process::id()));
+    let config = CleanerConfig { map: MapKind::External, spill_dir: Some(missing), ..CleanerConfig::default() };
+    let error = Cleaner::new(config, Arc::new(ManualClock::new(NOW))).expect_err("no such directory");
+    assert!(matches!(error, cleaner::Error::InvalidConfig { setting: "spill_dir", .. }), "{error}");
 }
 
 /// The external pass's pass 1 computes no checksum (pass 2 verifies every batch it copies, as after a map's pass
