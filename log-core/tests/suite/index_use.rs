@@ -57,10 +57,13 @@ fn a_crafted_hint_with_a_valid_checksum_never_makes_a_read_skip_records() {
     // Entry 10 claims the offset just after entry 9's (entries stay sorted) while it points at a record
     // several offsets later: a seek trusting it would land late and skip the records in between. Fix up the
     // checksum so that only the entry is wrong.
-    let offset_at = |i: usize| u64::from_le_bytes(bytes[80 + i * 16..88 + i * 16].try_into().expect("8 bytes"));
+    // The entries start at byte 104 of a version 3 hint (docs/format.md, section 4).
+    const ENTRIES: usize = 104;
+    let offset_at =
+        |i: usize| u64::from_le_bytes(bytes[ENTRIES + i * 16..ENTRIES + 8 + i * 16].try_into().expect("8 bytes"));
     let (previous, actual) = (offset_at(9), offset_at(10));
     assert!(actual > previous + 2, "entries {previous} and {actual} are apart");
-    let entry = 80 + 10 * 16;
+    let entry = ENTRIES + 10 * 16;
     bytes[entry..entry + 8].copy_from_slice(&(previous + 1).to_le_bytes());
     let body = bytes.len() - 4;
     let crc = crc32c::crc32c(&bytes[..body]);

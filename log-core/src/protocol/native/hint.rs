@@ -2,11 +2,13 @@
 //! that opening a log need not scan the segment. It is only a hint: it is used when it checks out (magic,
 //! version, CRC, and the segment's current length) and rebuilt from the segment otherwise.
 //!
-//! Layout, little-endian: `b"LCIX"`, u8 version (2), 3 zero bytes, u64 segment length, u64 base, u64 index
+//! Layout, little-endian: `b"LCIX"`, u8 version (3), 3 zero bytes, u64 segment length, u64 base, u64 index
 //! interval, u64 records, u8 flags (bit 0 first/last offsets and timestamps present, bit 1 max horizon
 //! present), 7 zero bytes, u64 first offset, u64 last offset, i64 max delete horizon, i64 first timestamp,
-//! i64 max timestamp, u64 entry count, entries of (u64 offset, u64 position), then u32 CRC-32C of everything
-//! before it. A version 1 hint (no timestamps) is unreadable to this version and rebuilt from its segment.
+//! i64 max timestamp, u64 entry count, u64 full entry count (the index's kept entries are every stride-th of
+//! the full index's, [`OffsetIndex`]), entries of (u64 offset, u64 position), then u32 CRC-32C of everything
+//! before it. A hint of another version (1 had no timestamps, 2 no full count) is unreadable to this version
+//! and rebuilt from its segment.
 //!
 //! The timestamps are trusted as the hint states them (checking the largest would need a scan): they steer
 //! only when a segment may be cleaned (the compaction lags), never what a read or a pass keeps.
@@ -20,8 +22,8 @@ use crate::segment::SegmentSummary;
 use crate::storage::{SegmentSource, SegmentStore};
 
 const MAGIC: &[u8; 4] = b"LCIX";
-const VERSION: u8 = 2;
-const FIXED: usize = 4 + 4 + 8 * 4 + 8 + 8 * 5 + 8;
+const VERSION: u8 = 3;
+const FIXED: usize = 4 + 4 + 8 * 4 + 8 + 8 * 5 + 8 + 8;
 
 /// Encodes the summary of a segment of `segment_len` bytes based at `base`.
 pub(crate) fn encode(base: u64, segment_len: u64, s: &SegmentSummary) -> Vec<u8> {
@@ -47,6 +49,7 @@ pub(crate) fn encode(base: u64, segment_len: u64, s: &SegmentSummary) -> Vec<u8>
     out.extend_from_slice(&s.first_timestamp.unwrap_or(0).to_le_bytes());
     out.extend_from_slice(&s.max_timestamp.unwrap_or(0).to_le_bytes());
     out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    out.extend_from_slice(&(s.index.len() as u64).to_le_bytes());
     for &(o, p) in entries {
         out.extend_from_slice(&o.to_le_bytes());
         out.extend_from_slice(&p.to_le_bytes());
@@ -91,6 +94,7 @@ pub(crate) fn decode(bytes: &[u8], base: u64, segment_len: u64) -> Result<Segmen
     let first_timestamp = field(72)? as i64;
     let max_timestamp = field(80)? as i64;
     let count = field(88)?;
+    let full_count = usize::try_from(field(96)?).map_err(|_| Unreadable)?;
     let expected = (count as usize).checked_mul(16).and_then(|n| n.checked_add(FIXED)).ok_or(Unreadable)?;
     if expected != body.len() {
         return Err(Unreadable);
@@ -104,7 +108,7 @@ pub(crate) fn decode(bytes: &[u8], base: u64, segment_len: u64) -> Result<Segmen
     if entries.iter().any(|&(_, p)| p >= segment_len) || entries.first().is_some_and(|&(_, p)| p != 0) {
         return Err(Unreadable);
     }
-    let index = OffsetIndex::from_entries(interval, entries).ok_or(Unreadable)?;
+    let index = OffsetIndex::from_entries(interval, entries, full_count).ok_or(Unreadable)?;
     Ok(SegmentSummary {
         index,
         first_offset: (flags & 1 != 0).then_some(first),
@@ -234,7 +238,7 @@ mod tests {
     #[test]
     fn entries_outside_the_segment_are_refused() {
         let mut s = summary();
-        s.index = OffsetIndex::from_entries(100, vec![(10, 0), (20, 5000)]).expect("sorted");
+        s.index = OffsetIndex::from_entries(100, vec![(10, 0), (20, 5000)], 2).expect("sorted");
         let bytes = encode(10, 2000, &s);
         assert_eq!(decode(&bytes, 10, 2000).map(|_| ()), Err(IndexProblem::Unreadable));
     }
