@@ -67,8 +67,8 @@ pub(crate) struct External {
     stats: MapStats,
 }
 
-/// Entries a chunk carries from the reading thread to the judging one (1.5 MiB).
-const CHUNK: usize = 1 << 16;
+/// Entries a chunk carries from the reading thread to the judging one (384 KiB).
+const CHUNK: usize = 1 << 14;
 
 /// Chunks in flight between them, besides the two being filled and judged.
 const IN_FLIGHT: usize = 2;
