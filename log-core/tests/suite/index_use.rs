@@ -165,3 +165,31 @@ fn a_read_in_the_active_segment_starts_at_its_index_entry() {
     // One chunk from the entry before offset 1990, not the whole segment.
     assert!(read < size / 4, "read {read} of {size} bytes to find one record near the end");
 }
+
+/// A segment whose full index passes 4,096 entries (an entry a record here) keeps every second, then every
+/// fourth, of them: every offset still reads, the summary still counts the full index's entries (the cleaner's
+/// grouping reads them, as Kafka's reads its `.index`), and a reopen that takes the hint sees the same.
+#[test]
+fn a_long_segment_keeps_a_thinned_index_that_reads_every_offset() {
+    let store = Arc::new(MemStore::new());
+    let config = LogConfig { index_interval_bytes: 1, ..LogConfig::default() };
+    let records = 10_000u64;
+    {
+        let log = Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config.clone()))
+            .expect("open");
+        for i in 0..records {
+            log.put(format!("k{i}").as_bytes(), format!("value-{i:06}").as_bytes()).expect("put");
+        }
+        log.roll().expect("roll");
+    }
+    assert!(store.list().expect("list").contains(&file_name(0, FileKind::Index)), "the hint is written");
+    let log =
+        Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config)).expect("reopen");
+    let snapshot = log.snapshot();
+    let index = &snapshot.closed()[0].summary().index;
+    assert_eq!(index.len(), records as usize, "the full index: an entry a record");
+    assert_eq!(index.entries().len(), 2_500, "every fourth kept");
+    for target in (0..records).step_by(7).chain([records - 1]) {
+        assert_eq!(log.read(target).expect("read").map(|r| r.offset), Some(target), "offset {target}");
+    }
+}
