@@ -132,7 +132,7 @@ impl DirectWriter {
                 self.filled = 0;
                 // Direct writes are taken: the next ones go on while the caller fills the buffer again (or on
                 // this thread, where no second thread or buffer can be had).
-                self.writes = self.file.try_clone().ok().and_then(|f| BackgroundWrites::start(f, BUFFER_BYTES));
+                self.writes = self.file.try_clone().ok().and_then(|f| BackgroundWrites::start(f, BUFFER_BYTES, 2));
                 Ok(Written::Done)
             }
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(Written::Refused),

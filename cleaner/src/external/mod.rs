@@ -25,8 +25,10 @@
 //! per offset from the log's start to the end of the dirty section, in memory up to 32 MiB and in a temporary
 //! file beyond). Disk: about 24 bytes a record of the runs, written once and read once, in the spill directory
 //! (the system's temporary directory unless [`crate::CleanerConfig::spill_dir`] names one), past the page cache
-//! where the file system allows (`spill_file.rs`: 1 MiB more memory for its write buffer, and the slices read
-//! back in reads of up to 1 MiB); the files are unlinked, so removed as the pass ends, whatever happens.
+//! where the file system allows (`spill_file.rs`: the first 4 MiB of runs stay in memory, and a spill that
+//! outgrows them takes up to 8 MiB more for its write buffers, handed to a thread that writes them while the
+//! pass goes on, and reads the slices back in reads of up to 1 MiB); the files are unlinked, so removed as the
+//! pass ends, whatever happens.
 //!
 //! Identity: two keys are one to this pass when their xxh3-128 hashes agree, about `n^2 / 2^129` for `n` keys
 //! (1.5e-23 at 10^8 keys), as for Kafka's MD5 map.

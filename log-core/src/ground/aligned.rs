@@ -79,20 +79,30 @@ impl AlignedBuf {
     }
 }
 
-/// A file's writes of aligned buffers done on a thread of their own, one at a time, while the caller fills
-/// the next buffer: a direct write blocks until the disk has the bytes (no page cache takes them), which a
-/// single thread would otherwise spend waiting, 0.4 ms a MiB here (1.0 s of the 4 GiB backlog's pass).
+/// A file's writes of aligned buffers done on a thread of their own, in order, while the caller fills the
+/// next buffer: a direct write blocks until the disk has the bytes (no page cache takes them), which a single
+/// thread would otherwise spend waiting, 0.4 ms a MiB here (1.0 s of the 4 GiB backlog's pass).
 ///
-/// Two buffers in all: the one the caller fills and the one being written. Errors come back with the buffer
-/// and are returned by the next call; a write after an error is refused with it.
+/// At most `buffers` buffers in all (at least two): the one the caller fills and those handed on. A caller
+/// that writes in bursts (the external pass spills a partition's run of a few MiB at once) hands on a burst
+/// without waiting when it has buffers enough; the ones past the second are taken only when a burst needs
+/// them. Errors come back with their buffer and are returned by the next call; a write after an error is
+/// refused with it.
 pub struct BackgroundWrites {
     jobs: Option<std::sync::mpsc::SyncSender<(AlignedBuf, usize, u64)>>,
     /// In a mutex only so that the writer is `Sync` (a segment's state is shared); reached through `&mut`.
     done: std::sync::Mutex<std::sync::mpsc::Receiver<(AlignedBuf, std::io::Result<()>)>>,
     worker: Option<std::thread::JoinHandle<()>>,
-    /// A buffer of the writer's size not in use (the second one, before its first use).
-    spare: Option<AlignedBuf>,
-    in_flight: bool,
+    /// Buffers of the writer's size not in use.
+    spares: Vec<AlignedBuf>,
+    /// Bytes of each buffer.
+    len: usize,
+    /// Buffers made so far, the caller's first one included.
+    made: usize,
+    /// The most buffers there may be.
+    most: usize,
+    /// Writes handed on and not yet given back.
+    in_flight: usize,
     failed: Option<std::io::ErrorKind>,
 }
 
@@ -103,12 +113,14 @@ impl std::fmt::Debug for BackgroundWrites {
 }
 
 impl BackgroundWrites {
-    /// Writes to `file` on a new thread, with buffers of `len` bytes. `None` when no thread or no second
-    /// buffer can be had (the caller then writes itself).
-    pub fn start(file: std::fs::File, len: usize) -> Option<BackgroundWrites> {
+    /// Writes to `file` on a new thread, with up to `buffers` buffers (at least two, the caller's own one
+    /// included) of `len` bytes. `None` when no thread or no second buffer can be had (the caller then writes
+    /// itself).
+    pub fn start(file: std::fs::File, len: usize, buffers: usize) -> Option<BackgroundWrites> {
         use std::os::unix::fs::FileExt;
+        let most = buffers.max(2);
         let spare = AlignedBuf::new(len)?;
-        let (jobs, inbox) = std::sync::mpsc::sync_channel::<(AlignedBuf, usize, u64)>(1);
+        let (jobs, inbox) = std::sync::mpsc::sync_channel::<(AlignedBuf, usize, u64)>(most);
         let (outbox, done) = std::sync::mpsc::channel();
         let worker = std::thread::Builder::new()
             .name("direct-writes".into())
@@ -125,37 +137,46 @@ impl BackgroundWrites {
             jobs: Some(jobs),
             done: std::sync::Mutex::new(done),
             worker: Some(worker),
-            spare: Some(spare),
-            in_flight: false,
+            spares: vec![spare],
+            len,
+            made: 2,
+            most,
+            in_flight: 0,
             failed: None,
         })
     }
 
-    /// Hands `buf[..n]` on to be written at `position` and returns an empty buffer to fill next (the spare, or
-    /// the one written before, once its write is done).
+    /// Hands `buf[..n]` on to be written at `position` and returns an empty buffer to fill next: a spare, a
+    /// new one while fewer than the most were made, or else the oldest one handed on, once its write is done.
     ///
     /// # Errors
-    /// The error of the write before (the bytes handed on now are then not written), or of this one's hand-off.
+    /// The error of a write before (the bytes handed on now are then not written), or of this one's hand-off.
     pub fn write(&mut self, buf: AlignedBuf, n: usize, position: u64) -> std::io::Result<AlignedBuf> {
-        let next = match self.spare.take() {
+        let next = match self.spares.pop() {
             Some(spare) => spare,
-            None => self.wait()?.unwrap_or_else(AlignedBuf::empty),
+            None => match (self.made < self.most).then(|| AlignedBuf::new(self.len)).flatten() {
+                Some(made) => {
+                    self.made += 1;
+                    made
+                }
+                None => self.wait()?.unwrap_or_else(AlignedBuf::empty),
+            },
         };
         if let Some(kind) = self.failed {
             return Err(std::io::Error::new(kind, "an earlier direct write failed"));
         }
         let Some(jobs) = &self.jobs else { return Err(std::io::Error::other("the direct writes ended")) };
         jobs.send((buf, n, position)).map_err(|_| std::io::Error::other("the direct writer's thread is gone"))?;
-        self.in_flight = true;
+        self.in_flight += 1;
         Ok(next)
     }
 
-    /// Waits for the write in flight, if any: its buffer back.
+    /// Waits for the oldest write in flight, if any: its buffer back.
     fn wait(&mut self) -> std::io::Result<Option<AlignedBuf>> {
-        if !self.in_flight {
+        if self.in_flight == 0 {
             return Ok(None);
         }
-        self.in_flight = false;
+        self.in_flight -= 1;
         let done = self.done.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
         let (buf, result) = done.recv().map_err(|_| std::io::Error::other("the direct writer's thread is gone"))?;
         if let Err(e) = result {
@@ -170,8 +191,10 @@ impl BackgroundWrites {
     /// # Errors
     /// A write that failed.
     pub fn drain(&mut self) -> std::io::Result<()> {
-        if let Some(buf) = self.wait()? {
-            self.spare = Some(buf);
+        while self.in_flight > 0 {
+            if let Some(buf) = self.wait()? {
+                self.spares.push(buf);
+            }
         }
         match self.failed {
             Some(kind) => Err(std::io::Error::new(kind, "an earlier direct write failed")),
@@ -181,7 +204,7 @@ impl BackgroundWrites {
 
     /// True while a write is under way.
     pub fn in_flight(&self) -> bool {
-        self.in_flight
+        self.in_flight > 0
     }
 }
 
@@ -205,7 +228,7 @@ mod tests {
     fn writes_land_where_asked_and_a_failure_is_reported() {
         let path = std::env::temp_dir().join(format!("aligned-writes-{}", std::process::id()));
         let file = std::fs::File::create(&path).expect("create");
-        let mut writes = BackgroundWrites::start(file, 8192).expect("start");
+        let mut writes = BackgroundWrites::start(file, 8192, 3).expect("start");
         let mut buf = AlignedBuf::new(8192).expect("buffer");
         for i in 0..5u8 {
             buf.as_mut().fill(i);
@@ -220,7 +243,7 @@ mod tests {
         drop(writes);
 
         let read_only = std::fs::File::open(&path).expect("open");
-        let mut writes = BackgroundWrites::start(read_only, 4096).expect("start");
+        let mut writes = BackgroundWrites::start(read_only, 4096, 2).expect("start");
         let buf = writes.write(AlignedBuf::new(4096).expect("buffer"), 4096, 0).expect("handed on");
         assert!(writes.write(buf, 4096, 4096).is_err(), "the failure before is the next call's");
         assert!(writes.drain().is_err(), "and the drain's");
