@@ -3,7 +3,7 @@
 //!
 //! Partitions share no key, so they are judged apart: each thread takes the next partition not yet taken and
 //! judges it with a scratch of its own (a sort's scratch, the slices read back, a read buffer). The only thing
-//! they share is the stale set, which each thread sets a batch of [`MARK_BATCH`] offsets at a time under a
+//! they share is the stale set, which each thread sets a batch of `judgement::MARK_BATCH` offsets at a time under a
 //! lock. The set is the same whatever the threads (a bit an offset, set or not), so the pass's answer is.
 //!
 //! Memory: per thread besides the first, what the first one has (a sort's scratch of at most a sixteenth of
@@ -15,13 +15,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::budget::ENTRY_BYTES;
 use super::entry::Entry;
-use super::judgement::{Mark, Merged, Source, each_key, judge, merge_and_judge};
+use super::judgement::{Marks, Merged, Source, each_key, judge, merge_and_judge};
 use super::sort::Sorter;
 use super::spill_file::{ReadBuf, SpillFile};
 use super::stale::StaleSet;
-
-/// Stale offsets a judge notes before it sets them in the shared set (512 KiB).
-const MARK_BATCH: usize = 1 << 16;
 
 /// Entries a slice read back whole is read in at a time (1 MiB): one buffer however many runs.
 const READ_BACK_ENTRIES: usize = (1 << 20) / ENTRY_BYTES;
@@ -38,29 +35,6 @@ pub(super) struct Plan<'a> {
     pub(super) file: Option<&'a SpillFile>,
     pub(super) slicing: Slicing,
     pub(super) allowance: u64,
-}
-
-/// A judge's batch of stale offsets for the shared set.
-struct Marks<'s, 'set> {
-    pending: Vec<u64>,
-    set: &'s Mutex<&'set mut StaleSet>,
-}
-
-impl Marks<'_, '_> {
-    fn flush(&mut self) {
-        let mut set = self.set.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        set.set_all(&self.pending);
-        self.pending.clear();
-    }
-}
-
-impl Mark for Marks<'_, '_> {
-    fn mark(&mut self, offset: u64) {
-        self.pending.push(offset);
-        if self.pending.len() == MARK_BATCH {
-            self.flush();
-        }
-    }
 }
 
 /// One thread's judge: its scratch and its figures.
@@ -92,7 +66,7 @@ pub(super) fn judge_all(
     let set = Mutex::new(stale);
     let failed = AtomicBool::new(false);
     let run = |sorter: Sorter| -> std::io::Result<Merged> {
-        let marks = Marks { pending: Vec::new(), set: &set };
+        let marks = Marks::new(&set);
         let mut judge =
             Judge { sorter, load: Vec::new(), read_buf: ReadBuf::default(), marks, tally: Merged::default() };
         loop {
@@ -107,7 +81,7 @@ pub(super) fn judge_all(
         judge.tally.buffer_bytes = (judge.sorter.memory_bytes()
             + judge.load.capacity() * ENTRY_BYTES
             + judge.read_buf.memory_bytes()
-            + judge.marks.pending.capacity() * 8) as u64;
+            + judge.marks.memory_bytes()) as u64;
         Ok(judge.tally)
     };
     if threads == 1 {

@@ -14,6 +14,13 @@ impl Entry {
         Entry { hi: (hash >> 64) as u64, lo: hash as u64, tagged: offset << 1 | u64::from(mapped) }
     }
 
+    /// The entry with its hash's high half rotated left by one bit: for runs that take only the hashes of one
+    /// top bit (half of them, on a thread of their own), whose partitions and buckets then come from the bits
+    /// below it. A bijection, so keys stay apart and alike; only the order of keys within such runs changes.
+    pub(super) fn rotated(self) -> Entry {
+        Entry { hi: self.hi.rotate_left(1), ..self }
+    }
+
     /// The hash's high half, by which entries are partitioned and bucketed.
     pub(super) fn hi(self) -> u64 {
         self.hi

@@ -3,6 +3,8 @@
 //! that were only asked about when no record of the key was mapped). Here too what the judging found
 //! ([`Merged`]) and the merge of sorted runs by key.
 
+use std::sync::Mutex;
+
 use super::budget::ENTRY_BYTES;
 use super::entry::Entry;
 use super::spill_file::{ReadBuf, SpillFile};
@@ -21,6 +23,43 @@ pub(super) trait Mark {
 impl Mark for StaleSet {
     fn mark(&mut self, offset: u64) {
         self.set(offset);
+    }
+}
+
+/// Stale offsets a thread notes before it sets them in the shared set (512 KiB).
+pub(super) const MARK_BATCH: usize = 1 << 16;
+
+/// A thread's batch of stale offsets for a stale set it shares with others: set [`MARK_BATCH`] at a time
+/// under the lock, and the rest by [`Marks::flush`] (which the thread calls when it is done).
+pub(super) struct Marks<'s, 'set> {
+    pending: Vec<u64>,
+    set: &'s Mutex<&'set mut StaleSet>,
+}
+
+impl<'s, 'set> Marks<'s, 'set> {
+    pub(super) fn new(set: &'s Mutex<&'set mut StaleSet>) -> Self {
+        Marks { pending: Vec::new(), set }
+    }
+
+    /// Bytes its batch holds.
+    pub(super) fn memory_bytes(&self) -> usize {
+        self.pending.capacity() * 8
+    }
+
+    /// Sets the offsets noted so far.
+    pub(super) fn flush(&mut self) {
+        let mut set = self.set.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        set.set_all(&self.pending);
+        self.pending.clear();
+    }
+}
+
+impl Mark for Marks<'_, '_> {
+    fn mark(&mut self, offset: u64) {
+        self.pending.push(offset);
+        if self.pending.len() == MARK_BATCH {
+            self.flush();
+        }
     }
 }
 
@@ -67,7 +106,7 @@ pub(super) fn each_key(entries: &[Entry], mut f: impl FnMut(&[Entry])) {
 }
 
 /// Judges the sorted `entries` key by key and keeps the survivors, in order, at their front; their number.
-pub(super) fn judge_in_place(entries: &mut [Entry], stale: &mut StaleSet) -> usize {
+pub(super) fn judge_in_place(entries: &mut [Entry], stale: &mut impl Mark) -> usize {
     let (mut kept, mut from) = (0, 0);
     while from < entries.len() {
         let to = key_end(entries, from);
@@ -75,7 +114,7 @@ pub(super) fn judge_in_place(entries: &mut [Entry], stale: &mut StaleSet) -> usi
         for i in from..to {
             let e = entries[i];
             if superseded(e, latest) {
-                stale.set(e.offset());
+                stale.mark(e.offset());
             } else {
                 entries[kept] = e;
                 kept += 1;
@@ -108,6 +147,16 @@ pub(crate) struct Merged {
 }
 
 impl Merged {
+    /// Adds everything another pass over other keys found (the other half of the hashes, judged on a thread
+    /// of its own): entries, runs and bytes spilled too.
+    pub(super) fn add_all(&mut self, other: &Merged) {
+        self.add_judged(other);
+        self.entries += other.entries;
+        self.runs += other.runs;
+        self.spilled_bytes += other.spilled_bytes;
+        self.phases.spill_seconds += other.phases.spill_seconds;
+    }
+
     /// Adds what another judge found (its keys, slices, merged entries, phases' seconds and scratch).
     pub(super) fn add_judged(&mut self, other: &Merged) {
         self.keys += other.keys;

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use super::budget::ENTRY_BYTES;
 use super::end_judge::{self, Partition, Plan, Run, Slicing};
 use super::entry::Entry;
-use super::judgement::{Merged, judge_in_place};
+use super::judgement::{Mark, Merged, judge_in_place};
 use super::sort::Sorter;
 use super::spill_file::{MEMORY_BYTES, SpillFile};
 use super::stale::StaleSet;
@@ -125,7 +125,7 @@ impl Runs {
     ///
     /// # Errors
     /// The spill file cannot be made or written.
-    pub(crate) fn push(&mut self, e: Entry, stale: &mut StaleSet) -> std::io::Result<()> {
+    pub(crate) fn push(&mut self, e: Entry, stale: &mut impl Mark) -> std::io::Result<()> {
         let p = self.part_of(e);
         if self.fill[p] == self.region && !self.grow() {
             // One the machine cannot grow further is full where it stands (spilled as a run), never an abort.
@@ -177,7 +177,7 @@ impl Runs {
     }
 
     /// Sorts partition `p`'s entries, judges them and writes their survivors as a run of `p`.
-    fn spill(&mut self, p: usize, stale: &mut StaleSet) -> std::io::Result<()> {
+    fn spill(&mut self, p: usize, stale: &mut impl Mark) -> std::io::Result<()> {
         let t = std::time::Instant::now();
         let from = p * self.region;
         let entries = &mut self.buf[from..from + self.fill[p]];

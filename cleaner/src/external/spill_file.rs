@@ -32,11 +32,11 @@ pub(super) const WRITE_BYTES: usize = 1 << 20;
 /// Write buffers at most (8 MiB): a partition's run (2-3 MiB) is handed on at once, where with two buffers the
 /// judging thread waited on the disk for each MiB of a burst (the spill's 0.34-0.42 s of the 4 GiB backlog's
 /// pass on two threads, while the reading thread, its chunks not taken, slept too).
-const WRITE_BUFFERS: usize = 8;
+const WRITE_BUFFERS: usize = 4;
 
-/// Bytes of runs held in memory before the first goes to the file: 4 MiB, a sixteenth of what a pass may take
-/// beyond its buffer.
-pub(super) const MEMORY_BYTES: usize = 4 << 20;
+/// Bytes of runs held in memory before the first goes to the file: 2 MiB (a thirty-second of what a pass may
+/// take beyond its buffer; two judging threads have a spill each).
+pub(super) const MEMORY_BYTES: usize = 2 << 20;
 
 /// Runs appended, in memory or in an unlinked temporary file.
 pub(super) struct SpillFile {

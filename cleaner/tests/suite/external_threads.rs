@@ -1,6 +1,6 @@
-//! The external pass on two threads (one reads, parses and hashes, the other partitions, sorts, judges and
-//! spills): the same files as on one thread over entries enough for several chunks and many spills, and an
-//! error on the judging thread ends the pass with that error, never a hang.
+//! The external pass on two threads (one reads, parses and hashes, two others partition, sort, judge and spill
+//! a half of the hashes each): the same files as on one thread over entries enough for several chunks and many
+//! spills, and an error on a judging thread ends the pass with that error, never a hang.
 
 use std::sync::Arc;
 
@@ -28,7 +28,8 @@ fn two_threads_write_what_one_writes() {
     let (_, by_map) = written(20_000, 150_000);
     let a = external(1, None).clean(&one, PassOptions::default()).expect("one thread");
     let b = external(2, None).clean(&two, PassOptions::default()).expect("two threads");
-    assert!(a.offset_map.spilled_runs > 1 && b.offset_map.spilled_runs == a.offset_map.spilled_runs, "{b:?}");
+    // Two threads judge each half of the hashes in runs of half the buffer: their runs differ, not the files.
+    assert!(a.offset_map.spilled_runs > 1 && b.offset_map.spilled_runs > 1, "{a:?} {b:?}");
     assert_eq!(files(&one_store), files(&two_store), "the same files");
     let config = CleanerConfig { map: MapKind::Compact, dedupe_buffer_bytes: 8 << 20, ..CleanerConfig::default() };
     let mut c = Cleaner::new(config, Arc::new(ManualClock::new(NOW))).expect("cleaner");
