@@ -389,6 +389,9 @@ impl Cleaner {
         let tally = Tally::of(meter);
         let mut pace = Pace::new(abort.as_deref(), throttle.as_deref(), tally);
         let below = || -> Vec<Arc<SealedSegment>> { closed.iter().filter(|s| s.base() < end).cloned().collect() };
+        if config.one_pass || matches!(strategy, Strategy::External(_)) {
+            crate::external::check_spill_dir(config.spill_dir.as_deref())?;
+        }
         let (end_offset, answers) = match strategy {
             Strategy::Map(map) => {
                 let dirty = dirty_segments(closed, checkpoint, end);

@@ -306,6 +306,23 @@ fn judge_on_threads(
     })
 }
 
+/// Fails, naming it, when the spill directory asked for is not a directory. Checked before a pass reads
+/// anything (`auto`'s too, before its map), not at the first spill: a pass whose spill stays in memory would
+/// never find out.
+///
+/// # Errors
+/// [`Error::Log`] ([`log_core::Error::Io`], `NotFound`) naming the directory.
+pub(crate) fn check_spill_dir(dir: Option<&std::path::Path>) -> Result<()> {
+    match dir {
+        Some(d) if !d.is_dir() => Err(Error::Log(log_core::Error::Io {
+            op: "spill to",
+            name: d.display().to_string(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
+        })),
+        _ => Ok(()),
+    }
+}
+
 /// Pass 2's answer for a run of records by offset: `Some(u64::MAX)` (a newer record of the key was mapped)
 /// for a stale one, `None` otherwise, as a map answers `None` for a key it did not map.
 pub(crate) fn lookup(stale: &StaleSet, offsets: &[u64], out: &mut [Option<u64>], probes: &mut Probes) {

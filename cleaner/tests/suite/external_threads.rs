@@ -55,13 +55,19 @@ fn a_spill_that_fails_on_the_judging_thread_fails_the_pass_and_changes_nothing()
     }
 }
 
-/// A spill directory that is not there is refused when the cleaner is made, whether or not a pass would spill.
+/// A spill directory that is not there fails the pass before it reads anything, naming the directory, even where
+/// the spill would have stayed in memory (a few thousand records), and nothing changes.
 #[test]
-fn a_missing_spill_directory_is_refused_up_front() {
+fn a_missing_spill_directory_fails_the_pass_before_it_reads() {
     let missing = std::env::temp_dir().join(format!("no-such-spill-dir-{}", std::process::id()));
-    let config = CleanerConfig { map: MapKind::External, spill_dir: Some(missing), ..CleanerConfig::default() };
-    let error = Cleaner::new(config, Arc::new(ManualClock::new(NOW))).expect_err("no such directory");
-    assert!(matches!(error, cleaner::Error::InvalidConfig { setting: "spill_dir", .. }), "{error}");
+    for threads in [1, 2] {
+        let (store, log) = written(500, 5_000);
+        let before = files(&store);
+        let error = external(threads, Some(missing.clone())).clean(&log, PassOptions::default());
+        let error = error.expect_err("no such directory");
+        assert!(error.to_string().contains("no-such-spill-dir"), "{threads} threads: {error}");
+        assert_eq!(files(&store), before, "{threads} threads: nothing changed");
+    }
 }
 
 /// The external pass's pass 1 computes no checksum (pass 2 verifies every batch it copies, as after a map's pass

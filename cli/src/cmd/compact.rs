@@ -70,8 +70,9 @@ pub struct CompactArgs {
     /// Threads within one pass
     ///
     /// Pass 1 reads the dirty section once into one map of the whole buffer (the external pass reads on one thread
-    /// and sorts and spills on another), pass 2 copies groups of segments on this many threads, or judges a single
-    /// group's segments on all of them (Kafka gives a log to one thread). Every count writes the same bytes.
+    /// and sorts and spills each half of the keys on two others), pass 2 copies groups of segments on this many
+    /// threads, or judges a single group's segments on all of them (Kafka gives a log to one thread). Every count
+    /// writes the same bytes.
     #[arg(long, value_name = "T", default_value_t = 1, allow_hyphen_values = true)]
     copy_threads: u32,
     /// Not taken: `compact` cleans one log; see --copy-threads.
