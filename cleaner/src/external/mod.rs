@@ -69,10 +69,10 @@ pub(crate) struct External {
     stats: MapStats,
 }
 
-/// Entries a chunk carries from the reading thread to the judging one (384 KiB).
+/// Entries a chunk carries from the reading thread to a judging one (384 KiB).
 const CHUNK: usize = 1 << 14;
 
-/// Chunks in flight between them, besides the two being filled and judged.
+/// Chunks in flight to each judging thread, besides the ones being filled and judged.
 const IN_FLIGHT: usize = 2;
 
 /// What pass 1 reads: the segments, and the dirty section's bounds.
