@@ -29,9 +29,10 @@ use log_core::aligned::{ALIGN, AlignedBuf, BackgroundWrites, align_down, align_u
 /// Bytes written at a time (and the write buffer's size).
 pub(super) const WRITE_BYTES: usize = 1 << 20;
 
-/// Write buffers at most (8 MiB): a partition's run (2-3 MiB) is handed on at once, where with two buffers the
-/// judging thread waited on the disk for each MiB of a burst (the spill's 0.34-0.42 s of the 4 GiB backlog's
-/// pass on two threads, while the reading thread, its chunks not taken, slept too).
+/// Write buffers at most (4 MiB): most of a partition's run (2-3 MiB) is handed on at once, where with two
+/// buffers the judging thread waited on the disk for each MiB of a burst (the spill's 0.34-0.42 s of the 4 GiB
+/// backlog's pass on two threads, while the reading thread, its chunks not taken, slept too). Eight took no less
+/// time with two judging threads (two alternating pairs) and 8 MiB more memory.
 const WRITE_BUFFERS: usize = 4;
 
 /// Bytes of runs held in memory before the first goes to the file: 2 MiB (a thirty-second of what a pass may
