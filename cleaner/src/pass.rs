@@ -393,6 +393,43 @@ impl Cleaner {
             crate::external::check_spill_dir(config.spill_dir.as_deref())?;
         }
         let (end_offset, answers) = match strategy {
+            Strategy::Map(map) if config.one_pass && auto_goes_external(&**map, closed, checkpoint, end) => {
+                // `auto` over a section larger than the log before it, with more offsets than the map holds
+                // keys: the external pass at once, where the map would read the section only to find it full.
+                // Where the map would have held it, this pass keeps what the map's would, in the same files.
+                map.release();
+                let (capacity, kind) = (map.capacity(), map.kind().name().to_owned());
+                let external = fallback.get_or_insert_with(|| {
+                    External::new(config.dedupe_buffer_bytes, config.spill_dir.clone(), config.threads)
+                });
+                let below = below();
+                if let Some(m) = meter {
+                    m.begin(STAGE_MAP, Some(below.iter().map(|s| s.size()).sum()));
+                }
+                let mut watch = crate::external::FillWatch::new(capacity);
+                let mapped = external.map(&below, checkpoint, limit, &mut pass1_txns, &mut pace, Some(&mut watch))?;
+                stats.pass1.records_read = mapped.scanned.records;
+                stats.pass1.bytes_read = mapped.scanned.bytes;
+                stats.map = MapKind::External.name().to_owned();
+                if mapped.mapped_keys >= capacity as u64 {
+                    // The map would have filled (at its capacity-th key, or at the first keyed record after
+                    // it: counted as filling either way). Where, the sketch says, about.
+                    let refused_at = watch.reached_at().unwrap_or(limit);
+                    stats.end_offset = refused_at;
+                    stats.map_full = true;
+                    let passes = stats.passes_needed().unwrap_or(2);
+                    stats.map_full = false;
+                    stats.fell_back = Some(FellBack {
+                        map: kind,
+                        refused_at,
+                        passes,
+                        records_read: 0,
+                        bytes_read: 0,
+                        estimated: true,
+                    });
+                }
+                (limit, Answers::Stale(mapped.stale))
+            }
             Strategy::Map(map) => {
                 let dirty = dirty_segments(closed, checkpoint, end);
                 if let Some(m) = meter {
@@ -409,8 +446,14 @@ impl Cleaner {
                     let passes = stats.passes_needed().unwrap_or(2);
                     let (records_read, bytes_read) = (stats.pass1.records_read, stats.pass1.bytes_read);
                     let filled = map.kind().name().to_owned();
-                    stats.fell_back =
-                        Some(FellBack { map: filled, refused_at: end_offset, passes, records_read, bytes_read });
+                    stats.fell_back = Some(FellBack {
+                        map: filled,
+                        refused_at: end_offset,
+                        passes,
+                        records_read,
+                        bytes_read,
+                        estimated: false,
+                    });
                     stats.map_full = false;
                     stats.map = MapKind::External.name().to_owned();
                     // Its keys are of no use to pass 2 now (the stale set answers): its pages go first, and so does
@@ -425,7 +468,7 @@ impl Cleaner {
                         m.begin(STAGE_MAP, Some(below.iter().map(|s| s.size()).sum()));
                     }
                     let mut pass1_txns = Pass1Txns::new(txns, checkpoint, read_as_aborted);
-                    let mapped = external.map(&below, checkpoint, limit, &mut pass1_txns, &mut pace)?;
+                    let mapped = external.map(&below, checkpoint, limit, &mut pass1_txns, &mut pace, None)?;
                     stats.pass1.records_read += mapped.scanned.records;
                     stats.pass1.bytes_read += mapped.scanned.bytes;
                     (limit, Answers::Stale(mapped.stale))
@@ -438,7 +481,7 @@ impl Cleaner {
                 if let Some(m) = meter {
                     m.begin(STAGE_MAP, Some(below.iter().map(|s| s.size()).sum()));
                 }
-                let mapped = external.map(&below, checkpoint, limit, &mut pass1_txns, &mut pace)?;
+                let mapped = external.map(&below, checkpoint, limit, &mut pass1_txns, &mut pace, None)?;
                 stats.pass1.records_read = mapped.scanned.records;
                 stats.pass1.bytes_read = mapped.scanned.bytes;
                 (limit, Answers::Stale(mapped.stale))
@@ -531,8 +574,11 @@ impl Cleaner {
     }
 
     fn record_map_stats(&self, stats: &mut CleanStats, gets: Probes) {
-        let mut m = match (&stats.fell_back, &self.fallback) {
-            (Some(_), Some(external)) => external.stats(),
+        // A map's pass that took the external pass (it filled, or `auto` took it at once) has its figures.
+        let mut m = match &self.fallback {
+            Some(external) if stats.map == MapKind::External.name() && self.strategy.kind() != MapKind::External => {
+                external.stats()
+            }
             _ => self.strategy.stats(),
         };
         m.lookups += gets.lookups;
@@ -676,6 +722,31 @@ fn round_end(snapshot: &log_core::LogSnapshot) -> u64 {
 }
 
 /// The closed segments pass 1 reads: those holding offsets at or above the checkpoint, based below `limit`.
+/// Whether `auto` ([`CleanerConfig::one_pass`]) takes the external pass without running `map` first: when the
+/// dirty section `checkpoint..end` has more offsets than the map holds keys (else the map surely holds it),
+/// and its segments are at least as large as the closed ones before it, which the external pass reads too
+/// (pass 1 of the external pass reads them at about half the map's cost a byte: xxh3 and a sequential
+/// append against MD5 and a random probe, so with the clean part at most the size of the dirty one, it
+/// costs no more than the map's, and it saves the map's read of the section where the map fills).
+///
+/// Only for the maps whose capacity is exact (the slot maps; `fullkey`'s is an estimate): whether the map
+/// would have filled is then told exactly from the keys the external pass mapped, and the files are the
+/// map's wherever it would have held the section (one pass keeps the same records either way).
+fn auto_goes_external(map: &dyn OffsetMap, closed: &[Arc<SealedSegment>], checkpoint: u64, end: u64) -> bool {
+    if map.kind() == MapKind::FullKey || end.saturating_sub(checkpoint) <= map.capacity() as u64 {
+        return false;
+    }
+    let (mut clean, mut dirty) = (0u64, 0u64);
+    for s in closed.iter().filter(|s| s.base() < end) {
+        if s.last_offset().is_some_and(|l| l >= checkpoint) {
+            dirty += s.size();
+        } else {
+            clean += s.size();
+        }
+    }
+    clean <= dirty
+}
+
 fn dirty_segments(closed: &[Arc<SealedSegment>], checkpoint: u64, limit: u64) -> Vec<Arc<SealedSegment>> {
     closed.iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint) && s.base() < limit).cloned().collect()
 }

@@ -81,7 +81,8 @@ impl CleanStats {
     }
 }
 
-/// A map that filled, in a pass that then took the external pass ([`crate::CleanerConfig::one_pass`]).
+/// A map that filled, in a pass that then took the external pass ([`crate::CleanerConfig::one_pass`]), or that
+/// would have, in a pass that took the external pass at once ([`FellBack::estimated`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FellBack {
     /// The map (`skimpy`, `fullkey`, `compact`).
@@ -90,10 +91,16 @@ pub struct FellBack {
     pub refused_at: u64,
     /// About how many passes it would have taken over the dirty section ([`CleanStats::passes_needed`]).
     pub passes: u64,
-    /// Records and bytes its partial pass 1 read before it filled (counted in the pass's pass 1 too).
+    /// Records and bytes its partial pass 1 read before it filled (counted in the pass's pass 1 too; none when
+    /// [`FellBack::estimated`]).
     pub records_read: u64,
     /// Bytes of them.
     pub bytes_read: u64,
+    /// The map was not run (`auto` took the external pass at once): `refused_at` is estimated from a sketch of
+    /// the keys the external pass mapped, within about 1% of the keys (`external/fill_watch.rs`), and nothing
+    /// was read twice. Whether it would have filled is exact.
+    #[serde(default)]
+    pub estimated: bool,
 }
 
 /// Pass 1 figures.

@@ -66,7 +66,9 @@ pub struct MapArgs {
     ///
     /// skimpy is Kafka's map (an MD5 digest and an offset, 24 bytes a slot), fullkey an exact map of whole keys,
     /// compact this project's map of 12 bytes a slot, external the external pass (any key count in one pass),
-    /// and auto skimpy while one pass of it holds the dirty section, else the external pass (a backlog's way).
+    /// and auto one pass always: skimpy's files where one pass of it holds the dirty section, else the external
+    /// pass (a backlog's way), taken at once where the section has more offsets than skimpy holds keys and
+    /// outweighs the log before it, and after skimpy fills otherwise.
     #[arg(long, value_enum, default_value_t = MapArg::Skimpy)]
     pub map: MapArg,
     /// Where --map external spills its sorted runs.
@@ -85,7 +87,7 @@ impl MapArgs {
     pub fn checked(&self) -> Result<(), Failure> {
         if self.spill_dir.is_some() && !matches!(self.map, MapArg::External | MapArg::Auto) {
             return Err(Failure::Usage(
-                "--spill-dir is where --map external (or auto, once its map fills) writes its runs; other maps \
+                "--spill-dir is where --map external (or auto, where its map would fill) writes its runs; other maps \
                  write none"
                     .into(),
             ));

@@ -11,8 +11,16 @@ pub fn format_flag(format: log_core::Format) -> &'static str {
     }
 }
 
-/// The note `compact` gives when its map filled and the pass took the external pass instead (`--map auto`).
+/// The note `compact` gives when its map filled and the pass took the external pass instead, or when `--map auto`
+/// took it at once where the map would fill.
 pub fn fell_back_note(stats: &cleaner::CleanStats, fell: &cleaner::FellBack) -> String {
+    if fell.estimated {
+        return format!(
+            "note: the {} map would fill at about offset {} (about {} passes over the dirty section, each re-reading \
+             the cleaned log): took the external pass at once, one pass to offset {}",
+            fell.map, fell.refused_at, fell.passes, stats.end_offset
+        );
+    }
     format!(
         "note: the {} map filled at offset {} (about {} passes over the dirty section, each re-reading the cleaned \
          log): mapped it again with the external pass, one pass to offset {}",
@@ -28,7 +36,7 @@ pub fn many_passes_warning(stats: &cleaner::CleanStats, passes: u64, dir: Option
     };
     format!(
         "warning: the dedupe buffer held {} keys and mapped offsets {} of a dirty section reaching offset {}: about \
-         {passes} passes to clean it, each re-reading the cleaned log; --map auto takes one (the external pass once \
+         {passes} passes to clean it, each re-reading the cleaned log; --map auto takes one (the external pass where \
          the map fills), and {how} tells the buffer one pass of the map needs",
         stats.offset_map.entries,
         log_core::human::offsets_until(stats.first_dirty_offset, stats.end_offset),

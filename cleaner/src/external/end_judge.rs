@@ -126,11 +126,8 @@ impl Judge<'_, '_> {
             Some(file) if !runs.is_empty() => file,
             _ => {
                 let t = std::time::Instant::now();
-                let (keys, marks) = (&mut self.tally.keys, &mut self.marks);
-                each_key(buf, |group| {
-                    *keys += 1;
-                    judge(group, marks, |_| {});
-                });
+                let (tally, marks) = (&mut self.tally, &mut self.marks);
+                each_key(buf, |group| tally.count_key(judge(group, marks, |_| {})));
                 self.tally.phases.merge_seconds += t.elapsed().as_secs_f64();
                 return Ok(());
             }
@@ -203,7 +200,7 @@ impl Judge<'_, '_> {
             if !read_back {
                 let slices = runs.iter().map(|r| Source::file(file, r.first + r.starts[from], r.len(from, to)));
                 let sources = slices.chain([Source::Memory { entries: in_memory, at: 0 }]);
-                self.tally.keys += merge_and_judge(sources, &mut self.marks)?;
+                merge_and_judge(sources, &mut self.marks, &mut self.tally)?;
                 self.tally.slices_merged += 1;
                 self.tally.phases.merge_seconds += t.elapsed().as_secs_f64();
                 continue;
@@ -226,11 +223,8 @@ impl Judge<'_, '_> {
             self.sorter.sort(&mut load, slicing.part_bits());
             self.tally.phases.sort_seconds += t.elapsed().as_secs_f64();
             let t = std::time::Instant::now();
-            let (keys, marks) = (&mut self.tally.keys, &mut self.marks);
-            each_key(&load, |group| {
-                *keys += 1;
-                judge(group, marks, |_| {});
-            });
+            let (tally, marks) = (&mut self.tally, &mut self.marks);
+            each_key(&load, |group| tally.count_key(judge(group, marks, |_| {})));
             self.tally.phases.merge_seconds += t.elapsed().as_secs_f64();
             // The larger vector stays, so that its memory is counted; the other goes back to be filled again.
             if load.capacity() < self.load.capacity() {

@@ -26,6 +26,11 @@ impl Entry {
         self.hi
     }
 
+    /// The hash's low half.
+    pub(super) fn lo(self) -> u64 {
+        self.lo
+    }
+
     pub(super) fn offset(self) -> u64 {
         self.tagged >> 1
     }

@@ -64,8 +64,8 @@ impl Mark for Marks<'_, '_> {
 }
 
 /// Judges the entries of one key (any order): marks those below the highest mapped offset stale, and hands
-/// the others to `survive`.
-pub(super) fn judge(group: &[Entry], stale: &mut impl Mark, mut survive: impl FnMut(Entry)) {
+/// the others to `survive`. Returns whether the key was mapped (a map would have held it).
+pub(super) fn judge(group: &[Entry], stale: &mut impl Mark, mut survive: impl FnMut(Entry)) -> bool {
     let latest = latest_mapped(group);
     for &e in group {
         if superseded(e, latest) {
@@ -74,6 +74,7 @@ pub(super) fn judge(group: &[Entry], stale: &mut impl Mark, mut survive: impl Fn
             survive(e);
         }
     }
+    latest.is_some()
 }
 
 /// The highest mapped offset among the entries of one key.
@@ -130,6 +131,8 @@ pub(super) fn judge_in_place(entries: &mut [Entry], stale: &mut impl Mark) -> us
 pub(crate) struct Merged {
     /// Distinct keys (hashes).
     pub(crate) keys: u64,
+    /// Distinct keys with a mapped entry: the keys a map over the dirty section would hold.
+    pub(crate) mapped_keys: u64,
     /// Entries pushed.
     pub(crate) entries: u64,
     /// Runs written to the spill file.
@@ -157,9 +160,16 @@ impl Merged {
         self.phases.spill_seconds += other.phases.spill_seconds;
     }
 
+    /// Counts a key judged at the end, `mapped` as [`judge`] says.
+    pub(super) fn count_key(&mut self, mapped: bool) {
+        self.keys += 1;
+        self.mapped_keys += u64::from(mapped);
+    }
+
     /// Adds what another judge found (its keys, slices, merged entries, phases' seconds and scratch).
     pub(super) fn add_judged(&mut self, other: &Merged) {
         self.keys += other.keys;
+        self.mapped_keys += other.mapped_keys;
         self.slice_reads += other.slice_reads;
         self.slices_merged += other.slices_merged;
         self.buffer_bytes += other.buffer_bytes;
@@ -169,11 +179,12 @@ impl Merged {
     }
 }
 
-/// Merges sorted `sources` by key and judges each key across them; the keys seen.
+/// Merges sorted `sources` by key and judges each key across them, counting the keys in `tally`.
 pub(super) fn merge_and_judge<'a>(
     sources: impl Iterator<Item = Source<'a>>,
     stale: &mut impl Mark,
-) -> std::io::Result<u64> {
+    tally: &mut Merged,
+) -> std::io::Result<()> {
     let mut sources: Vec<Source<'a>> = sources.collect();
     let mut heads = Vec::with_capacity(sources.len());
     for s in &mut sources {
@@ -181,21 +192,18 @@ pub(super) fn merge_and_judge<'a>(
     }
     let mut tournament = Tournament::new(heads);
     let mut group: Vec<Entry> = Vec::new();
-    let mut keys = 0u64;
     while let (i, Some(e)) = tournament.winner() {
         if group.first().is_some_and(|g| !g.same_key(e)) {
-            keys += 1;
-            judge(&group, stale, |_| {});
+            tally.count_key(judge(&group, stale, |_| {}));
             group.clear();
         }
         group.push(e);
         tournament.advance(sources[i].next()?);
     }
     if !group.is_empty() {
-        keys += 1;
-        judge(&group, stale, |_| {});
+        tally.count_key(judge(&group, stale, |_| {}));
     }
-    Ok(keys)
+    Ok(())
 }
 
 /// A sorted run being merged.

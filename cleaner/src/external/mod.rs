@@ -36,6 +36,7 @@
 pub(crate) mod budget;
 mod end_judge;
 mod entry;
+mod fill_watch;
 mod judgement;
 mod runs;
 mod sort;
@@ -56,6 +57,7 @@ use crate::pace::Pace;
 use crate::pass1::Scanned;
 pub use budget::{ENTRY_BYTES, MIN_BUDGET_BYTES};
 use entry::Entry;
+pub(crate) use fill_watch::FillWatch;
 use runs::Runs;
 pub(crate) use stale::{MEMORY_BYTES, StaleSet};
 
@@ -143,6 +145,8 @@ pub(crate) struct Mapped {
     pub(crate) stale: StaleSet,
     /// What the scan read.
     pub(crate) scanned: Scanned,
+    /// Distinct keys of the dirty section mapped: the keys a map over it would have had to hold.
+    pub(crate) mapped_keys: u64,
 }
 
 impl External {
@@ -156,7 +160,8 @@ impl External {
     }
 
     /// Pass 1 over `segments` (every closed segment from the log's start that pass 2 may read, in order): the
-    /// stale offsets below `limit` given that `checkpoint..limit` is the dirty section.
+    /// stale offsets below `limit` given that `checkpoint..limit` is the dirty section. `watch`, if given, sees
+    /// every entry in the log's order (on this thread), to learn where a map would have filled.
     ///
     /// With two threads or more, the segments are read, parsed and hashed on this thread while two others
     /// partition, sort, judge and spill the entries of each half of the hashes in runs of half the budget
@@ -173,6 +178,7 @@ impl External {
         limit: u64,
         txns: &mut Pass1Txns<'_>,
         pace: &mut Pace<'_>,
+        mut watch: Option<&mut FillWatch>,
     ) -> Result<Mapped> {
         let start = segments.first().map_or(limit, |s| s.base()).min(limit);
         let dir = self.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
@@ -186,12 +192,17 @@ impl External {
         let capacity = self.budget / ENTRY_BYTES;
         let merged = if threads < 2 {
             let mut runs = Runs::new(capacity, self.spill_dir.clone());
-            scan.entries(txns, pace, &mut scanned, |e| runs.push(e, &mut stale).map_err(spill_error))?;
+            scan.entries(txns, pace, &mut scanned, |e| {
+                if let Some(w) = watch.as_deref_mut() {
+                    w.see(e);
+                }
+                runs.push(e, &mut stale).map_err(spill_error)
+            })?;
             runs.finish(&mut stale, 1).map_err(spill_error)?
         } else {
             // Each half of the hashes (by the top bit) in runs of half the budget, on a thread of its own.
             let halves = [(); 2].map(|()| Runs::new(capacity / 2, self.spill_dir.clone()));
-            let halves = judge_on_threads(&scan, halves, &mut stale, txns, pace, &mut scanned, &spill_error)?;
+            let halves = judge_on_threads(&scan, halves, &mut stale, txns, pace, &mut scanned, watch, &spill_error)?;
             let mut merged = judgement::Merged::default();
             for runs in halves {
                 merged.add_all(&runs.finish(&mut stale, threads).map_err(spill_error)?);
@@ -215,7 +226,7 @@ impl External {
             spilled_bytes: merged.spilled_bytes,
             external_phases: Some(merged.phases),
         };
-        Ok(Mapped { stale, scanned })
+        Ok(Mapped { stale, scanned, mapped_keys: merged.mapped_keys })
     }
 }
 
@@ -226,6 +237,7 @@ impl External {
 /// the reading's 0.65 s, so the reader slept half of the phase waiting on it; with two, the work of the three
 /// shares both cores. They meet through a few chunks of [`CHUNK`] entries in flight for each, so the memory
 /// added is a few MiB whatever the budget.
+#[allow(clippy::too_many_arguments, reason = "pass 1's state, lent to the threads for the phase")]
 fn judge_on_threads(
     scan: &Scan<'_>,
     halves: [Runs; 2],
@@ -233,6 +245,7 @@ fn judge_on_threads(
     txns: &mut Pass1Txns<'_>,
     pace: &mut Pace<'_>,
     scanned: &mut Scanned,
+    mut watch: Option<&mut FillWatch>,
     spill_error: &impl Fn(std::io::Error) -> Error,
 ) -> Result<[Runs; 2]> {
     let failed = AtomicBool::new(false);
@@ -265,6 +278,9 @@ fn judge_on_threads(
         }
         let mut chunks = [Vec::with_capacity(CHUNK), Vec::with_capacity(CHUNK)];
         let mut read = scan.entries(txns, pace, scanned, |e| {
+            if let Some(w) = watch.as_deref_mut() {
+                w.see(e);
+            }
             let half = usize::from(e.hi() >> 63 == 1);
             let chunk = &mut chunks[half];
             chunk.push(e.rotated());

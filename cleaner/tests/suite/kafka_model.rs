@@ -555,3 +555,56 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200)
+    ))]
+
+    /// `auto` (`one_pass`) in a buffer of Kafka's map of a few keys takes the external pass at once wherever the
+    /// dirty section has more offsets than the map holds keys and is at least the size of the log before it,
+    /// and the map otherwise. Either way it says the map filled exactly when the map's own pass fills (but for
+    /// a section of exactly the map's keys, which the external route counts as filling), and where the map
+    /// holds the section, its one pass leaves the map's files, byte for byte.
+    #[test]
+    fn auto_tells_a_full_map_and_leaves_the_maps_own_files_where_it_holds(
+        segments in prop::collection::vec(prop::collection::vec(batch(), 1..5), 1..5),
+        checkpoint_share in 0u8..3,
+        merge_segments in any::<bool>(),
+        threads in 1usize..4,
+        buffer_keys in 1usize..10,
+    ) {
+        let run = |one_pass: bool, buffer: usize| {
+            let store = Arc::new(MemStore::new());
+            let batches = build(&segments, &*store);
+            let end = batches.last().map_or(0, |(h, _, _)| h.last_offset());
+            let config = LogConfig { segment_bytes: 1 << 30, ..LogConfig::default() };
+            let source = Arc::clone(&store) as Arc<dyn SegmentStore>;
+            let log = Log::open(source, log_core::OpenOptions::kafka(config, CheckpointFile::Memory)).expect("open");
+            log.set_cleaner_checkpoint((end * i64::from(checkpoint_share) / 4) as u64);
+            let cleaner_config =
+                CleanerConfig { map: MapKind::Skimpy, dedupe_buffer_bytes: buffer, threads, one_pass, ..CleanerConfig::default() };
+            let mut cleaner = Cleaner::new(cleaner_config, Arc::new(ManualClock::new(NOW))).expect("map");
+            let options = PassOptions {
+                delete_retention_ms: RETENTION,
+                grouping: if merge_segments { Grouping::BySize } else { Grouping::None },
+                ..PassOptions::default()
+            };
+            let stats = cleaner.clean(&log, options).expect("pass");
+            (stats, crate::written::files(&store))
+        };
+        let small = MapKind::Skimpy.bytes_for(buffer_keys, 0.9, 1);
+        let (map, map_files) = run(false, small);
+        let (auto, auto_files) = run(true, small);
+        let edge = !map.map_full && map.offset_map.entries == map.offset_map.capacity;
+        prop_assert!(
+            auto.fell_back.is_some() == map.map_full || (edge && auto.map == "external"),
+            "auto (map {}) says {:?}; the map filled: {}", auto.map, auto.fell_back, map.map_full
+        );
+        if !map.map_full {
+            prop_assert_eq!(auto.end_offset, map.end_offset);
+            prop_assert_eq!(auto.pass2.records_kept, map.pass2.records_kept);
+            prop_assert!(auto_files == map_files, "auto (map {}) wrote other files than the map", auto.map);
+        }
+    }
+}
