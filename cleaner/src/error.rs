@@ -78,6 +78,20 @@ pub enum Error {
         /// Records without a key the pass would have dropped.
         count: u64,
     },
+    /// The external pass was asked for a section of more offsets than its entries hold ([`crate::external`]'s
+    /// entries keep 40 bits of an offset from the pass's first); the log is unchanged.
+    #[error(
+        "the external pass spans at most {most} offsets, and this one would span {first}..{limit}: clean it with a \
+         map (--map skimpy or compact); nothing was changed"
+    )]
+    SectionTooLong {
+        /// The pass's first offset (its first closed segment's base).
+        first: u64,
+        /// The offset it would end below.
+        limit: u64,
+        /// The most offsets it spans.
+        most: u64,
+    },
     /// The pass was stopped on request (a shutdown) before its commit; the log is unchanged.
     #[error("the cleaning pass was stopped before its commit; the log is unchanged")]
     Aborted,

@@ -393,7 +393,7 @@ impl Cleaner {
             crate::external::check_spill_dir(config.spill_dir.as_deref())?;
         }
         let (end_offset, answers) = match strategy {
-            Strategy::Map(map) if config.one_pass && auto_goes_external(&**map, closed, checkpoint, end) => {
+            Strategy::Map(map) if config.one_pass && auto_goes_external(&**map, closed, checkpoint, end, limit) => {
                 // `auto` over a section larger than the log before it, with more offsets than the map holds
                 // keys: the external pass at once, where the map would read the section only to find it full.
                 // Where the map would have held it, this pass keeps what the map's would, in the same files.
@@ -439,7 +439,8 @@ impl Cleaner {
                 let superseded = Superseded::new(checkpoint, end, config.dedupe_buffer_bytes);
                 let (end_offset, superseded) =
                     build_map(&mut **map, &dirty, checkpoint, limit, &mut pass1_txns, &mut pace, stats, superseded)?;
-                if stats.map_full && config.one_pass {
+                let spanned = crate::external::spans(crate::external::first_offset(closed, limit), limit);
+                if stats.map_full && config.one_pass && spanned {
                     // The map filled: the section takes more than one pass of it. Map it again, all of it, with
                     // the external pass in the same buffer, rather than leave the rest to further passes.
                     stats.end_offset = end_offset;
@@ -731,9 +732,20 @@ fn round_end(snapshot: &log_core::LogSnapshot) -> u64 {
 ///
 /// Only for the maps whose capacity is exact (the slot maps; `fullkey`'s is an estimate): whether the map
 /// would have filled is then told exactly from the keys the external pass mapped, and the files are the
-/// map's wherever it would have held the section (one pass keeps the same records either way).
-fn auto_goes_external(map: &dyn OffsetMap, closed: &[Arc<SealedSegment>], checkpoint: u64, end: u64) -> bool {
-    if map.kind() == MapKind::FullKey || end.saturating_sub(checkpoint) <= map.capacity() as u64 {
+/// map's wherever it would have held the section (one pass keeps the same records either way). And only
+/// where the external pass spans the log up to `limit` ([`crate::external::spans`]); where it does not, a
+/// full map does not fall back to it either, and the map's passes are warned of as with any map.
+fn auto_goes_external(
+    map: &dyn OffsetMap,
+    closed: &[Arc<SealedSegment>],
+    checkpoint: u64,
+    end: u64,
+    limit: u64,
+) -> bool {
+    if map.kind() == MapKind::FullKey
+        || end.saturating_sub(checkpoint) <= map.capacity() as u64
+        || !crate::external::spans(crate::external::first_offset(closed, limit), limit)
+    {
         return false;
     }
     let (mut clean, mut dirty) = (0u64, 0u64);

@@ -40,7 +40,7 @@ pub enum MapArg {
     Compact,
     /// Not a map: sorted runs of (key hash, offset) in the buffer, spilled to a temporary file and merged, so
     /// one pass cleans any number of distinct keys (it also reads the clean segments' keys, and writes about
-    /// 24 bytes a record to --spill-dir).
+    /// 16 bytes a record to --spill-dir).
     External,
     /// Skimpy while one pass of it holds the dirty section (Kafka's files, byte for byte), else the external
     /// pass: one pass whatever the keys, never several (a map that fills costs the part of pass 1 it read).

@@ -175,7 +175,9 @@ impl Failure {
                 "{context}: {e}: give --drop-invalid to drop them, or leave the partition alone if its topic's \
                  cleanup.policy is delete"
             )),
-            cleaner::Error::RecordTooLarge { .. } => Failure::Usage(format!("{context}: {e}")),
+            cleaner::Error::RecordTooLarge { .. } | cleaner::Error::SectionTooLong { .. } => {
+                Failure::Usage(format!("{context}: {e}"))
+            }
             cleaner::Error::BufferTooSmall { .. }
             | cleaner::Error::InvalidConfig { .. }
             | cleaner::Error::UnknownSetting { .. } => Failure::Usage(format!("{context}: {e}")),

@@ -17,21 +17,28 @@ use super::entry::Entry;
 pub(crate) struct FillWatch {
     sketch: HyperLogLog,
     capacity: f64,
+    /// The pass's first offset: entries hold offsets from it.
+    start: u64,
+    /// The entry's offset (from `start`) at which the capacity was reached.
     reached_at: Option<u64>,
 }
 
 impl FillWatch {
     pub(crate) fn new(capacity: usize) -> Self {
-        FillWatch { sketch: HyperLogLog::default(), capacity: capacity as f64, reached_at: None }
+        FillWatch { sketch: HyperLogLog::default(), capacity: capacity as f64, start: 0, reached_at: None }
+    }
+
+    /// Starts watching a pass whose entries hold offsets from `start`.
+    pub(super) fn begin(&mut self, start: u64) {
+        *self = FillWatch { start, ..FillWatch::new(self.capacity as usize) };
     }
 
     /// Sees the next entry of pass 1, in the log's order.
     #[inline]
     pub(super) fn see(&mut self, e: Entry) {
-        // The hash's low half: the high half places entries in partitions, the low one is independent of it.
         if self.reached_at.is_none()
             && e.mapped()
-            && self.sketch.add_hash(e.lo())
+            && self.sketch.add_hash(e.hi())
             && self.sketch.estimate() >= self.capacity
         {
             self.reached_at = Some(e.offset());
@@ -40,7 +47,7 @@ impl FillWatch {
 
     /// The offset of the entry at which the estimated distinct keys reached the capacity, if they did.
     pub(crate) fn reached_at(&self) -> Option<u64> {
-        self.reached_at
+        self.reached_at.map(|o| o + self.start)
     }
 }
 

@@ -14,15 +14,15 @@ use super::tournament::Tournament;
 /// Entries a merge reads from a run at a time (64 KiB).
 const READ_ENTRIES: usize = (64 << 10) / ENTRY_BYTES;
 
-/// Where a judgement notes a stale offset: the stale set itself, or a judge's batch of offsets for it
-/// (`end_judge.rs`).
+/// Where a judgement notes a stale offset (from the pass's first, as entries hold it): the stale set itself,
+/// or a judge's batch of offsets for it (`end_judge.rs`).
 pub(super) trait Mark {
     fn mark(&mut self, offset: u64);
 }
 
 impl Mark for StaleSet {
     fn mark(&mut self, offset: u64) {
-        self.set(offset);
+        self.set_from_start(offset);
     }
 }
 
@@ -49,7 +49,7 @@ impl<'s, 'set> Marks<'s, 'set> {
     /// Sets the offsets noted so far.
     pub(super) fn flush(&mut self) {
         let mut set = self.set.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        set.set_all(&self.pending);
+        set.set_all_from_start(&self.pending);
         self.pending.clear();
     }
 }

@@ -23,15 +23,17 @@
 //! it stands), while judging the runs, the slices read back (at most a thirty-second of the budget and 4 MiB, and as
 //! much again for their sort) or a read buffer per run of a larger slice (64 KiB each), and the bit set (a bit
 //! per offset from the log's start to the end of the dirty section, in memory up to 32 MiB and in a temporary
-//! file beyond). Disk: about 24 bytes a record of the runs, written once and read once, in the spill directory
+//! file beyond). Disk: about 16 bytes a record of the runs, written once and read once, in the spill directory
 //! (the system's temporary directory unless [`crate::CleanerConfig::spill_dir`] names one), past the page cache
 //! where the file system allows (`spill_file.rs`: the first 2 MiB of runs stay in memory, and a spill that
 //! outgrows them takes up to 4 MiB more for its write buffers, handed to a thread that writes them while the
 //! pass goes on, and reads the slices back in reads of up to 1 MiB; on two threads or more, each half of the
 //! hashes has a spill of its own); the files are unlinked, so removed as the pass ends, whatever happens.
 //!
-//! Identity: two keys are one to this pass when their xxh3-128 hashes agree, about `n^2 / 2^129` for `n` keys
-//! (1.5e-23 at 10^8 keys), as for Kafka's MD5 map.
+//! Identity: two keys are one to this pass when 87 bits of their xxh3-128 hashes agree (an entry is 16 bytes:
+//! `entry.rs`), about `n^2 / 2^88` for `n` keys (3.2e-11 at 10^8 keys, against 6.2e-10 for the compact map
+//! and 1.5e-23 for Kafka's MD5 map). Its offsets are held from the pass's first in 40 bits: a pass spans at
+//! most 2^40 offsets ([`spans`]; a longer one is refused before it reads, [`Error::SectionTooLong`]).
 
 pub(crate) mod budget;
 mod end_judge;
@@ -82,6 +84,8 @@ struct Scan<'a> {
     segments: &'a [Arc<SealedSegment>],
     checkpoint: u64,
     limit: u64,
+    /// The pass's first offset, from which entries hold offsets.
+    start: u64,
 }
 
 impl Scan<'_> {
@@ -99,7 +103,7 @@ impl Scan<'_> {
         scanned: &mut Scanned,
         mut emit: impl FnMut(Entry) -> Result<()>,
     ) -> Result<()> {
-        let (checkpoint, limit) = (self.checkpoint, self.limit);
+        let (checkpoint, limit, start) = (self.checkpoint, self.limit, self.start);
         let mut scratch = Vec::new();
         for segment in self.segments {
             if segment.base() >= limit {
@@ -129,7 +133,7 @@ impl Scan<'_> {
                         let Some(key) = key.filter(|_| offset < limit) else { continue };
                         let h = xxhash_rust::xxh3::xxh3_128(key);
                         let mapped = maps && offset >= checkpoint;
-                        emit(Entry::new(h, offset, mapped))?;
+                        emit(Entry::new(h, offset.saturating_sub(start), mapped))?;
                     }
                 }
             }
@@ -180,14 +184,20 @@ impl External {
         pace: &mut Pace<'_>,
         mut watch: Option<&mut FillWatch>,
     ) -> Result<Mapped> {
-        let start = segments.first().map_or(limit, |s| s.base()).min(limit);
+        let start = first_offset(segments, limit);
+        if !spans(start, limit) {
+            return Err(Error::SectionTooLong { first: start, limit, most: entry::MOST_OFFSETS });
+        }
+        if let Some(w) = watch.as_deref_mut() {
+            w.begin(start);
+        }
         let dir = self.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
         let spill_error = |source: std::io::Error| {
             Error::Log(log_core::Error::Io { op: "spill to", name: dir.display().to_string(), source })
         };
         let mut stale = StaleSet::new(start, limit, self.spill_dir.as_deref()).map_err(spill_error)?;
         let mut scanned = Scanned::default();
-        let scan = Scan { segments, checkpoint, limit };
+        let scan = Scan { segments, checkpoint, limit, start };
         let threads = self.threads;
         let capacity = self.budget / ENTRY_BYTES;
         let merged = if threads < 2 {
@@ -322,6 +332,17 @@ fn judge_on_threads(
     })
 }
 
+/// The first offset of a pass over `segments` (every closed segment from the log's start) below `limit`.
+pub(crate) fn first_offset(segments: &[Arc<SealedSegment>], limit: u64) -> u64 {
+    segments.first().map_or(limit, |s| s.base()).min(limit)
+}
+
+/// Whether a pass from `start` to below `limit` is within what the entries hold ([`entry::MOST_OFFSETS`]
+/// offsets from the pass's first: 2^40, a trillion records).
+pub(crate) fn spans(start: u64, limit: u64) -> bool {
+    limit.saturating_sub(start) <= entry::MOST_OFFSETS
+}
+
 /// Fails, naming it, when the spill directory asked for is not a directory. Checked before a pass reads
 /// anything (`auto`'s too, before its map), not at the first spill: a pass whose spill stays in memory would
 /// never find out.
@@ -347,4 +368,18 @@ pub(crate) fn lookup(stale: &StaleSet, offsets: &[u64], out: &mut [Option<u64>],
     }
     probes.lookups += offsets.len() as u64;
     probes.probes += offsets.len() as u64;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pass_spans_two_to_the_forty_offsets_from_its_first() {
+        let most = entry::MOST_OFFSETS;
+        assert_eq!(most, 1 << 40);
+        assert!(spans(0, most) && spans(7, most + 7) && spans(most * 3, most * 3 + 1));
+        assert!(!spans(0, most + 1) && !spans(7, most + 8));
+        assert!(spans(9, 3), "an empty pass");
+    }
 }

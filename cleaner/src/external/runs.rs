@@ -283,8 +283,9 @@ mod tests {
         // Keys from a small universe, offsets increasing; the first part only asked about (a clean section),
         // the rest mapped; buffers small enough for many runs.
         let mut rng = log_core::workload::SplitMix64::new(4);
-        let records: Vec<(u128, u64, bool)> =
-            (0..5_000u64).map(|o| (u128::from(rng.next_u64() % 700) * 0x1_0000_0001, o, o >= 1_500)).collect();
+        let records: Vec<(u128, u64, bool)> = (0..5_000u64)
+            .map(|o| (u128::from(rng.next_u64() % 700) * 0x1_0000_0000_0000_0001, o, o >= 1_500))
+            .collect();
         // The end judged on one thread and on several (partitions shared out), the same set either way.
         // Runs spilled to memory, and to a file.
         let cases = [(16, 1), (1024, 1), (3000, 1), (100_000, 1), (16, 2), (3000, 3), (100_000, 2)];

@@ -114,11 +114,12 @@ mod tests {
                 .map(|i| {
                     let hi = top | (rng.next_u64() >> skip_bits);
                     let hi = if i % 7 == 1 { top } else { hi };
-                    (u128::from(hi) << 64) | u128::from(rng.next_u64() % 3)
+                    // Keys alike in the high half too, told apart by the low half's kept bits.
+                    (u128::from(hi) << 64) | u128::from(rng.next_u64() % 3) << 62
                 })
                 .collect();
             let mut entries: Vec<Entry> = (0..n)
-                .map(|o| Entry::new(universe[(rng.next_u64() % keys) as usize], rng.next_u64() >> 2, o % 3 == 0))
+                .map(|o| Entry::new(universe[(rng.next_u64() % keys) as usize], rng.next_u64() >> 24, o % 3 == 0))
                 .collect();
             let mut expected = entries.clone();
             expected.sort_unstable();

@@ -75,31 +75,43 @@ impl StaleSet {
     }
 
     /// Marks `offset` stale (an offset outside the set's range is ignored).
+    #[cfg(test)]
     pub(crate) fn set(&mut self, offset: u64) {
-        if offset < self.start || offset >= self.end {
-            return;
-        }
-        let i = offset - self.start;
-        let byte = &mut self.bytes_mut()[(i / 8) as usize];
-        let bit = 1u8 << (i % 8);
-        if *byte & bit == 0 {
-            *byte |= bit;
-            self.count += 1;
+        if let Some(i) = offset.checked_sub(self.start) {
+            self.set_from_start(i);
         }
     }
 
-    /// Marks every one of `offsets` stale (those outside the set's range are ignored): [`StaleSet::set`] a run
-    /// at a time, the bits found once and no branch on what each held.
+    /// Marks the offset `i` past the set's start stale (one past its end is ignored).
+    pub(crate) fn set_from_start(&mut self, i: u64) {
+        self.set_all_from_start(&[i]);
+    }
+
+    /// Marks every one of `offsets` stale (those outside the set's range are ignored).
     #[inline]
     pub(crate) fn set_all(&mut self, offsets: &[u64]) {
-        let (start, end) = (self.start, self.end);
+        let start = self.start;
+        self.set_each(offsets.iter().filter_map(|&o| o.checked_sub(start)));
+    }
+
+    /// Marks every offset `i` past the set's start of `indexes` stale (those past its end are ignored): as the
+    /// external pass's entries hold them ([`super::entry::Entry::offset`]).
+    #[inline]
+    pub(crate) fn set_all_from_start(&mut self, indexes: &[u64]) {
+        self.set_each(indexes.iter().copied());
+    }
+
+    /// Sets the bits `indexes` (those past the end are ignored), a run at a time: the bits found once and no
+    /// branch on what each held.
+    #[inline]
+    fn set_each(&mut self, indexes: impl Iterator<Item = u64>) {
+        let span = self.end.saturating_sub(self.start);
         let mut added = 0u64;
         let bytes = self.bytes_mut();
-        for &offset in offsets {
-            if offset < start || offset >= end {
+        for i in indexes {
+            if i >= span {
                 continue;
             }
-            let i = offset - start;
             let Some(byte) = bytes.get_mut((i / 8) as usize) else { continue };
             let bit = 1u8 << (i % 8);
             added += u64::from(*byte & bit == 0);

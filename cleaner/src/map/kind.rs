@@ -140,13 +140,15 @@ impl MapKind {
     /// The probability that at least two of `keys` distinct keys mapped in one pass look alike to this map
     /// (so that one of them loses its latest record), for a map sized for one pass at `load_factor`.
     ///
-    /// `skimpy` compares 128-bit MD5 digests, `external` 128-bit xxh3 hashes: about `n² / 2^129`. `compact` identifies a key by its home slot
+    /// `skimpy` compares 128-bit MD5 digests: about `n² / 2^129`; `external` 87 bits of an xxh3-128 hash (its
+    /// 16-byte entries): about `n² / 2^88`. `compact` identifies a key by its home slot
     /// and a 56-bit fingerprint: about `n² / (2 · slots · 2^56)` with `slots = n / load_factor`. `fullkey`
     /// compares whole keys: 0.
     pub fn collision_probability(self, keys: u64, load_factor: f64) -> f64 {
         let n = keys as f64;
         let p = match self {
-            MapKind::Skimpy | MapKind::External => n * n / 2f64.powi(129),
+            MapKind::Skimpy => n * n / 2f64.powi(129),
+            MapKind::External => n * n / 2f64.powi(88),
             MapKind::FullKey => 0.0,
             MapKind::Compact => {
                 let slots = (n / load_factor.clamp(0.01, 1.0)).max(1.0);
@@ -197,6 +199,8 @@ mod tests {
         assert!(close(p(MapKind::Compact, 100_000_000), 6.25e-10));
         assert!(close(p(MapKind::Compact, 10_000_000_000), 6.25e-8));
         assert!(p(MapKind::Compact, 100_000_000) <= 1e-9, "the requirement at 10^8 keys");
+        assert!(close(p(MapKind::External, 100_000_000), 3.23e-11));
+        assert!(p(MapKind::External, 100_000_000) <= 1e-9, "the requirement at 10^8 keys");
         assert_eq!(p(MapKind::FullKey, 10_000_000_000), 0.0);
     }
 }

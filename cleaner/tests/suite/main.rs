@@ -2,6 +2,7 @@
 //! test file of its own. Run one with `cargo test -p cleaner --test suite MODULE::`.
 
 mod concurrent_readers;
+mod external_span;
 mod external_threads;
 mod kafka_model;
 mod kafka_rules;

@@ -260,7 +260,8 @@ pub fn print(
         writeln!(
             out,
             "\nin this buffer the best map takes {passes} passes, each re-reading the log: --map external cleans \
-             it in one pass{times}, spilling about 24 bytes a record to --spill-dir"
+             it in one pass{times}, spilling about {} bytes a record to --spill-dir",
+            cleaner::external::ENTRY_BYTES
         )
         .map_err(failed)?;
     }

@@ -51,7 +51,7 @@ fn one_external_pass_leaves_what_many_map_passes_leave() {
     copy_dir(&source, &a);
     copy_dir(&source, &b);
     std::fs::create_dir(&spill).expect("spill dir");
-    // 64 KiB: under 3,000 entries a run, for 30,000 keys; the compact map in as much takes several passes.
+    // 40 KiB: 2,560 entries a run, for 30,000 keys; the compact map in as much takes several passes.
     let external = passes(&ok(&logcompact(
         &[
             "compact",
@@ -60,7 +60,7 @@ fn one_external_pass_leaves_what_many_map_passes_leave() {
             "--map",
             "external",
             "--dedupe-buffer",
-            "64KiB",
+            "40KiB",
             "--until-clean",
             "--spill-dir",
             path(&spill),
@@ -69,7 +69,7 @@ fn one_external_pass_leaves_what_many_map_passes_leave() {
         "",
     )));
     let compact = passes(&ok(&logcompact(
-        &["compact", "--dir", path(&b), "--map", "compact", "--dedupe-buffer", "64KiB", "--until-clean", "--json"],
+        &["compact", "--dir", path(&b), "--map", "compact", "--dedupe-buffer", "40KiB", "--until-clean", "--json"],
         "",
     )));
     assert_eq!(external.len(), 1, "one pass: {external:?}");
