@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::budget::ENTRY_BYTES;
 use super::entry::Entry;
-use super::judgement::{Marks, Merged, Source, each_key, judge, merge_and_judge};
+use super::judgement::{Marks, Merged, READ_ENTRIES, Source, each_key, judge, merge_and_judge};
 use super::sort::Sorter;
 use super::spill_file::{ReadBuf, SpillFile};
 use super::stale::StaleSet;
@@ -135,6 +135,11 @@ impl Judge<'_, '_> {
         let in_buf = slicing.starts(buf);
         let size = |q: usize| runs.iter().map(|r| r.len(q, q + 1)).sum::<u64>() + in_buf[q + 1] - in_buf[q];
         let (slices, allowance) = (slicing.slices(), plan.allowance);
+        // A read back costs a read from every run. Where the allowance gives each run less than a merge reads
+        // at a time (a small budget over many runs), those reads are a few KiB each and cost more than merging:
+        // every slice is then merged (with 16-byte entries, a 651 KiB budget's 9 runs read back 2,300 times,
+        // 0.11 s, against 0.03 s for one merge).
+        let allowance = if allowance >= runs.len() as u64 * READ_ENTRIES as u64 { allowance } else { 0 };
         // The partition's groups of slices, `(from, to, read back)`: as many slices as the allowance holds (at
         // least one), read back and sorted; a slice too large to read back is merged with the slices after it
         // that are too large as well, in one merge (a merge costs the same an entry over any range of slices,

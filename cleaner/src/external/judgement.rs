@@ -12,7 +12,7 @@ use super::stale::StaleSet;
 use super::tournament::Tournament;
 
 /// Entries a merge reads from a run at a time (64 KiB).
-const READ_ENTRIES: usize = (64 << 10) / ENTRY_BYTES;
+pub(super) const READ_ENTRIES: usize = (64 << 10) / ENTRY_BYTES;
 
 /// Where a judgement notes a stale offset (from the pass's first, as entries hold it): the stale set itself,
 /// or a judge's batch of offsets for it (`end_judge.rs`).

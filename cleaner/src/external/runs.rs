@@ -342,10 +342,13 @@ mod tests {
         let keys = records.iter().map(|r| r.0).collect::<std::collections::HashSet<_>>().len() as u64;
         // Capacity: 2^17 and 2^18 entries make two and four partitions (the crowd's overflows at 2^18), 2^20 sixteen
         // that hold everything; 16 one partition of one slice, merged
-        // from 12,500 runs; 5,000 one of 64 slices, each larger than its allowance (156 entries).
+        // from 12,500 runs; 5,000 one of 64 slices, each larger than its allowance (156 entries); 40,000 one of
+        // 512 slices that fit its allowance (1,250 entries), but over five runs, each of which would give a read
+        // back a few KiB: merged too.
         for (case, in_memory) in [
             (16, true, false),
             (5_000, true, false),
+            (40_000, true, false),
             (1 << 17, true, true),
             (1 << 18, true, true),
             (1 << 20, false, false),
@@ -370,8 +373,8 @@ mod tests {
             // Slices read back whole where they fit a thirty-second of the budget; the crowded one merged.
             assert_eq!(merged.slice_reads > 0, read_back, "capacity {capacity}: {merged:?}");
             assert_eq!(merged.slices_merged > 0, spills, "capacity {capacity}: {merged:?}");
-            if capacity == 5_000 {
-                // Every slice too large to read back: one merge over the partition, not one a slice.
+            if capacity == 5_000 || capacity == 40_000 {
+                // Every slice too large to read back, or too small a read: one merge over the partition.
                 assert_eq!(merged.slices_merged, 1, "{merged:?}");
             }
             assert_eq!(part_bits > 0, capacity >= 1 << 17, "capacity {capacity}");
