@@ -412,9 +412,10 @@ impl Cleaner {
                 stats.pass1.bytes_read = mapped.scanned.bytes;
                 stats.map = MapKind::External.name().to_owned();
                 if mapped.mapped_keys >= capacity as u64 {
-                    // The map would have filled (at its capacity-th key, or at the first keyed record after
-                    // it: counted as filling either way). Where, the sketch says, about.
-                    let refused_at = watch.reached_at().unwrap_or(limit);
+                    // The map would have filled (a section of exactly its capacity's keys counts as filling:
+                    // Kafka's fills there only if a keyed record follows the last new key). Where, the sketch
+                    // says, about; where it fell short of the capacity, near the section's end.
+                    let refused_at = watch.refused_at().unwrap_or(limit);
                     stats.end_offset = refused_at;
                     stats.map_full = true;
                     let passes = stats.passes_needed().unwrap_or(2);
@@ -722,7 +723,6 @@ fn round_end(snapshot: &log_core::LogSnapshot) -> u64 {
     snapshot.high_watermark().unwrap_or_else(|| snapshot.next_offset())
 }
 
-/// The closed segments pass 1 reads: those holding offsets at or above the checkpoint, based below `limit`.
 /// Whether `auto` ([`CleanerConfig::one_pass`]) takes the external pass without running `map` first: when the
 /// dirty section `checkpoint..end` has more offsets than the map holds keys (else the map surely holds it),
 /// and its segments are at least as large as the closed ones before it, which the external pass reads too
@@ -742,9 +742,11 @@ fn auto_goes_external(
     end: u64,
     limit: u64,
 ) -> bool {
+    let first = crate::external::first_offset(closed, limit);
+    // The section's offsets from the log's first (a checkpoint below it counts none before it).
     if map.kind() == MapKind::FullKey
-        || end.saturating_sub(checkpoint) <= map.capacity() as u64
-        || !crate::external::spans(crate::external::first_offset(closed, limit), limit)
+        || end.saturating_sub(checkpoint.max(first)) <= map.capacity() as u64
+        || !crate::external::spans(first, limit)
     {
         return false;
     }
@@ -756,9 +758,10 @@ fn auto_goes_external(
             clean += s.size();
         }
     }
-    clean <= dirty
+    dirty > 0 && clean <= dirty
 }
 
+/// The closed segments pass 1 reads: those holding offsets at or above the checkpoint, based below `limit`.
 fn dirty_segments(closed: &[Arc<SealedSegment>], checkpoint: u64, limit: u64) -> Vec<Arc<SealedSegment>> {
     closed.iter().filter(|s| s.last_offset().is_some_and(|l| l >= checkpoint) && s.base() < limit).cloned().collect()
 }

@@ -98,7 +98,9 @@ pub struct FellBack {
     pub bytes_read: u64,
     /// The map was not run (`auto` took the external pass at once): `refused_at` is estimated from a sketch of
     /// the keys the external pass mapped, within about 1% of the keys (`external/fill_watch.rs`), and nothing
-    /// was read twice. Whether it would have filled is exact.
+    /// was read twice. Whether it would have filled is told from the distinct keys mapped: exact but at two
+    /// edges (a section of exactly the map's capacity counts as filling; a refusal at a probe limit below the
+    /// capacity is not foreseen).
     #[serde(default)]
     pub estimated: bool,
 }

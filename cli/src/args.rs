@@ -67,8 +67,8 @@ pub struct MapArgs {
     /// skimpy is Kafka's map (an MD5 digest and an offset, 24 bytes a slot), fullkey an exact map of whole keys,
     /// compact this project's map of 12 bytes a slot, external the external pass (any key count in one pass),
     /// and auto one pass always: skimpy's files where one pass of it holds the dirty section, else the external
-    /// pass (a backlog's way), taken at once where the section has more offsets than skimpy holds keys and
-    /// outweighs the log before it, and after skimpy fills otherwise.
+    /// pass (a backlog's way), taken at once where the section has more offsets than skimpy holds keys and is
+    /// at least the size of the log before it, and after skimpy fills otherwise.
     #[arg(long, value_enum, default_value_t = MapArg::Skimpy)]
     pub map: MapArg,
     /// Where --map external spills its sorted runs.

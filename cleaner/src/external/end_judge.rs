@@ -139,13 +139,17 @@ impl Judge<'_, '_> {
         // at a time (a small budget over many runs), those reads are a few KiB each and cost more than merging:
         // every slice is then merged (with 16-byte entries, a 651 KiB budget's 9 runs read back 2,300 times,
         // 0.11 s, against 0.03 s for one merge).
-        let allowance = if allowance >= runs.len() as u64 * READ_ENTRIES as u64 { allowance } else { 0 };
+        let reads_pay = allowance >= runs.len() as u64 * READ_ENTRIES as u64;
         // The partition's groups of slices, `(from, to, read back)`: as many slices as the allowance holds (at
         // least one), read back and sorted; a slice too large to read back is merged with the slices after it
         // that are too large as well, in one merge (a merge costs the same an entry over any range of slices,
         // and its setup, a read from every run, once, where a small budget's slices are all too large).
         let mut groups = Vec::new();
         let mut from = 0;
+        if !reads_pay {
+            groups.push((0, slices, false));
+            from = slices;
+        }
         while from < slices {
             let (mut to, mut n) = (from + 1, size(from));
             if n > allowance {

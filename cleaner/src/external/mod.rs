@@ -2,11 +2,11 @@
 //! fixed memory budget, with one extra sequential write instead of a re-read of the log per buffer-full.
 //!
 //! Pass 1 reads every closed segment up to the end of the dirty section (the clean ones too: their records
-//! are what pass 2 will ask about) and gives each keyed record an entry: the key's 128-bit hash, its offset,
+//! are what pass 2 will ask about) and gives each keyed record an entry: the key's hash (87 bits of its xxh3-128), its offset,
 //! and whether pass 1 maps it (a record of the dirty section, outside control and aborted batches) or only
 //! asks about it (a record pass 2 may look up). Entries fill a buffer of the budget's size, cut into up to 1024
-//! partitions by the top bits of the hash (every entry of a key in one), each at least 65,536 entries (1.5 MiB:
-//! 64 of a 128 MiB budget). A full partition is sorted by hash and offset (a counting pass on the hash) and its
+//! partitions by the top bits of the hash (every entry of a key in one), each at least 65,536 entries (1 MiB:
+//! 128 of a 128 MiB budget). A full partition is sorted by hash and offset (a counting pass on the hash) and its
 //! runs of one hash are judged at once: every entry below the latest mapped offset of its hash is *stale* (a
 //! newer record of its key was mapped), and only the rest is written to a temporary file as a sorted run of
 //! that partition (about one entry a key), which records where each slice of the partition (the hash's next
@@ -18,7 +18,7 @@
 //! instead of a map: a record is dropped as superseded exactly when its offset is stale, which is what the
 //! in-memory maps decide by key.
 //!
-//! Memory: the buffer (grown by doubling from 1.5 MiB as entries come, up to the budget, so a budget larger
+//! Memory: the buffer (grown by doubling from 1 MiB as entries come, up to the budget, so a budget larger
 //! than the machine gives costs only what the keys need, and one the machine cannot grow further is full where
 //! it stands), while judging the runs, the slices read back (at most a thirty-second of the budget and 4 MiB, and as
 //! much again for their sort) or a read buffer per run of a larger slice (64 KiB each), and the bit set (a bit
@@ -73,7 +73,7 @@ pub(crate) struct External {
     stats: MapStats,
 }
 
-/// Entries a chunk carries from the reading thread to a judging one (384 KiB).
+/// Entries a chunk carries from the reading thread to a judging one (256 KiB).
 const CHUNK: usize = 1 << 14;
 
 /// Chunks in flight to each judging thread, besides the ones being filled and judged.
@@ -133,7 +133,11 @@ impl Scan<'_> {
                         let Some(key) = key.filter(|_| offset < limit) else { continue };
                         let h = xxhash_rust::xxh3::xxh3_128(key);
                         let mapped = maps && offset >= checkpoint;
-                        emit(Entry::new(h, offset.saturating_sub(start), mapped))?;
+                        // Below the pass's first offset only in a damaged segment (a record below its base).
+                        let from_start = offset.checked_sub(start).ok_or_else(|| {
+                            corrupt(log_core::CorruptKind::OffsetBelowBase { base: segment.base(), found: offset })
+                        })?;
+                        emit(Entry::new(h, from_start, mapped))?;
                     }
                 }
             }

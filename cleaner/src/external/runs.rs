@@ -20,7 +20,7 @@ use crate::map::prefetch;
 /// The buffer, cut into partitions by the top bits of the hash, and the runs each partition spilled so far.
 ///
 /// Every entry of a key lands in the one partition of its hash, and within it in one *slice* (the next bits
-/// of the hash), so each slice is judged on its own. Sorting a partition's buffer (about 1.5 MiB: the CPU's
+/// of the hash), so each slice is judged on its own. Sorting a partition's buffer (about 1 MiB: the CPU's
 /// caches hold it, and a counting pass on the hash orders it) replaces sorting the whole budget at once; at
 /// the end a few slices at a time are read back from every run of their partition (each run records where its
 /// slices start) and sorted together, instead of merging every run of the pass through one tournament whose
@@ -56,10 +56,10 @@ pub(crate) struct Runs {
     merged: Merged,
 }
 
-/// Entries the buffer first takes (1.5 MiB), growing from there by doubling up to the budget.
+/// Entries the buffer first takes (1 MiB), growing from there by doubling up to the budget.
 const FIRST_ENTRIES: usize = 1 << 16;
 
-/// The fewest entries a partition's buffer holds (1.5 MiB): fewer, larger partitions below it, one for a
+/// The fewest entries a partition's buffer holds (1 MiB): fewer, larger partitions below it, one for a
 /// small budget. Smaller partitions sort in less of the cache but fill more streams at once: 4096 entries
 /// (1024 partitions of a 128 MiB budget) spent what their sorts saved on the pushes' misses.
 const MIN_PART_ENTRIES: usize = 1 << 16;

@@ -82,7 +82,7 @@ impl StaleSet {
         }
     }
 
-    /// Marks the offset `i` past the set's start stale (one past its end is ignored).
+    /// Marks the offset `i` past the set's start stale (an index past its end is ignored).
     pub(crate) fn set_from_start(&mut self, i: u64) {
         self.set_all_from_start(&[i]);
     }
