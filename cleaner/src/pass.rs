@@ -750,15 +750,9 @@ fn auto_goes_external(
     {
         return false;
     }
-    let (mut clean, mut dirty) = (0u64, 0u64);
-    for s in closed.iter().filter(|s| s.base() < end) {
-        if s.last_offset().is_some_and(|l| l >= checkpoint) {
-            dirty += s.size();
-        } else {
-            clean += s.size();
-        }
-    }
-    dirty > 0 && clean <= dirty
+    let dirty: u64 = dirty_segments(closed, checkpoint, end).iter().map(|s| s.size()).sum();
+    let below: u64 = closed.iter().filter(|s| s.base() < end).map(|s| s.size()).sum();
+    dirty > 0 && below - dirty <= dirty
 }
 
 /// The closed segments pass 1 reads: those holding offsets at or above the checkpoint, based below `limit`.

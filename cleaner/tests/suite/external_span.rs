@@ -46,7 +46,11 @@ fn partition(bases: &[u64]) -> (Arc<MemStore>, Log) {
 }
 
 fn cleaner(map: MapKind, one_pass: bool) -> Cleaner {
-    let config = CleanerConfig { map, one_pass, dedupe_buffer_bytes: 1 << 20, ..CleanerConfig::default() };
+    cleaner_in(map, one_pass, 1 << 20)
+}
+
+fn cleaner_in(map: MapKind, one_pass: bool, dedupe_buffer_bytes: usize) -> Cleaner {
+    let config = CleanerConfig { map, one_pass, dedupe_buffer_bytes, ..CleanerConfig::default() };
     Cleaner::new(config, Arc::new(ManualClock::new(NOW))).expect("cleaner")
 }
 
@@ -65,6 +69,12 @@ fn a_pass_spanning_more_offsets_than_an_entry_holds_is_refused_and_auto_keeps_to
     // the external pass at once; here its map instead, which holds the five keys.
     let stats = cleaner(MapKind::Skimpy, true).clean(&log, PassOptions::default()).expect("clean");
     assert_eq!((stats.map.as_str(), stats.fell_back.is_none()), ("skimpy", true), "{stats:?}");
+    // A map of two keys fills, and does not fall back to a pass it cannot take: the map's passes, warned of
+    // as with any map (`map_full`).
+    let (_, again) = partition(&[0, far, far + 100]);
+    let small = MapKind::Skimpy.bytes_for(2, 0.9, 2);
+    let stats = cleaner_in(MapKind::Skimpy, true, small).clean(&again, PassOptions::default()).expect("clean");
+    assert!(stats.map == "skimpy" && stats.map_full && stats.fell_back.is_none(), "{stats:?}");
 }
 
 #[test]
