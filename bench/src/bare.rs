@@ -702,6 +702,46 @@ pub fn kafka_floor(
     Floor { pass1_seconds, pass2_seconds, kept, bytes_written: w.bytes, files: w.files }
 }
 
+/// The least pass 1 of any two-pass cleaner over the closed segments of a Kafka `log`: every batch's records
+/// read by their varints (a compressed batch decompressed) and every key hashed (xxh3-128, as the external
+/// pass hashes them), nothing remembered. A cleaner that maps keys, sorts them or spills them does this and
+/// more, so this plus the read-once, write-once floor ([`crate::io_floor`]) is what a two-pass cleaner
+/// cannot go below on one thread, whatever it remembers keys in. Returns the seconds and the keys hashed.
+///
+/// # Panics
+/// On a partition that does not read (the benchmark's own).
+pub fn kafka_keys_floor(log: &log_core::Log) -> (f64, u64) {
+    let segs = segments(log);
+    let (mut plain, mut records) = (Vec::new(), Vec::new());
+    let (mut keys, mut sum) = (0u64, 0u128);
+    let started = Instant::now();
+    for (_, s) in &segs {
+        with_bytes(s, |b| {
+            for batch in kafka_batches(b) {
+                let attributes = batch[ATTRIBUTES_AT + 1];
+                if attributes & 0x20 != 0 {
+                    continue;
+                }
+                let codec = Compression::from_bits(attributes & 7).expect("a codec");
+                let r: &[u8] = if codec == Compression::None {
+                    &batch[BATCH_HEADER..]
+                } else {
+                    log_core::kafka::compression::decompress(codec, &batch[BATCH_HEADER..], usize::MAX, &mut plain)
+                        .expect("decompress");
+                    &plain
+                };
+                kafka_records(r, be_i32(batch, COUNT_AT) as usize, &mut records);
+                for k in records.iter().filter_map(|rec| rec.key.clone()) {
+                    sum = sum.wrapping_add(xxhash_rust::xxh3::xxh3_128(&r[k]));
+                    keys += 1;
+                }
+            }
+        });
+    }
+    std::hint::black_box(sum);
+    (started.elapsed().as_secs_f64(), keys)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

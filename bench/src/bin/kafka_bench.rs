@@ -11,6 +11,9 @@
 //! consumer_offsets` writes `__consumer_offsets` instead (`bench::kafka::write_offsets_partition`: a group a
 //! 21 keys). `--backlog`: 4 GiB of 16M keys, every map, the external pass and `auto` (a flag beside it wins).
 //! Beside the floors, the disk's (`bench::io_floor`: the partition read once, what is kept written once).
+//! And the least pass 1 (`bench::bare::kafka_keys_floor`: every key parsed and hashed, nothing remembered,
+//! the `keys_floor` line): with the disk's floor, what no two-pass cleaner goes below on one thread
+//! (`over_two_pass_floor`).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -227,6 +230,14 @@ fn run(a: &Args) -> Result<(), String> {
         let log = logcompact::dir::open_writable_copy(&out, Format::Kafka, config).map_err(|e| e.to_string())?.log;
         let keys = usize::try_from(a.keys()).unwrap_or(usize::MAX);
         let interval = log.config().index_interval_bytes;
+        // The least pass 1 (every key parsed and hashed, nothing remembered): with the disk's floor below,
+        // what no two-pass cleaner goes below on one thread.
+        let (keys_seconds, keys_hashed) = bench::bare::kafka_keys_floor(&log);
+        println!(
+            "{}",
+            serde_json::json!({"job": "keys_floor", "codec": a.codec.name(), "records": records, "bytes": bytes,
+                "seconds": keys_seconds, "keys_hashed": keys_hashed})
+        );
         let mut floors = Vec::new();
         for (name, r) in [("floor", Recompress::No), ("codec_floor", Recompress::Yes)] {
             if name == "codec_floor" && a.codec == Compression::None {
@@ -246,7 +257,7 @@ fn run(a: &Args) -> Result<(), String> {
         }
         drop(log);
         let _ = std::fs::remove_dir_all(&out);
-        (floors[0], floors[1])
+        (floors[0], floors[1], keys_seconds)
     };
     // The disk's floor: the partition read once, what the floor kept written once.
     let io = bench::io_floor::read_once_write_once(&src, floor.0.bytes_written, &work_dir(a).join("io-floor"))?;
@@ -285,6 +296,8 @@ fn run(a: &Args) -> Result<(), String> {
                 "pass2_over_floor": sum(&|p| p.pass2.seconds) / floor.0.pass2_seconds,
                 "over_codec_floor": s / floor.1.seconds(),
                 "over_io_floor": s / io.seconds(),
+                "over_two_pass_floor": s / (floor.2 + io.seconds()),
+                "pass1_over_keys_floor": sum(&|p| p.pass1.seconds) / floor.2,
                 "pass2_over_codec_floor": sum(&|p| p.pass2.seconds) / floor.1.pass2_seconds,
                 "records_kept": passes.last().map_or(0, |p| p.pass2.records_kept),
                 "bytes_written": passes.iter().map(|p| p.bytes_written).sum::<u64>(),

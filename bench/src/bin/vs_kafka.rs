@@ -2,7 +2,9 @@
 //! Kafka's `Cleaner` (offline in its JVM, `kafka-interop`'s `OfflineClean`, timed there around `doClean`) and by
 //! this project's `compact` front door with each map (in a child process of this one, timed around its
 //! passes), each on a fresh copy, several rounds; and beside them the disk's floor (`bench::io_floor`: the
-//! partition read once, what Kafka kept written once and synced). Prints one table (and `--json` lines), a row
+//! partition read once, what Kafka kept written once and synced) and the two-pass floor (that, and before it
+//! every key parsed and hashed with nothing remembered: `bench::bare::kafka_keys_floor`, the least a two-pass
+//! cleaner does on one thread). Prints one table (and `--json` lines), a row
 //! a cleaner: passes, seconds, Kafka's seconds over its, its seconds over the floor, bytes read and written,
 //! peak resident memory of its process (the JVM's VmHWM; ours a child process's own VmHWM), and whether every
 //! segment file came out byte for byte Kafka's.
@@ -38,7 +40,8 @@ use log_core::kafka::Compression;
 const NOW_MS: i64 = 4_000_000_000_000;
 
 /// Kafka 4.4's own cleaner against ours, on the same partition, buffer, settings and clock, beside the disk's
-/// floor (the partition read once, what is kept written once).
+/// floor (the partition read once, what is kept written once) and the two-pass floor (every key parsed and
+/// hashed first, nothing remembered).
 ///
 /// --threads is ours: a pass's groups of segments copied in parallel (Kafka's cleaner runs a log on one
 /// thread). --write-only writes the partitions (D/vs-<codec>/vs-0, D/vs-offsets/__consumer_offsets-0) and

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use bench::bare::{Out, Recompress, kafka_floor, native_floor};
+use bench::bare::{Out, Recompress, kafka_floor, kafka_keys_floor, native_floor};
 use cleaner::{Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions};
 use log_core::kafka::Compression;
 use log_core::workload::Workload;
@@ -105,4 +105,24 @@ fn the_kafka_floors_write_the_records_a_pass_keeps() {
             .sum();
         assert_eq!(sizes, floor.bytes_written);
     }
+}
+
+#[test]
+fn the_keys_floor_hashes_every_keyed_record_and_no_marker() {
+    let segment_bytes = 256 << 10;
+    let keys = bench::Keys::new(3_000, 16, 5);
+    for codec in [Compression::None, Compression::Lz4] {
+        let store: Arc<dyn SegmentStore> = Arc::new(storage_mem::MemStore::new());
+        bench::kafka::write_partition(&*store, &keys, 30_000, u64::MAX, codec, segment_bytes, 5).expect("write");
+        let log = bench::kafka::open(Arc::clone(&store), segment_bytes).expect("open");
+        let keyed = records(&log).iter().filter(|(_, k, _)| k.is_some()).count() as u64;
+        assert!(keyed >= 30_000, "{codec:?}: {keyed}");
+        assert_eq!(kafka_keys_floor(&log).1, keyed, "{codec:?}");
+    }
+    // Markers (control batches) have keys of their own, which no pass 1 hashes as a record's.
+    let store: Arc<dyn SegmentStore> = Arc::new(storage_mem::MemStore::new());
+    let written = bench::kafka::write_transactional_partition(&*store, &keys, 30_000, segment_bytes, 5).expect("write");
+    let log = bench::kafka::open(Arc::clone(&store), segment_bytes).expect("open");
+    assert_eq!(written.records, 30_000 + 100, "30,000 records of data in transactions of 300, and a marker each");
+    assert_eq!(kafka_keys_floor(&log).1, 30_000);
 }
