@@ -708,38 +708,69 @@ pub fn kafka_floor(
 /// more, so this plus the read-once, write-once floor ([`crate::io_floor`]) is what a two-pass cleaner
 /// cannot go below on one thread, whatever it remembers keys in. Returns the seconds and the keys hashed.
 ///
+/// A store that does not map its segments (a read-only one) has each read into memory first, which this
+/// times too: give a mapped log, or the mapped bytes to [`kafka_keys_walk`].
+///
 /// # Panics
 /// On a partition that does not read (the benchmark's own).
 pub fn kafka_keys_floor(log: &log_core::Log) -> (f64, u64) {
     let segs = segments(log);
-    let (mut plain, mut records) = (Vec::new(), Vec::new());
-    let (mut keys, mut sum) = (0u64, 0u128);
+    let mut walk = KeysWalk::default();
     let started = Instant::now();
     for (_, s) in &segs {
-        with_bytes(s, |b| {
-            for batch in kafka_batches(b) {
-                let attributes = batch[ATTRIBUTES_AT + 1];
-                if attributes & 0x20 != 0 {
-                    continue;
-                }
-                let codec = Compression::from_bits(attributes & 7).expect("a codec");
-                let r: &[u8] = if codec == Compression::None {
-                    &batch[BATCH_HEADER..]
-                } else {
-                    log_core::kafka::compression::decompress(codec, &batch[BATCH_HEADER..], usize::MAX, &mut plain)
-                        .expect("decompress");
-                    &plain
-                };
-                kafka_records(r, be_i32(batch, COUNT_AT) as usize, &mut records);
-                for k in records.iter().filter_map(|rec| rec.key.clone()) {
-                    sum = sum.wrapping_add(xxhash_rust::xxh3::xxh3_128(&r[k]));
-                    keys += 1;
-                }
-            }
-        });
+        with_bytes(s, |b| walk.segment(b));
     }
-    std::hint::black_box(sum);
-    (started.elapsed().as_secs_f64(), keys)
+    std::hint::black_box(walk.sum);
+    (started.elapsed().as_secs_f64(), walk.keys)
+}
+
+/// [`kafka_keys_floor`] over the bytes of a Kafka partition's closed segments, in order (mapped, as a pass
+/// reads them).
+///
+/// # Panics
+/// On bytes that are not whole batches (the benchmark's own partition).
+pub fn kafka_keys_walk(segments: &[&[u8]]) -> (f64, u64) {
+    let mut walk = KeysWalk::default();
+    let started = Instant::now();
+    for b in segments {
+        walk.segment(b);
+    }
+    std::hint::black_box(walk.sum);
+    (started.elapsed().as_secs_f64(), walk.keys)
+}
+
+/// The keys floor's state: scratch for a batch's records and decompressed bytes, the keys hashed and a sum of
+/// their hashes (so that none is optimised away).
+#[derive(Default)]
+struct KeysWalk {
+    plain: Vec<u8>,
+    records: Vec<KafkaRecord>,
+    keys: u64,
+    sum: u128,
+}
+
+impl KeysWalk {
+    fn segment(&mut self, b: &[u8]) {
+        for batch in kafka_batches(b) {
+            let attributes = batch[ATTRIBUTES_AT + 1];
+            if attributes & 0x20 != 0 {
+                continue;
+            }
+            let codec = Compression::from_bits(attributes & 7).expect("a codec");
+            let r: &[u8] = if codec == Compression::None {
+                &batch[BATCH_HEADER..]
+            } else {
+                log_core::kafka::compression::decompress(codec, &batch[BATCH_HEADER..], usize::MAX, &mut self.plain)
+                    .expect("decompress");
+                &self.plain
+            };
+            kafka_records(r, be_i32(batch, COUNT_AT) as usize, &mut self.records);
+            for k in self.records.iter().filter_map(|rec| rec.key.clone()) {
+                self.sum = self.sum.wrapping_add(xxhash_rust::xxh3::xxh3_128(&r[k]));
+                self.keys += 1;
+            }
+        }
+    }
 }
 
 #[cfg(test)]

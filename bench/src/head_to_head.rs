@@ -250,14 +250,15 @@ pub fn clean_each(
     Ok(table)
 }
 
-/// Seconds of the least pass 1 ([`crate::bare::kafka_keys_floor`]) over the Kafka partition in `dir`, read
-/// without writing.
+/// Seconds of the least pass 1 ([`crate::bare::kafka_keys_walk`]) over the Kafka partition in `dir`, its
+/// closed segments mapped as the floor maps them (a read-only open would read each into memory first).
 ///
 /// # Errors
-/// A partition that does not open, as text.
+/// A segment that does not open or map, as text.
 fn keys_floor(dir: &Path) -> Result<f64, String> {
-    let opened = logcompact::open_read_only(dir, log_core::Format::Kafka).map_err(|e| e.to_string())?;
-    Ok(crate::bare::kafka_keys_floor(&opened.log).0)
+    let maps = crate::io_floor::mapped_closed_logs(dir)?;
+    let segments: Vec<&[u8]> = maps.iter().map(|m| &m[..]).collect();
+    Ok(crate::bare::kafka_keys_walk(&segments).0)
 }
 
 /// What [`clean_each`] tells as it goes.

@@ -66,27 +66,39 @@ pub fn closed_logs(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(logs)
 }
 
+/// The closed segments' `.log` files of the partition directory `dir` ([`closed_logs`]), mapped as a pass maps
+/// them.
+///
+/// # Errors
+/// A file that does not open or map, as text.
+pub fn mapped_closed_logs(dir: &Path) -> Result<Vec<log_core::SegmentBytes>, String> {
+    // Writable, as a compaction opens it (a read-only store reads its segments, never maps them); the
+    // segments are only sealed (mapped), not changed, and the lock is on the directory, not a file in it.
+    let store = storage_file::FileStore::open_existing(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let logs = closed_logs(dir)?;
+    let mut maps = Vec::with_capacity(logs.len());
+    for path in &logs {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let view = log_core::SegmentStore::open(&store, &name)
+            .and_then(|s| s.seal().and_then(|()| s.view()))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        maps.push(view);
+    }
+    Ok(maps)
+}
+
 /// The floor over the partition directory `dir`, writing `kept` bytes (at most what it read) into a file in
 /// the new directory `out` (created, then removed).
 ///
 /// # Errors
 /// A file that does not read or write, as text.
 pub fn read_once_write_once(dir: &Path, kept: u64, out: &Path) -> Result<IoFloor, String> {
-    let logs = closed_logs(dir)?;
-    // Writable, as a compaction opens it (a read-only store reads its segments, never maps them); the
-    // segments are only sealed (mapped), not changed, and the lock is on the directory, not a file in it.
-    let store = storage_file::FileStore::open_existing(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let t = Instant::now();
-    let mut maps = Vec::with_capacity(logs.len());
+    let maps = mapped_closed_logs(dir)?;
     let (mut bytes_read, mut crc) = (0u64, 0u32);
-    for path in &logs {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let view = log_core::SegmentStore::open(&store, &name)
-            .and_then(|s| s.seal().and_then(|()| s.view()))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        crc = crc32c::crc32c_append(crc, &view);
+    for view in &maps {
+        crc = crc32c::crc32c_append(crc, view);
         bytes_read += view.len() as u64;
-        maps.push(view);
     }
     std::hint::black_box(crc);
     let read_seconds = t.elapsed().as_secs_f64();

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use bench::bare::{Out, Recompress, kafka_floor, kafka_keys_floor, native_floor};
+use bench::bare::{Out, Recompress, kafka_floor, kafka_keys_floor, kafka_keys_walk, native_floor};
 use cleaner::{Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions};
 use log_core::kafka::Compression;
 use log_core::workload::Workload;
@@ -118,6 +118,9 @@ fn the_keys_floor_hashes_every_keyed_record_and_no_marker() {
         let keyed = records(&log).iter().filter(|(_, k, _)| k.is_some()).count() as u64;
         assert!(keyed >= 30_000, "{codec:?}: {keyed}");
         assert_eq!(kafka_keys_floor(&log).1, keyed, "{codec:?}");
+        let snap = log.snapshot();
+        let bytes: Vec<&[u8]> = snap.closed().iter().map(|s| s.bytes().expect("in memory")).collect();
+        assert_eq!(kafka_keys_walk(&bytes).1, keyed, "{codec:?}: the walk over the segments' bytes");
     }
     // Markers (control batches) have keys of their own, which no pass 1 hashes as a record's.
     let store: Arc<dyn SegmentStore> = Arc::new(storage_mem::MemStore::new());
