@@ -22,6 +22,10 @@
 //!   that keeps none dropped; with Kafka's `.index` and `.timeindex` entries. [`Recompress::No`] writes a
 //!   rebuilt batch uncompressed (the floor of everything but the codec); [`Recompress::Yes`] compresses it
 //!   again with its codec at Kafka's level (`compress`), as a pass must.
+//! - [`kafka_keys_walk`] (and [`kafka_keys_floor`] over a log): walk 1 of a Kafka partition without the
+//!   table, every key parsed and hashed and nothing remembered: the least pass 1 of any two-pass cleaner,
+//!   which with [`crate::io_floor`]'s read-once, write-once floor makes the two-pass floor `vs-kafka` shows.
+//!   Its parsing is checked (a broker-written partition may be damaged): an error names what and where.
 //!
 //! Neither floor judges tombstones, transactions or producers' last batches: a key's latest record is kept,
 //! every other dropped, control batches copied.
@@ -499,35 +503,65 @@ fn be_i64(b: &[u8], at: usize) -> i64 {
     i64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// A zigzag varint at `*at` of `b`, moving `*at` past it.
-fn varint(b: &[u8], at: &mut usize) -> i64 {
+/// A zigzag varint at `*at` of `b`, moving `*at` past it; `None` where `b` ends first or it runs past 64 bits.
+fn varint(b: &[u8], at: &mut usize) -> Option<i64> {
     let mut v = 0u64;
     let mut shift = 0;
     loop {
-        let byte = b[*at];
+        let byte = *b.get(*at)?;
         *at += 1;
         v |= u64::from(byte & 0x7f) << shift;
         if byte & 0x80 == 0 {
             break;
         }
         shift += 7;
+        if shift > 63 {
+            return None;
+        }
     }
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
+    Some(((v >> 1) as i64) ^ -((v & 1) as i64))
 }
 
 /// The whole batches of the Kafka segment bytes `b`, in order, each by the length its header gives (after 8
-/// bytes of base offset, 4 of length).
-fn kafka_batches(b: &[u8]) -> impl Iterator<Item = &[u8]> {
+/// bytes of base offset, 4 of length), magic 2; a batch cut short, shorter than a header or of another magic is
+/// an error naming its position, after which nothing more is given.
+#[expect(clippy::big_endian_bytes, reason = "Kafka's batches are big-endian")]
+fn kafka_batches(b: &[u8]) -> impl Iterator<Item = Result<&[u8], String>> {
     let mut at = 0;
     std::iter::from_fn(move || {
-        if at + 12 > b.len() {
+        if at >= b.len() {
             return None;
         }
-        let len = 12 + be_i32(b, at + 8) as usize;
-        let batch = &b[at..at + len];
-        at += len;
-        Some(batch)
+        let batch = b
+            .get(at + 8..at + 12)
+            .and_then(|l| usize::try_from(i32::from_be_bytes(l.try_into().ok()?)).ok())
+            .filter(|&len| len + 12 >= BATCH_HEADER)
+            .and_then(|len| b.get(at..at + 12 + len))
+            .filter(|batch| batch[MAGIC_AT] == 2);
+        let Some(batch) = batch else {
+            let bad = Err(format!("the batch at position {at} is cut short or not of magic 2"));
+            at = b.len();
+            return Some(bad);
+        };
+        at += batch.len();
+        Some(Ok(batch))
     })
+}
+
+/// The records' bytes of the batch `batch` (one [`kafka_batches`] gave): `None` for a control batch (a
+/// marker), else its records as stored, or decompressed into `plain` for a compressed batch.
+fn records_bytes<'b>(batch: &'b [u8], plain: &'b mut Vec<u8>) -> Result<Option<&'b [u8]>, String> {
+    let attributes = batch[ATTRIBUTES_AT + 1];
+    if attributes & CONTROL_BIT != 0 {
+        return Ok(None);
+    }
+    let codec = Compression::from_bits(attributes & CODEC_BITS).ok_or_else(|| format!("codec {attributes:#x}"))?;
+    if codec == Compression::None {
+        return Ok(Some(&batch[BATCH_HEADER..]));
+    }
+    log_core::kafka::compression::decompress(codec, &batch[BATCH_HEADER..], usize::MAX, plain)
+        .map_err(|e| format!("a {codec:?} batch: {e}"))?;
+    Ok(Some(plain))
 }
 
 /// A zigzag varint appended to `out`.
@@ -548,30 +582,41 @@ struct KafkaRecord {
     key: Option<std::ops::Range<usize>>,
 }
 
-/// The records of a batch's (decompressed) records bytes `r`, `count` of them, into `out`.
-fn kafka_records(r: &[u8], count: usize, out: &mut Vec<KafkaRecord>) {
+/// The records of a batch's (decompressed) records bytes `r`, `count` of them, into `out`; an error where a
+/// record's varints or its key run past its bytes.
+fn kafka_records(r: &[u8], count: usize, out: &mut Vec<KafkaRecord>) -> Result<(), String> {
     out.clear();
+    let bad = |i: usize| format!("record {i} of {count} runs past its batch");
     let mut at = 0;
-    for _ in 0..count {
+    for i in 0..count {
         let start = at;
-        let len = varint(r, &mut at) as usize;
-        let end = at + len;
+        let len = varint(r, &mut at).and_then(|l| usize::try_from(l).ok()).ok_or_else(|| bad(i))?;
+        let end = at.checked_add(len).filter(|&e| e <= r.len()).ok_or_else(|| bad(i))?;
+        let body = &r[..end];
         let mut p = at + 1; // attributes
-        varint(r, &mut p); // timestamp delta
-        let offset_delta = varint(r, &mut p);
-        let key_len = varint(r, &mut p);
-        let key = (key_len >= 0).then(|| p..p + key_len as usize);
+        varint(body, &mut p).ok_or_else(|| bad(i))?; // timestamp delta
+        let offset_delta = varint(body, &mut p).ok_or_else(|| bad(i))?;
+        let key_len = varint(body, &mut p).ok_or_else(|| bad(i))?;
+        let key = match usize::try_from(key_len) {
+            Ok(k) => Some(p..p.checked_add(k).filter(|&e| e <= end).ok_or_else(|| bad(i))?),
+            Err(_) => None,
+        };
         out.push(KafkaRecord { range: start..end, offset_delta, key });
         at = end;
     }
+    Ok(())
 }
 
 /// Batch header fields (magic 2, big-endian): where they lie.
 const BATCH_HEADER: usize = 61;
+const MAGIC_AT: usize = 16;
 const CRC_AT: usize = 17;
 const ATTRIBUTES_AT: usize = 21;
 const MAX_TIMESTAMP_AT: usize = 35;
 const COUNT_AT: usize = 57;
+/// Bits of the attributes' low byte: the codec, and the control flag (a marker batch).
+const CODEC_BITS: u8 = 7;
+const CONTROL_BIT: u8 = 0x20;
 
 /// The floor of a Kafka pass over the closed segments of `log` (the module's [`kafka_floor`] item): `keys`
 /// sizes the bare table; `segment_bytes` and `index_interval` are the partition's settings.
@@ -591,27 +636,16 @@ pub fn kafka_floor(
     let mut map = BareMap::new(keys.max(1), FLOOR_LOAD);
     let mut plain = Vec::new();
     let mut records = Vec::new();
-    // The records' bytes of the batch `b`: as stored, or decompressed into `plain`.
-    let records_of = |b: &[u8], codec: Compression, plain: &mut Vec<u8>| -> bool {
-        if codec == Compression::None {
-            return false;
-        }
-        log_core::kafka::compression::decompress(codec, &b[BATCH_HEADER..], usize::MAX, plain).expect("decompress");
-        true
-    };
+    let own = "the benchmark's own partition";
     let started = Instant::now();
     for (_, s) in &segs {
         with_bytes(s, |b| {
             for batch in kafka_batches(b) {
-                let attributes = batch[ATTRIBUTES_AT + 1];
-                if attributes & 0x20 != 0 {
-                    continue;
-                }
-                let codec = Compression::from_bits(attributes & 7).expect("a codec");
+                let batch = batch.expect(own);
+                let Some(r) = records_bytes(batch, &mut plain).expect(own) else { continue };
                 let base = be_i64(batch, 0) as u64;
                 let count = be_i32(batch, COUNT_AT) as usize;
-                let r: &[u8] = if records_of(batch, codec, &mut plain) { &plain } else { &batch[BATCH_HEADER..] };
-                kafka_records(r, count, &mut records);
+                kafka_records(r, count, &mut records).expect(own);
                 let mut run: Vec<(&[u8], u64)> = Vec::with_capacity(16);
                 for rec in &records {
                     if let Some(k) = &rec.key {
@@ -638,20 +672,20 @@ pub fn kafka_floor(
         for (_, s) in &segs[group] {
             with_bytes(s, |b| {
                 for batch in kafka_batches(b) {
+                    let batch = batch.expect(own);
                     let crc = u32::from_be_bytes(batch[CRC_AT..CRC_AT + 4].try_into().expect("4 bytes"));
                     assert_eq!(log_core::checksum::crc32c(&batch[ATTRIBUTES_AT..]), crc, "a batch's CRC-32C");
                     let base = be_i64(batch, 0) as u64;
                     let last = base + be_i32(batch, 23) as u64;
                     let max_timestamp = be_i64(batch, MAX_TIMESTAMP_AT);
-                    let attributes = batch[ATTRIBUTES_AT + 1];
-                    if attributes & 0x20 != 0 {
+                    let Some(r) = records_bytes(batch, &mut plain).expect(own) else {
                         w.write(batch, base, last, max_timestamp);
                         continue;
-                    }
-                    let codec = Compression::from_bits(attributes & 7).expect("a codec");
+                    };
+                    let attributes = batch[ATTRIBUTES_AT + 1];
+                    let codec = Compression::from_bits(attributes & CODEC_BITS).expect(own);
                     let count = be_i32(batch, COUNT_AT) as usize;
-                    let r: &[u8] = if records_of(batch, codec, &mut plain) { &plain } else { &batch[BATCH_HEADER..] };
-                    kafka_records(r, count, &mut records);
+                    kafka_records(r, count, &mut records).expect(own);
                     keep.clear();
                     for chunk in records.chunks(16) {
                         let mut keys: [&[u8]; 16] = [&[]; 16];
@@ -686,7 +720,7 @@ pub fn kafka_floor(
                     log_core::kafka::compression::compress(codec_out, &packed, &mut rebuilt);
                     let batch_len = (rebuilt.len() - 12) as i32;
                     rebuilt[8..12].copy_from_slice(&batch_len.to_be_bytes());
-                    rebuilt[ATTRIBUTES_AT + 1] = (attributes & !7) | codec_out.bits();
+                    rebuilt[ATTRIBUTES_AT + 1] = (attributes & !CODEC_BITS) | codec_out.bits();
                     rebuilt[COUNT_AT..COUNT_AT + 4].copy_from_slice(&(n as i32).to_be_bytes());
                     let crc = log_core::checksum::crc32c(&rebuilt[ATTRIBUTES_AT..]);
                     rebuilt[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
@@ -704,39 +738,41 @@ pub fn kafka_floor(
 
 /// The least pass 1 of any two-pass cleaner over the closed segments of a Kafka `log`: every batch's records
 /// read by their varints (a compressed batch decompressed) and every key hashed (xxh3-128, as the external
-/// pass hashes them), nothing remembered. A cleaner that maps keys, sorts them or spills them does this and
-/// more, so this plus the read-once, write-once floor ([`crate::io_floor`]) is what a two-pass cleaner
-/// cannot go below on one thread, whatever it remembers keys in. Returns the seconds and the keys hashed.
+/// pass hashes them), nothing remembered; markers (control batches) skipped, as a pass 1 maps none of their
+/// keys. A cleaner that maps keys, sorts them or spills them does this and more, so this plus the read-once,
+/// write-once floor ([`crate::io_floor`]) is a floor under a two-pass cleaner on one thread (not a proof of
+/// one: a cheaper hash would walk faster). Returns the seconds and the keys hashed.
 ///
 /// A store that does not map its segments (a read-only one) has each read into memory first, which this
 /// times too: give a mapped log, or the mapped bytes to [`kafka_keys_walk`].
 ///
-/// # Panics
-/// On a partition that does not read (the benchmark's own).
-pub fn kafka_keys_floor(log: &log_core::Log) -> (f64, u64) {
+/// # Errors
+/// A batch or record cut short or of another magic, a codec unknown or bytes that do not decompress, as text
+/// naming where.
+pub fn kafka_keys_floor(log: &log_core::Log) -> Result<(f64, u64), String> {
     let segs = segments(log);
     let mut walk = KeysWalk::default();
     let started = Instant::now();
     for (_, s) in &segs {
-        with_bytes(s, |b| walk.segment(b));
+        with_bytes(s, |b| walk.segment(b)).map_err(|e| format!("segment {}: {e}", s.base()))?;
     }
     std::hint::black_box(walk.sum);
-    (started.elapsed().as_secs_f64(), walk.keys)
+    Ok((started.elapsed().as_secs_f64(), walk.keys))
 }
 
 /// [`kafka_keys_floor`] over the bytes of a Kafka partition's closed segments, in order (mapped, as a pass
 /// reads them).
 ///
-/// # Panics
-/// On bytes that are not whole batches (the benchmark's own partition).
-pub fn kafka_keys_walk(segments: &[&[u8]]) -> (f64, u64) {
+/// # Errors
+/// As [`kafka_keys_floor`], naming the segment by its place in `segments`.
+pub fn kafka_keys_walk(segments: &[&[u8]]) -> Result<(f64, u64), String> {
     let mut walk = KeysWalk::default();
     let started = Instant::now();
-    for b in segments {
-        walk.segment(b);
+    for (i, b) in segments.iter().enumerate() {
+        walk.segment(b).map_err(|e| format!("segment {i}: {e}"))?;
     }
     std::hint::black_box(walk.sum);
-    (started.elapsed().as_secs_f64(), walk.keys)
+    Ok((started.elapsed().as_secs_f64(), walk.keys))
 }
 
 /// The keys floor's state: scratch for a batch's records and decompressed bytes, the keys hashed and a sum of
@@ -750,26 +786,19 @@ struct KeysWalk {
 }
 
 impl KeysWalk {
-    fn segment(&mut self, b: &[u8]) {
+    /// Hashes the key of every record of the segment bytes `b` but a marker's.
+    fn segment(&mut self, b: &[u8]) -> Result<(), String> {
         for batch in kafka_batches(b) {
-            let attributes = batch[ATTRIBUTES_AT + 1];
-            if attributes & 0x20 != 0 {
-                continue;
-            }
-            let codec = Compression::from_bits(attributes & 7).expect("a codec");
-            let r: &[u8] = if codec == Compression::None {
-                &batch[BATCH_HEADER..]
-            } else {
-                log_core::kafka::compression::decompress(codec, &batch[BATCH_HEADER..], usize::MAX, &mut self.plain)
-                    .expect("decompress");
-                &self.plain
-            };
-            kafka_records(r, be_i32(batch, COUNT_AT) as usize, &mut self.records);
+            let batch = batch?;
+            let Some(r) = records_bytes(batch, &mut self.plain)? else { continue };
+            let count = usize::try_from(be_i32(batch, COUNT_AT)).map_err(|_| "a negative record count".to_owned())?;
+            kafka_records(r, count, &mut self.records)?;
             for k in self.records.iter().filter_map(|rec| rec.key.clone()) {
                 self.sum = self.sum.wrapping_add(xxhash_rust::xxh3::xxh3_128(&r[k]));
                 self.keys += 1;
             }
         }
+        Ok(())
     }
 }
 
@@ -783,7 +812,7 @@ mod tests {
             let mut b = Vec::new();
             put_varint(v, &mut b);
             let mut at = 0;
-            assert_eq!(varint(&b, &mut at), v);
+            assert_eq!(varint(&b, &mut at), Some(v));
             assert_eq!(at, b.len());
         }
     }

@@ -12,7 +12,7 @@
 //! 21 keys). `--backlog`: 4 GiB of 16M keys, every map, the external pass and `auto` (a flag beside it wins).
 //! Beside the floors, the disk's (`bench::io_floor`: the partition read once, what is kept written once).
 //! And the least pass 1 (`bench::bare::kafka_keys_floor`: every key parsed and hashed, nothing remembered,
-//! the `keys_floor` line): with the disk's floor, what no two-pass cleaner goes below on one thread
+//! the `keys_floor` line): with the disk's floor, a floor under a two-pass cleaner on one thread
 //! (`over_two_pass_floor`).
 
 use std::path::PathBuf;
@@ -232,7 +232,7 @@ fn run(a: &Args) -> Result<(), String> {
         let interval = log.config().index_interval_bytes;
         // The least pass 1 (every key parsed and hashed, nothing remembered): with the disk's floor below,
         // what no two-pass cleaner goes below on one thread.
-        let (keys_seconds, keys_hashed) = bench::bare::kafka_keys_floor(&log);
+        let (keys_seconds, keys_hashed) = bench::bare::kafka_keys_floor(&log)?;
         println!(
             "{}",
             serde_json::json!({"job": "keys_floor", "codec": a.codec.name(), "records": records, "bytes": bytes,

@@ -3,7 +3,7 @@
 //! this project's `compact` front door with each map (in a child process of this one, timed around its
 //! passes), each on a fresh copy, several rounds; and beside them the disk's floor (`bench::io_floor`: the
 //! partition read once, what Kafka kept written once and synced) and the two-pass floor (that, and before it
-//! every key parsed and hashed with nothing remembered: `bench::bare::kafka_keys_floor`, the least a two-pass
+//! every key parsed and hashed with nothing remembered: `bench::bare::kafka_keys_walk`, the least a two-pass
 //! cleaner does on one thread). Prints one table (and `--json` lines), a row
 //! a cleaner: passes, seconds, Kafka's seconds over its, its seconds over the floor, bytes read and written,
 //! peak resident memory of its process (the JVM's VmHWM; ours a child process's own VmHWM), and whether every

@@ -117,15 +117,47 @@ fn the_keys_floor_hashes_every_keyed_record_and_no_marker() {
         let log = bench::kafka::open(Arc::clone(&store), segment_bytes).expect("open");
         let keyed = records(&log).iter().filter(|(_, k, _)| k.is_some()).count() as u64;
         assert!(keyed >= 30_000, "{codec:?}: {keyed}");
-        assert_eq!(kafka_keys_floor(&log).1, keyed, "{codec:?}");
+        assert_eq!(kafka_keys_floor(&log).expect("walk").1, keyed, "{codec:?}");
         let snap = log.snapshot();
         let bytes: Vec<&[u8]> = snap.closed().iter().map(|s| s.bytes().expect("in memory")).collect();
-        assert_eq!(kafka_keys_walk(&bytes).1, keyed, "{codec:?}: the walk over the segments' bytes");
+        assert_eq!(kafka_keys_walk(&bytes).expect("walk").1, keyed, "{codec:?}: the walk over the segments' bytes");
     }
     // Markers (control batches) have keys of their own, which no pass 1 hashes as a record's.
     let store: Arc<dyn SegmentStore> = Arc::new(storage_mem::MemStore::new());
     let written = bench::kafka::write_transactional_partition(&*store, &keys, 30_000, segment_bytes, 5).expect("write");
     let log = bench::kafka::open(Arc::clone(&store), segment_bytes).expect("open");
     assert_eq!(written.records, 30_000 + 100, "30,000 records of data in transactions of 300, and a marker each");
-    assert_eq!(kafka_keys_floor(&log).1, 30_000);
+    assert_eq!(kafka_keys_floor(&log).expect("walk").1, 30_000);
+}
+
+#[test]
+fn the_keys_walk_names_bytes_it_cannot_parse_and_never_panics() {
+    let segment_bytes = 256 << 10;
+    let keys = bench::Keys::new(300, 16, 5);
+    let store: Arc<dyn SegmentStore> = Arc::new(storage_mem::MemStore::new());
+    bench::kafka::write_partition(&*store, &keys, 2_000, u64::MAX, Compression::None, segment_bytes, 5).expect("write");
+    let log = bench::kafka::open(Arc::clone(&store), segment_bytes).expect("open");
+    let snap = log.snapshot();
+    let whole = snap.closed()[0].bytes().expect("in memory").to_vec();
+    // Cut anywhere, zeroed from anywhere, or one byte changed anywhere in the first batch: an error or a
+    // count, never a panic.
+    for at in (0..whole.len()).step_by(97) {
+        let _ = kafka_keys_walk(&[&whole[..at]]);
+        let mut zeroed = whole.clone();
+        zeroed[at..].fill(0);
+        let _ = kafka_keys_walk(&[&zeroed]);
+    }
+    for at in 0..whole.len().min(4_000) {
+        for v in [0u8, 0x7f, 0x80, 0xff] {
+            let mut changed = whole.clone();
+            changed[at] = v;
+            let _ = kafka_keys_walk(&[&changed]);
+        }
+    }
+    let cut = kafka_keys_walk(&[&whole[..whole.len() - 1]]).expect_err("a batch cut short");
+    assert!(cut.contains("segment 0") && cut.contains("cut short"), "{cut}");
+    let mut other_magic = whole.clone();
+    other_magic[16] = 1;
+    let magic = kafka_keys_walk(&[&other_magic]).expect_err("magic 1");
+    assert!(magic.contains("position 0") && magic.contains("magic 2"), "{magic}");
 }
