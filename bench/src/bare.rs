@@ -549,7 +549,9 @@ fn kafka_batches(b: &[u8]) -> impl Iterator<Item = Result<&[u8], String>> {
 }
 
 /// The records' bytes of the batch `batch` (one [`kafka_batches`] gave): `None` for a control batch (a
-/// marker), else its records as stored, or decompressed into `plain` for a compressed batch.
+/// marker), else its records as stored, or decompressed into `plain` for a compressed batch (at most
+/// `MAX_DECOMPRESSED_BYTES`, the bound the project's own reader keeps: a batch that inflates past it is an
+/// error, not an allocation that can abort).
 fn records_bytes<'b>(batch: &'b [u8], plain: &'b mut Vec<u8>) -> Result<Option<&'b [u8]>, String> {
     let attributes = batch[ATTRIBUTES_AT + 1];
     if attributes & CONTROL_BIT != 0 {
@@ -559,8 +561,13 @@ fn records_bytes<'b>(batch: &'b [u8], plain: &'b mut Vec<u8>) -> Result<Option<&
     if codec == Compression::None {
         return Ok(Some(&batch[BATCH_HEADER..]));
     }
-    log_core::kafka::compression::decompress(codec, &batch[BATCH_HEADER..], usize::MAX, plain)
-        .map_err(|e| format!("a {codec:?} batch: {e}"))?;
+    log_core::kafka::compression::decompress(
+        codec,
+        &batch[BATCH_HEADER..],
+        log_core::kafka::MAX_DECOMPRESSED_BYTES,
+        plain,
+    )
+    .map_err(|e| format!("a {codec:?} batch: {e}"))?;
     Ok(Some(plain))
 }
 

@@ -230,8 +230,8 @@ fn run(a: &Args) -> Result<(), String> {
         let log = logcompact::dir::open_writable_copy(&out, Format::Kafka, config).map_err(|e| e.to_string())?.log;
         let keys = usize::try_from(a.keys()).unwrap_or(usize::MAX);
         let interval = log.config().index_interval_bytes;
-        // The least pass 1 (every key parsed and hashed, nothing remembered): with the disk's floor below,
-        // what no two-pass cleaner goes below on one thread.
+        // The least pass 1 (every key parsed and hashed, nothing remembered): with the disk's floor below, a
+        // floor under a two-pass cleaner on one thread.
         let (keys_seconds, keys_hashed) = bench::bare::kafka_keys_floor(&log)?;
         println!(
             "{}",

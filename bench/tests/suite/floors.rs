@@ -161,3 +161,20 @@ fn the_keys_walk_names_bytes_it_cannot_parse_and_never_panics() {
     let magic = kafka_keys_walk(&[&other_magic]).expect_err("magic 1");
     assert!(magic.contains("position 0") && magic.contains("magic 2"), "{magic}");
 }
+
+#[test]
+#[expect(clippy::big_endian_bytes, reason = "Kafka's batches are big-endian")]
+fn the_keys_walk_refuses_a_batch_that_inflates_past_the_readers_bound() {
+    // One zstd batch whose records inflate past `MAX_DECOMPRESSED_BYTES`: an error naming the codec, not an
+    // allocation the size the batch asks for.
+    let inflated = vec![0u8; log_core::kafka::MAX_DECOMPRESSED_BYTES + (1 << 20)];
+    let mut batch = vec![0u8; 61];
+    log_core::kafka::compression::compress(Compression::Zstd, &inflated, &mut batch);
+    let length = i32::try_from(batch.len() - 12).expect("a small batch");
+    batch[8..12].copy_from_slice(&length.to_be_bytes());
+    batch[16] = 2; // magic
+    batch[22] = Compression::Zstd.bits();
+    batch[57..61].copy_from_slice(&1i32.to_be_bytes());
+    let refused = kafka_keys_walk(&[&batch]).expect_err("too large");
+    assert!(refused.contains("Zstd"), "{refused}");
+}
