@@ -39,6 +39,7 @@ pub mod hll;
 mod keep;
 pub mod manager;
 pub mod map;
+mod offset_order;
 mod options;
 mod pace;
 mod pass;

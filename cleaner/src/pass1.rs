@@ -9,6 +9,7 @@ use log_core::{Placed, SealedSegment};
 use crate::error::Result;
 use crate::keep::Pass1Txns;
 use crate::map::BATCH;
+use crate::offset_order::OffsetOrder;
 use crate::pace::Pace;
 
 /// What a scan of the dirty section counted.
@@ -25,7 +26,9 @@ pub(crate) struct Scanned {
 /// open transaction's records may yet be aborted.
 /// Checksums are not computed here: pass 2 reads every batch this pass reads (they all lie below the end
 /// offset) and verifies it before anything is committed, so a damaged batch still fails the pass, having
-/// changed nothing; each batch is checksummed once per pass instead of twice.
+/// changed nothing; each batch is checksummed once per pass instead of twice. Offsets are checked: a record out
+/// of offset order fails the pass here ([`OffsetOrder`]), since no checksum covers a Kafka batch's base offset
+/// and pass 2 asks the offsets a put superseded by offset.
 ///
 /// Returns the pass's end offset when the map refused a key, and what was read (counted on `pace`'s progress
 /// tally as it is read). The end offset is the refused key's for the native format's frames; for Kafka's
@@ -47,10 +50,14 @@ where
     let mut scratch = Vec::new();
     let mut buf: Vec<(&'static [u8], u64)> = Vec::with_capacity(BATCH);
     let mut ends = BatchEnds::default();
+    // Records out of offset order are damage: the offsets the map's puts supersede are asked by offset.
+    let mut order = OffsetOrder::new();
     for (i, segment) in dirty.iter().enumerate() {
         if i > 0 {
             ends.next_segment(segment.base());
         }
+        order.segment(segment.base(), dirty.get(i + 1).map(|s| s.base()));
+        let at = |position| move |kind| log_core::Error::Corrupt { segment: segment.name().to_owned(), position, kind };
         let mut scan = segment.scan_from(checkpoint, false);
         while let Some(window) = scan.next_window()? {
             let mut run: Vec<(&[u8], u64)> = recycle(std::mem::take(&mut buf));
@@ -58,9 +65,12 @@ where
             // The native format's frames: the batch-of-one fast path.
             // Offsets and keys only: pass 2 reads every frame whole, checksum included, before the pass commits.
             if let Some(mut frames) = window.frames() {
-                while let Some(item) = frames.next_key() {
+                loop {
+                    let position = frames.position();
+                    let Some(item) = frames.next_key() else { break };
                     let frame = item?;
                     let (offset, len) = (frame.offset, frame.len as u64);
+                    order.check(offset).map_err(at(position))?;
                     if offset < checkpoint {
                         continue;
                     }
@@ -97,12 +107,13 @@ where
                     continue;
                 }
                 ends.enter(batch.base_offset);
-                let corrupt = |kind| log_core::Error::Corrupt { segment: segment.name().to_owned(), position, kind };
+                let corrupt = at(position);
                 if let Some(records) = batch.records_in_place() {
                     // Keys only: pass 2 reads every record whole (and verifies its batch) before anything is written.
                     let mut records = records.map_err(corrupt)?;
                     while let Some(rec) = records.next_key() {
                         let (offset, key) = rec.map_err(corrupt)?;
+                        order.check(offset).map_err(corrupt)?;
                         let Some(key) = key.filter(|_| offset >= checkpoint && offset < limit) else {
                             continue;
                         };
@@ -123,6 +134,7 @@ where
                         let mut records = batch.records(&mut scratch).map_err(corrupt)?;
                         while let Some(rec) = records.next_key() {
                             let (offset, key) = rec.map_err(corrupt)?;
+                            order.check(offset).map_err(corrupt)?;
                             let Some(key) = key.filter(|_| offset >= checkpoint && offset < limit) else {
                                 continue;
                             };

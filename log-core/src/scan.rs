@@ -407,6 +407,11 @@ pub struct FrameKey<'w> {
 }
 
 impl<'w> Frames<'w> {
+    /// Byte position in the segment of the next frame.
+    pub fn position(&self) -> u64 {
+        self.start + self.at as u64
+    }
+
     /// The next frame's offset and key only, for a pass that reads the frames whole again, checksums
     /// included, before acting on them (the cleaner's pass 1): no checksum, and nothing past the key read
     /// ([`Format::decode_frame_key`]), whatever the window's `verify`.

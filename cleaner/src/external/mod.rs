@@ -55,6 +55,7 @@ use log_core::{Placed, SealedSegment};
 use crate::error::{Error, Result};
 use crate::keep::Pass1Txns;
 use crate::map::{MapStats, Probes};
+use crate::offset_order::OffsetOrder;
 use crate::pace::Pace;
 use crate::pass1::Scanned;
 pub use budget::{ENTRY_BYTES, MIN_BUDGET_BYTES};
@@ -90,7 +91,8 @@ struct Scan<'a> {
 
 impl Scan<'_> {
     /// Gives `emit` an entry for every keyed record below the limit, in the log's order: mapped when it lies
-    /// in the dirty section outside control and aborted batches, only asked about otherwise.
+    /// in the dirty section outside control and aborted batches, only asked about otherwise. A record out of
+    /// offset order fails the pass ([`OffsetOrder`]): entries name records by offset.
     ///
     /// Checksums are not computed here, as a map's pass 1 computes none ([`crate::pass1::map_dirty`]): pass 2
     /// copies every segment this reads (all lie below the pass's end offset) and verifies each batch before
@@ -105,10 +107,12 @@ impl Scan<'_> {
     ) -> Result<()> {
         let (checkpoint, limit, start) = (self.checkpoint, self.limit, self.start);
         let mut scratch = Vec::new();
-        for segment in self.segments {
+        let mut order = OffsetOrder::new();
+        for (i, segment) in self.segments.iter().enumerate() {
             if segment.base() >= limit {
                 break;
             }
+            order.segment(segment.base(), self.segments.get(i + 1).map(|s| s.base()));
             let mut scan = segment.scan_from(segment.base(), false);
             while let Some(window) = scan.next_window()? {
                 for item in window.batches() {
@@ -130,14 +134,12 @@ impl Scan<'_> {
                     let mut records = batch.records(&mut scratch).map_err(corrupt)?;
                     while let Some(rec) = records.next_key() {
                         let (offset, key) = rec.map_err(corrupt)?;
+                        order.check(offset).map_err(corrupt)?;
                         let Some(key) = key.filter(|_| offset < limit) else { continue };
                         let h = xxhash_rust::xxh3::xxh3_128(key);
                         let mapped = maps && offset >= checkpoint;
-                        // Below the pass's first offset only in a damaged segment (a record below its base).
-                        let from_start = offset.checked_sub(start).ok_or_else(|| {
-                            corrupt(log_core::CorruptKind::OffsetBelowBase { base: segment.base(), found: offset })
-                        })?;
-                        emit(Entry::new(h, from_start, mapped))?;
+                        // At or above the first segment's base, the pass's first offset (`order`).
+                        emit(Entry::new(h, offset - start, mapped))?;
                     }
                 }
             }

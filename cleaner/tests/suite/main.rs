@@ -7,6 +7,7 @@ mod external_threads;
 mod kafka_model;
 mod kafka_rules;
 mod manager;
+mod offset_order;
 mod one_pass;
 mod pass_settings;
 mod written;

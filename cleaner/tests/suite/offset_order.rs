@@ -1,0 +1,103 @@
+//! Records out of offset order, where opening the log did not read them: pass 1 fails on them, naming them,
+//! and changes nothing. A pass names records by offset (the external pass's entries, the offsets a map's puts
+//! supersede), so one out of order would name another key's record, which pass 2 could drop as stale with no
+//! error (the writer sees only the records kept): what happened before pass 1 checked the order.
+
+use std::sync::Arc;
+
+use cleaner::{Cleaner, CleanerConfig, ManualClock, MapKind, PassOptions};
+use log_core::{CorruptKind, SegmentStore};
+use storage_mem::MemStore;
+
+use crate::written::{NOW, config, files, written_with};
+
+/// Sets the offset of the frame in the middle of the native segment `victim` to `offset(its offset before)`,
+/// with its checksum made right again (what a segment changed after it was indexed holds). Returns the frame's
+/// position, its offset before and after.
+fn reoffset_middle_frame(store: &MemStore, victim: &str, offset: impl FnOnce(u64) -> u64) -> (u64, u64, u64) {
+    let mut bytes = files(store).remove(victim).expect("the segment");
+    let mut at = 0;
+    while at < bytes.len() / 2 {
+        at += log_core::codec::frame_header(&bytes[at..]).expect("a frame").0;
+    }
+    let (len, _) = log_core::codec::frame_header(&bytes[at..]).expect("a frame");
+    // The frame: u32 length, u32 CRC-32C of the body; the body: u8 version, u8 flags, u64 offset, ...
+    let before = u64::from_le_bytes(bytes[at + 10..at + 18].try_into().expect("eight bytes"));
+    let after = offset(before);
+    bytes[at + 10..at + 18].copy_from_slice(&after.to_le_bytes());
+    let crc = log_core::checksum::crc32c(&bytes[at + 8..at + len]);
+    bytes[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
+    store.delete(victim).expect("delete");
+    store.create(victim).expect("create").append(&bytes).expect("write");
+    (at as u64, before, after)
+}
+
+/// Where a record out of offset order is put.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum OutOfOrder {
+    /// Below the pass's first offset, in the first segment (the log's first two gone, as retention removes them).
+    BelowFirst,
+    /// In the sixth segment, at an offset of the second.
+    BelowBase,
+    /// The offset of the record before it.
+    NotIncreasing,
+    /// The seventh segment's base, in the sixth.
+    BeyondNext,
+}
+
+fn cleaner(map: MapKind, threads: usize) -> Cleaner {
+    // 256 KiB: the external pass spills runs over these 3,000 records' entries.
+    let config = CleanerConfig { map, dedupe_buffer_bytes: 256 << 10, threads, ..CleanerConfig::default() };
+    Cleaner::new(config, Arc::new(ManualClock::new(NOW))).expect("cleaner")
+}
+
+/// With the external pass on one thread and on two, and with a map (whose puts' superseded offsets pass 2 asks
+/// by offset): each kind of disorder, in the middle of a segment whose hint let the log open without reading
+/// it, its frame's checksum right.
+#[test]
+fn a_record_out_of_order_fails_pass_1_naming_it_and_changes_nothing() {
+    let passes = [(MapKind::External, 1), (MapKind::External, 2), (MapKind::Compact, 1), (MapKind::Skimpy, 2)];
+    let damages = [OutOfOrder::BelowFirst, OutOfOrder::BelowBase, OutOfOrder::NotIncreasing, OutOfOrder::BeyondNext];
+    for ((map, threads), damage) in passes.into_iter().flat_map(|p| damages.map(|d| (p, d))) {
+        let case = format!("{map:?} on {threads} threads, {damage:?}");
+        // A dense index: the hint's last entry lies past the damage, so opening the log does not read it.
+        let config = log_core::LogConfig { index_interval_bytes: 64, ..config() };
+        let (store, log) = written_with(config.clone(), 200, 3_000);
+        let closed: Vec<(u64, String)> =
+            log.snapshot().closed().iter().map(|s| (s.base(), s.name().to_owned())).collect();
+        drop(log);
+        let index = if damage == OutOfOrder::BelowFirst { 2 } else { 5 };
+        let ((base, victim), next_base) = (closed[index].clone(), closed[index + 1].0);
+        if damage == OutOfOrder::BelowFirst {
+            let prefix = |name: &str| name.split('.').next().map(str::to_owned);
+            for file in files(&store).into_keys() {
+                if closed[..2].iter().any(|(_, n)| prefix(n) == prefix(&file)) {
+                    store.delete(&file).expect("delete");
+                }
+            }
+        }
+        let (at, before, found) = reoffset_middle_frame(&store, &victim, |before| match damage {
+            OutOfOrder::BelowFirst => base - 1,
+            OutOfOrder::BelowBase => closed[1].0 + 3,
+            // The log's offsets run 0, 1, 2, ...: the record before holds one less.
+            OutOfOrder::NotIncreasing => before - 1,
+            OutOfOrder::BeyondNext => next_base,
+        });
+        let expected = match damage {
+            OutOfOrder::BelowFirst | OutOfOrder::BelowBase => CorruptKind::OffsetBelowBase { base, found },
+            OutOfOrder::NotIncreasing => CorruptKind::OffsetNotIncreasing { previous: before - 1, found },
+            OutOfOrder::BeyondNext => CorruptKind::OffsetBeyondNextSegment { next_base, found },
+        };
+        let unchanged = files(&store);
+        let log = log_core::Log::open(Arc::clone(&store) as Arc<dyn SegmentStore>, log_core::OpenOptions::new(config))
+            .expect("open: the damage is not read");
+        match cleaner(map, threads).clean(&log, PassOptions::default()) {
+            Err(cleaner::Error::Log(log_core::Error::Corrupt { ref segment, position, ref kind })) => {
+                assert_eq!((segment, position, kind), (&victim, at, &expected), "{case}");
+            }
+            other => panic!("{case}: {other:?}"),
+        }
+        drop(log);
+        assert_eq!(files(&store), unchanged, "{case}: nothing changed");
+    }
+}
