@@ -18,7 +18,8 @@
 //! instead of a map: a record is dropped as superseded exactly when its offset is stale, which is what the
 //! in-memory maps decide by key.
 //!
-//! Memory: the buffer (grown by doubling from 1 MiB as entries come, up to the budget, so a budget larger
+//! Memory: the buffer (grown by doubling from 1 MiB as entries come, up to the budget, less the stale set's
+//! bytes when they live in a file, up to half: [`entries_capacity`]; so a budget larger
 //! than the machine gives costs only what the keys need, and one the machine cannot grow further is full where
 //! it stands), while judging the runs, the slices read back (at most a thirty-second of the budget and 4 MiB, and as
 //! much again for their sort) or a read buffer per run of a larger slice (64 KiB each), and the bit set (a bit
@@ -205,7 +206,7 @@ impl External {
         let mut scanned = Scanned::default();
         let scan = Scan { segments, checkpoint, limit, start };
         let threads = self.threads;
-        let capacity = self.budget / ENTRY_BYTES;
+        let capacity = entries_capacity(self.budget, stale.file_bytes());
         let merged = if threads < 2 {
             let mut runs = Runs::new(capacity, self.spill_dir.clone());
             scan.entries(txns, pace, &mut scanned, |e| {
@@ -338,6 +339,17 @@ fn judge_on_threads(
     })
 }
 
+/// Entries the pass's buffer holds in a budget of `budget` bytes beside a stale set of `stale_file_bytes` in a
+/// file. A set too large for memory ([`MEMORY_BYTES`]) lives in a mapped file whose pages become resident as
+/// offsets are marked, at random, while the buffer is full: its bytes come out of the buffer's share of the
+/// budget, up to half of it, so that the pass's resident memory stays within the budget and its scratch while
+/// the set is at most half the budget (a bit an offset: 512M offsets for 128 MiB). Beyond that, its pages add
+/// what is past the half, pages the kernel can write out to the file under pressure.
+fn entries_capacity(budget: usize, stale_file_bytes: u64) -> usize {
+    let taken = usize::try_from(stale_file_bytes).unwrap_or(usize::MAX).min(budget / 2);
+    (budget - taken) / ENTRY_BYTES
+}
+
 /// The first offset of a pass over `segments` (every closed segment from the log's start) below `limit`.
 pub(crate) fn first_offset(segments: &[Arc<SealedSegment>], limit: u64) -> u64 {
     segments.first().map_or(limit, |s| s.base()).min(limit)
@@ -379,6 +391,16 @@ pub(crate) fn lookup(stale: &StaleSet, offsets: &[u64], out: &mut [Option<u64>],
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stale_set_in_a_file_takes_its_bytes_from_the_buffer_up_to_half() {
+        let budget = 128 << 20;
+        assert_eq!(entries_capacity(budget, 0), budget / ENTRY_BYTES, "a set in memory: the whole budget");
+        assert_eq!(entries_capacity(budget, 35 << 20), (93 << 20) / ENTRY_BYTES);
+        assert_eq!(entries_capacity(budget, 64 << 20), (64 << 20) / ENTRY_BYTES);
+        assert_eq!(entries_capacity(budget, u64::MAX), (64 << 20) / ENTRY_BYTES, "never below half");
+        assert_eq!(entries_capacity(0, 1 << 30), 0);
+    }
 
     #[test]
     fn a_pass_spans_two_to_the_forty_offsets_from_its_first() {

@@ -136,6 +136,14 @@ impl StaleSet {
         self.count
     }
 
+    /// Bytes of the set's file (none when it is held in memory).
+    pub(crate) fn file_bytes(&self) -> u64 {
+        match &self.bits {
+            Bits::Memory(_) => 0,
+            Bits::File(m) => m.len() as u64,
+        }
+    }
+
     /// Bytes of memory the set holds (its file's pages included, as they become resident when set).
     pub(crate) fn memory_bytes(&self) -> u64 {
         self.bytes().len() as u64
@@ -161,6 +169,7 @@ mod tests {
             s.set_all(&[start + 1, start + 1, start, end, start + 9]);
             assert!(s.contains(start + 1) && s.contains(start + 9) && !s.contains(start + 2) && !s.contains(end));
             assert_eq!(s.count(), 4);
+            assert_eq!(s.file_bytes(), if end > MEMORY_BYTES * 8 { end.div_ceil(8) } else { 0 });
         }
     }
 }
