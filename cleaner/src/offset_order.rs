@@ -5,8 +5,12 @@
 //! pass 2, so a record whose offset is out of order would name another record, and pass 2 could drop that one,
 //! another key's record, as stale, possibly in a segment copied before pass 2 met the damage, and with no error
 //! from the writer (which sees only the records kept). Opening does not see every such record: a native log
-//! trusts a segment's hint instead of reading it, a Kafka log's open checks each batch's offsets but not the
-//! records' within it, and a segment can change after it was opened.
+//! trusts a segment's hint instead of reading it (its first frame and its tail are checked), and a segment can
+//! change after it was opened (a Kafka log's open reads every batch; a batch's records are checked against it
+//! on every read, but not against the batches and segments around it).
+//!
+//! The last segment a pass reads has no next base to stay below (the pass is not given the segment after it):
+//! its records at or past the pass's limit are neither put nor asked about, and pass 2 leaves them where they are.
 
 use log_core::CorruptKind;
 use log_core::names::MAX_OFFSET;
@@ -27,6 +31,7 @@ pub(crate) struct OffsetOrder {
 }
 
 impl OffsetOrder {
+    /// Before the first segment: any offset below [`MAX_OFFSET`] may come.
     pub(crate) fn new() -> Self {
         OffsetOrder { base: 0, floor: 0, ceiling: MAX_OFFSET, followed: false }
     }

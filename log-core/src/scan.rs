@@ -408,6 +408,7 @@ pub struct FrameKey<'w> {
 
 impl<'w> Frames<'w> {
     /// Byte position in the segment of the next frame.
+    #[inline]
     pub fn position(&self) -> u64 {
         self.start + self.at as u64
     }

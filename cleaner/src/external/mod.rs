@@ -175,7 +175,7 @@ impl External {
     /// every entry in the log's order (on this thread), to learn where a map would have filled.
     ///
     /// With two threads or more, the segments are read, parsed and hashed on this thread while two others
-    /// partition, sort, judge and spill the entries of each half of the hashes in runs of half the budget
+    /// partition, sort, judge and spill the entries of each half of the hashes in runs of half the buffer
     /// ([`judge_on_threads`]), which take the larger share of the pass. The ends, judging each partition across
     /// its runs, come one half after the other, each shared out by partition among the threads (`end_judge.rs`:
     /// a sort's scratch and slices read back per thread, within the budget plus 64 MiB on two).
@@ -343,8 +343,10 @@ fn judge_on_threads(
 /// file. A set too large for memory ([`MEMORY_BYTES`]) lives in a mapped file whose pages become resident as
 /// offsets are marked, at random, while the buffer is full: its bytes come out of the buffer's share of the
 /// budget, up to half of it, so that the pass's resident memory stays within the budget and its scratch while
-/// the set is at most half the budget (a bit an offset: 512M offsets for 128 MiB). Beyond that, its pages add
-/// what is past the half, pages the kernel can write out to the file under pressure.
+/// the set is at most half the budget (a bit an offset: 537M offsets, 64 MiB of bits, for 128 MiB). Beyond
+/// that, its pages add what is past the half, pages the kernel can write out to the file under pressure. A set
+/// held in memory (at most 32 MiB, 268M offsets) takes nothing from the buffer: it is counted in the 64 MiB the
+/// pass may hold beyond the budget.
 fn entries_capacity(budget: usize, stale_file_bytes: u64) -> usize {
     let taken = usize::try_from(stale_file_bytes).unwrap_or(usize::MAX).min(budget / 2);
     (budget - taken) / ENTRY_BYTES

@@ -101,3 +101,88 @@ fn a_record_out_of_order_fails_pass_1_naming_it_and_changes_nothing() {
         assert_eq!(files(&store), unchanged, "{case}: nothing changed");
     }
 }
+
+/// A batch written: `(position in its segment, base offset, last offset)`.
+type Placed = (u64, u64, u64);
+
+/// A Kafka partition on the file backend: 3 sealed segments of 20 batches of 10 records (50 keys), written
+/// with `codec`, and an empty active one. Returns each sealed segment's name and its batches.
+fn kafka_partition(dir: &std::path::Path, codec: log_core::kafka::Compression) -> Vec<(String, Vec<Placed>)> {
+    use log_core::kafka::{RecordToWrite, new_header, write_batch};
+    let keys: Vec<Vec<u8>> = (0..50u32).map(|k| format!("key-{k:03}").into_bytes()).collect();
+    let value = vec![b'v'; 40];
+    let (mut offset, mut segments, mut out, mut scratch) = (0u64, Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let (base, mut bytes, mut batches) = (offset, Vec::new(), Vec::new());
+        for _ in 0..20 {
+            let records: Vec<RecordToWrite<'_>> = (0..10)
+                .map(|i| RecordToWrite {
+                    offset: (offset + i) as i64,
+                    timestamp: NOW - 10_000,
+                    key: Some(&keys[((offset + i) * 7 % 50) as usize]),
+                    value: Some(&value),
+                    header_count: 0,
+                    header_bytes: &[],
+                })
+                .collect();
+            out.clear();
+            write_batch(&new_header(offset as i64, 9), codec, None, &records, &mut out, &mut scratch).expect("batch");
+            batches.push((bytes.len() as u64, offset, offset + 9));
+            bytes.extend_from_slice(&out);
+            offset += 10;
+        }
+        let name = format!("{base:020}.log");
+        std::fs::write(dir.join(&name), &bytes).expect("write");
+        segments.push((name, batches));
+    }
+    std::fs::write(dir.join(format!("{offset:020}.log")), b"").expect("active");
+    segments
+}
+
+/// Every file of `dir` and its bytes.
+fn dir_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| {
+            let e = e.expect("entry");
+            (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).expect("read"))
+        })
+        .collect()
+}
+
+/// A Kafka segment changed after the log was opened (opening reads every batch): a batch's base offset, which
+/// Kafka's CRC does not cover, set to the batch before it's, so its records repeat that batch's offsets. Pass 1
+/// fails on its first record, naming the segment, the batch and both offsets, uncompressed (records read in
+/// place) and lz4 (records decompressed), with a map and with the external pass, and nothing changes.
+#[test]
+fn a_kafka_batch_out_of_order_after_open_fails_pass_1_naming_it() {
+    use std::os::unix::fs::FileExt;
+    let codecs = [log_core::kafka::Compression::None, log_core::kafka::Compression::Lz4];
+    let passes = [(MapKind::Compact, 1), (MapKind::External, 1), (MapKind::External, 2)];
+    for (codec, (map, threads)) in codecs.into_iter().flat_map(|c| passes.map(|p| (c, p))) {
+        let case = format!("{codec:?}, {map:?} on {threads} threads");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let segments = kafka_partition(dir.path(), codec);
+        let store = Arc::new(storage_file::FileStore::open(dir.path()).expect("store"));
+        let options = log_core::OpenOptions::kafka(log_core::LogConfig::default(), log_core::CheckpointFile::Memory);
+        let log = log_core::Log::open(store as Arc<dyn SegmentStore>, options).expect("open");
+        let (victim, batches) = &segments[1];
+        let (at, _, _) = batches[10];
+        let (_, before_base, before_last) = batches[9];
+        let file = std::fs::OpenOptions::new().write(true).open(dir.path().join(victim)).expect("open to write");
+        #[expect(clippy::big_endian_bytes, reason = "a Kafka batch's base offset is big-endian")]
+        let base_offset = before_base.to_be_bytes();
+        file.write_at(&base_offset, at).expect("write");
+        drop(file);
+        let unchanged = dir_files(dir.path());
+        let expected = CorruptKind::OffsetNotIncreasing { previous: before_last, found: before_base };
+        match cleaner(map, threads).clean(&log, PassOptions::default()) {
+            Err(cleaner::Error::Log(log_core::Error::Corrupt { ref segment, position, ref kind })) => {
+                assert_eq!((segment, position, kind), (victim, at, &expected), "{case}");
+            }
+            other => panic!("{case}: {other:?}"),
+        }
+        drop(log);
+        assert_eq!(dir_files(dir.path()), unchanged, "{case}: nothing changed");
+    }
+}
