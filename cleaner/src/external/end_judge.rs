@@ -9,15 +9,17 @@
 //! A partition whose slices are read back in two groups or more has them read on a thread of its own, one
 //! group ahead of the one being sorted and judged: the reads are direct and synchronous, and a judge had waited
 //! on the disk 30-45% of the end (one thread on the 4 GiB backlog: the end's merge 0.59-0.66 s against
-//! 0.72-0.78 s). The vectors the groups are read into, and the reader's read buffer, pass from one partition
-//! to the next: made anew for each (and grown as they filled), they had their pages faulted in again every
-//! time, 145K of the pass's 392K page faults on the 4 GiB backlog, and the end's merge took 0.90-1.05 s
-//! summed over two threads against 0.53-0.62 s since.
+//! 0.72-0.78 s). The vectors the groups are read into (at most two besides the judge's own), and the reader's
+//! read buffer, pass from one partition to the next, each vector sized once for its group: made anew for each
+//! partition and grown as they filled, they had their pages faulted in again every time (145K of the pass's
+//! 392K page faults on the 4 GiB backlog, 251K since). It told on two threads, where each judge's frees unmap
+//! memory while the other faults: the end's merge, summed over them, took 0.90-1.08 s before and 0.53-0.86 s
+//! after (four alternating pairs); one thread's was unchanged.
 //!
 //! Memory: per thread besides the first, what the first one has (a sort's scratch of at most a sixteenth of
-//! the budget, slices read back of at most a thirty-second and 4 MiB, three times over while a group is read
-//! ahead, and a 1 MiB read buffer for the judge and one for its reader) and 512 KiB of offsets; within the
-//! budget plus 64 MiB on two threads.
+//! the budget, slices read back of at most a thirty-second and 4 MiB, three times over once a partition has
+//! been read ahead, kept to the end, and a 1 MiB read buffer for the judge and one for its reader) and 512 KiB
+//! of offsets; within the budget plus 64 MiB on two threads.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -200,7 +202,7 @@ impl Judge<'_, '_> {
             let reader = scope.spawn(move || {
                 for &(from, to, _) in groups.iter().filter(|g| g.2) {
                     let mut out = spare.try_recv().unwrap_or_default();
-                    let extra = (in_buf[to] - in_buf[from]) as usize;
+                    let extra = usize::try_from(in_buf[to] - in_buf[from]).unwrap_or(usize::MAX);
                     let read = read_slices(file, runs, from, to, extra, &mut out, &mut read_buf).map(|()| out);
                     let failed = read.is_err();
                     // The judge stopped (its receiver gone), or this read failed: nothing more to read.
@@ -268,7 +270,7 @@ impl Judge<'_, '_> {
             let (tally, marks) = (&mut self.tally, &mut self.marks);
             each_key(&load, |group| tally.count_key(judge(group, marks, |_| {})));
             self.tally.phases.merge_seconds += t.elapsed().as_secs_f64();
-            // The larger vector stays, so that its memory is counted; the other goes back to be filled again.
+            // The larger vector stays in `load`; the other goes back to be filled again.
             if load.capacity() < self.load.capacity() {
                 std::mem::swap(&mut load, &mut self.load);
             }

@@ -383,18 +383,19 @@ mod tests {
 
     #[test]
     fn the_end_keeps_its_scratch_within_its_bound_over_many_partitions() {
-        // Sixteen partitions, each with about 72,000 keys of its own in its runs: three groups of slices read
-        // back (a thirty-second of the budget each), so each partition's groups are read ahead on a thread of
-        // its own. The vectors they are read into go from one partition to the next: the end's scratch is what
-        // one partition needs, not what sixteen did.
+        // Sixteen partitions, each with one run of 65,536 entries and about 6,300 in the buffer: three groups of
+        // slices read back (at most a thirty-second of the budget each), so each partition's groups are read
+        // ahead on a thread of its own. The vectors they are read into go from one partition to the next, and
+        // the end's scratch is what one partition needs, not what sixteen did: this pins that vectors given
+        // back are filled again rather than piling up (not that none is made anew, which costs time, not
+        // memory).
         let capacity = 1 << 20;
         let n = 1_150_000u64;
         let mut rng = log_core::workload::SplitMix64::new(6);
         let mut stale = StaleSet::new(0, n, None).expect("set");
         let mut runs = Runs::new(capacity, None);
         runs.spill_in_memory = 0;
-        let (part_bits, part_capacity) = (runs.part_bits, runs.part_capacity);
-        assert_eq!(part_bits, 4, "sixteen partitions");
+        assert_eq!(runs.part_bits, 4, "sixteen partitions");
         for o in 0..n {
             let k = u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64());
             runs.push(Entry::new(k, o, true), &mut stale).expect("push");
@@ -402,13 +403,18 @@ mod tests {
         let merged = runs.finish(&mut stale, 1).expect("finish");
         assert_eq!(merged.keys, n);
         assert!((0..n).all(|o| !stale.contains(o)), "every key once: nothing stale");
-        assert!(merged.slice_reads >= 16 * 3, "every partition read back in three groups or more: {merged:?}");
+        assert_eq!(merged.slice_reads, 16 * 3, "every partition read back in three groups: {merged:?}");
+        assert_eq!(merged.slices_merged, 0, "{merged:?}");
+        // The sorter's scratch and counts (`Sorter::new(capacity / 16)`), the vectors (a group judged, one read
+        // ahead, one given back, each at most the allowance), the judge's and the reader's read buffers (1 MiB,
+        // and a page more where a direct read is not aligned), the offsets marked a batch at a time.
+        let sorted_most = capacity / 16;
         let allowance = capacity / 32;
-        let one_partition = part_capacity * ENTRY_BYTES        // the sort's scratch
-            + (1 << SLICE_AND_PART_BITS) * 4                    // its counts
-            + 3 * allowance * ENTRY_BYTES                       // a group judged, one read ahead, one given back
-            + 2 * (1 << 20)                                     // the judge's and the reader's read buffers
-            + super::super::judgement::MARK_BATCH * 8; // offsets marked a batch at a time
+        let one_partition = sorted_most * ENTRY_BYTES
+            + sorted_most.next_power_of_two() * 4
+            + 3 * allowance * ENTRY_BYTES
+            + 2 * ((1 << 20) + 4096)
+            + super::super::judgement::MARK_BATCH * 8;
         let most = capacity * ENTRY_BYTES + super::super::spill_file::WRITE_BYTES + one_partition;
         assert!(merged.buffer_bytes as usize <= most, "{} > {most}: {merged:?}", merged.buffer_bytes);
     }
