@@ -12,21 +12,22 @@ use storage_mem::MemStore;
 use crate::written::{NOW, config, files, written_with};
 
 /// Sets the offset of the frame in the middle of the native segment `victim` to `offset(its offset before)`,
-/// with its checksum made right again (what a segment changed after it was indexed holds). Returns the frame's
-/// position, its offset before and after.
+/// re-encoded by the format's codec with its checksum right (what a segment changed after it was indexed
+/// holds). Returns the frame's position, its offset before and after.
 fn reoffset_middle_frame(store: &MemStore, victim: &str, offset: impl FnOnce(u64) -> u64) -> (u64, u64, u64) {
     let mut bytes = files(store).remove(victim).expect("the segment");
     let mut at = 0;
     while at < bytes.len() / 2 {
         at += log_core::codec::frame_header(&bytes[at..]).expect("a frame").0;
     }
-    let (len, _) = log_core::codec::frame_header(&bytes[at..]).expect("a frame");
-    // The frame: u32 length, u32 CRC-32C of the body; the body: u8 version, u8 flags, u64 offset, ...
-    let before = u64::from_le_bytes(bytes[at + 10..at + 18].try_into().expect("eight bytes"));
-    let after = offset(before);
-    bytes[at + 10..at + 18].copy_from_slice(&after.to_le_bytes());
-    let crc = log_core::checksum::crc32c(&bytes[at + 8..at + len]);
-    bytes[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
+    let (mut rec, len) = log_core::codec::decode(&bytes[at..]).expect("a frame");
+    let before = rec.offset;
+    rec.offset = offset(before);
+    let after = rec.offset;
+    let mut frame = Vec::new();
+    log_core::codec::encode_ref_with_horizon(&rec, rec.delete_horizon, &mut frame).expect("re-encoded");
+    assert_eq!(frame.len(), len, "only the offset changes");
+    bytes[at..at + len].copy_from_slice(&frame);
     store.delete(victim).expect("delete");
     store.create(victim).expect("create").append(&bytes).expect("write");
     (at as u64, before, after)
