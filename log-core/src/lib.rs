@@ -54,7 +54,7 @@ pub mod workload;
 
 /// The CRC-32C every frame and batch is checked with (public for the benchmarks' floors, which must check
 /// what a pass checks, as fast as a pass checks it).
-pub use ground::{aligned, checksum};
+pub use ground::{aligned, cache, checksum};
 pub(crate) use ground::{error, record};
 pub use ground::{names, producers, storage, txn};
 

@@ -442,6 +442,7 @@ impl<'w> Frames<'w> {
         if let Some(b) = &mut self.behind {
             b.passed(self.at);
         }
+        crate::cache::scan_ahead(rest.as_ptr());
         match decode(self.format, rest, position) {
             Ok((read, len)) => {
                 self.at += len;

@@ -16,23 +16,10 @@ pub fn xxh3_64(key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(key)
 }
 
-/// Asks the CPU to start loading the cache line holding `items[at]` (a hint: no effect on results, and
-/// nothing happens for an index out of range). Maps call it for every key of a batch before probing any,
-/// so that the misses of the batch overlap instead of being paid one after the other.
-#[inline]
-pub fn prefetch<T>(items: &[T], at: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(b) = items.get(at) {
-        // SAFETY: `_mm_prefetch` only hints the cache; it reads nothing and cannot fault, whatever the
-        // address. SSE, which it needs, is part of every x86_64 CPU.
-        #[expect(unsafe_code, reason = "a cache hint; see SAFETY")]
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(std::ptr::from_ref(b).cast());
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (items, at);
-}
+/// Asks the CPU to start loading the cache line holding `items[at]` (a hint: nothing happens for an index out
+/// of range). Maps call it for every key of a batch before probing any, so that the misses of the batch
+/// overlap instead of being paid one after the other.
+pub use log_core::cache::prefetch;
 
 /// How many bits of each hash a map keeps (all, unless a test asks for fewer to force collisions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

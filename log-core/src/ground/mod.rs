@@ -3,6 +3,7 @@
 //! format-free transaction and producer types.
 
 pub mod aligned;
+pub mod cache;
 pub mod checksum;
 pub mod error;
 pub mod names;

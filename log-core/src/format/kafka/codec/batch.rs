@@ -464,6 +464,7 @@ impl<'s> Records<'s> {
     #[inline]
     fn read_key(&mut self) -> Result<KeyAt<'s>, BatchProblem> {
         let bad = |what| BatchProblem::BadRecord { index: self.index, what };
+        crate::cache::scan_ahead(self.data.as_ptr().wrapping_add(self.pos));
         let (body, end) = self.body_at()?;
         let mut p = 1; // attributes (unused)
         read_varlong(body, &mut p).ok_or_else(|| bad("its timestamp delta is malformed"))?;
