@@ -427,6 +427,7 @@ pub fn native_floor(log: &log_core::Log, keys: usize, out: Out<'_>, segment_byte
             let mut puts = Puts::new();
             let mut at = 0;
             while at + 8 <= b.len() {
+                log_core::cache::scan_ahead(b.as_ptr().wrapping_add(at));
                 let f = native_frame(b, at);
                 if let Some(k) = f.key {
                     puts.put(&mut map, k, f.offset);
@@ -463,6 +464,7 @@ pub fn native_floor(log: &log_core::Log, keys: usize, out: Out<'_>, segment_byte
                 };
                 let mut at = 0;
                 while at + 8 <= b.len() {
+                    log_core::cache::scan_ahead(b.as_ptr().wrapping_add(at));
                     let f = native_frame(b, at);
                     assert_eq!(log_core::checksum::crc32c(f.body), f.crc, "a frame's CRC-32C");
                     at += f.bytes.len();
@@ -597,6 +599,8 @@ fn kafka_records(r: &[u8], count: usize, out: &mut Vec<KafkaRecord>) -> Result<(
     let mut at = 0;
     for i in 0..count {
         let start = at;
+        // The same read-ahead as the project's key scans: a floor does what a pass must, as well as it can.
+        log_core::cache::scan_ahead(r.as_ptr().wrapping_add(at));
         let len = varint(r, &mut at).and_then(|l| usize::try_from(l).ok()).ok_or_else(|| bad(i))?;
         let end = at.checked_add(len).filter(|&e| e <= r.len()).ok_or_else(|| bad(i))?;
         let body = &r[..end];
