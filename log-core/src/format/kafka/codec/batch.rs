@@ -383,6 +383,7 @@ impl<'s> Records<'s> {
     #[inline]
     fn read_one(&mut self) -> Result<KafkaRecord<'s>, BatchProblem> {
         let bad = |what| BatchProblem::BadRecord { index: self.index, what };
+        crate::cache::next_batch_ahead(self.data.as_ptr().wrapping_add(self.pos), self.data.len());
         let (body, end) = self.body_at()?;
         let mut p = 1; // attributes (unused)
         let timestamp_delta = read_varlong(body, &mut p).ok_or_else(|| bad("its timestamp delta is malformed"))?;
