@@ -599,8 +599,10 @@ fn kafka_records(r: &[u8], count: usize, out: &mut Vec<KafkaRecord>) -> Result<(
     let mut at = 0;
     for i in 0..count {
         let start = at;
-        // The same read-ahead as the project's key scans: a floor does what a pass must, as well as it can.
+        // The same read-ahead as the project's scans (a floor does what a pass must, as well as it can): the
+        // bytes ahead of this record, and the next batch's, whose checksum a pass 2 takes next.
         log_core::cache::scan_ahead(r.as_ptr().wrapping_add(at));
+        log_core::cache::next_batch_ahead(r.as_ptr().wrapping_add(at), r.len());
         let len = varint(r, &mut at).and_then(|l| usize::try_from(l).ok()).ok_or_else(|| bad(i))?;
         let end = at.checked_add(len).filter(|&e| e <= r.len()).ok_or_else(|| bad(i))?;
         let body = &r[..end];
