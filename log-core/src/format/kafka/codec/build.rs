@@ -6,7 +6,7 @@
 
 use super::batch::{BatchHeader, HEADER_BYTES, KafkaRecord, LOG_OVERHEAD};
 use super::compression::{self, Compression};
-use super::varint::{varint_len, write_varint, write_varlong};
+use super::varint::{varint_len, varlong_len, write_varint, write_varlong};
 
 /// A record to write: the parts of a [`KafkaRecord`] that survive re-encoding.
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +55,11 @@ pub enum BuildError {
         /// Its size.
         bytes: usize,
     },
+}
+
+/// Bytes [`push_bytes`] appends for `b`.
+fn bytes_len(b: Option<&[u8]>) -> usize {
+    b.map_or(1, |b| varint_len(b.len() as i32) + b.len())
 }
 
 fn push_bytes(out: &mut Vec<u8>, b: Option<&[u8]>) {
@@ -117,35 +122,29 @@ where
         records.clone().map(|r| r.timestamp).max().unwrap_or(template.max_timestamp)
     };
     let codec = if first.is_none() { Compression::None } else { codec };
-    scratch.clear();
-    let mut body = Vec::with_capacity(64);
-    let mut count = 0usize;
-    for r in records {
-        count += 1;
-        let delta = r
-            .offset
-            .checked_sub(template.base_offset)
-            .and_then(|d| i32::try_from(d).ok())
-            .filter(|&d| d >= 0)
-            .ok_or(BuildError::OffsetOutOfRange { offset: r.offset, base: template.base_offset })?;
-        body.clear();
-        body.push(0); // record attributes, unused
-        write_varlong(&mut body, r.timestamp.wrapping_sub(base_timestamp));
-        write_varint(&mut body, delta);
-        push_bytes(&mut body, r.key);
-        push_bytes(&mut body, r.value);
-        write_varint(&mut body, r.header_count as i32);
-        body.extend_from_slice(r.header_bytes);
-        let len = i32::try_from(body.len()).map_err(|_| BuildError::TooLarge { bytes: body.len() })?;
-        scratch.reserve(varint_len(len) + body.len());
-        write_varint(scratch, len);
-        scratch.extend_from_slice(&body);
-    }
     let start = out.len();
     out.resize(start + HEADER_BYTES, 0);
-    compression::compress(codec, scratch, out);
+    // Uncompressed records are encoded in place after the header; compressed ones into `scratch` first. On an
+    // error, `out` is as it was.
+    let plain = codec == Compression::None;
+    scratch.clear();
+    let encoded =
+        encode_records(template.base_offset, base_timestamp, records, if plain { &mut *out } else { &mut *scratch });
+    let count = match encoded {
+        Ok(count) => count,
+        Err(e) => {
+            out.truncate(start);
+            return Err(e);
+        }
+    };
+    if !plain {
+        compression::compress(codec, scratch, out);
+    }
     let size = out.len() - start;
-    let batch_length = i32::try_from(size - LOG_OVERHEAD).map_err(|_| BuildError::TooLarge { bytes: size })?;
+    let (Ok(batch_length), Ok(count)) = (i32::try_from(size - LOG_OVERHEAD), i32::try_from(count)) else {
+        out.truncate(start);
+        return Err(BuildError::TooLarge { bytes: size });
+    };
     let h = &mut out[start..start + HEADER_BYTES];
     h[0..8].copy_from_slice(&template.base_offset.to_be_bytes());
     h[8..12].copy_from_slice(&batch_length.to_be_bytes());
@@ -158,11 +157,55 @@ where
     h[43..51].copy_from_slice(&template.producer_id.to_be_bytes());
     h[51..53].copy_from_slice(&template.producer_epoch.to_be_bytes());
     h[53..57].copy_from_slice(&template.base_sequence.to_be_bytes());
-    let count = i32::try_from(count).map_err(|_| BuildError::TooLarge { bytes: count })?;
     h[57..61].copy_from_slice(&count.to_be_bytes());
     let crc = crc32c::crc32c(&out[start + 21..]);
     out[start + 17..start + 21].copy_from_slice(&crc.to_be_bytes());
     Ok(())
+}
+
+/// Appends each of `records` to `dst` as a batch's record (length, attributes, timestamp and offset deltas
+/// from `base_timestamp` and `base_offset`, key, value, headers), each byte written once; how many there were.
+///
+/// # Errors
+/// [`BuildError`] for an offset the batch cannot express or a record past 2 GiB.
+fn encode_records<'r>(
+    base_offset: i64,
+    base_timestamp: i64,
+    records: impl Iterator<Item = RecordToWrite<'r>>,
+    dst: &mut Vec<u8>,
+) -> Result<usize, BuildError> {
+    let mut count = 0usize;
+    for r in records {
+        count += 1;
+        let delta = r
+            .offset
+            .checked_sub(base_offset)
+            .and_then(|d| i32::try_from(d).ok())
+            .filter(|&d| d >= 0)
+            .ok_or(BuildError::OffsetOutOfRange { offset: r.offset, base: base_offset })?;
+        let timestamp_delta = r.timestamp.wrapping_sub(base_timestamp);
+        let header_count = r.header_count as i32;
+        let body = 1 // record attributes, unused
+            + varlong_len(timestamp_delta)
+            + varint_len(delta)
+            + bytes_len(r.key)
+            + bytes_len(r.value)
+            + varint_len(header_count)
+            + r.header_bytes.len();
+        let len = i32::try_from(body).map_err(|_| BuildError::TooLarge { bytes: body })?;
+        dst.reserve(varint_len(len) + body);
+        let at = dst.len();
+        write_varint(dst, len);
+        dst.push(0);
+        write_varlong(dst, timestamp_delta);
+        write_varint(dst, delta);
+        push_bytes(dst, r.key);
+        push_bytes(dst, r.value);
+        write_varint(dst, header_count);
+        dst.extend_from_slice(r.header_bytes);
+        debug_assert_eq!(dst.len() - at, varint_len(len) + body, "a record's length as encoded");
+    }
+    Ok(count)
 }
 
 /// A header for a new batch (for test data and synthetic partitions): no producer, CreateTime, leader epoch 0.
@@ -226,6 +269,26 @@ mod tests {
                 }
                 assert_eq!(read[0].headers().next(), Some((&b"h1"[..], Some(&b"x"[..]))));
             }
+        }
+    }
+
+    #[test]
+    fn a_record_the_batch_cannot_hold_leaves_the_output_as_it_was() {
+        let record = |offset| RecordToWrite {
+            offset,
+            timestamp: 1_700_000_000_000,
+            key: Some(b"k"),
+            value: Some(b"v"),
+            header_count: 0,
+            header_bytes: &[],
+        };
+        // The second record lies below the batch's base offset, after the first was encoded.
+        let records = [record(100), record(99)];
+        for codec in Compression::ALL {
+            let mut out = b"before".to_vec();
+            let got = write_batch(&new_header(100, 1), codec, None, &records, &mut out, &mut Vec::new());
+            assert_eq!(got, Err(BuildError::OffsetOutOfRange { offset: 99, base: 100 }), "{codec:?}");
+            assert_eq!(out, b"before", "{codec:?}: nothing of the batch is left in the output");
         }
     }
 

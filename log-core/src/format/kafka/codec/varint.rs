@@ -63,6 +63,17 @@ fn write_unsigned(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// Bytes `v` takes as a zig-zag varlong.
+pub fn varlong_len(v: i64) -> usize {
+    let mut u = ((v << 1) ^ (v >> 63)) as u64;
+    let mut n = 1;
+    while u >= 0x80 {
+        u >>= 7;
+        n += 1;
+    }
+    n
+}
+
 /// Bytes `v` takes as a zig-zag varint.
 pub fn varint_len(v: i32) -> usize {
     let mut u = ((v << 1) ^ (v >> 31)) as u32;
@@ -104,9 +115,10 @@ mod tests {
             assert_eq!(read_varint(&out, &mut pos), Some(v));
             assert_eq!(pos, out.len());
         }
-        for v in [0, -1, i64::MAX, i64::MIN, 1 << 40] {
+        for v in [0, -1, 63, -64, 64, -65, i64::MAX, i64::MIN, 1 << 40, -(1 << 40), 1 << 62] {
             let mut out = Vec::new();
             write_varlong(&mut out, v);
+            assert_eq!(out.len(), varlong_len(v), "{v}");
             let mut pos = 0;
             assert_eq!(read_varlong(&out, &mut pos), Some(v));
         }
