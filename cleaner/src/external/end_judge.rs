@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::budget::ENTRY_BYTES;
 use super::entry::Entry;
-use super::judgement::{Marks, Merged, READ_ENTRIES, Source, each_key, judge, merge_and_judge};
+use super::judgement::{Marks, Merged, READ_ENTRIES, Source, judge_counting, merge_and_judge};
 use super::sort::Sorter;
 use super::spill_file::{ReadBuf, SpillFile};
 use super::stale::StaleSet;
@@ -144,8 +144,7 @@ impl Judge<'_, '_> {
             Some(file) if !runs.is_empty() => file,
             _ => {
                 let t = std::time::Instant::now();
-                let (tally, marks) = (&mut self.tally, &mut self.marks);
-                each_key(buf, |group| tally.count_key(judge(group, marks, |_| {})));
+                judge_counting(buf, &mut self.marks, &mut self.tally);
                 self.tally.phases.merge_seconds += t.elapsed().as_secs_f64();
                 return Ok(());
             }
@@ -267,8 +266,7 @@ impl Judge<'_, '_> {
             self.sorter.sort(&mut load, slicing.part_bits());
             self.tally.phases.sort_seconds += t.elapsed().as_secs_f64();
             let t = std::time::Instant::now();
-            let (tally, marks) = (&mut self.tally, &mut self.marks);
-            each_key(&load, |group| tally.count_key(judge(group, marks, |_| {})));
+            judge_counting(&load, &mut self.marks, &mut self.tally);
             self.tally.phases.merge_seconds += t.elapsed().as_secs_f64();
             // The larger vector stays in `load`; the other goes back to be filled again.
             if load.capacity() < self.load.capacity() {

@@ -18,11 +18,22 @@ pub(super) const READ_ENTRIES: usize = (64 << 10) / ENTRY_BYTES;
 /// or a judge's batch of offsets for it (`end_judge.rs`).
 pub(super) trait Mark {
     fn mark(&mut self, offset: u64);
+
+    /// Marks each of `offsets`.
+    fn mark_all(&mut self, offsets: &[u64]) {
+        for &o in offsets {
+            self.mark(o);
+        }
+    }
 }
 
 impl Mark for StaleSet {
     fn mark(&mut self, offset: u64) {
         self.set_from_start(offset);
+    }
+
+    fn mark_all(&mut self, offsets: &[u64]) {
+        self.set_all_from_start(offsets);
     }
 }
 
@@ -61,7 +72,17 @@ impl Mark for Marks<'_, '_> {
             self.flush();
         }
     }
+
+    fn mark_all(&mut self, offsets: &[u64]) {
+        self.pending.extend_from_slice(offsets);
+        if self.pending.len() >= MARK_BATCH {
+            self.flush();
+        }
+    }
 }
+
+/// Stale offsets a judgement of sorted entries gathers before it hands them on (2 KiB, on the stack).
+const STALE_CHUNK: usize = 256;
 
 /// Judges the entries of one key (any order): marks those below the highest mapped offset stale, and hands
 /// the others to `survive`. Returns whether the key was mapped (a map would have held it).
@@ -87,43 +108,76 @@ fn superseded(e: Entry, latest: Option<u64>) -> bool {
     latest.is_some_and(|m| e.offset() < m)
 }
 
-/// The end of the run of entries equal in key to `entries[from]` (sorted entries).
-fn key_end(entries: &[Entry], from: usize) -> usize {
-    let mut to = from + 1;
-    while to < entries.len() && entries[to].same_key(entries[from]) {
-        to += 1;
-    }
-    to
+/// The judgement of sorted entries (by [`Entry::key`]: hash, then offset) walked back to front, without a
+/// branch on what an entry holds: going down a key from its highest offset, an entry is stale exactly when a
+/// mapped entry of its key came before it (a higher offset: [`judge`]'s rule), so one flag carried down each
+/// key decides. Most entries of a backlog's partition are stale or not at random, so judging key by key with
+/// a branch on it (as [`judge`] does) mispredicted often. Stale offsets go to the [`Mark`] [`STALE_CHUNK`] at
+/// a time, and the rest by [`Backward::finish`].
+struct Backward {
+    later: Option<Entry>,
+    later_mapped: bool,
+    offsets: [u64; STALE_CHUNK],
+    noted: usize,
 }
 
-/// Calls `f` with each run of equal keys of the sorted `entries`.
-pub(super) fn each_key(entries: &[Entry], mut f: impl FnMut(&[Entry])) {
-    let mut from = 0;
-    while from < entries.len() {
-        let to = key_end(entries, from);
-        f(&entries[from..to]);
-        from = to;
+impl Backward {
+    fn new() -> Self {
+        Backward { later: None, later_mapped: false, offsets: [0; STALE_CHUNK], noted: 0 }
     }
-}
 
-/// Judges the sorted `entries` key by key and keeps the survivors, in order, at their front; their number.
-pub(super) fn judge_in_place(entries: &mut [Entry], stale: &mut impl Mark) -> usize {
-    let (mut kept, mut from) = (0, 0);
-    while from < entries.len() {
-        let to = key_end(entries, from);
-        let latest = latest_mapped(&entries[from..to]);
-        for i in from..to {
-            let e = entries[i];
-            if superseded(e, latest) {
-                stale.mark(e.offset());
-            } else {
-                entries[kept] = e;
-                kept += 1;
-            }
+    /// Judges `e`, the entry before the last one judged: whether it is stale, and whether it is its key's
+    /// last entry (the first met of its key).
+    #[inline]
+    fn judge(&mut self, e: Entry, stale: &mut impl Mark) -> (bool, bool) {
+        let same = self.later.is_some_and(|l| l.same_key(e));
+        self.later_mapped &= same;
+        let is_stale = self.later_mapped;
+        self.later_mapped |= e.mapped();
+        self.offsets[self.noted] = e.offset();
+        self.noted += usize::from(is_stale);
+        if self.noted == STALE_CHUNK {
+            stale.mark_all(&self.offsets);
+            self.noted = 0;
         }
-        from = to;
+        self.later = Some(e);
+        (is_stale, !same)
     }
-    kept
+
+    fn finish(self, stale: &mut impl Mark) {
+        stale.mark_all(&self.offsets[..self.noted]);
+    }
+}
+
+/// Judges the sorted `entries` key by key, marking the stale offsets, and keeps the survivors, in order, at
+/// their back; where the survivors start. Each entry is read before anything is written at its place: a
+/// survivor goes at or past it.
+pub(super) fn judge_in_place(entries: &mut [Entry], stale: &mut impl Mark) -> usize {
+    let mut walk = Backward::new();
+    let mut out = entries.len();
+    for i in (0..entries.len()).rev() {
+        let e = entries[i];
+        let (is_stale, _) = walk.judge(e, stale);
+        // Written whether or not it survives: a stale one is written over by the next survivor.
+        entries[out - 1] = e;
+        out -= usize::from(!is_stale);
+    }
+    walk.finish(stale);
+    out
+}
+
+/// Judges the sorted `entries` key by key, marking the stale offsets, and counts the keys in `tally` (a key
+/// is mapped when one of its entries is; exactly one of those, its latest, is not stale).
+pub(super) fn judge_counting(entries: &[Entry], stale: &mut impl Mark, tally: &mut Merged) {
+    let (mut walk, mut keys, mut mapped_keys) = (Backward::new(), 0u64, 0u64);
+    for &e in entries.iter().rev() {
+        let (is_stale, last_of_key) = walk.judge(e, stale);
+        keys += u64::from(last_of_key);
+        mapped_keys += u64::from(e.mapped() & !is_stale);
+    }
+    walk.finish(stale);
+    tally.keys += keys;
+    tally.mapped_keys += mapped_keys;
 }
 
 /// What the merge found.
@@ -251,6 +305,71 @@ impl<'a> Source<'a> {
                 *at += 1;
                 Ok(Some(e))
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Offsets marked, in any order.
+    #[derive(Default)]
+    struct Noted(Vec<u64>);
+
+    impl Mark for Noted {
+        fn mark(&mut self, offset: u64) {
+            self.0.push(offset);
+        }
+    }
+
+    /// Sorted entries of a few keys, some written many times (more stale offsets than a chunk holds), mapped
+    /// or only asked about at random; keys alike in their high half told apart by the low bits.
+    fn entries(seed: u64, n: u64, keys: u64) -> Vec<Entry> {
+        let mut rng = log_core::workload::SplitMix64::new(seed);
+        let universe: Vec<u128> = (0..keys)
+            .map(|i| {
+                let hi = if i % 5 == 1 { 7 } else { rng.next_u64() };
+                u128::from(hi) << 64 | u128::from(rng.next_u64() % 4) << 62
+            })
+            .collect();
+        let mut entries: Vec<Entry> = (0..n)
+            .map(|o| Entry::new(universe[(rng.next_u64() % keys) as usize], o, !rng.next_u64().is_multiple_of(3)))
+            .collect();
+        entries.sort_unstable();
+        entries
+    }
+
+    #[test]
+    fn the_backward_walk_judges_as_each_key_judged_on_its_own() {
+        for (seed, n, keys) in
+            [(1, 0, 1), (2, 1, 1), (3, 1_000, 1), (4, 5_000, 700), (5, 20_000, 19_000), (6, 3_000, 3)]
+        {
+            let sorted = entries(seed, n, keys);
+            // The reference: each key's entries judged by `judge`, a key at a time.
+            let (mut expected_stale, mut expected_kept, mut expected) =
+                (Noted::default(), Vec::new(), Merged::default());
+            let mut from = 0;
+            while from < sorted.len() {
+                let to = from + sorted[from..].iter().take_while(|e| e.same_key(sorted[from])).count();
+                expected.count_key(judge(&sorted[from..to], &mut expected_stale, |e| expected_kept.push(e)));
+                from = to;
+            }
+            expected_stale.0.sort_unstable();
+
+            let mut in_place = sorted.clone();
+            let mut stale = Noted::default();
+            let first = judge_in_place(&mut in_place, &mut stale);
+            stale.0.sort_unstable();
+            assert_eq!(stale.0, expected_stale.0, "seed {seed}: the stale offsets");
+            assert_eq!(in_place[first..], expected_kept[..], "seed {seed}: the survivors, in order");
+
+            let (mut stale, mut tally) = (Noted::default(), Merged::default());
+            judge_counting(&sorted, &mut stale, &mut tally);
+            stale.0.sort_unstable();
+            assert_eq!(stale.0, expected_stale.0, "seed {seed}: the stale offsets counted");
+            assert_eq!((tally.keys, tally.mapped_keys), (expected.keys, expected.mapped_keys), "seed {seed}");
+            assert!(n < 1_000 || expected_stale.0.len() > STALE_CHUNK, "seed {seed}: more than a chunk of stale");
         }
     }
 }

@@ -184,8 +184,9 @@ impl Runs {
         self.sorter.sort(entries, self.part_bits);
         self.merged.phases.sort_seconds += t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
-        let kept = judge_in_place(entries, stale);
-        let survivors = &self.buf[from..from + kept];
+        let first_kept = judge_in_place(entries, stale);
+        let kept = entries.len() - first_kept;
+        let survivors = &self.buf[from + first_kept..from + self.fill[p]];
         let starts = self.slicing().starts(survivors);
         let file = match self.file {
             Some(ref mut file) => file,
