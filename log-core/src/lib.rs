@@ -52,8 +52,8 @@ pub mod swap_proof;
 mod tail;
 pub mod workload;
 
-/// The CRC-32C every frame and batch is checked with (public for the benchmarks' floors, which must check
-/// what a pass checks, as fast as a pass checks it).
+/// The CRC-32C every frame and batch is checked with, and the cache hints scans read ahead with (public for
+/// the benchmarks' floors, which must do what a pass does, as fast as a pass does it).
 pub use ground::{aligned, cache, checksum};
 pub(crate) use ground::{error, record};
 pub use ground::{names, producers, storage, txn};

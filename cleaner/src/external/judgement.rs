@@ -73,9 +73,22 @@ impl Mark for Marks<'_, '_> {
         }
     }
 
+    /// Within the batch's [`MARK_BATCH`] whatever the lengths handed: what would pass it is set first.
     fn mark_all(&mut self, offsets: &[u64]) {
+        if self.pending.len() + offsets.len() > MARK_BATCH {
+            self.flush();
+        }
+        if offsets.len() >= MARK_BATCH {
+            let mut set = self.set.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            set.set_all_from_start(offsets);
+            return;
+        }
+        if self.pending.capacity() < MARK_BATCH {
+            // Once, exactly: grown by the chunks' lengths, the vector would pass the batch's bytes.
+            self.pending.reserve_exact(MARK_BATCH - self.pending.len());
+        }
         self.pending.extend_from_slice(offsets);
-        if self.pending.len() >= MARK_BATCH {
+        if self.pending.len() == MARK_BATCH {
             self.flush();
         }
     }
@@ -110,8 +123,9 @@ fn superseded(e: Entry, latest: Option<u64>) -> bool {
 
 /// The judgement of sorted entries (by [`Entry::key`]: hash, then offset) walked back to front, without a
 /// branch on what an entry holds: going down a key from its highest offset, an entry is stale exactly when a
-/// mapped entry of its key came before it (a higher offset: [`judge`]'s rule), so one flag carried down each
-/// key decides. Most entries of a backlog's partition are stale or not at random, so judging key by key with
+/// mapped entry of its key came before it (a higher offset: [`judge`]'s rule, since a key's offsets are
+/// distinct: pass 1 refuses offsets out of order, [`crate::offset_order::OffsetOrder`]), so one flag carried
+/// down each key decides. Most entries of a backlog's partition are stale or not at random, so judging key by key with
 /// a branch on it (as [`judge`] does) mispredicted often. Stale offsets go to the [`Mark`] [`STALE_CHUNK`] at
 /// a time, and the rest by [`Backward::finish`].
 struct Backward {
@@ -126,11 +140,11 @@ impl Backward {
         Backward { later: None, later_mapped: false, offsets: [0; STALE_CHUNK], noted: 0 }
     }
 
-    /// Judges `e`, the entry before the last one judged: whether it is stale, and whether it is its key's
-    /// last entry (the first met of its key).
+    /// Judges `e`, the entry before the last one judged.
     #[inline]
-    fn judge(&mut self, e: Entry, stale: &mut impl Mark) -> (bool, bool) {
+    fn judge(&mut self, e: Entry, stale: &mut impl Mark) -> Verdict {
         let same = self.later.is_some_and(|l| l.same_key(e));
+        debug_assert!(!same || self.later.is_some_and(|l| l.offset() > e.offset()), "a key's offsets are distinct");
         self.later_mapped &= same;
         let is_stale = self.later_mapped;
         self.later_mapped |= e.mapped();
@@ -141,12 +155,21 @@ impl Backward {
             self.noted = 0;
         }
         self.later = Some(e);
-        (is_stale, !same)
+        Verdict { is_stale, last_of_key: !same }
     }
 
     fn finish(self, stale: &mut impl Mark) {
         stale.mark_all(&self.offsets[..self.noted]);
     }
+}
+
+/// What [`Backward::judge`] found of an entry.
+#[derive(Clone, Copy)]
+struct Verdict {
+    /// A newer record of its key was mapped.
+    is_stale: bool,
+    /// It is its key's last entry (the first met of its key, walking back).
+    last_of_key: bool,
 }
 
 /// Judges the sorted `entries` key by key, marking the stale offsets, and keeps the survivors, in order, at
@@ -157,10 +180,10 @@ pub(super) fn judge_in_place(entries: &mut [Entry], stale: &mut impl Mark) -> us
     let mut out = entries.len();
     for i in (0..entries.len()).rev() {
         let e = entries[i];
-        let (is_stale, _) = walk.judge(e, stale);
+        let verdict = walk.judge(e, stale);
         // Written whether or not it survives: a stale one is written over by the next survivor.
         entries[out - 1] = e;
-        out -= usize::from(!is_stale);
+        out -= usize::from(!verdict.is_stale);
     }
     walk.finish(stale);
     out
@@ -171,9 +194,9 @@ pub(super) fn judge_in_place(entries: &mut [Entry], stale: &mut impl Mark) -> us
 pub(super) fn judge_counting(entries: &[Entry], stale: &mut impl Mark, tally: &mut Merged) {
     let (mut walk, mut keys, mut mapped_keys) = (Backward::new(), 0u64, 0u64);
     for &e in entries.iter().rev() {
-        let (is_stale, last_of_key) = walk.judge(e, stale);
-        keys += u64::from(last_of_key);
-        mapped_keys += u64::from(e.mapped() & !is_stale);
+        let verdict = walk.judge(e, stale);
+        keys += u64::from(verdict.last_of_key);
+        mapped_keys += u64::from(e.mapped() & !verdict.is_stale);
     }
     walk.finish(stale);
     tally.keys += keys;
@@ -338,6 +361,28 @@ mod tests {
             .collect();
         entries.sort_unstable();
         entries
+    }
+
+    #[test]
+    fn a_threads_marks_stay_within_their_batch_whatever_the_chunks() {
+        let mut set = StaleSet::new(0, 1 << 20, None).expect("a set in memory");
+        let shared = Mutex::new(&mut set);
+        let mut marks = Marks::new(&shared);
+        // A part chunk (as a walk's finish hands on), then whole ones past the batch, then one larger than it.
+        marks.mark_all(&(0..100).collect::<Vec<u64>>());
+        let mut next = 100;
+        for _ in 0..300 {
+            marks.mark_all(&(next..next + STALE_CHUNK as u64).collect::<Vec<u64>>());
+            next += STALE_CHUNK as u64;
+            assert!(marks.memory_bytes() <= MARK_BATCH * 8, "{} bytes pending", marks.memory_bytes());
+        }
+        marks.mark_all(&(next..next + MARK_BATCH as u64 + 1).collect::<Vec<u64>>());
+        next += MARK_BATCH as u64 + 1;
+        assert!(marks.memory_bytes() <= MARK_BATCH * 8);
+        marks.flush();
+        drop(marks);
+        assert!((0..next).all(|o| set.contains(o)), "every offset handed is marked");
+        assert!(!set.contains(next));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Sorting a partition's entries by hash in linear time: one counting pass on the hash bits just below the
-//! partition's own (as many bits as the entries need for about one key a bucket), then each bucket of two or
-//! more entries sorted on its own. The result is the entries' full order (hash, then offset), which the runs'
+//! partition's own (as many bits as the entries need for about one key a bucket), then each bucket of more
+//! than [`INSERTION`] entries sorted on its own and one insertion pass over the whole partition for the rest
+//! (an entry moves only within its bucket). The result is the entries' full order (hash, then offset), which the runs'
 //! merge needs; a comparison sort of the same entries took most of pass 1's judging (about 45 ns an entry for
 //! a 128 MiB buffer, 30 for a partition's few hundred KiB).
 

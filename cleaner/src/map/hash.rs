@@ -16,9 +16,8 @@ pub fn xxh3_64(key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(key)
 }
 
-/// Asks the CPU to start loading the cache line holding `items[at]` (a hint: nothing happens for an index out
-/// of range). Maps call it for every key of a batch before probing any, so that the misses of the batch
-/// overlap instead of being paid one after the other.
+/// Maps call it for every key of a batch before probing any, so that the misses of the batch overlap instead
+/// of being paid one after the other.
 pub use log_core::cache::prefetch;
 
 /// How many bits of each hash a map keeps (all, unless a test asks for fewer to force collisions).

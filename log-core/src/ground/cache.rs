@@ -1,14 +1,17 @@
 //! Asking the CPU to load the bytes a scan is about to read.
 //!
-//! A key-only scan (a cleaner's pass 1) reads a few bytes of each record, its length, offset and key, from
-//! segments far larger than the CPU's caches. The CPU's own prefetchers follow such a stream only within a
-//! 4 KiB page, and the scan does too little work a record to hide a miss, so each record's first byte was a
-//! miss paid in full: on the 4 GiB backlog, 62% of the key parse's samples sat on that one load. A scan calls
-//! [`scan_ahead`] at each record, which keeps about [`SCAN_AHEAD`] bytes of requests in flight ahead of it.
+//! A scan of a segment reads a few bytes of each record (its length, offset and key, for a cleaner's pass 1)
+//! from segments far larger than the CPU's caches. The CPU's own prefetchers follow such a stream only within
+//! a 4 KiB page, and a key-only scan does too little work a record to hide a miss, so each record's first byte
+//! was a miss paid in full: on the 4 GiB backlog, 62% of the key parse's samples sat on that one load. A scan
+//! calls [`scan_ahead`] at each record (Kafka's key reads, and every walk of native frames), which keeps about
+//! [`SCAN_AHEAD`] bytes of requests in flight ahead of it. A reader of whole batches whose checksum comes first
+//! (a pass 2) asks instead for the next batch while it reads this one's records ([`next_batch_ahead`]): the
+//! checksum reads a batch in one go, too fast for a request issued then to arrive in time.
 
 /// How far ahead of a record its scan asks for the bytes: 1 KiB, about eight records of 125 bytes. Measured on
-/// the 4 GiB backlog (`--map external`): pass 1 took 2.97 s on one thread without it, 2.57 s with it; 2 KiB
-/// did no better than 1.
+/// the 4 GiB backlog (`--map external`): pass 1 took 2.97-2.99 s on one thread without it, 2.67 s with it;
+/// 2 KiB did no better than 1.
 pub const SCAN_AHEAD: usize = 1 << 10;
 
 /// Asks the CPU to start loading the cache line holding `items[at]` (a hint: no effect on results, and
@@ -20,8 +23,8 @@ pub fn prefetch<T>(items: &[T], at: usize) {
     }
 }
 
-/// Asks the CPU to start loading the two cache lines [`SCAN_AHEAD`] bytes past `at`, the next record's
-/// first byte in a scan (a hint: no effect on results). Two lines: a record of the backlog's takes about two.
+/// Asks the CPU to start loading the two cache lines [`SCAN_AHEAD`] bytes past `at`, the first byte of the
+/// record a scan is reading (a hint: no effect on results). Two lines: a record of the backlog's takes about two.
 /// Past the end of what `at` lies in, the request reaches whatever follows it in memory, or nothing: a hint
 /// cannot fault.
 #[inline]
@@ -31,9 +34,12 @@ pub fn scan_ahead(at: *const u8) {
     prefetch_line(ahead.wrapping_add(64));
 }
 
-/// Asks for the two cache lines one batch's records (`records_len` bytes) past `at`: where the record at the
-/// same place in the next batch starts, when batches are alike. A reader that takes a batch's records whole
-/// (a pass 2) calls it at each record, so that the next batch is in the cache when its checksum is taken.
+/// Asks for the two cache lines one batch's records (`records_len` bytes) past `at`: about where the record at
+/// the same place in the next batch lies when batches are alike (a batch header, 61 bytes, before it; the
+/// records of a batch, called in turn, cover the next batch's lines between them). A reader that takes a
+/// batch's records whole (a pass 2) calls it at each record, so that the next batch is in the cache by the
+/// time its checksum is taken. For a compressed batch, whose records lie in a buffer of their own, the hint
+/// reaches past that buffer: wasted, and harmless.
 #[inline]
 pub fn next_batch_ahead(at: *const u8, records_len: usize) {
     let ahead = at.wrapping_add(records_len);

@@ -73,7 +73,8 @@ fn push_bytes(out: &mut Vec<u8>, b: Option<&[u8]>) {
 }
 
 /// Appends to `out` a batch under `template`'s header holding `records`, compressed with `codec`, with the
-/// delete horizon `delete_horizon` when given. `scratch` holds the uncompressed records.
+/// delete horizon `delete_horizon` when given. With a codec, `scratch` holds the uncompressed records; without
+/// one, they are encoded straight into `out` and `scratch` is only cleared.
 ///
 /// # Errors
 /// [`BuildError`] for an offset the batch cannot express or a batch past 2 GiB.
@@ -93,7 +94,7 @@ const NO_TIMESTAMP: i64 = -1;
 
 /// As [`write_batch`], the records coming from an iterator that is walked twice (for the batch's timestamps,
 /// then to encode them), so that a batch is rewritten from the records it keeps without collecting them: memory
-/// is the encoded records (`scratch`) and the output, whatever the number of records.
+/// is the output and, with a codec, the encoded records (`scratch`), whatever the number of records.
 ///
 /// # Errors
 /// As [`write_batch`].
