@@ -65,18 +65,16 @@ fn write_unsigned(out: &mut Vec<u8>, mut v: u64) {
 
 /// Bytes `v` takes as a zig-zag varlong.
 pub fn varlong_len(v: i64) -> usize {
-    let mut u = ((v << 1) ^ (v >> 63)) as u64;
-    let mut n = 1;
-    while u >= 0x80 {
-        u >>= 7;
-        n += 1;
-    }
-    n
+    unsigned_len(((v << 1) ^ (v >> 63)) as u64)
 }
 
 /// Bytes `v` takes as a zig-zag varint.
 pub fn varint_len(v: i32) -> usize {
-    let mut u = ((v << 1) ^ (v >> 31)) as u32;
+    unsigned_len(u64::from(((v << 1) ^ (v >> 31)) as u32))
+}
+
+/// Bytes [`write_unsigned`] writes for `u`: seven bits a byte.
+fn unsigned_len(mut u: u64) -> usize {
     let mut n = 1;
     while u >= 0x80 {
         u >>= 7;
