@@ -125,9 +125,9 @@ fn superseded(e: Entry, latest: Option<u64>) -> bool {
 /// branch on what an entry holds: going down a key from its highest offset, an entry is stale exactly when a
 /// mapped entry of its key came before it (a higher offset: [`judge`]'s rule, since a key's offsets are
 /// distinct: pass 1 refuses offsets out of order, [`crate::offset_order::OffsetOrder`]), so one flag carried
-/// down each key decides. Most entries of a backlog's partition are stale or not at random, so judging key by key with
-/// a branch on it (as [`judge`] does) mispredicted often. Stale offsets go to the [`Mark`] [`STALE_CHUNK`] at
-/// a time, and the rest by [`Backward::finish`].
+/// down each key decides. Most entries of a backlog's partition are stale or not at random, so judging key
+/// by key with a branch on it (as [`judge`] does) mispredicted often. Stale offsets go to the [`Mark`]
+/// [`STALE_CHUNK`] at a time, and the rest by [`Backward::finish`].
 struct Backward {
     later: Option<Entry>,
     later_mapped: bool,
