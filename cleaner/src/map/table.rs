@@ -50,7 +50,11 @@ impl Table {
         } else {
             let map = memmap2::MmapOptions::new().len(bytes).no_reserve_swap().map_anon()?;
             // Large tables suffer TLB misses on every random probe; transparent huge pages (where the system
-            // allows them on request) take 1.3-1.5x off a probe. Advice only: failure changes nothing.
+            // allows them on request) take 1.3-1.5x off a probe. Advice only: failure changes nothing. Under a
+            // VM that reports free memory to its host (virtio-balloon free page reporting), a huge page made
+            // from a block freed a few seconds before is faulted in by the host again, about 2 ms a MiB on the
+            // project's machines: a pass over a million keys then loses what the probes gain (docs/memory.md,
+            // "Why pass 1 of `pass-bench` swings"); the advice stays for the machines that do not.
             #[cfg(target_os = "linux")]
             let _ = map.advise(memmap2::Advice::HugePage);
             Some(map)
