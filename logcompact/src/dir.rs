@@ -37,11 +37,17 @@ fn log_error(dir: &Path) -> impl FnOnce(log_core::Error) -> OpenError + '_ {
     }
 }
 
-/// Opens the log in `dir` for reading only.
+/// Opens the log in `dir` for reading only, from a directory whose names did not change while it was read (a
+/// running broker's cleaner renames files as it swaps segments): read again while they change, a few times
+/// ([`crate::steady_read`]).
 ///
 /// # Errors
 /// [`OpenError`].
 pub fn open_read_only(dir: &Path, format: Format) -> Result<OpenedLog, OpenError> {
+    crate::steady_read::read_while_still(dir, || open_read_only_once(dir, format))
+}
+
+fn open_read_only_once(dir: &Path, format: Format) -> Result<OpenedLog, OpenError> {
     match format {
         Format::Native => {
             let store: Arc<dyn SegmentStore> =
@@ -73,6 +79,10 @@ pub fn open_records_only(dir: &Path, format: Format) -> Result<OpenedLog, OpenEr
     if format == Format::Native {
         return open_read_only(dir, format);
     }
+    crate::steady_read::read_while_still(dir, || open_kafka_records_once(dir))
+}
+
+fn open_kafka_records_once(dir: &Path) -> Result<OpenedLog, OpenError> {
     let stores = storage_file::kafka::open_read_only(dir).map_err(store_error(dir))?;
     let checkpoint = log_core::CheckpointFile::Memory;
     let log = Log::open(

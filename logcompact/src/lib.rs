@@ -57,6 +57,7 @@ mod recovery;
 mod refetch;
 mod repair;
 mod size;
+mod steady_read;
 mod throttle;
 
 /// Kafka's cleaner manager: threads, scheduling, failures and their states, events and status

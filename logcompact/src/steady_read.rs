@@ -1,0 +1,83 @@
+//! Reading a directory a running broker may be changing: an open for reading is taken from a directory whose
+//! names did not change while it was read, or read again.
+//!
+//! A reading command takes no lock, so a broker can rename files while it lists and opens them: its cleaner
+//! renames a `.cleaned` copy to `.swap`, the segments it replaces to `.deleted`, then the `.swap` to `.log`. A
+//! directory listed in the middle of that (a listing is not atomic against renames) can show a `.swap` without
+//! the segments it replaces, which an open rightly refuses as damage a cleaning pass never leaves, and a read
+//! that succeeds can have missed a segment renamed under it. So the names are listed before and after each
+//! attempt; when they differ the attempt is made again, a few times ([`ATTEMPTS`]). A directory that stays
+//! the same gives the first attempt's answer, error or not: damage found in a still directory is damage.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::look::Listing;
+
+/// Attempts at most, while the directory keeps changing under them.
+pub(crate) const ATTEMPTS: usize = 4;
+
+/// The pause before another attempt: long enough for a broker to finish a swap's renames.
+const PAUSE: Duration = Duration::from_millis(100);
+
+/// `open` of `dir`, made again while the directory's names change during it (at most [`ATTEMPTS`] times; the last
+/// attempt's answer stands).
+pub(crate) fn read_while_still<T, E>(dir: &Path, mut open: impl FnMut() -> Result<T, E>) -> Result<T, E> {
+    let mut attempt = 1;
+    loop {
+        let before = sorted_names(dir);
+        let result = open();
+        if attempt >= ATTEMPTS || sorted_names(dir) == before {
+            return result;
+        }
+        attempt += 1;
+        std::thread::sleep(PAUSE);
+    }
+}
+
+fn sorted_names(dir: &Path) -> Vec<String> {
+    let mut names = Listing::read(dir).names().to_vec();
+    names.sort_unstable();
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_changed_during_an_open_is_read_again_and_a_still_one_is_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("00000000000000000000.log"), b"").expect("write");
+        // The first attempt sees a rename half done (and fails); the directory changed, so it is read again.
+        let mut calls = 0;
+        let got: Result<&str, &str> = read_while_still(dir.path(), || {
+            calls += 1;
+            if calls == 1 {
+                std::fs::rename(
+                    dir.path().join("00000000000000000000.log"),
+                    dir.path().join("00000000000000000000.log.deleted"),
+                )
+                .expect("rename");
+                return Err("a swap without its segments");
+            }
+            Ok("read")
+        });
+        assert_eq!((got, calls), (Ok("read"), 2));
+        // A still directory: its error stands, found once.
+        let mut calls = 0;
+        let got: Result<(), &str> = read_while_still(dir.path(), || {
+            calls += 1;
+            Err("damage")
+        });
+        assert_eq!((got, calls), (Err("damage"), 1));
+        // A directory that never stops changing: the last attempt's answer, after `ATTEMPTS`.
+        let mut calls = 0;
+        let got: Result<(), usize> = read_while_still(dir.path(), || {
+            calls += 1;
+            std::fs::write(dir.path().join(format!("{calls:020}.log")), b"").expect("write");
+            Err(calls)
+        });
+        assert_eq!((got, calls), (Err(ATTEMPTS), ATTEMPTS));
+    }
+}
