@@ -49,11 +49,23 @@ pub fn check(dir: &Path, format: Format) -> Result<CheckReport, CheckError> {
 }
 
 /// [`check`] with every read of the directory's files waiting on `rate` when one is given, and counted on
-/// `meter` when one is given.
+/// `meter` when one is given. A check that fails while the directory's names change (a running broker's
+/// cleaner renaming the files of a swap) is made again, a few times ([`crate::steady_read::check_while_still`]):
+/// a swap caught half-renamed is not damage.
 ///
 /// # Errors
 /// As [`check`].
 pub fn check_limited(
+    dir: &Path,
+    format: Format,
+    rate: Option<&Arc<ReadRate>>,
+    meter: Option<&Meter>,
+) -> Result<CheckReport, CheckError> {
+    crate::steady_read::check_while_still(dir, || check_once(dir, format, rate, meter))
+}
+
+/// [`check_limited`], once, whatever the directory does meanwhile.
+fn check_once(
     dir: &Path,
     format: Format,
     rate: Option<&Arc<ReadRate>>,

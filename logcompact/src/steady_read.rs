@@ -22,12 +22,31 @@ const PAUSE: Duration = Duration::from_millis(100);
 
 /// `open` of `dir`, made again while the directory's names change during it (at most [`ATTEMPTS`] times; the last
 /// attempt's answer stands).
-pub(crate) fn read_while_still<T, E>(dir: &Path, mut open: impl FnMut() -> Result<T, E>) -> Result<T, E> {
+pub(crate) fn read_while_still<T, E>(dir: &Path, open: impl FnMut() -> Result<T, E>) -> Result<T, E> {
+    read_again_while(dir, open, |_| true)
+}
+
+/// `check` of `dir`, made again only when it failed while the directory's names changed during it (at most
+/// [`ATTEMPTS`] times; the last attempt's answer stands). A check reads every record, so one that passed
+/// stands even if the broker rolled or swapped segments meanwhile (what it read was whole, and another read
+/// of a partition that keeps rolling would find it changed again); one that failed may have met a swap's
+/// renames half done, which a still directory never shows.
+pub(crate) fn check_while_still<T, E>(dir: &Path, check: impl FnMut() -> Result<T, E>) -> Result<T, E> {
+    read_again_while(dir, check, Result::is_err)
+}
+
+/// `read` of `dir`, made again while its answer is one `worth_again` accepts and the directory's names changed
+/// during it, at most [`ATTEMPTS`] times.
+fn read_again_while<T, E>(
+    dir: &Path,
+    mut read: impl FnMut() -> Result<T, E>,
+    worth_again: impl Fn(&Result<T, E>) -> bool,
+) -> Result<T, E> {
     let mut attempt = 1;
     loop {
         let before = sorted_names(dir);
-        let result = open();
-        if attempt >= ATTEMPTS || sorted_names(dir) == before {
+        let result = read();
+        if attempt >= ATTEMPTS || !worth_again(&result) || sorted_names(dir) == before {
             return result;
         }
         attempt += 1;
@@ -79,5 +98,39 @@ mod tests {
             Err(calls)
         });
         assert_eq!((got, calls), (Err(ATTEMPTS), ATTEMPTS));
+    }
+
+    #[test]
+    fn a_check_is_made_again_only_when_it_failed_while_the_directory_changed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let rename =
+            |from: &str, to: &str| std::fs::rename(dir.path().join(from), dir.path().join(to)).expect("rename");
+        std::fs::write(dir.path().join("00000000000000000000.log"), b"").expect("write");
+        // Failed while a swap's renames went on: checked again, and the second check stands.
+        let mut calls = 0;
+        let got: Result<&str, &str> = check_while_still(dir.path(), || {
+            calls += 1;
+            if calls == 1 {
+                rename("00000000000000000000.log", "00000000000000000000.log.deleted");
+                return Err("a swap without its segments");
+            }
+            Ok("intact")
+        });
+        assert_eq!((got, calls), (Ok("intact"), 2));
+        // Passed while the directory changed (a broker rolled a segment): the pass stands, read once.
+        let mut calls = 0;
+        let got: Result<&str, &str> = check_while_still(dir.path(), || {
+            calls += 1;
+            std::fs::write(dir.path().join(format!("{calls:020}.log")), b"").expect("write");
+            Ok("intact")
+        });
+        assert_eq!((got, calls), (Ok("intact"), 1));
+        // Failed in a still directory: damage, found once.
+        let mut calls = 0;
+        let got: Result<(), &str> = check_while_still(dir.path(), || {
+            calls += 1;
+            Err("damage")
+        });
+        assert_eq!((got, calls), (Err("damage"), 1));
     }
 }
