@@ -64,73 +64,70 @@ fn sorted_names(dir: &Path) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// What `run` answers with `attempt` as the read (given its attempt's number, from 1), and the attempts made.
+    fn attempts<T, E>(
+        run: impl FnOnce(&mut dyn FnMut() -> Result<T, E>) -> Result<T, E>,
+        mut attempt: impl FnMut(usize) -> Result<T, E>,
+    ) -> (Result<T, E>, usize) {
+        let mut calls = 0;
+        let got = run(&mut || {
+            calls += 1;
+            attempt(calls)
+        });
+        (got, calls)
+    }
+
+    /// Renames the directory's segment as a broker's swap does with a segment it replaces.
+    fn a_swap_half_done(dir: &Path) {
+        let segment = dir.join("00000000000000000000.log");
+        std::fs::rename(&segment, segment.with_extension("log.deleted")).expect("rename");
+    }
+
     #[test]
     fn a_directory_changed_during_an_open_is_read_again_and_a_still_one_is_not() {
         let dir = tempfile::tempdir().expect("tempdir");
+        let open = |read: &mut dyn FnMut() -> Result<&'static str, usize>| read_while_still(dir.path(), read);
         std::fs::write(dir.path().join("00000000000000000000.log"), b"").expect("write");
         // The first attempt sees a rename half done (and fails); the directory changed, so it is read again.
-        let mut calls = 0;
-        let got: Result<&str, &str> = read_while_still(dir.path(), || {
-            calls += 1;
-            if calls == 1 {
-                std::fs::rename(
-                    dir.path().join("00000000000000000000.log"),
-                    dir.path().join("00000000000000000000.log.deleted"),
-                )
-                .expect("rename");
-                return Err("a swap without its segments");
+        let got = attempts(open, |n| {
+            if n == 1 {
+                a_swap_half_done(dir.path());
+                return Err(0);
             }
             Ok("read")
         });
-        assert_eq!((got, calls), (Ok("read"), 2));
+        assert_eq!(got, (Ok("read"), 2));
         // A still directory: its error stands, found once.
-        let mut calls = 0;
-        let got: Result<(), &str> = read_while_still(dir.path(), || {
-            calls += 1;
-            Err("damage")
-        });
-        assert_eq!((got, calls), (Err("damage"), 1));
+        assert_eq!(attempts(open, |_| Err(7)), (Err(7), 1));
         // A directory that never stops changing: the last attempt's answer, after `ATTEMPTS`.
-        let mut calls = 0;
-        let got: Result<(), usize> = read_while_still(dir.path(), || {
-            calls += 1;
-            std::fs::write(dir.path().join(format!("{calls:020}.log")), b"").expect("write");
-            Err(calls)
+        let got = attempts(open, |n| {
+            std::fs::write(dir.path().join(format!("{n:020}.log")), b"").expect("write");
+            Err(n)
         });
-        assert_eq!((got, calls), (Err(ATTEMPTS), ATTEMPTS));
+        assert_eq!(got, (Err(ATTEMPTS), ATTEMPTS));
     }
 
     #[test]
     fn a_check_is_made_again_only_when_it_failed_while_the_directory_changed() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let rename =
-            |from: &str, to: &str| std::fs::rename(dir.path().join(from), dir.path().join(to)).expect("rename");
+        let check = |read: &mut dyn FnMut() -> Result<&'static str, &'static str>| check_while_still(dir.path(), read);
         std::fs::write(dir.path().join("00000000000000000000.log"), b"").expect("write");
         // Failed while a swap's renames went on: checked again, and the second check stands.
-        let mut calls = 0;
-        let got: Result<&str, &str> = check_while_still(dir.path(), || {
-            calls += 1;
-            if calls == 1 {
-                rename("00000000000000000000.log", "00000000000000000000.log.deleted");
+        let got = attempts(check, |n| {
+            if n == 1 {
+                a_swap_half_done(dir.path());
                 return Err("a swap without its segments");
             }
             Ok("intact")
         });
-        assert_eq!((got, calls), (Ok("intact"), 2));
+        assert_eq!(got, (Ok("intact"), 2));
         // Passed while the directory changed (a broker rolled a segment): the pass stands, read once.
-        let mut calls = 0;
-        let got: Result<&str, &str> = check_while_still(dir.path(), || {
-            calls += 1;
-            std::fs::write(dir.path().join(format!("{calls:020}.log")), b"").expect("write");
+        let got = attempts(check, |n| {
+            std::fs::write(dir.path().join(format!("{n:020}.log")), b"").expect("write");
             Ok("intact")
         });
-        assert_eq!((got, calls), (Ok("intact"), 1));
+        assert_eq!(got, (Ok("intact"), 1));
         // Failed in a still directory: damage, found once.
-        let mut calls = 0;
-        let got: Result<(), &str> = check_while_still(dir.path(), || {
-            calls += 1;
-            Err("damage")
-        });
-        assert_eq!((got, calls), (Err("damage"), 1));
+        assert_eq!(attempts(check, |_| Err("damage")), (Err("damage"), 1));
     }
 }
