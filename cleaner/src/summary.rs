@@ -57,13 +57,19 @@ pub fn summary(thread: Option<usize>, log: &str, stats: &CleanStats, passes: u64
     );
     let _ = writeln!(s, "    {} of log processed in {} ({})", bytes(read), duration(total), rate(read, total));
     phase_line(&mut s, "indexed", p1.bytes_read, p1.seconds, total);
-    let _ = writeln!(
-        s,
-        "    buffer utilization {:.1}% ({} keys, {} at most)",
-        100.0 * stats.offset_map.utilization,
-        stats.offset_map.entries,
-        stats.offset_map.capacity
-    );
+    let m = &stats.offset_map;
+    if m.capacity == u64::MAX {
+        // The external pass: no table to fill, any number of keys in one pass.
+        let _ = writeln!(s, "    buffer: {} keys (the external pass: any number in one pass)", m.entries);
+    } else {
+        let _ = writeln!(
+            s,
+            "    buffer utilization {:.1}% ({} keys, {} at most)",
+            100.0 * m.utilization,
+            m.entries,
+            m.capacity
+        );
+    }
     phase_line(&mut s, "cleaned", p2.bytes_read, p2.seconds, total);
     let _ = writeln!(
         s,
@@ -134,5 +140,11 @@ mod tests {
             text.contains("75.0% size reduction (75.0% fewer records); 1 segment written, 3 merged into it"),
             "{text}"
         );
+        // The external pass holds no table: no "at most" figure, never the largest integer.
+        stats.offset_map.capacity = u64::MAX;
+        stats.offset_map.entries = 186_354;
+        let external = summary(None, "orders", &stats, 1);
+        assert!(external.contains("buffer: 186354 keys (the external pass: any number in one pass)"), "{external}");
+        assert!(!external.contains(&u64::MAX.to_string()), "{external}");
     }
 }

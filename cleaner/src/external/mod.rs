@@ -200,7 +200,7 @@ impl External {
         }
         let dir = self.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
         let spill_error = |source: std::io::Error| {
-            Error::Log(log_core::Error::Io { op: "spill to", name: dir.display().to_string(), source })
+            Error::Log(log_core::Error::Io { op: "spill", name: dir.display().to_string(), source })
         };
         let mut stale = StaleSet::new(start, limit, self.spill_dir.as_deref()).map_err(spill_error)?;
         let mut scanned = Scanned::default();
@@ -368,16 +368,16 @@ pub(crate) fn spans(start: u64, limit: u64) -> bool {
 /// never find out.
 ///
 /// # Errors
-/// [`Error::Log`] ([`log_core::Error::Io`], `NotFound`) naming the directory.
+/// [`Error::Log`] ([`log_core::Error::Io`]: `NotFound`, or `NotADirectory` for a path to something else) naming
+/// the directory.
 pub(crate) fn check_spill_dir(dir: Option<&std::path::Path>) -> Result<()> {
-    match dir {
-        Some(d) if !d.is_dir() => Err(Error::Log(log_core::Error::Io {
-            op: "spill to",
-            name: d.display().to_string(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
-        })),
-        _ => Ok(()),
-    }
+    let Some(d) = dir.filter(|d| !d.is_dir()) else { return Ok(()) };
+    let source = if d.exists() {
+        std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory")
+    } else {
+        std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory")
+    };
+    Err(Error::Log(log_core::Error::Io { op: "spill", name: d.display().to_string(), source }))
 }
 
 /// Pass 2's answer for a run of records by offset: `Some(u64::MAX)` (a newer record of the key was mapped)

@@ -27,7 +27,8 @@ pub struct Probes {
 pub struct MapStats {
     /// Keys mapped.
     pub entries: u64,
-    /// Keys the budget takes at most (exact for slot maps; for `fullkey`, for keys the size of the ones seen).
+    /// Keys the budget takes at most (exact for slot maps; for `fullkey`, for keys the size of the ones seen;
+    /// `u64::MAX` for the external pass, which takes any number in one pass).
     pub capacity: u64,
     /// Slots of the table (`fullkey`: buckets of its hash table).
     pub slots: u64,

@@ -66,8 +66,17 @@ fn a_missing_spill_directory_fails_the_pass_before_it_reads() {
         let error = external(threads, Some(missing.clone())).clean(&log, PassOptions::default());
         let error = error.expect_err("no such directory");
         assert!(error.to_string().contains("no-such-spill-dir"), "{threads} threads: {error}");
+        assert!(error.to_string().contains("no such directory"), "{threads} threads: {error}");
         assert_eq!(files(&store), before, "{threads} threads: nothing changed");
     }
+    // A file where the directory should be is named as what it is.
+    let file = tempfile::NamedTempFile::new().expect("a file");
+    let (store, log) = written(500, 5_000);
+    let before = files(&store);
+    let error = external(1, Some(file.path().to_path_buf())).clean(&log, PassOptions::default());
+    let error = error.expect_err("a file is not a directory").to_string();
+    assert!(error.contains("spill on") && error.contains("not a directory"), "{error}");
+    assert_eq!(files(&store), before, "nothing changed");
 }
 
 /// The external pass's pass 1 computes no checksum (pass 2 verifies every batch it copies, as after a map's pass
