@@ -169,7 +169,13 @@ pub fn cleaner_config(map: &MapArgs, buffer: &BufferArgs, copy_threads: u32) -> 
         threads: usize::try_from(copy_threads).unwrap_or(usize::MAX),
         one_pass: map.one_pass(),
     };
-    config.validate().map_err(|e| Failure::from_cleaner("bad cleaner settings", &e))?;
+    config.validate().map_err(|e| match e {
+        // The only thread count of a pass's settings is this flag's.
+        cleaner::Error::InvalidConfig { setting: "threads", .. } => {
+            Failure::Usage(format!("--copy-threads {copy_threads}: {e}"))
+        }
+        _ => Failure::from_cleaner("bad cleaner settings", &e),
+    })?;
     Ok(config)
 }
 

@@ -70,6 +70,16 @@ fn missing(path: &Path, flag: &str) -> Failure {
     Failure::Usage(format!("{flag} {shown} does not exist: the nearest existing directory is {}", up.display()))
 }
 
+/// A file given where a directory goes: named as one, with the directory that holds it (a segment file's log).
+fn a_file(path: &Path, flag: &str) -> Failure {
+    let holder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    Failure::Usage(format!(
+        "{flag} {} is a file, not a directory: {flag} takes the directory that holds a log's files (this file is in {})",
+        path.display(),
+        holder.display()
+    ))
+}
+
 /// Before a command that takes one log with `--dir`: a missing path, or a directory of logs (a broker's log
 /// directory or a data directory), is refused with the form that fits. `data_dir_form` is the command line
 /// that takes the whole directory, when the command has one (`clean` for `compact`). Returns the directory's
@@ -86,6 +96,7 @@ pub fn one_log(
     let listing = logcompact::dir::Listing::read(dir);
     let (logs, broker) = match listing.kind() {
         DirKind::Missing => return Err(missing(dir, "--dir")),
+        DirKind::NotADirectory => return Err(a_file(dir, "--dir")),
         DirKind::Logs { logs, broker } => (logs, broker),
         _ => return Ok(listing),
     };
@@ -125,6 +136,7 @@ pub fn one_log(
 pub fn data_dir(dir: &Path, format: Format, command: &str, one_log_form: &str) -> Result<(), Failure> {
     match logcompact::dir::dir_kind(dir) {
         DirKind::Missing => Err(missing(dir, "--data-dir")),
+        DirKind::NotADirectory => Err(a_file(dir, "--data-dir")),
         DirKind::OneLog => {
             let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             let flag = if format == Format::Kafka || log_core::kafka::topic_partition(name).is_some() {

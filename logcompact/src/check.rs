@@ -211,7 +211,8 @@ impl DirCheck {
 /// each log's line as it is found (so a long check shows its progress).
 ///
 /// # Errors
-/// [`DataDirError::Unreadable`] when `data_dir` cannot be listed; a log's own failures are its line.
+/// [`DataDirError::Unreadable`] when `data_dir` cannot be listed, [`DataDirError::NoLogs`] when it holds no log
+/// of `format` (nothing would be checked); a log's own failures are its line.
 pub fn check_data_dir(
     data_dir: &Path,
     format: Format,
@@ -230,6 +231,9 @@ pub fn check_data_dir(
         }
     }
     dirs.sort();
+    if dirs.is_empty() {
+        return Err(DataDirError::NoLogs { dir: data_dir.to_path_buf(), what: "check", left_alone: 0, format });
+    }
     let (layers, settings_note) = match format {
         Format::Native => (None, None),
         Format::Kafka => {

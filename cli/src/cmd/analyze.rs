@@ -64,7 +64,6 @@ pub fn run(a: &AnalyzeArgs) -> Result<(), Failure> {
             let (resolved, layers) =
                 logcompact::datadir::settings_of(dir, a.format.into(), a.config.as_deref(), &[], &source)
                     .map_err(|e| Failure::from_data_dir(&e))?;
-            tell_broker_notice(&layers);
             let req = AnalyzeRequest {
                 dir: dir.clone(),
                 format: a.format.into(),
@@ -73,14 +72,13 @@ pub fn run(a: &AnalyzeArgs) -> Result<(), Failure> {
                 options: resolved.settings.pass_options(false),
                 meter: Some(Arc::new(Meter::staged())),
             };
-            analyze(&req, &resolved, a.json)
+            analyze(&req, &resolved, &layers, a.json)
         }
         (None, Some(data_dir)) => {
             crate::mistakes::data_dir(data_dir, a.format.into(), "analyze", "analyze")?;
             let source = a.broker.source(a.format.into())?;
             let layers = logcompact::datadir::layers(data_dir, a.format.into(), a.config.as_deref(), &[], &source)
                 .map_err(|e| Failure::from_data_dir(&e))?;
-            tell_broker_notice(&layers);
             analyze_data_dir(data_dir, a.format.into(), &layers, budget, a.json)
         }
         (None, None) => Err(Failure::Usage("give --dir DIR or --data-dir DIR".into())),
@@ -91,12 +89,19 @@ pub fn run(a: &AnalyzeArgs) -> Result<(), Failure> {
 ///
 /// # Errors
 /// As opening the log; [`Failure::Corruption`] for damage.
-fn analyze(req: &AnalyzeRequest, resolved: &Resolved, json: bool) -> Result<(), Failure> {
+fn analyze(
+    req: &AnalyzeRequest,
+    resolved: &Resolved,
+    layers: &logcompact::datadir::settings::Layers,
+    json: bool,
+) -> Result<(), Failure> {
     let dir = &req.dir;
     let progress = req.meter.as_ref().map(|m| Reporter::start("analyze", Arc::clone(m)));
     let found = logcompact::analyze(req);
     drop(progress);
     let found = found.map_err(|e| analyze_failure(dir, e))?;
+    // The note on the topics' settings comes with the answer, not before an error that answers alone.
+    tell_broker_notice(layers);
     let a = &found.analysis;
     let groups = &found.consumer_groups;
     let mut out = QuietPipe::new(std::io::stdout().lock());
@@ -288,6 +293,7 @@ fn analyze_data_dir(
     let found = datadir::analyze::analyze_dir(data_dir, format, layers, budget, Some(&meter));
     progress.finish();
     let found = found.map_err(|e| Failure::from_data_dir(&e))?;
+    tell_broker_notice(layers);
     for (name, why) in &found.unreadable {
         crate::out::diag!("cannot read {name}: {why}");
     }

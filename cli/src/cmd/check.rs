@@ -89,6 +89,7 @@ pub fn run(a: &CheckArgs) -> Result<(), Failure> {
 /// read; as listing the directory.
 fn check_data_dir(data_dir: &Path, a: &CheckArgs, rate: Option<Arc<ReadRate>>) -> Result<(), Failure> {
     let format: log_core::Format = a.format.into();
+    crate::mistakes::data_dir(data_dir, format, "check", "check")?;
     let meter = Arc::new(logcompact::progress::Meter::running_total());
     let options = DirCheckOptions {
         modified_since: a.modified_since,
@@ -150,10 +151,8 @@ fn check_data_dir(data_dir: &Path, a: &CheckArgs, rate: Option<Arc<ReadRate>>) -
         )));
     }
     if !a.json {
-        let verdict = match read {
-            0 if unchanged == 0 => format!("no logs in {}", data_dir.display()),
-            _ => format!("{} intact{unchanged_note}", logs(read)),
-        };
+        // A directory holding no log at all is refused before (`DataDirError::NoLogs`).
+        let verdict = format!("{} intact{unchanged_note}", logs(read));
         writeln!(out, "{verdict}").and_then(|()| out.flush()).map_err(write_failed)?;
     }
     Ok(())
@@ -216,7 +215,13 @@ fn check(dir: &Path, format: log_core::Format, rate: Option<&Arc<ReadRate>>, a: 
             let CheckError::Store { source, .. } = &e else { return Err(Failure::Runtime(e.to_string())) };
             return Err(Failure::from_store(source, e.to_string()));
         }
-        Err(CheckError::Problem { problem, .. }) => return Err(check_failure(dir, format, &problem)),
+        Err(CheckError::Problem { problem, .. }) => {
+            if a.json {
+                // As `--data-dir --json` gives a damaged log's line: the problem on standard output too.
+                print_json(&serde_json::json!({ "problem": problem }))?;
+            }
+            return Err(check_failure(dir, format, &problem));
+        }
         Err(e) => return Err(Failure::Runtime(e.to_string())),
     };
     if format == log_core::Format::Kafka {

@@ -137,6 +137,13 @@ fn check_names_the_file_and_position_of_a_flipped_byte() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("00000000000000000000.log") && err.contains(&format!("byte {second}")), "{err}");
     assert!(err.contains("checksum"), "{err}");
+    // With --json the problem is on standard output too, as a script reads it; the exit code stays 1.
+    let out = logcompact(&["check", "--dir", path(&dir), "--json"], "");
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("check --json prints JSON on damage");
+    assert_eq!(json["problem"]["file"], "00000000000000000000.log", "{json}");
+    assert_eq!(json["problem"]["position"].as_u64(), Some(second as u64), "{json}");
+    assert_eq!(json["problem"]["class"], "Corruption", "{json}");
 }
 
 #[test]

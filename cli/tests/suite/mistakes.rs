@@ -58,7 +58,7 @@ fn a_log_directory_given_for_a_partition_and_a_partition_for_a_log_directory_nam
 
     // And the other way round: one partition where a directory of them is wanted.
     let p = path(&part);
-    for (cmd, fits) in [("clean", "compact"), ("status", "analyze"), ("analyze", "analyze")] {
+    for (cmd, fits) in [("clean", "compact"), ("status", "analyze"), ("analyze", "analyze"), ("check", "check")] {
         let mut args = vec![cmd, "--format", "kafka", "--data-dir", p];
         if cmd == "clean" {
             args.push("--until-clean");
@@ -122,4 +122,44 @@ fn a_mistyped_path_is_named_once_with_the_nearest_sibling() {
             tmp.path().display()
         )
     );
+}
+
+#[test]
+fn a_file_or_an_empty_directory_where_logs_go_is_named_for_what_it_is() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let logs = broker(tmp.path());
+    let part = logs.join("orders-0");
+    let before = contents(&logs);
+    let segment = std::fs::read_dir(&part)
+        .expect("the partition")
+        .map(|e| e.expect("an entry").path())
+        .find(|p| p.extension().is_some_and(|x| x == "log"))
+        .expect("a segment file");
+    let (f, p) = (path(&segment), path(&part));
+    for cmd in ["check", "dump", "analyze", "compact"] {
+        let err = refused(&[cmd, "--format", "kafka", "--dir", f]);
+        assert_eq!(
+            err,
+            format!(
+                "error: --dir {f} is a file, not a directory: --dir takes the directory that holds a log's files \
+                 (this file is in {p})"
+            )
+        );
+    }
+    for cmd in ["check", "analyze", "status"] {
+        let err = refused(&[cmd, "--format", "kafka", "--data-dir", f]);
+        assert!(err.starts_with(&format!("error: --data-dir {f} is a file, not a directory")), "{cmd}: {err}");
+    }
+    // A thread count out of range names its flag.
+    let err =
+        refused(&["compact", "--format", "kafka", "--dir", p, "--cleanup-policy", "compact", "--copy-threads", "0"]);
+    assert_eq!(err, "error: --copy-threads 0: invalid setting threads = 0: from 1 to 256");
+    // An empty directory holds no log to check, as it holds none to analyze: a usage error, not "intact".
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).expect("mkdir");
+    for cmd in ["check", "analyze"] {
+        let err = refused(&[cmd, "--data-dir", path(&empty)]);
+        assert_eq!(err, format!("error: {} holds no log to {cmd}", empty.display()), "{cmd}");
+    }
+    assert_eq!(contents(&logs), before, "nothing was changed");
 }

@@ -183,7 +183,7 @@ impl Layout {
     pub fn describe(&self) -> String {
         let total = self.foreign.len() + usize::from(self.checkpoint) + usize::from(self.checkpoint_tmp);
         if total == 0 && self.hints.is_empty() && self.deleted.is_empty() && self.cleaned.is_empty() {
-            return "the directory is empty (no segment files)".into();
+            return "nothing: the directory is empty (no segment file)".into();
         }
         let mut shown: Vec<&str> = self.foreign.iter().map(String::as_str).take(5).collect();
         if self.checkpoint {
