@@ -219,6 +219,13 @@ impl BrokerArgs {
     }
 }
 
+/// [`tell_broker_notice`] for a warning only (a note is left out): for a command failing before its answer.
+pub fn tell_broker_warning(layers: &logcompact::datadir::settings::Layers) {
+    if layers.broker_notice.as_ref().is_some_and(|n| n.starts_with("warning:")) {
+        tell_broker_notice(layers);
+    }
+}
+
 /// Tells on standard error where the broker's settings came from, or why they could not be read.
 pub fn tell_broker_notice(layers: &logcompact::datadir::settings::Layers) {
     if let Some(n) = &layers.broker_notice {

@@ -211,8 +211,9 @@ impl DirCheck {
 /// each log's line as it is found (so a long check shows its progress).
 ///
 /// # Errors
-/// [`DataDirError::Unreadable`] when `data_dir` cannot be listed, [`DataDirError::NoLogs`] when it holds no log
-/// of `format` (nothing would be checked); a log's own failures are its line.
+/// [`DataDirError::Unreadable`] when `data_dir` cannot be listed, [`DataDirError::NoLogs`] when it holds nothing
+/// of a log (no log of `format`, no folder passed over, and no broker's `meta.properties`); a log's own failures
+/// are its line.
 pub fn check_data_dir(
     data_dir: &Path,
     format: Format,
@@ -231,7 +232,10 @@ pub fn check_data_dir(
         }
     }
     dirs.sort();
-    if dirs.is_empty() {
+    // A broker's log directory with no partition yet (a new broker, a disk unused so far) is intact, and one
+    // whose folders were all passed over says why; only a directory with nothing of a log at all is refused.
+    let broker = data_dir.join(storage_file::kafka::META_PROPERTIES).is_file();
+    if dirs.is_empty() && ignored.is_empty() && !broker {
         return Err(DataDirError::NoLogs { dir: data_dir.to_path_buf(), what: "check", left_alone: 0, format });
     }
     let (layers, settings_note) = match format {

@@ -6,7 +6,8 @@
 //! directory listed in the middle of that (a listing is not atomic against renames) can show a `.swap` without
 //! the segments it replaces, which an open rightly refuses as damage a cleaning pass never leaves, and a read
 //! that succeeds can have missed a segment renamed under it. So the names are listed before and after each
-//! attempt; when they differ the attempt is made again, a few times ([`ATTEMPTS`]). A directory that stays
+//! attempt; when they differ the attempt is made again, a few times ([`ATTEMPTS`]) (a check only when it
+//! failed: [`check_while_still`]). A directory that stays
 //! the same gives the first attempt's answer, error or not: damage found in a still directory is damage.
 
 use std::path::Path;

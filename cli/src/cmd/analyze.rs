@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::args::{BrokerArgs, BufferArgs, FormatArg, ThreadsArgs, tell_broker_notice};
+use crate::args::{BrokerArgs, BufferArgs, FormatArg, ThreadsArgs, tell_broker_notice, tell_broker_warning};
 use crate::failure::Failure;
 use crate::out::QuietPipe;
 use crate::progress::Reporter;
@@ -99,8 +99,12 @@ fn analyze(
     let progress = req.meter.as_ref().map(|m| Reporter::start("analyze", Arc::clone(m)));
     let found = logcompact::analyze(req);
     drop(progress);
+    // A note on the topics' settings comes with the answer, not before an error that answers alone; a warning
+    // (the settings could not be read) may explain the error, so it comes either way.
+    if found.is_err() {
+        tell_broker_warning(layers);
+    }
     let found = found.map_err(|e| analyze_failure(dir, e))?;
-    // The note on the topics' settings comes with the answer, not before an error that answers alone.
     tell_broker_notice(layers);
     let a = &found.analysis;
     let groups = &found.consumer_groups;
@@ -292,6 +296,9 @@ fn analyze_data_dir(
     let progress = Reporter::start("analyze", Arc::clone(&meter));
     let found = datadir::analyze::analyze_dir(data_dir, format, layers, budget, Some(&meter));
     progress.finish();
+    if found.is_err() {
+        tell_broker_warning(layers);
+    }
     let found = found.map_err(|e| Failure::from_data_dir(&e))?;
     tell_broker_notice(layers);
     for (name, why) in &found.unreadable {

@@ -151,8 +151,11 @@ fn check_data_dir(data_dir: &Path, a: &CheckArgs, rate: Option<Arc<ReadRate>>) -
         )));
     }
     if !a.json {
-        // A directory holding no log at all is refused before (`DataDirError::NoLogs`).
-        let verdict = format!("{} intact{unchanged_note}", logs(read));
+        let verdict = match read {
+            // A broker's log directory with no partition yet, or whose folders were all passed over (said above).
+            0 if unchanged == 0 => format!("no logs in {}", data_dir.display()),
+            _ => format!("{} intact{unchanged_note}", logs(read)),
+        };
         writeln!(out, "{verdict}").and_then(|()| out.flush()).map_err(write_failed)?;
     }
     Ok(())
@@ -216,9 +219,15 @@ fn check(dir: &Path, format: log_core::Format, rate: Option<&Arc<ReadRate>>, a: 
             return Err(Failure::from_store(source, e.to_string()));
         }
         Err(CheckError::Problem { problem, .. }) => {
-            if a.json {
-                // As `--data-dir --json` gives a damaged log's line: the problem on standard output too.
-                print_json(&serde_json::json!({ "problem": problem }))?;
+            if a.json
+                && matches!(
+                    problem.class,
+                    log_core::check::ProblemClass::Corruption | log_core::check::ProblemClass::UnusableName
+                )
+            {
+                // Damage, as `--data-dir --json` gives a damaged log's line: on standard output too. A failed
+                // write does not change what the command reports, the damage.
+                let _ = print_json(&serde_json::json!({ "problem": problem }));
             }
             return Err(check_failure(dir, format, &problem));
         }

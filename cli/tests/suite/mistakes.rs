@@ -161,5 +161,12 @@ fn a_file_or_an_empty_directory_where_logs_go_is_named_for_what_it_is() {
         let err = refused(&[cmd, "--data-dir", path(&empty)]);
         assert_eq!(err, format!("error: {} holds no log to {cmd}", empty.display()), "{cmd}");
     }
+    // But a broker's log directory with no partition yet (a new broker, a disk not used so far) is intact.
+    let new_broker = tmp.path().join("new-broker");
+    std::fs::create_dir(&new_broker).expect("mkdir");
+    std::fs::write(new_broker.join("meta.properties"), "version=1\nnode.id=2\ncluster.id=test\n").expect("write");
+    let out = logcompact(&["check", "--format", "kafka", "--data-dir", path(&new_broker)], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim_end(), format!("no logs in {}", new_broker.display()));
     assert_eq!(contents(&logs), before, "nothing was changed");
 }
