@@ -173,16 +173,27 @@ fn a_settings_file_with_a_bad_line_is_refused_naming_the_line() {
     let before = contents(&data.join("a"));
     let config = tmp.path().join("cleaner.conf");
     for (text, needle) in [
-        ("[a]\nmin.cleanable.dirty.ratio = 2\n", "line 2"),
+        ("[a]\nmin.cleanable.dirty.ratio = 2\n", "a: min.cleanable.dirty.ratio = 2 (CONFIG line 2): in [0, 1]"),
+        ("min.cleanable.dirty.ratio = 1.7\n", "every log: min.cleanable.dirty.ratio = 1.7 (CONFIG line 1): in [0, 1]"),
+        ("[a]\nsegment.bytes = 12XB\n", "line 2"),
         ("segment.bytez = 1MiB\n", "segment.bytez"),
         ("cleanup.policy = shred\n", "cleanup.policy"),
     ] {
         std::fs::write(&config, text).expect("config");
         let out = logcompact(&["clean", "--data-dir", path(&data), "--until-clean", "--config", path(&config)], "");
         assert_eq!(out.status.code(), Some(2), "{text}: {}", stderr(&out));
-        assert!(stderr(&out).contains(needle), "{text}: {}", stderr(&out));
+        let needle = needle.replace("CONFIG", path(&config));
+        assert!(stderr(&out).contains(&needle), "{text}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "", "{text}: refused before anything runs");
     }
+    // A flag's value is checked the same way, before anything runs.
+    let out =
+        logcompact(&["clean", "--data-dir", path(&data), "--until-clean", "--min-cleanable-dirty-ratio", "abc"], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("min.cleanable.dirty.ratio = abc (--min-cleanable-dirty-ratio)"), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
     assert_eq!(contents(&data.join("a")), before);
+    assert!(!data.join("logcompact-settings.json").exists(), "nothing refused is saved for the next run");
 }
 
 #[test]

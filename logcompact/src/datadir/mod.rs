@@ -803,8 +803,9 @@ pub struct BrokerSource {
 /// the settings given stand); one named by `broker.metadata_dir` that cannot be read is an error.
 ///
 /// # Errors
-/// [`DataDirError::Settings`]; [`DataDirError::Broker`] for a metadata log or `server.properties` named and
-/// unreadable.
+/// [`DataDirError::Settings`], for a value of the settings file or a flag that fits no log too
+/// ([`Layers::check_values`]), before anything runs; [`DataDirError::Broker`] for a metadata log or
+/// `server.properties` named and unreadable.
 pub fn layers(
     data_dir: &Path,
     format: Format,
@@ -816,6 +817,7 @@ pub fn layers(
     let file = config.map(settings::SettingsFile::read).transpose()?;
     let flags = flags.iter().map(|(s, v, f)| ((*s).to_owned(), (v.clone(), (*f).to_owned()))).collect();
     let mut layers = Layers { format, saved, file, flags, ..Layers::default() };
+    layers.check_values()?;
     if format == Format::Kafka {
         load_broker(data_dir, broker, &mut layers)?;
     }

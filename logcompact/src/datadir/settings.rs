@@ -276,7 +276,57 @@ fn internal_topic(topic: &str) -> Option<&'static [(&'static str, &'static str)]
     }
 }
 
+/// Sets `setting` to `value` in `settings` (`segment.bytes` with its units), or why the value does not fit.
+fn set_one(settings: &mut LogSettings, setting: &str, value: &str) -> Result<(), String> {
+    let parsed =
+        if setting == "segment.bytes" { crate::size::parse_bytes(value)?.to_string() } else { value.to_owned() };
+    settings.set(setting, &parsed).map_err(|e| match e {
+        // What this setting must be; the setting and value are named beside it.
+        cleaner::Error::InvalidConfig { setting: bad, expected, .. } if bad == setting => expected.to_owned(),
+        other => other.to_string(),
+    })
+}
+
 impl Layers {
+    /// Checks every value of the settings file in force and of the flags, each on its own, before any log is
+    /// resolved or anything runs: a value that fits no log (a ratio of 1.7, a size of `abc`) is refused here,
+    /// naming its line or flag, rather than found log by log as the run goes and saved for the next run. What
+    /// only some logs refuse (a `max.compaction.lag.ms` below one log's `min.compaction.lag.ms`) is still found
+    /// as each log is resolved ([`Layers::resolve_all`]).
+    ///
+    /// # Errors
+    /// [`SettingsError::Value`] naming the setting, its value, where it came from, and the section (`every log`
+    /// for a line before any section or a flag).
+    pub fn check_values(&self) -> Result<(), SettingsError> {
+        let (file, saved) = self.file();
+        let prefix = if saved { "saved: " } else { "" };
+        let every = "every log";
+        let lines = file
+            .defaults
+            .iter()
+            .map(|(setting, value, from)| (every, setting, value, format!("{prefix}{from}")))
+            .chain(file.logs.iter().flat_map(|(section, entries)| {
+                entries
+                    .iter()
+                    .map(move |(setting, value, from)| (section.as_str(), setting, value, format!("{prefix}{from}")))
+            }));
+        let flags = self
+            .flags
+            .iter()
+            .chain(self.saved.flags.iter().filter(|(k, _)| saved && !self.flags.contains_key(*k)))
+            .map(|(setting, (value, from))| (every, setting, value, from.clone()));
+        for (name, setting, value, from) in lines.chain(flags) {
+            set_one(&mut LogSettings::default(), setting, value).map_err(|why| SettingsError::Value {
+                name: name.to_owned(),
+                setting: setting.clone(),
+                value: value.clone(),
+                from,
+                why,
+            })?;
+        }
+        Ok(())
+    }
+
     /// These layers with the caller's word that the broker compacts the topic (`cleanup.policy = compact`
     /// given as the flag `by`): what `compact` takes to compact a Kafka partition whose own settings say
     /// nothing (see [`crate::compact::topic_policy`]).
@@ -426,20 +476,13 @@ impl Layers {
             layers.push((setting.clone(), value.clone(), from.clone()));
         }
         for (setting, value, from) in layers {
-            let parsed = if setting == "segment.bytes" {
-                crate::size::parse_bytes(&value).map(|b| b.to_string())
-            } else {
-                Ok(value.clone())
-            };
-            let bad = |why: String| SettingsError::Value {
+            set_one(&mut settings, &setting, &value).map_err(|why| SettingsError::Value {
                 name: name.to_owned(),
                 setting: setting.clone(),
                 value: value.clone(),
                 from: from.clone(),
                 why,
-            };
-            let parsed = parsed.map_err(bad)?;
-            settings.set(&setting, &parsed).map_err(|e| bad(e.to_string()))?;
+            })?;
             sources.insert(setting, from);
         }
         if kafka && settings.segment_bytes > i32::MAX as u64 {
