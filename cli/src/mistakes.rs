@@ -70,6 +70,19 @@ fn missing(path: &Path, flag: &str) -> Failure {
     Failure::Usage(format!("{flag} {shown} does not exist: the nearest existing directory is {}", up.display()))
 }
 
+/// Before a command that creates or continues one log in `--dir` (`gen`, `run --backend file`): a directory of
+/// logs or a file is refused as [`one_log`] refuses it (the command would write a log's segments beside the logs
+/// it holds); a path not there yet is the command's to create.
+///
+/// # Errors
+/// [`Failure::Usage`] with the fix.
+pub fn one_log_or_new(dir: &Path, format: Format, command: &str) -> Result<(), Failure> {
+    if dir.symlink_metadata().is_err() {
+        return Ok(());
+    }
+    one_log(dir, format, command, None).map(|_| ())
+}
+
 /// A file given where a directory goes: named as one, with the directory that holds it (a segment file's log).
 fn a_file(path: &Path, flag: &str) -> Failure {
     let holder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));

@@ -294,10 +294,11 @@ fn verdict(dir: &Path, r: &log_core::check::CheckReport) -> String {
         format!("check passed: every record of {} is intact", dir.display())
     } else {
         format!(
-            "check passed: every record of {} is intact; {} on standard error say what a crash left, which the \
+            "check passed: every record of {} is intact; {} on standard error {} what a crash left, which the \
              next writable open repairs on its own",
             dir.display(),
             count(r.notices.len() as u64, "notice", "notices"),
+            if r.notices.len() == 1 { "says" } else { "say" },
         )
     };
     format!("{}: {figures}\n{last}{warned}", dir.display())

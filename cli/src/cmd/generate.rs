@@ -48,6 +48,7 @@ pub struct GenArgs {
 /// # Errors
 /// As [`generate`].
 pub fn run(a: &GenArgs) -> Result<(), Failure> {
+    crate::mistakes::one_log_or_new(&a.dir, log_core::Format::Native, "gen")?;
     let value_bytes = usize::try_from(a.value_bytes)
         .map_err(|_| Failure::Usage(format!("--value-bytes {} is too large", a.value_bytes)))?;
     let workload =

@@ -63,6 +63,9 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
         None => DEFAULT_DELETE_RETENTION_MS,
     };
     let log_config = LogConfig { segment_bytes: args.segment_bytes, ..LogConfig::default() };
+    if let Some(dir) = args.dir.as_deref() {
+        crate::mistakes::one_log_or_new(dir, log_core::Format::Native, "run --backend file")?;
+    }
     let store = backend::open_store(args.backend, args.dir.as_deref())?;
     let log = backend::open_log(store, log_config)?;
     let stdout = io::stdout();

@@ -106,8 +106,10 @@ pub fn table(status: &ManagerStatus, file: Option<(&StatusFile, bool)>) -> Strin
         None => {
             let _ = writeln!(
                 s,
-                "cleaner gauges ({} thread(s), {} policy, {} passes):",
-                status.threads, status.policy, status.passes
+                "cleaner gauges ({}, {} policy, {}):",
+                log_core::human::count(status.threads as u64, "thread", "threads"),
+                status.policy,
+                log_core::human::count(status.passes, "pass", "passes")
             );
         }
     }

@@ -170,3 +170,30 @@ fn a_file_or_an_empty_directory_where_logs_go_is_named_for_what_it_is() {
     assert_eq!(stdout(&out).trim_end(), format!("no logs in {}", new_broker.display()));
     assert_eq!(contents(&logs), before, "nothing was changed");
 }
+
+#[test]
+fn gen_and_run_refuse_to_write_a_log_beside_the_logs_of_a_data_directory() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    for log in ["orders", "users"] {
+        let out = logcompact(&["gen", "--dir", path(&data.join(log)), "--records", "20", "--keys", "5"], "");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let before = contents(&data);
+    let d = path(&data);
+    let err = refused(&["gen", "--dir", d, "--records", "20", "--keys", "5"]);
+    assert_eq!(
+        err,
+        format!(
+            "error: --dir {d} is a data directory (it holds orders, users), not one log: `logcompact gen --dir \
+             {d}/orders` takes one"
+        )
+    );
+    let out = logcompact(&["run", "--backend", "file", "--dir", d, "-"], "PUT a 1\n");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is a data directory"), "{}", stderr(&out));
+    assert_eq!(contents(&data), before, "no segment written beside the logs");
+    // A path not there yet is still the command's to create.
+    let out = logcompact(&["gen", "--dir", path(&data.join("events")), "--records", "20", "--keys", "5"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
