@@ -245,10 +245,18 @@ fn clean(req: &CleanRequest, json: bool, verbose: bool, metrics_addr: Option<&st
         )));
     }
     if !finished.skipped.is_empty() {
+        let (what, whose) = match req.format {
+            logcompact::Format::Kafka => ("partition(s)", "their topic's settings"),
+            logcompact::Format::Native => ("log(s)", "their settings"),
+        };
+        // A settings error names its log first already.
+        let named = |(name, why): &(String, String)| {
+            if why.starts_with(&format!("{name}: ")) { why.clone() } else { format!("{name}: {why}") }
+        };
         return Err(Failure::Usage(format!(
-            "{} partition(s) skipped, their topic's settings being ones Kafka refuses (the others were cleaned): {}",
+            "{} {what} skipped, {whose} not fitting (any others were cleaned): {}",
             finished.skipped.len(),
-            finished.skipped.iter().map(|(name, why)| format!("{name}: {why}")).collect::<Vec<_>>().join("; ")
+            finished.skipped.iter().map(named).collect::<Vec<_>>().join("; ")
         )));
     }
     if finished.interrupted && req.mode == cleaner::manager::Mode::UntilClean {

@@ -194,6 +194,27 @@ fn a_settings_file_with_a_bad_line_is_refused_naming_the_line() {
     assert_eq!(stdout(&out), "");
     assert_eq!(contents(&data.join("a")), before);
     assert!(!data.join("logcompact-settings.json").exists(), "nothing refused is saved for the next run");
+    // A bad value an earlier version saved: named log by log, shown by status, and mended by a flag.
+    std::fs::write(
+        data.join("logcompact-settings.json"),
+        r#"{"file": {"defaults": [["min.cleanable.dirty.ratio", "1.7", "old.conf line 1"]], "logs": {}}, "flags": {}}"#,
+    )
+    .expect("saved settings");
+    let out = logcompact(&["clean", "--data-dir", path(&data), "--until-clean"], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "1 log(s) skipped, their settings not fitting (any others were cleaned): a: min.cleanable.dirty.ratio = \
+             1.7 (saved: old.conf line 1): in [0, 1]"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = logcompact(&["status", "--data-dir", path(&data)], "");
+    assert_eq!(out.status.code(), Some(0), "status shows a directory whatever it saved: {}", stderr(&out));
+    let out =
+        logcompact(&["clean", "--data-dir", path(&data), "--until-clean", "--min-cleanable-dirty-ratio", "0.4"], "");
+    assert_eq!(out.status.code(), Some(0), "a flag replaces the saved value: {}", stderr(&out));
 }
 
 #[test]

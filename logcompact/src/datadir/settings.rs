@@ -288,39 +288,32 @@ fn set_one(settings: &mut LogSettings, setting: &str, value: &str) -> Result<(),
 }
 
 impl Layers {
-    /// Checks every value of the settings file in force and of the flags, each on its own, before any log is
-    /// resolved or anything runs: a value that fits no log (a ratio of 1.7, a size of `abc`) is refused here,
+    /// Checks every value this run was given (its settings file and its flags), each on its own, before any log
+    /// is resolved or anything runs: a value that fits no log (a ratio of 1.7, a size of `abc`) is refused here,
     /// naming its line or flag, rather than found log by log as the run goes and saved for the next run. What
-    /// only some logs refuse (a `max.compaction.lag.ms` below one log's `min.compaction.lag.ms`) is still found
-    /// as each log is resolved ([`Layers::resolve_all`]).
+    /// only some logs refuse (a `max.compaction.lag.ms` below one log's `min.compaction.lag.ms`), and what an
+    /// earlier run saved (a reading command still shows a directory whatever it holds), are found as each log is
+    /// resolved ([`Layers::resolve_all`]).
     ///
     /// # Errors
     /// [`SettingsError::Value`] naming the setting, its value, where it came from, and the section (`every log`
     /// for a line before any section or a flag).
     pub fn check_values(&self) -> Result<(), SettingsError> {
-        let (file, saved) = self.file();
-        let prefix = if saved { "saved: " } else { "" };
         let every = "every log";
-        let lines = file
-            .defaults
-            .iter()
-            .map(|(setting, value, from)| (every, setting, value, format!("{prefix}{from}")))
-            .chain(file.logs.iter().flat_map(|(section, entries)| {
-                entries
-                    .iter()
-                    .map(move |(setting, value, from)| (section.as_str(), setting, value, format!("{prefix}{from}")))
-            }));
-        let flags = self
-            .flags
-            .iter()
-            .chain(self.saved.flags.iter().filter(|(k, _)| saved && !self.flags.contains_key(*k)))
-            .map(|(setting, (value, from))| (every, setting, value, from.clone()));
-        for (name, setting, value, from) in lines.chain(flags) {
+        let file = self.file.iter().flat_map(|file| {
+            let defaults = file.defaults.iter().map(move |(setting, value, from)| (every, setting, value, from));
+            let sections = file.logs.iter().flat_map(|(section, entries)| {
+                entries.iter().map(move |(setting, value, from)| (section.as_str(), setting, value, from))
+            });
+            defaults.chain(sections)
+        });
+        let flags = self.flags.iter().map(|(setting, (value, from))| (every, setting, value, from));
+        for (name, setting, value, from) in file.chain(flags) {
             set_one(&mut LogSettings::default(), setting, value).map_err(|why| SettingsError::Value {
                 name: name.to_owned(),
                 setting: setting.clone(),
                 value: value.clone(),
-                from,
+                from: from.clone(),
                 why,
             })?;
         }
@@ -475,7 +468,14 @@ impl Layers {
         for (setting, (value, from)) in &self.flags {
             layers.push((setting.clone(), value.clone(), from.clone()));
         }
-        for (setting, value, from) in layers {
+        // Each setting's last layer only: a layer above replaces a value below it, a bad one too (a flag given to
+        // mend what an earlier run saved), and the settings are checked as they end up.
+        let mut last: Vec<(String, String, String)> = Vec::with_capacity(layers.len());
+        for layer in layers {
+            last.retain(|(setting, _, _)| *setting != layer.0);
+            last.push(layer);
+        }
+        for (setting, value, from) in last {
             set_one(&mut settings, &setting, &value).map_err(|why| SettingsError::Value {
                 name: name.to_owned(),
                 setting: setting.clone(),
