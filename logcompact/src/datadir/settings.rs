@@ -287,6 +287,23 @@ fn set_one(settings: &mut LogSettings, setting: &str, value: &str) -> Result<(),
     })
 }
 
+/// [`set_one`] for the log (or section) `name`, its error naming the setting, the value and where it came from.
+fn set_named(
+    settings: &mut LogSettings,
+    name: &str,
+    setting: &str,
+    value: &str,
+    from: &str,
+) -> Result<(), SettingsError> {
+    set_one(settings, setting, value).map_err(|why| SettingsError::Value {
+        name: name.to_owned(),
+        setting: setting.to_owned(),
+        value: value.to_owned(),
+        from: from.to_owned(),
+        why,
+    })
+}
+
 impl Layers {
     /// Checks every value this run was given (its settings file and its flags), each on its own, before any log
     /// is resolved or anything runs: a value that fits no log (a ratio of 1.7, a size of `abc`) is refused here,
@@ -309,13 +326,7 @@ impl Layers {
         });
         let flags = self.flags.iter().map(|(setting, (value, from))| (every, setting, value, from));
         for (name, setting, value, from) in file.chain(flags) {
-            set_one(&mut LogSettings::default(), setting, value).map_err(|why| SettingsError::Value {
-                name: name.to_owned(),
-                setting: setting.clone(),
-                value: value.clone(),
-                from: from.clone(),
-                why,
-            })?;
+            set_named(&mut LogSettings::default(), name, setting, value, from)?;
         }
         Ok(())
     }
@@ -476,13 +487,7 @@ impl Layers {
             last.push(layer);
         }
         for (setting, value, from) in last {
-            set_one(&mut settings, &setting, &value).map_err(|why| SettingsError::Value {
-                name: name.to_owned(),
-                setting: setting.clone(),
-                value: value.clone(),
-                from: from.clone(),
-                why,
-            })?;
+            set_named(&mut settings, name, &setting, &value, &from)?;
             sources.insert(setting, from);
         }
         if kafka && settings.segment_bytes > i32::MAX as u64 {
