@@ -63,7 +63,8 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
         None => DEFAULT_DELETE_RETENTION_MS,
     };
     let log_config = LogConfig { segment_bytes: args.segment_bytes, ..LogConfig::default() };
-    if let Some(dir) = args.dir.as_deref() {
+    // Only where the log is written to that directory (with --backend mem, --dir is refused below).
+    if let (Backend::File, Some(dir)) = (args.backend, args.dir.as_deref()) {
         crate::mistakes::one_log_or_new(dir, log_core::Format::Native, "run --backend file")?;
     }
     let store = backend::open_store(args.backend, args.dir.as_deref())?;
